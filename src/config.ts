@@ -1,0 +1,98 @@
+// Every setting of a Parley node, validated once at start-up.
+// Sources, later ones winning: defaults, an optional JSON config file (PARLEY_CONFIG_FILE), the environment.
+import { readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const flag = z
+  .enum(['0', '1', 'true', 'false', 'yes', 'no', 'on', 'off'])
+  .transform((v) => v === '1' || v === 'true' || v === 'yes' || v === 'on');
+const positiveInt = z.coerce.number().int().positive();
+const optionalUrl = z.string().url().optional();
+
+/** Environment variable name -> schema. Names are the documented setting names (README, "Settings"). */
+export const settingsSchema = z.object({
+  PARLEY_HOST: z.string().min(1).default('127.0.0.1'),
+  PARLEY_HTTP_PORT: port.default(3000),
+  PARLEY_WS_PORT: port.default(3001),
+  PARLEY_SIP_PORT: port.default(5060),
+  PARLEY_RTP_PORT_MIN: port.default(40000),
+  PARLEY_RTP_PORT_MAX: port.default(49999),
+  PARLEY_DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  PARLEY_BOOTSTRAP_API_KEY: z.string().min(20, 'must be at least 20 characters').optional(),
+  PARLEY_ALLOW_PRIVATE_ENDPOINTS: flag.default(false),
+  PARLEY_PUBLIC_URL: optionalUrl,
+  /** Comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For is believed. */
+  PARLEY_TRUSTED_PROXIES: z.string().default(''),
+  PARLEY_WORKERS: positiveInt.max(256).default(cpus().length || 1),
+  PARLEY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Secret for signed links (audio_url); generated and kept in the database when unset. */
+  PARLEY_SIGNING_SECRET: z.string().min(16).optional(),
+  PARLEY_MAX_ENABLED_AGENTS: positiveInt.default(100),
+  PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: positiveInt.default(100),
+  PARLEY_LLM_BASE_URL: optionalUrl,
+  PARLEY_LLM_MODEL: z.string().min(1).optional(),
+  PARLEY_LLM_API_KEY: z.string().min(1).optional(),
+  PARLEY_RESPONSES_ENABLED: flag.optional(),
+  PARLEY_WEB_SEARCH_URL: optionalUrl,
+  /** Comma-separated E.164 numbers that `assign-automatically` draws from (beside the admin-filled table). */
+  PARLEY_PHONE_NUMBERS: z.string().default(''),
+  /** SIP URI of the outbound trunk (e.g. sip:carrier.example:5060); outbound calls need it. */
+  PARLEY_OUTBOUND_TRUNK: z.string().regex(/^sips?:/, 'must be a sip: URI').optional(),
+});
+
+export type Settings = z.infer<typeof settingsSchema>;
+
+/** A setting that cannot be used; start-up stops with its message. */
+export class ConfigError extends Error {
+  constructor(readonly problems: { setting: string; message: string }[]) {
+    super(`invalid configuration: ${problems.map((p) => `${p.setting}: ${p.message}`).join('; ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+function readConfigFile(path: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new ConfigError([{ setting: 'PARLEY_CONFIG_FILE', message: `cannot read ${path}: ${(err as Error).message}` }]);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError([{ setting: 'PARLEY_CONFIG_FILE', message: `${path} must hold a JSON object of settings` }]);
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(parsed)) {
+    if (!(k in settingsSchema.shape)) {
+      throw new ConfigError([{ setting: k, message: `unknown setting in ${path}` }]);
+    }
+    out[k] = String(v);
+  }
+  return out;
+}
+
+/** Reads and validates every setting; throws ConfigError naming each bad one. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const fromFile = env.PARLEY_CONFIG_FILE ? readConfigFile(env.PARLEY_CONFIG_FILE) : {};
+  const raw: Record<string, string | undefined> = { ...fromFile };
+  for (const key of Object.keys(settingsSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const result = settingsSchema.safeParse(raw);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => ({ setting: String(issue.path[0] ?? 'config'), message: issue.message })),
+    );
+  }
+  const s = result.data;
+  if (s.PARLEY_RTP_PORT_MIN >= s.PARLEY_RTP_PORT_MAX) {
+    throw new ConfigError([{ setting: 'PARLEY_RTP_PORT_MIN', message: 'must be below PARLEY_RTP_PORT_MAX' }]);
+  }
+  return s;
+}
