@@ -40,6 +40,14 @@ export const settingsSchema = z.object({
   PARLEY_LLM_API_KEY: z.string().min(1).optional(),
   PARLEY_RESPONSES_ENABLED: flag.optional(),
   PARLEY_WEB_SEARCH_URL: optionalUrl,
+  /** Per request to the chat model: milliseconds before an attempt is abandoned, and retries on 429/5xx. */
+  PARLEY_LLM_TIMEOUT_MS: positiveInt.default(30000),
+  PARLEY_LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  /** Upper bound of `num_responses` on POST /v1/responses. */
+  PARLEY_RESPONSES_MAX: positiveInt.max(100).default(5),
+  /** Token bucket per workspace for POST /v1/responses, shared by every node through the database. */
+  PARLEY_RESPONSES_RATE_PER_MIN: positiveInt.default(60),
+  PARLEY_RESPONSES_RATE_BURST: positiveInt.default(20),
   /** Comma-separated E.164 numbers that `assign-automatically` draws from (beside the admin-filled table). */
   PARLEY_PHONE_NUMBERS: z.string().default(''),
   /** SIP URI of the outbound trunk (e.g. sip:carrier.example:5060); outbound calls need it. */
