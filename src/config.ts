@@ -35,6 +35,10 @@ export const settingsSchema = z.object({
   PARLEY_SIGNING_SECRET: z.string().min(16).optional(),
   PARLEY_MAX_ENABLED_AGENTS: positiveInt.default(100),
   PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: positiveInt.default(100),
+  /** This node's name in conversation leases and heartbeats; default `<hostname>-<pid>`. */
+  PARLEY_NODE_ID: z.string().min(1).max(200).optional(),
+  /** Seconds a conversation lease lives without its node's heartbeat renewing it (a dead node frees capacity). */
+  PARLEY_LEASE_TTL_SEC: positiveInt.max(3600).default(30),
   PARLEY_LLM_BASE_URL: optionalUrl,
   PARLEY_LLM_MODEL: z.string().min(1).optional(),
   PARLEY_LLM_API_KEY: z.string().min(1).optional(),
