@@ -1,0 +1,3 @@
+export * from './digest.js';
+export * from './client.js';
+export * from './server.js';
