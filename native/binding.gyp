@@ -1,0 +1,16 @@
+{
+  "targets": [
+    {
+      "target_name": "parley_dsp",
+      "sources": [
+        "src/addon.cc",
+        "src/g711.cc",
+        "src/bind_g711.cc"
+      ],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
+      "cflags_cc!": ["-std=gnu++17", "-std=gnu++1y", "-O3"],
+      "cflags_cc": ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+    }
+  ]
+}

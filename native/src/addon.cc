@@ -1,0 +1,13 @@
+// Module entry: registers each DSP module's bindings.
+#include "handle.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  parley::InitG711(env, exports);
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(parley_dsp, Init)
