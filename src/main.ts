@@ -1,11 +1,49 @@
-// Entry: config -> store -> control plane -> workers -> SIP (DESIGN.md, "Layout").
-import { ConfigError, loadSettings } from './config.js';
-import { createLogger } from './log.js';
+// Entry: config -> store -> migrations -> bootstrap -> control plane (DESIGN.md, "Layout").
+// Workers and SIP join here as they land. SIGINT/SIGTERM close everything in reverse order.
+import { ConfigError, loadSettings, type Settings } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { openStore, type Store } from './store/db.js';
+import { StoreError } from './store/errors.js';
+import { migrate } from './store/migrate.js';
+import { bootstrap } from './store/workspaces.js';
+import { createContext } from './api/context.js';
+import { buildApp } from './api/app.js';
+
+async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
+  const store: Store = await openStore(settings, log);
+  const closers: (() => Promise<void>)[] = [() => store.close()];
+  const closeAll = async () => {
+    for (const close of closers.reverse()) await close();
+  };
+  try {
+    await migrate(store.sql, log);
+    const first = await bootstrap(store.sql, settings.PARLEY_BOOTSTRAP_API_KEY);
+    const base = `http://${settings.PARLEY_HOST.includes(':') ? `[${settings.PARLEY_HOST}]` : settings.PARLEY_HOST}`;
+    let port = settings.PARLEY_HTTP_PORT;
+    const ctx = await createContext(settings, store, log, () => `${base}:${port}`);
+    const app = buildApp(ctx);
+    closers.push(() => app.close());
+    await app.listen({ host: settings.PARLEY_HOST, port: settings.PARLEY_HTTP_PORT });
+    port = (app.server.address() as { port: number }).port;
+    log.info({ url: ctx.publicUrl() }, 'control plane listening');
+    if (first) {
+      log.info({ orgId: first.orgId, projectId: first.projectId }, 'created the first workspace and its main project');
+      if (!settings.PARLEY_BOOTSTRAP_API_KEY) {
+        // The one place the secret is ever shown: print it plainly, once.
+        process.stdout.write(`\nParley API key (shown once, keep it): ${first.apiKey}\n\n`);
+      }
+    }
+  } catch (err) {
+    await closeAll().catch((e) => log.error({ err: e }, 'shutdown after failed start failed'));
+    throw err;
+  }
+  return closeAll;
+}
 
 const log = createLogger();
+let settings: Settings;
 try {
-  const settings = loadSettings();
-  log.info({ httpPort: settings.PARLEY_HTTP_PORT }, 'parley configured');
+  settings = loadSettings();
 } catch (err) {
   if (err instanceof ConfigError) {
     log.fatal({ problems: err.problems }, err.message);
@@ -13,3 +51,28 @@ try {
   }
   throw err;
 }
+log.level = settings.PARLEY_LOG_LEVEL;
+
+start(settings, log).then(
+  (close) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      close().then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  },
+  (err: Error) => {
+    log.fatal({ err: err instanceof StoreError ? { message: err.message } : err }, `start-up failed: ${err.message}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,39 @@
+// What every route plugin is given: settings, the database, a logger, the clock and link helpers.
+import type { Settings } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Sql } from '../store/db.js';
+import { createSigner, loadSigningSecret, type UrlSigner } from '../auth/signed-url.js';
+
+export interface AppContext {
+  settings: Settings;
+  sql: Sql;
+  log: Logger;
+  /** The clock (injected so tests can move time). */
+  now(): Date;
+  /** Base of links handed out, without a trailing slash: PARLEY_PUBLIC_URL, else the listening address. */
+  publicUrl(): string;
+  /** Signs and verifies expiring links (`audio_url`). */
+  signer: UrlSigner;
+  /** Which database: embedded PGlite (one connection) or PostgreSQL (a pool). */
+  storeKind: 'pglite' | 'postgres';
+}
+
+/** The context of a control plane on `store`, listening (once started) at `listening()`. */
+export async function createContext(
+  settings: Settings,
+  store: { sql: Sql; kind: 'pglite' | 'postgres' },
+  log: Logger,
+  listening: () => string,
+): Promise<AppContext> {
+  const signer = createSigner(await loadSigningSecret(store.sql, settings.PARLEY_SIGNING_SECRET));
+  const configured = settings.PARLEY_PUBLIC_URL?.replace(/\/+$/, '');
+  return {
+    settings,
+    sql: store.sql,
+    log,
+    now: () => new Date(),
+    publicUrl: () => configured ?? listening(),
+    signer,
+    storeKind: store.kind,
+  };
+}

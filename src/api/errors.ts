@@ -1,0 +1,84 @@
+// The control plane's one error type and its mapping to the spec's two error bodies (spec, "Errors").
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+
+export interface ApiErrorOptions {
+  code?: string;
+  /** Present: the body takes the validation shape `{error: {message}, param_errors}`. */
+  paramErrors?: Record<string, string>;
+}
+
+export class ApiError extends Error {
+  readonly code?: string;
+  readonly paramErrors?: Record<string, string>;
+  constructor(
+    readonly status: number,
+    message: string,
+    opts: ApiErrorOptions = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.code = opts.code;
+    this.paramErrors = opts.paramErrors;
+  }
+}
+
+export const notFound = (what: string, nameOrId?: string) =>
+  new ApiError(404, nameOrId === undefined ? `${what} not found` : `${what} '${nameOrId}' not found`, {
+    code: 'not_found',
+  });
+export const conflict = (message: string, code = 'conflict') => new ApiError(409, message, { code });
+export const forbidden = (message: string, code = 'forbidden') => new ApiError(403, message, { code });
+export const unauthorized = (message: string) => new ApiError(401, message, { code: 'unauthorized' });
+export const badRequest = (message: string, paramErrors?: Record<string, string>) =>
+  new ApiError(400, message, paramErrors ? { paramErrors } : { code: 'bad_request' });
+/** A validation-shaped error for one parameter: `invalidParam('name', 'already exists', 409)`. */
+export const invalidParam = (param: string, message: string, status = 400) =>
+  new ApiError(status, `invalid parameter ${param}: ${message}`, { paramErrors: { [param]: message } });
+
+export type ErrorBody =
+  | { error: { message: string; code?: string } }
+  | { error: { message: string }; param_errors: Record<string, string> };
+
+export function errorBody(err: ApiError): ErrorBody {
+  if (err.paramErrors) return { error: { message: err.message }, param_errors: err.paramErrors };
+  return { error: err.code ? { message: err.message, code: err.code } : { message: err.message } };
+}
+
+/** `/a/b/0` (a zod issue path as the type provider reports it) -> `a.b.0`; the root -> the part's name. */
+function paramPath(instancePath: string, context: string | undefined): string {
+  const path = instancePath.replace(/^\//, '').split('/').filter(Boolean).join('.');
+  return path || context || 'body';
+}
+
+/** Maps an ApiError, a validation failure or any other error to the spec's bodies; 500s are logged. */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {
+    if (err instanceof ApiError) {
+      return reply.status(err.status).send(errorBody(err));
+    }
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      const paramErrors: Record<string, string> = {};
+      const context = (err as FastifyError).validationContext;
+      for (const issue of err.validation) {
+        const key = paramPath(issue.instancePath, context === 'body' ? undefined : context);
+        if (!(key in paramErrors)) paramErrors[key] = issue.message ?? 'invalid';
+      }
+      const first = Object.keys(paramErrors)[0];
+      return reply.status(400).send(errorBody(new ApiError(400, `invalid parameter ${first}: ${paramErrors[first]}`, { paramErrors })));
+    }
+    const fe = err as FastifyError;
+    if (!isResponseSerializationError(err) && typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+      // Fastify's own client errors (malformed JSON, unsupported media type, body too large).
+      if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe.statusCode === 400) {
+        return reply.status(400).send(errorBody(new ApiError(400, fe.message, { paramErrors: { body: fe.message } })));
+      }
+      return reply.status(fe.statusCode).send(errorBody(new ApiError(fe.statusCode, fe.message, { code: fe.code?.toLowerCase() })));
+    }
+    request.log.error({ err }, 'internal error');
+    return reply.status(500).send(errorBody(new ApiError(500, 'internal error', { code: 'internal_error' })));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404).send(errorBody(new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`, { code: 'not_found' })));
+  });
+}

@@ -1,0 +1,18 @@
+// Every route plugin of the control plane. Add a resource = add a file and one line here (docs/CONTRACTS.md).
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AppContext } from './context.js';
+import { projectRoutes } from './projects.js';
+
+export type ApiApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+export type RoutePlugin = (app: ApiApp, ctx: AppContext) => Promise<void>;
+
+export const routePlugins: RoutePlugin[] = [
+  projectRoutes,
+];

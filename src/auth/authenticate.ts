@@ -1,0 +1,63 @@
+// Who is calling: an API key or a session token, looked up by the SHA-256 of the bearer secret in one
+// indexed query that also brings the workspace's ip_allowlist.
+import type { BlockList } from 'node:net';
+import type { Sql } from '../store/db.js';
+import { addressList, listHas } from './addresses.js';
+import { hashSecret, SESSION_TOKEN_PREFIX } from './secrets.js';
+
+export type Auth =
+  | { kind: 'api_key'; orgId: string; apiKeyId: string }
+  | { kind: 'session_token'; orgId: string; tokenId: string; conversationIds: string[] | null };
+
+export interface Credential {
+  auth: Auth;
+  /** The workspace's ip_allowlist; empty means every address. */
+  ipAllowlist: string[];
+}
+
+/** Resolves a bearer secret to its credential, or null when it is unknown, expired or revoked. */
+export async function lookupCredential(sql: Sql, secret: string, now: Date): Promise<Credential | null> {
+  const hash = hashSecret(secret);
+  if (secret.startsWith(SESSION_TOKEN_PREFIX)) {
+    const [row] = await sql<{ id: string; org_id: string; conversation_ids: string[] | null; ip_allowlist: string[] }[]>`
+      select t.id, t.org_id, t.conversation_ids, o.ip_allowlist
+      from session_tokens t join organizations o on o.id = t.org_id
+      where t.token_hash = ${hash} and t.expires_at > ${now}`;
+    if (!row) return null;
+    return {
+      auth: { kind: 'session_token', orgId: row.org_id, tokenId: row.id, conversationIds: row.conversation_ids },
+      ipAllowlist: row.ip_allowlist,
+    };
+  }
+  const [row] = await sql<{ id: string; org_id: string; ip_allowlist: string[] }[]>`
+    select k.id, k.org_id, o.ip_allowlist
+    from api_keys k join organizations o on o.id = k.org_id
+    where k.secret_hash = ${hash}`;
+  if (!row) return null;
+  return { auth: { kind: 'api_key', orgId: row.org_id, apiKeyId: row.id }, ipAllowlist: row.ip_allowlist };
+}
+
+/** `Authorization: Bearer <secret>` -> the secret, or null when the header is missing or of another scheme. */
+export function bearerSecret(header: string | undefined): string | null {
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return m ? m[1] : null;
+}
+
+/** Compiled allowlists, keyed by their JSON, so a request does not rebuild its workspace's BlockList. */
+export class AllowlistCache {
+  private readonly lists = new Map<string, BlockList>();
+  private static readonly MAX_ENTRIES = 1000;
+
+  allows(allowlist: readonly string[], address: string): boolean {
+    if (allowlist.length === 0) return true;
+    const key = allowlist.join(',');
+    let list = this.lists.get(key);
+    if (!list) {
+      if (this.lists.size >= AllowlistCache.MAX_ENTRIES) this.lists.clear();
+      list = addressList(allowlist);
+      this.lists.set(key, list);
+    }
+    return listHas(list, address);
+  }
+}

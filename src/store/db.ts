@@ -1,0 +1,98 @@
+// The store: postgres.js on PostgreSQL (DATABASE_URL, a pool) or on embedded PGlite in its own thread
+// (one connection: pglite-socket 0.2 interleaves concurrent connections, DESIGN.md "Chosen dependencies").
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import postgres from 'postgres';
+import type { Settings } from '../config.js';
+import type { Logger } from '../log.js';
+import { StoreError } from './errors.js';
+import { acquireLock } from './lock.js';
+import { startPgliteThread, type PgliteThread } from './pglite.js';
+
+export type Sql = postgres.Sql<{}>;
+
+export interface Store {
+  readonly sql: Sql;
+  readonly kind: 'pglite' | 'postgres';
+  /** Embedded only: writes the database as a tarball a later openStore can start from (`pgliteLoadFrom`). */
+  dump(path: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface OpenStoreOptions {
+  /** Embedded only: keep the database in memory, starting from this dump (tests). No data dir, no lock. */
+  pgliteLoadFrom?: string;
+  /** Embedded only: a fresh in-memory database (tests making a template). */
+  pgliteInMemory?: boolean;
+}
+
+/** Connections of the pool on PostgreSQL. */
+const POSTGRES_POOL_SIZE = 10;
+
+const common = {
+  // Notices (e.g. "relation already exists, skipping") are not errors.
+  onnotice: () => {},
+} as const;
+
+export async function openStore(settings: Settings, log: Logger, opts: OpenStoreOptions = {}): Promise<Store> {
+  if (settings.DATABASE_URL) {
+    const sql = postgres(settings.DATABASE_URL, { max: POSTGRES_POOL_SIZE, onnotice: common.onnotice });
+    try {
+      await sql`select 1`;
+    } catch (err) {
+      await sql.end({ timeout: 1 });
+      throw new StoreError(`cannot connect to DATABASE_URL: ${(err as Error).message}`, { cause: err });
+    }
+    log.info('store: PostgreSQL');
+    return {
+      sql,
+      kind: 'postgres',
+      dump: () => Promise.reject(new StoreError('dump is for the embedded database only')),
+      close: () => sql.end({ timeout: 5 }),
+    };
+  }
+
+  const inMemory = opts.pgliteInMemory || opts.pgliteLoadFrom !== undefined;
+  let lock: { release(): void } | null = null;
+  let dataDir: string | undefined;
+  if (!inMemory) {
+    const root = resolve(settings.PARLEY_DATA_DIR);
+    mkdirSync(root, { recursive: true });
+    lock = acquireLock(root);
+    dataDir = join(root, 'pgdata');
+  }
+  let thread: PgliteThread;
+  try {
+    thread = await startPgliteThread({ dataDir, loadFrom: opts.pgliteLoadFrom });
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+  // max: 1 is the whole point (see above); no idle timeout so the one session stays.
+  const sql = postgres({
+    host: '127.0.0.1',
+    port: thread.port,
+    user: 'postgres',
+    database: 'postgres',
+    max: 1,
+    ssl: false,
+    onnotice: common.onnotice,
+  });
+  log.info({ dataDir: dataDir ?? 'memory' }, 'store: embedded PGlite');
+  let closed = false;
+  return {
+    sql,
+    kind: 'pglite',
+    dump: (path) => thread.dump(path),
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await sql.end({ timeout: 5 });
+        await thread.close();
+      } finally {
+        lock?.release();
+      }
+    },
+  };
+}

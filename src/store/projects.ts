@@ -1,0 +1,54 @@
+// Projects repository: rows of `projects` and what a Project record adds to them.
+import type { Sql } from './db.js';
+import { newId } from './ids.js';
+
+export interface ProjectRow {
+  id: string;
+  org_id: string;
+  name: string;
+  max_active_conversations: number | null;
+  default_agent_id: string | null;
+  created_at: Date;
+}
+
+export async function listProjects(sql: Sql, orgId: string): Promise<ProjectRow[]> {
+  return sql<ProjectRow[]>`select * from projects where org_id = ${orgId} order by created_at, name`;
+}
+
+export async function insertProject(
+  sql: Sql,
+  orgId: string,
+  fields: { name: string; max_active_conversations?: number | null; default_agent_id?: string | null },
+): Promise<ProjectRow> {
+  const [row] = await sql<ProjectRow[]>`
+    insert into projects (id, org_id, name, max_active_conversations, default_agent_id)
+    values (${newId('proj')}, ${orgId}, ${fields.name}, ${fields.max_active_conversations ?? null},
+            ${fields.default_agent_id ?? null})
+    on conflict (org_id, name) do nothing
+    returning *`;
+  return row;
+}
+
+/** `{id, name}` of each default agent named by the rows (agents live in the agents-tools migration). */
+export async function defaultAgents(sql: Sql, rows: ProjectRow[]): Promise<Map<string, { id: string; name: string }>> {
+  const ids = rows.map((r) => r.default_agent_id).filter((v): v is string => v !== null);
+  const out = new Map<string, { id: string; name: string }>();
+  if (ids.length === 0) return out;
+  const agents = await sql<{ id: string; name: string }[]>`select id, name from agents where id = any(${ids})`;
+  for (const a of agents) out.set(a.id, { id: a.id, name: a.name });
+  return out;
+}
+
+/** Conversations in progress per project (leases of the conversations engine), 0 when none. */
+export async function activeConversationCounts(sql: Sql, projectIds: string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>(projectIds.map((id) => [id, 0]));
+  if (projectIds.length === 0) return out;
+  // The lease table arrives with the conversations migration; until then nothing is in progress.
+  const [exists] = await sql<{ t: string | null }[]>`select to_regclass('conversation_leases')::text as t`;
+  if (!exists?.t) return out;
+  const rows = await sql<{ project_id: string; n: number }[]>`
+    select project_id, count(*)::int as n from conversation_leases
+    where project_id = any(${projectIds}) and expires_at > now() group by project_id`;
+  for (const r of rows) out.set(r.project_id, r.n);
+  return out;
+}
