@@ -1,0 +1,250 @@
+// Item 3 of issue 3: what a call's UDP I/O costs through node:dgram.
+// N calls, each one UDP socket in the "gateway" process (pinned to core 1) exchanging 50 packets/s each way of
+// 172 bytes (12 RTP + 160 G.711) with a generator process (pinned to core 0) on 127.0.0.1.
+// Measured: CPU time of the gateway process (process.cpuUsage) over a fixed window, as a fraction of one core.
+// Usage: node --import tsx bench/udp-io.ts [calls...] (default 250 500); env UDP_RUNS (5), UDP_WINDOW_SEC (5).
+import { spawn, type ChildProcess } from 'node:child_process';
+import dgram from 'node:dgram';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import os from 'node:os';
+
+export const PACKET_BYTES = 172;
+export const PACKETS_PER_SEC = 50;
+const TICK_MS = 1000 / PACKETS_PER_SEC;
+const HOST = '127.0.0.1';
+const WARMUP_MS = 2000;
+
+type Msg =
+  | { type: 'ports'; ports: number[] }
+  | { type: 'peer'; ports: number[] }
+  | { type: 'start' }
+  | { type: 'measure'; windowMs: number }
+  | { type: 'result'; cpuUserMs: number; cpuSystemMs: number; wallMs: number; received: number; sent: number }
+  | { type: 'halt' }
+  | { type: 'stop' };
+
+/** One side: N sockets, each sending PACKETS_PER_SEC packets to its peer socket, deadline-paced. */
+async function side(calls: number): Promise<void> {
+  const send = (m: Msg) => process.send!(m);
+  const sockets: dgram.Socket[] = [];
+  let received = 0;
+  let sent = 0;
+  let stopping = false;
+  for (let i = 0; i < calls; i++) {
+    const s = dgram.createSocket('udp4');
+    s.on('message', () => {
+      received++;
+    });
+    s.on('error', (err: NodeJS.ErrnoException) => {
+      // After the peer closed its sockets, ICMP port-unreachable surfaces as ECONNREFUSED: expected then only.
+      if (stopping && err.code === 'ECONNREFUSED') return;
+      throw err;
+    });
+    await new Promise<void>((r) => s.bind(0, HOST, r));
+    sockets.push(s);
+  }
+  send({ type: 'ports', ports: sockets.map((s) => s.address().port) });
+  const packet = Buffer.alloc(PACKET_BYTES, 0xd5);
+  packet[0] = 0x80;
+  let timer: NodeJS.Timeout | undefined;
+  let next = 0;
+  const tick = () => {
+    const now = performance.now();
+    // Deadline pacing; after a stall send at most 2 frames per call (as the pacing clock does).
+    let due = 0;
+    while (next <= now && due < 2) {
+      due++;
+      next += TICK_MS;
+    }
+    if (next <= now) next = now + TICK_MS;
+    for (let d = 0; d < due; d++) {
+      for (let i = 0; i < sockets.length; i++) sockets[i].send(packet);
+      sent += sockets.length;
+    }
+    timer = setTimeout(tick, Math.max(0, next - performance.now()));
+  };
+  process.on('message', async (m: Msg) => {
+    if (m.type === 'peer') {
+      await Promise.all(sockets.map((s, i) => new Promise<void>((r) => s.connect(m.ports[i], HOST, r))));
+      send({ type: 'ports', ports: [] });
+    } else if (m.type === 'start') {
+      next = performance.now() + TICK_MS * Math.random();
+      tick();
+    } else if (m.type === 'measure') {
+      const r0 = received;
+      const s0 = sent;
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      setTimeout(() => {
+        const c = process.cpuUsage(c0);
+        send({ type: 'result', cpuUserMs: c.user / 1000, cpuSystemMs: c.system / 1000, wallMs: performance.now() - t0, received: received - r0, sent: sent - s0 });
+      }, m.windowMs);
+    } else if (m.type === 'halt') {
+      stopping = true;
+      clearTimeout(timer);
+      send({ type: 'ports', ports: [] });
+    } else if (m.type === 'stop') {
+      stopping = true;
+      clearTimeout(timer);
+      for (const s of sockets) s.close();
+      process.disconnect();
+    }
+  });
+}
+
+function startSide(core: number, calls: number): ChildProcess {
+  const file = fileURLToPath(import.meta.url);
+  return spawn('taskset', ['-c', String(core), process.execPath, '--import', 'tsx', file, '--side', String(calls)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+}
+
+function next<T extends Msg['type']>(p: ChildProcess, type: T): Promise<Extract<Msg, { type: T }>> {
+  return new Promise((resolve, reject) => {
+    const onMsg = (m: Msg) => {
+      if (m.type === type) {
+        p.off('message', onMsg);
+        p.off('exit', onExit);
+        resolve(m as Extract<Msg, { type: T }>);
+      }
+    };
+    const onExit = (code: number | null) => reject(new Error(`bench side exited (${code}) before '${type}'`));
+    p.on('message', onMsg);
+    p.once('exit', onExit);
+  });
+}
+
+export interface UdpRun {
+  calls: number;
+  coreFraction: number;
+  userMs: number;
+  systemMs: number;
+  wallMs: number;
+  receivedPerSec: number;
+  sentPerSec: number;
+}
+
+/** One run: gateway on core 1, generator on core 0; returns the gateway's CPU over `windowMs`. */
+export async function runOnce(calls: number, windowMs: number): Promise<UdpRun> {
+  const gw = startSide(1, calls);
+  const gen = startSide(0, calls);
+  try {
+    const [gwPorts, genPorts] = await Promise.all([next(gw, 'ports'), next(gen, 'ports')]);
+    gw.send({ type: 'peer', ports: genPorts.ports } satisfies Msg);
+    gen.send({ type: 'peer', ports: gwPorts.ports } satisfies Msg);
+    await Promise.all([next(gw, 'ports'), next(gen, 'ports')]);
+    gw.send({ type: 'start' } satisfies Msg);
+    gen.send({ type: 'start' } satisfies Msg);
+    await new Promise((r) => setTimeout(r, WARMUP_MS));
+    gw.send({ type: 'measure', windowMs } satisfies Msg);
+    const r = await next(gw, 'result');
+    const sec = r.wallMs / 1000;
+    return {
+      calls,
+      coreFraction: (r.cpuUserMs + r.cpuSystemMs) / r.wallMs,
+      userMs: r.cpuUserMs,
+      systemMs: r.cpuSystemMs,
+      wallMs: r.wallMs,
+      receivedPerSec: r.received / sec,
+      sentPerSec: r.sent / sec,
+    };
+  } finally {
+    const live = [gw, gen].filter((p) => p.connected);
+    for (const p of live) p.send({ type: 'halt' } satisfies Msg);
+    await Promise.all(live.map((p) => next(p, 'ports').catch(() => undefined)));
+    for (const p of live) if (p.connected) p.send({ type: 'stop' } satisfies Msg);
+    await Promise.all([gw, gen].map((p) => (p.exitCode === null ? new Promise((r) => p.once('exit', r)) : undefined)));
+  }
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export interface UdpSummary {
+  calls: number;
+  runs: number;
+  windowSec: number;
+  medianCoreFraction: number;
+  medianCpuUsPerCallPerSec: number;
+  medianUsPerPacket: number;
+  medianReceivedPerSec: number;
+  medianSentPerSec: number;
+  /** Packets per second both ways the calls should move: calls x 50 x 2. */
+  nominalPacketsPerSec: number;
+  /** Share of the nominal packets actually moved (below ~0.95 the machine was too busy to keep up). */
+  deliveredFraction: number;
+  /** us/packet x nominal packets/s: the core share at full rate, robust to a busy machine. */
+  projectedCoreFraction: number;
+  allCoreFractions: number[];
+}
+
+export async function measureUdpIo(callCounts: number[], runs: number, windowSec: number): Promise<UdpSummary[]> {
+  const out: UdpSummary[] = [];
+  for (const calls of callCounts) {
+    const rs: UdpRun[] = [];
+    for (let i = 0; i < runs; i++) rs.push(await runOnce(calls, windowSec * 1000));
+    const frac = median(rs.map((r) => r.coreFraction));
+    const pps = median(rs.map((r) => r.receivedPerSec + r.sentPerSec));
+    const usPerPacket = median(rs.map((r) => (r.coreFraction * 1e6) / (r.receivedPerSec + r.sentPerSec)));
+    const nominal = calls * PACKETS_PER_SEC * 2;
+    out.push({
+      calls,
+      runs,
+      windowSec,
+      medianCoreFraction: frac,
+      medianCpuUsPerCallPerSec: (frac * 1e6) / calls,
+      medianUsPerPacket: usPerPacket,
+      nominalPacketsPerSec: nominal,
+      deliveredFraction: pps / nominal,
+      projectedCoreFraction: (usPerPacket * nominal) / 1e6,
+      medianReceivedPerSec: median(rs.map((r) => r.receivedPerSec)),
+      medianSentPerSec: median(rs.map((r) => r.sentPerSec)),
+      allCoreFractions: rs.map((r) => Number(r.coreFraction.toFixed(4))),
+    });
+  }
+  return out;
+}
+
+/** DESIGN.md: move socket I/O into the addon if dgram costs more than about a third of a core at 500 calls. */
+export const NATIVE_IO_THRESHOLD_CORE_FRACTION = 1 / 3;
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2).map(Number).filter((n) => n > 0);
+  const callCounts = args.length ? args : [250, 500];
+  const runs = Number(process.env.UDP_RUNS ?? 5);
+  const windowSec = Number(process.env.UDP_WINDOW_SEC ?? 5);
+  const results = await measureUdpIo(callCounts, runs, windowSec);
+  for (const r of results) {
+    console.log(
+      `${r.calls} calls: ${(r.medianCoreFraction * 100).toFixed(1)}% of a core (median of ${r.runs}: ${r.allCoreFractions.join(', ')}), ` +
+        `${r.medianUsPerPacket.toFixed(2)} us/packet, rx ${r.medianReceivedPerSec.toFixed(0)}/s tx ${r.medianSentPerSec.toFixed(0)}/s ` +
+        `(${(r.deliveredFraction * 100).toFixed(0)}% of nominal), projected at full rate ${(r.projectedCoreFraction * 100).toFixed(1)}% of a core`,
+    );
+  }
+  const at500 = results.find((r) => r.calls === 500);
+  const verdict = at500
+    ? Math.max(at500.medianCoreFraction, at500.projectedCoreFraction) > NATIVE_IO_THRESHOLD_CORE_FRACTION
+      ? 'move socket I/O into the native addon (recvmmsg/sendmmsg)'
+      : 'keep node:dgram'
+    : 'n/a (500 calls not measured)';
+  console.log(`verdict: ${verdict}`);
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(
+    new URL('./results/udp-io.json', import.meta.url),
+    JSON.stringify({ bench: 'udp-io', date: new Date().toISOString(), loadAverage: os.loadavg(), packetBytes: PACKET_BYTES, packetsPerSecEachWay: PACKETS_PER_SEC, host: HOST, gatewayCore: 1, generatorCore: 0, socketsConnected: true, results, thresholdCoreFraction: NATIVE_IO_THRESHOLD_CORE_FRACTION, verdict }, null, 2) + '\n',
+  );
+}
+
+if (process.argv[2] === '--side') {
+  void side(Number(process.argv[3]));
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
