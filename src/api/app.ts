@@ -1,5 +1,5 @@
 // The Fastify control plane: zod type provider, error mapping, authentication, then every route plugin.
-import Fastify from 'fastify';
+import Fastify, { LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { installAuth } from '../auth/hook.js';
 import type { AppContext } from './context.js';
@@ -14,7 +14,7 @@ export function buildApp(ctx: AppContext): ApiApp {
   const app: ApiApp = Fastify({
     loggerInstance: ctx.log.child({ module: 'api' }),
     // Per-request info logs cost more than the requests themselves; errors are logged by the error handler.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
   }).withTypeProvider<ZodTypeProvider>() as unknown as ApiApp; // pino's Logger type vs FastifyBaseLogger
   app.setValidatorCompiler(validatorCompiler);
