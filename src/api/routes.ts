@@ -2,7 +2,14 @@
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { evalPromptRoutes } from './eval-prompts.js';
+import { externalStoragePolicyRoutes } from './external-storage-policies.js';
+import { extractionSchemaRoutes } from './extraction-schemas.js';
 import { projectRoutes } from './projects.js';
+import { sessionTokenRoutes } from './session-tokens.js';
+import { workspaceRoutes } from './workspace.js';
+import { responsesRoutes } from './responses.js';
 
 export type ApiApp = FastifyInstance<
   RawServerDefault,
@@ -15,4 +22,11 @@ export type RoutePlugin = (app: ApiApp, ctx: AppContext) => Promise<void>;
 
 export const routePlugins: RoutePlugin[] = [
   projectRoutes,
+  apiKeyRoutes,
+  sessionTokenRoutes,
+  workspaceRoutes,
+  evalPromptRoutes,
+  extractionSchemaRoutes,
+  externalStoragePolicyRoutes,
+  responsesRoutes,
 ];

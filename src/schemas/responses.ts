@@ -2,53 +2,16 @@
 import { z } from 'zod';
 import { vendorModel } from './agents.js';
 import { e164, lang } from './common.js';
+import { MAX_JSON_SCHEMA_DEPTH, parametersObject, RESERVED_PARAMETER_NAMES, type PropertySchema } from './tools.js';
 
 // ---- inline JSON-Schema parameters (spec, "Tool", parameter rules 5 and 7) ----------------------------------
-
-/** Spec, Tool parameter rule 5 and "Limits": JSON-Schema nesting depth is at most 5 levels. */
-export const MAX_SCHEMA_DEPTH = 5;
-/** Spec, Tool parameter rule 7: names injected into every call, never parameter names. */
-export const RESERVED_PARAMETER_NAMES = [
-  'call_info',
-  'conversation_id',
-  'from_phone_number',
-  'pre_tool_text',
-  'to_phone_number',
-  'telephony_call_sid',
-] as const;
-const PROPERTY_TYPES = ['string', 'integer', 'number', 'boolean', 'null', 'array', 'object'] as const;
-
-/** A property schema; its rules (enum on strings only, nesting) are checked by `schemaIssues`. */
-export interface PropertySchema {
-  type?: (typeof PROPERTY_TYPES)[number];
-  description?: string;
-  enum?: string[];
-  items?: PropertySchema;
-  properties?: Record<string, PropertySchema>;
-  required?: string[];
-  additionalProperties?: boolean;
-  anyOf?: PropertySchema[];
-}
-
-const propertySchema: z.ZodType<PropertySchema> = z.lazy(() =>
-  z.strictObject({
-    type: z.enum(PROPERTY_TYPES).optional(),
-    description: z.string().optional(),
-    enum: z.array(z.string()).min(1).optional(),
-    items: propertySchema.optional(),
-    properties: z.record(z.string().min(1), propertySchema).optional(),
-    required: z.array(z.string()).optional(),
-    additionalProperties: z.boolean().optional(),
-    anyOf: z.array(propertySchema).min(1).optional(),
-  }),
-);
 
 type Issue = { path: (string | number)[]; message: string };
 
 /** Rule-5 problems of one property schema at `depth` (the top-level object is depth 1). */
 function schemaIssues(s: PropertySchema, depth: number, path: (string | number)[], out: Issue[]): void {
-  if (depth > MAX_SCHEMA_DEPTH) {
-    out.push({ path, message: `nesting is deeper than ${MAX_SCHEMA_DEPTH} levels` });
+  if (depth > MAX_JSON_SCHEMA_DEPTH) {
+    out.push({ path, message: `nesting is deeper than ${MAX_JSON_SCHEMA_DEPTH} levels` });
     return;
   }
   if (s.enum && s.type !== 'string') out.push({ path: [...path, 'enum'], message: 'enum is only allowed on string parameters' });
@@ -57,7 +20,6 @@ function schemaIssues(s: PropertySchema, depth: number, path: (string | number)[
     out.push({ path, message: 'properties, required and additionalProperties are only allowed on object parameters' });
   }
   if (s.type === 'object') {
-    if (s.additionalProperties === true) out.push({ path: [...path, 'additionalProperties'], message: 'must be false' });
     for (const [i, name] of (s.required ?? []).entries()) {
       if (!s.properties || !(name in s.properties)) {
         out.push({ path: [...path, 'required', i], message: `'${name}' is not in properties` });
@@ -69,15 +31,8 @@ function schemaIssues(s: PropertySchema, depth: number, path: (string | number)[
   for (const [i, alt] of (s.anyOf ?? []).entries()) schemaIssues(alt, depth + 1, [...path, 'anyOf', i], out);
 }
 
-/** Spec, Tool parameter rule 5: the JSON-Schema object form of `parameters`. */
-export const jsonSchemaParameters = z
-  .strictObject({
-    type: z.literal('object'),
-    description: z.string().optional(),
-    properties: z.record(z.string().min(1), propertySchema),
-    required: z.array(z.string()).default([]),
-    additionalProperties: z.literal(false).default(false),
-  })
+/** Spec, Tool parameter rule 5 (agents-tools' schema) with its nesting, `required`, `enum` and rule-7 checks. */
+export const jsonSchemaParameters = parametersObject
   .superRefine((schema, ctx) => {
     const issues: Issue[] = [];
     for (const name of Object.keys(schema.properties)) {
@@ -85,7 +40,7 @@ export const jsonSchemaParameters = z
         issues.push({ path: ['properties', name], message: `'${name}' is a reserved parameter name` });
       }
     }
-    schemaIssues({ ...schema, type: 'object' }, 1, [], issues);
+    schemaIssues({ ...schema, type: 'object' } as PropertySchema, 1, [], issues);
     for (const issue of issues) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
   });
 export type JsonSchemaParameters = z.infer<typeof jsonSchemaParameters>;

@@ -1,0 +1,98 @@
+// POST /v1/responses (spec, "17. Generate responses", experimental): stateless simulated assistant replies for an
+// inline conversation, from the configured chat model. Nothing is stored. Gated per workspace and rate limited.
+import { requireApiKey } from '../auth/hook.js';
+import {
+  chatClientFromSettings,
+  ChatUpstreamInvalidError,
+  ChatUpstreamUnavailableError,
+} from '../engines/chat-client.js';
+import { responsesGate } from '../engines/responses/gate.js';
+import { generateResponses } from '../engines/responses/generate.js';
+import { takeToken } from '../engines/responses/rate-limit.js';
+import { resolveTools, storedToolNames, ToolReferenceError, type StoredTool } from '../engines/responses/resolve.js';
+import { loadStoredTools } from '../engines/responses/stored-tools.js';
+import { createWebSearch } from '../engines/responses/web-search.js';
+import { errorBody, validationErrorBody } from '../schemas/common.js';
+import { responsesRequestBody, responsesResponseBody } from '../schemas/responses.js';
+import { ApiError, errorBody as toErrorBody, invalidParam } from './errors.js';
+import { resolveProject } from './lookup.js';
+import type { RoutePlugin } from './routes.js';
+
+/** Bucket key of a workspace in `rate_limit_buckets`. */
+const bucketKey = (orgId: string) => `responses:${orgId}`;
+
+export const responsesRoutes: RoutePlugin = async (app, ctx) => {
+  const { sql, settings } = ctx;
+  const log = ctx.log.child({ module: 'responses' });
+  const chat = chatClientFromSettings(settings, log.child({ module: 'chat-client' }));
+  const search = settings.PARLEY_WEB_SEARCH_URL ? createWebSearch(settings.PARLEY_WEB_SEARCH_URL) : null;
+  const rule = { perMinute: settings.PARLEY_RESPONSES_RATE_PER_MIN, burst: settings.PARLEY_RESPONSES_RATE_BURST };
+
+  app.post(
+    '/v1/responses',
+    {
+      schema: {
+        tags: ['responses'],
+        summary: 'Generate simulated assistant responses for an inline conversation (experimental)',
+        body: responsesRequestBody(settings.PARLEY_RESPONSES_MAX),
+        response: {
+          200: responsesResponseBody,
+          400: validationErrorBody,
+          404: errorBody,
+          429: errorBody,
+          502: errorBody,
+          503: errorBody,
+        },
+      },
+      // Before the body is validated: a workspace without the feature sees 404 whatever it sends, and every
+      // request counts against the rate limit.
+      preValidation: async (request, reply) => {
+        requireApiKey(request.auth, 'generate responses');
+        const gate = await responsesGate(sql, request.auth.orgId, settings);
+        if (!gate.open) throw new ApiError(404, gate.message, { code: 'responses_not_enabled' });
+        const take = await takeToken(sql, bucketKey(request.auth.orgId), rule);
+        if (!take.allowed) {
+          reply.header('retry-after', String(take.retryAfterSec));
+          return reply
+            .status(429)
+            .send(
+              toErrorBody(
+                new ApiError(429, `rate limit exceeded: retry in ${take.retryAfterSec} s`, { code: 'rate_limit_exceeded' }),
+              ),
+            );
+        }
+      },
+    },
+    async (request) => {
+      const body = request.body;
+      let stored: ReadonlyMap<string, StoredTool> = new Map();
+      if (body.project !== undefined) {
+        const project = await resolveProject(sql, request.auth.orgId, body.project);
+        const names = storedToolNames(body.tools);
+        if (names.length > 0) stored = await loadStoredTools(sql, project.id, names);
+      }
+      let offered;
+      try {
+        offered = resolveTools(body, stored, { webSearch: search !== null });
+      } catch (err) {
+        if (err instanceof ToolReferenceError) throw invalidParam(err.param, err.message);
+        throw err;
+      }
+      try {
+        // chat is non-null: the gate is closed without a chat model.
+        const responses = await generateResponses(body, offered, { chat: chat!, search, log });
+        return { responses };
+      } catch (err) {
+        if (err instanceof ChatUpstreamInvalidError) {
+          log.warn({ err }, 'chat model answer unusable');
+          throw new ApiError(502, `invalid response from the chat model: ${err.message}`, { code: 'upstream_invalid' });
+        }
+        if (err instanceof ChatUpstreamUnavailableError) {
+          log.warn({ err }, 'chat model unavailable');
+          throw new ApiError(503, `chat model unavailable: ${err.message}`, { code: 'upstream_unavailable' });
+        }
+        throw err;
+      }
+    },
+  );
+};

@@ -1,0 +1,53 @@
+// Whether POST /v1/responses is open to a workspace: a chat model must be configured, and the workspace's
+// `responses` feature flag (organizations.features, set by the admin command) must be on, falling back to the
+// server default PARLEY_RESPONSES_ENABLED, which is on when a chat model is configured.
+import type { Sql } from '../../store/db.js';
+
+/** Key of the flag in `organizations.features`. */
+export const RESPONSES_FEATURE = 'responses';
+
+export interface GateSettings {
+  PARLEY_LLM_BASE_URL?: string | undefined;
+  PARLEY_LLM_MODEL?: string | undefined;
+  PARLEY_RESPONSES_ENABLED?: boolean | undefined;
+}
+
+export type Gate = { open: true } | { open: false; message: string };
+
+/** Fixed messages, built once. */
+const NO_MODEL =
+  'The responses API is not enabled: it needs a chat model. Set PARLEY_LLM_BASE_URL and PARLEY_LLM_MODEL ' +
+  '(and PARLEY_LLM_API_KEY when the model needs one) to an OpenAI-compatible chat-completions server and restart.';
+const NOT_ENABLED =
+  `The responses API is not enabled for this workspace. An operator enables it with the admin command ` +
+  `(workspace feature '${RESPONSES_FEATURE}'), or for every workspace with PARLEY_RESPONSES_ENABLED=1.`;
+
+/** The decision from a workspace's flag (undefined when unset) and the settings. Pure. */
+export function decideGate(flag: boolean | undefined, settings: GateSettings): Gate {
+  if (!settings.PARLEY_LLM_BASE_URL || !settings.PARLEY_LLM_MODEL) return { open: false, message: NO_MODEL };
+  const enabled = flag ?? settings.PARLEY_RESPONSES_ENABLED ?? true;
+  return enabled ? { open: true } : { open: false, message: NOT_ENABLED };
+}
+
+/** The workspace's flag: true, false, or undefined when it was never set. */
+export async function workspaceFlag(sql: Sql, orgId: string): Promise<boolean | undefined> {
+  const [row] = await sql<{ flag: boolean | null }[]>`
+    select (features -> ${RESPONSES_FEATURE})::boolean as flag from organizations where id = ${orgId}`;
+  return row?.flag ?? undefined;
+}
+
+/** Sets (true/false) or clears (null) the workspace's flag; for the admin command. Returns false for no such workspace. */
+export async function setWorkspaceFlag(sql: Sql, orgId: string, enabled: boolean | null): Promise<boolean> {
+  const rows =
+    enabled === null
+      ? await sql`update organizations set features = features - ${RESPONSES_FEATURE} where id = ${orgId} returning id`
+      : await sql`update organizations set features = features || ${sql.json({ [RESPONSES_FEATURE]: enabled })}
+                  where id = ${orgId} returning id`;
+  return rows.length > 0;
+}
+
+export async function responsesGate(sql: Sql, orgId: string, settings: GateSettings): Promise<Gate> {
+  const first = decideGate(undefined, { ...settings, PARLEY_RESPONSES_ENABLED: true });
+  if (!first.open) return first;
+  return decideGate(await workspaceFlag(sql, orgId), settings);
+}
