@@ -5,7 +5,9 @@
       "sources": [
         "src/addon.cc",
         "src/g711.cc",
-        "src/bind_g711.cc"
+        "src/bind_g711.cc",
+        "src/resampler.cc",
+        "src/bind_resampler.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],

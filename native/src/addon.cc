@@ -5,6 +5,7 @@ namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   parley::InitG711(env, exports);
+  parley::InitResampler(env, exports);
   return exports;
 }
 

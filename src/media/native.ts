@@ -18,7 +18,8 @@ export class NativeDspLoadError extends Error {
   override readonly name = 'NativeDspLoadError';
 }
 
-type Handle = { readonly __nativeHandle: unique symbol };
+/** An opaque native handle (an External); only the classes below create and use them. */
+export type Handle = { readonly __nativeHandle: unique symbol };
 
 interface Addon {
   mulawEncode(pcm: Int16Array, out: Uint8Array): number;
@@ -30,6 +31,21 @@ interface Addon {
   applyGain(pcm: Int16Array, gain: number): void;
   mixInto(dst: Int16Array, src: Int16Array, gain: number): void;
   encodeBatch(codec: number, frames: Int16Array[], outs: Uint8Array[]): number;
+  destroy(handle: Handle): void;
+  createResampler(fromHz: number, toHz: number, maxFrame: number): Handle;
+  resamplerProcess(handle: Handle, input: Int16Array, out: Int16Array): number;
+  resamplerMaxOutput(handle: Handle, n: number): number;
+  resamplerDelay(handle: Handle): number;
+  resamplerReset(handle: Handle): void;
+  resampleBatch(handles: Handle[], inputs: Int16Array[], outs: Int16Array[], written: Int32Array): void;
+  resampleEncodeBatch(
+    codec: number,
+    handles: Handle[],
+    inputs: Int16Array[],
+    scratch: Int16Array,
+    outs: Uint8Array[],
+    written: Int32Array,
+  ): void;
 }
 
 function load(): Addon {
@@ -97,4 +113,86 @@ export function applyGain(pcm: Int16Array, gain: number): void {
 /** dst += src * gain (rounded, saturating); src and dst must have the same length. */
 export function mixInto(dst: Int16Array, src: Int16Array, gain = 1): void {
   addon.mixInto(dst, src, gain);
+}
+
+// ---- Resampling ----
+
+/** The sample rates the resampler converts between (every pair). */
+export const RESAMPLER_RATES = [8000, 16000, 22050, 24000, 44100, 48000] as const;
+export type ResamplerRate = (typeof RESAMPLER_RATES)[number];
+
+/**
+ * A streaming polyphase resampler (rational L/M, Kaiser-windowed sinc: pass band to 0.42 and stop band from 0.5
+ * of the lower rate, 80 dB design attenuation). State is kept across calls: chunking the input any way gives
+ * the same output as one call. Output lags input by `delaySamples` input samples.
+ */
+export class Resampler {
+  /** @internal the native handle, for the batch functions */
+  readonly handle: Handle;
+  /** Input samples of group delay (half the filter length per phase). */
+  readonly delaySamples: number;
+
+  constructor(
+    readonly fromHz: ResamplerRate,
+    readonly toHz: ResamplerRate,
+    /** Largest input (samples) one process() call accepts. */
+    readonly maxFrame: number,
+  ) {
+    this.handle = addon.createResampler(fromHz, toHz, maxFrame);
+    this.delaySamples = addon.resamplerDelay(this.handle);
+  }
+
+  /** The largest number of samples process() may write for n input samples (size `out` with it). */
+  maxOutput(n: number): number {
+    return addon.resamplerMaxOutput(this.handle, n);
+  }
+
+  /** Resamples input (at most maxFrame samples) into out; returns the number of samples written. */
+  process(input: Int16Array, out: Int16Array): number {
+    return addon.resamplerProcess(this.handle, input, out);
+  }
+
+  /** Forgets the carried history (a new, unrelated stream). */
+  reset(): void {
+    addon.resamplerReset(this.handle);
+  }
+
+  /** Frees the native state; the resampler must not be used afterwards. */
+  destroy(): void {
+    addon.destroy(this.handle);
+  }
+}
+
+// Reused by the batch calls to pass handles without allocating (calls are synchronous, so one array serves all).
+const batchHandles: Handle[] = [];
+
+function handlesOf(resamplers: readonly Resampler[]): Handle[] {
+  batchHandles.length = resamplers.length;
+  for (let i = 0; i < resamplers.length; i++) batchHandles[i] = resamplers[i].handle;
+  return batchHandles;
+}
+
+/** Resamples inputs[i] with resamplers[i] into outs[i] for many streams in one native call; written[i] = count. */
+export function resampleBatch(
+  resamplers: readonly Resampler[],
+  inputs: Int16Array[],
+  outs: Int16Array[],
+  written: Int32Array,
+): void {
+  addon.resampleBatch(handlesOf(resamplers), inputs, outs, written);
+}
+
+/**
+ * The outbound tail for many streams in one native call: resample inputs[i] to the wire rate with resamplers[i]
+ * and G.711-encode it into outs[i]; written[i] = bytes. scratch must hold maxOutput of the largest input.
+ */
+export function resampleEncodeBatch(
+  codec: G711Codec,
+  resamplers: readonly Resampler[],
+  inputs: Int16Array[],
+  scratch: Int16Array,
+  outs: Uint8Array[],
+  written: Int32Array,
+): void {
+  addon.resampleEncodeBatch(codec, handlesOf(resamplers), inputs, scratch, outs, written);
 }

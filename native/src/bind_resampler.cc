@@ -1,0 +1,155 @@
+// N-API bindings: Resampler handles and the batched outbound calls (resample, resample + G.711 encode).
+#include "g711.h"
+#include "handle.h"
+#include "resampler.h"
+
+namespace parley {
+namespace {
+
+Napi::Value Create(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber() || !info[1].IsNumber() || !info[2].IsNumber())
+    return ThrowType(env, "createResampler(fromHz, toHz, maxFrame) takes numbers");
+  int from = info[0].As<Napi::Number>().Int32Value();
+  int to = info[1].As<Napi::Number>().Int32Value();
+  int64_t maxFrame = info[2].As<Napi::Number>().Int64Value();
+  if (maxFrame <= 0 || maxFrame > (1 << 22)) return ThrowRange(env, "maxFrame out of range");
+  Resampler* r = Resampler::Create(from, to, static_cast<size_t>(maxFrame));
+  if (r == nullptr) return ThrowRange(env, "unsupported sample rate (8000, 16000, 22050, 24000, 44100, 48000)");
+  return WrapHandle(env, Kind::Resampler, r);
+}
+
+// Checks one stream's input/output against the resampler's limits; false means an exception is pending.
+bool CheckSizes(Napi::Env env, const Resampler* r, size_t in, size_t out) {
+  if (in > r->max_frame()) {
+    Napi::RangeError::New(env, "input longer than the resampler's maxFrame").ThrowAsJavaScriptException();
+    return false;
+  }
+  if (out < r->MaxOutput(in)) {
+    Napi::RangeError::New(env, "output shorter than maxOutput(input length)").ThrowAsJavaScriptException();
+    return false;
+  }
+  return true;
+}
+
+Napi::Value Process(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Resampler* r = UnwrapHandle<Resampler>(env, info[0], Kind::Resampler);
+  if (r == nullptr) return env.Undefined();
+  View<int16_t> in = GetI16(env, info[1], "input must be an Int16Array");
+  if (in.data == nullptr) return env.Undefined();
+  View<int16_t> out = GetI16(env, info[2], "out must be an Int16Array");
+  if (out.data == nullptr) return env.Undefined();
+  if (!CheckSizes(env, r, in.length, out.length)) return env.Undefined();
+  return Napi::Number::New(env, static_cast<double>(r->Process(in.data, in.length, out.data)));
+}
+
+Napi::Value MaxOutput(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Resampler* r = UnwrapHandle<Resampler>(env, info[0], Kind::Resampler);
+  if (r == nullptr) return env.Undefined();
+  if (!info[1].IsNumber()) return ThrowType(env, "n must be a number");
+  int64_t n = info[1].As<Napi::Number>().Int64Value();
+  if (n < 0) return ThrowRange(env, "n must be >= 0");
+  return Napi::Number::New(env, static_cast<double>(r->MaxOutput(static_cast<size_t>(n))));
+}
+
+Napi::Value Delay(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Resampler* r = UnwrapHandle<Resampler>(env, info[0], Kind::Resampler);
+  if (r == nullptr) return env.Undefined();
+  return Napi::Number::New(env, r->delay());
+}
+
+Napi::Value Reset(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Resampler* r = UnwrapHandle<Resampler>(env, info[0], Kind::Resampler);
+  if (r != nullptr) r->Reset();
+  return env.Undefined();
+}
+
+// resampleBatch(handles[], inputs: Int16Array[], outs: Int16Array[], written: Int32Array): resamples every
+// stream in one crossing; written[i] receives stream i's output count.
+Napi::Value Batch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsArray() || !info[1].IsArray() || !info[2].IsArray())
+    return ThrowType(env, "handles, inputs and outs must be arrays");
+  Napi::Array handles = info[0].As<Napi::Array>();
+  Napi::Array inputs = info[1].As<Napi::Array>();
+  Napi::Array outs = info[2].As<Napi::Array>();
+  View<int32_t> written = GetI32(env, info[3], "written must be an Int32Array");
+  if (written.data == nullptr) return env.Undefined();
+  uint32_t count = handles.Length();
+  if (inputs.Length() != count || outs.Length() != count || written.length < count)
+    return ThrowRange(env, "handles, inputs, outs and written differ in length");
+  for (uint32_t i = 0; i < count; i++) {
+    Resampler* r = UnwrapHandle<Resampler>(env, handles.Get(i), Kind::Resampler);
+    if (r == nullptr) return env.Undefined();
+    View<int16_t> in = GetI16(env, inputs.Get(i), "inputs[i] must be an Int16Array");
+    if (in.data == nullptr) return env.Undefined();
+    View<int16_t> out = GetI16(env, outs.Get(i), "outs[i] must be an Int16Array");
+    if (out.data == nullptr) return env.Undefined();
+    if (!CheckSizes(env, r, in.length, out.length)) return env.Undefined();
+    written.data[i] = static_cast<int32_t>(r->Process(in.data, in.length, out.data));
+  }
+  return env.Undefined();
+}
+
+// resampleEncodeBatch(codec, handles[], inputs: Int16Array[], scratch: Int16Array, outs: Uint8Array[],
+// written: Int32Array): the outbound tail of every stream (resample to the wire rate, then G.711) in one
+// crossing. scratch holds one stream's resampled PCM at a time; written[i] receives the bytes of outs[i].
+Napi::Value ResampleEncodeBatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber()) return ThrowType(env, "codec must be a number");
+  int32_t codec = info[0].As<Napi::Number>().Int32Value();
+  if (codec != 0 && codec != 1) return ThrowRange(env, "unknown codec");
+  if (!info[1].IsArray() || !info[2].IsArray() || !info[4].IsArray())
+    return ThrowType(env, "handles, inputs and outs must be arrays");
+  Napi::Array handles = info[1].As<Napi::Array>();
+  Napi::Array inputs = info[2].As<Napi::Array>();
+  View<int16_t> scratch = GetI16(env, info[3], "scratch must be an Int16Array");
+  if (scratch.data == nullptr) return env.Undefined();
+  Napi::Array outs = info[4].As<Napi::Array>();
+  View<int32_t> written = GetI32(env, info[5], "written must be an Int32Array");
+  if (written.data == nullptr) return env.Undefined();
+  uint32_t count = handles.Length();
+  if (inputs.Length() != count || outs.Length() != count || written.length < count)
+    return ThrowRange(env, "handles, inputs, outs and written differ in length");
+  for (uint32_t i = 0; i < count; i++) {
+    Resampler* r = UnwrapHandle<Resampler>(env, handles.Get(i), Kind::Resampler);
+    if (r == nullptr) return env.Undefined();
+    View<int16_t> in = GetI16(env, inputs.Get(i), "inputs[i] must be an Int16Array");
+    if (in.data == nullptr) return env.Undefined();
+    View<uint8_t> out = GetU8(env, outs.Get(i), "outs[i] must be a Uint8Array");
+    if (out.data == nullptr) return env.Undefined();
+    if (!CheckSizes(env, r, in.length, scratch.length)) return env.Undefined();
+    size_t n = r->Process(in.data, in.length, scratch.data);
+    if (out.length < n) return ThrowRange(env, "outs[i] shorter than the resampled frame");
+    if (codec == 0)
+      MulawEncode(scratch.data, out.data, n);
+    else
+      AlawEncode(scratch.data, out.data, n);
+    written.data[i] = static_cast<int32_t>(n);
+  }
+  return env.Undefined();
+}
+
+Napi::Value Destroy(const Napi::CallbackInfo& info) {
+  DestroyHandle(info.Env(), info[0]);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void InitResampler(Napi::Env env, Napi::Object exports) {
+  exports.Set("createResampler", Napi::Function::New(env, Create, "createResampler"));
+  exports.Set("resamplerProcess", Napi::Function::New(env, Process, "resamplerProcess"));
+  exports.Set("resamplerMaxOutput", Napi::Function::New(env, MaxOutput, "resamplerMaxOutput"));
+  exports.Set("resamplerDelay", Napi::Function::New(env, Delay, "resamplerDelay"));
+  exports.Set("resamplerReset", Napi::Function::New(env, Reset, "resamplerReset"));
+  exports.Set("resampleBatch", Napi::Function::New(env, Batch, "resampleBatch"));
+  exports.Set("resampleEncodeBatch", Napi::Function::New(env, ResampleEncodeBatch, "resampleEncodeBatch"));
+  exports.Set("destroy", Napi::Function::New(env, Destroy, "destroy"));
+}
+
+}  // namespace parley
