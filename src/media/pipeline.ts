@@ -1,0 +1,62 @@
+// The one interface of a media pipeline stage, and the small FIFO that joins variable-rate stages to the
+// fixed 20 ms frames of the wire. A feature is a stage in its own file with its own options and test.
+
+/**
+ * A stage turns input samples into output samples. It may buffer (output length differs from input length);
+ * `out` must be large enough for what the stage documents (maxOutput). No allocation in process or flush.
+ */
+export interface Stage<In extends ArrayLike<number> = Int16Array, Out extends ArrayLike<number> = Int16Array> {
+  /** Processes `input` and writes into `out`; returns the number of output elements written. */
+  process(input: In, out: Out): number;
+  /** Writes whatever is held back (end of a stream or utterance); returns the number written. */
+  flush(out: Out): number;
+  /** Forgets all state (a new, unrelated stream). */
+  reset(): void;
+}
+
+/** A fixed-capacity ring of Int16 samples: write what a stage produced, read exact frames back. */
+export class SampleFifo {
+  private readonly buf: Int16Array;
+  private head = 0;
+  private size = 0;
+
+  constructor(readonly capacity: number) {
+    this.buf = new Int16Array(capacity);
+  }
+
+  get length(): number {
+    return this.size;
+  }
+
+  get free(): number {
+    return this.buf.length - this.size;
+  }
+
+  /** Appends src[0, n); throws if it does not fit (sizing is the owner's job: a silent drop would be a bug). */
+  write(src: Int16Array, n: number = src.length): void {
+    if (n > this.free) throw new RangeError(`sample FIFO overflow: ${n} samples into ${this.free} free`);
+    const cap = this.buf.length;
+    const buf = this.buf;
+    let tail = (this.head + this.size) % cap;
+    for (let i = 0; i < n; i++) {
+      buf[tail] = src[i];
+      tail = tail + 1 === cap ? 0 : tail + 1;
+    }
+    this.size += n;
+  }
+
+  /** Moves up to n samples into dst at dstOffset; returns the number moved. */
+  read(dst: Int16Array, n: number, dstOffset = 0): number {
+    const k = Math.min(n, this.size);
+    const cap = this.buf.length;
+    for (let i = 0; i < k; i++) dst[dstOffset + i] = this.buf[(this.head + i) % cap];
+    this.head = (this.head + k) % cap;
+    this.size -= k;
+    return k;
+  }
+
+  clear(): void {
+    this.head = 0;
+    this.size = 0;
+  }
+}
