@@ -119,6 +119,29 @@ export class Headers {
     return this;
   }
 
+  /** Replace the first value of that name (the first element of a comma list), e.g. the top Via. */
+  replaceFirst(name: string, value: string): this {
+    const key = canonicalName(name).toLowerCase();
+    const at = this.fields.findIndex((f) => f.key === key);
+    if (at < 0) return this.add(name, value);
+    const f = this.fields[at];
+    const rest = LIST_HEADERS.has(key) ? splitList(f.value).slice(1) : [];
+    this.fields[at] = { name: f.name, key, value: rest.length > 0 ? [value, ...rest].join(', ') : value };
+    return this;
+  }
+
+  /** Remove the first value of that name (the top Via when forwarding a response); false if none. */
+  removeFirst(name: string): boolean {
+    const key = canonicalName(name).toLowerCase();
+    const at = this.fields.findIndex((f) => f.key === key);
+    if (at < 0) return false;
+    const f = this.fields[at];
+    const rest = LIST_HEADERS.has(key) ? splitList(f.value).slice(1) : [];
+    if (rest.length > 0) this.fields[at] = { name: f.name, key, value: rest.join(', ') };
+    else this.fields.splice(at, 1);
+    return true;
+  }
+
   /** Remove every field of that name; returns how many were removed. */
   delete(name: string): number {
     const key = canonicalName(name).toLowerCase();

@@ -1,0 +1,203 @@
+// TCP side of the transport (RFC 3261 18.3): one listening socket, connections keyed by remote address and
+// reused for requests and responses both ways, a stream framer per connection, and RFC 5626 3.5.1
+// CRLF keep-alive (we answer a CRLFCRLF ping with a CRLF pong, and ping the connections we opened).
+import net from 'node:net';
+import { SipParseError, TransportError } from '../errors.js';
+import { StreamFramer } from '../message/framer.js';
+import type { SipMessage } from '../message/types.js';
+import { bareAddress } from './via.js';
+import type { Source } from './types.js';
+
+const PING = Buffer.from('\r\n\r\n');
+const PONG = Buffer.from('\r\n');
+
+export interface TcpEvents {
+  message(msg: SipMessage, source: Source): void;
+  invalid(err: SipParseError, source: Source): void;
+  closed(key: string, err?: Error): void;
+}
+
+export interface TcpOptions {
+  keepAliveIntervalMs: number;
+  keepAliveTimeoutMs: number;
+  idleTimeoutMs: number;
+  localAddress: string;
+}
+
+/** Connection key: remote address and port (RFC 3261 18.3 / RFC 5923 connection reuse). */
+export function connectionKey(address: string, port: number): string {
+  return `${bareAddress(address)}:${port}`;
+}
+
+class Connection {
+  readonly framer: StreamFramer;
+  private pongWaiters: Array<() => void> = [];
+  private keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly id: number,
+    readonly key: string,
+    readonly socket: net.Socket,
+    readonly source: Source,
+    events: TcpEvents,
+  ) {
+    this.framer = new StreamFramer({
+      message: (msg) => events.message(msg, this.source),
+      invalid: (err) => events.invalid(err, this.source),
+      fatal: (err) => {
+        events.invalid(err, this.source);
+        socket.destroy(err);
+      },
+      // RFC 5626 3.5.1: answer a double-CRLF ping with a single CRLF pong.
+      ping: () => { socket.write(PONG); },
+      pong: () => {
+        const waiters = this.pongWaiters;
+        this.pongWaiters = [];
+        for (const w of waiters) w();
+      },
+    });
+  }
+
+  /** Send a ping and wait for the pong (RFC 5626 3.5.1); rejects with TransportError on timeout. */
+  ping(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pongWaiters = this.pongWaiters.filter((w) => w !== done);
+        reject(new TransportError(`no keep-alive pong from ${this.key} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      this.pongWaiters.push(done);
+      this.socket.write(PING);
+    });
+  }
+
+  startKeepAlive(intervalMs: number, timeoutMs: number): void {
+    if (intervalMs <= 0) return;
+    this.keepAlive = setInterval(() => {
+      this.ping(timeoutMs).catch((err: Error) => this.socket.destroy(err));
+    }, intervalMs);
+    this.keepAlive.unref();
+  }
+
+  stopKeepAlive(): void {
+    if (this.keepAlive) clearInterval(this.keepAlive);
+  }
+}
+
+export class TcpSide {
+  private readonly byKey = new Map<string, Connection>();
+  private readonly byId = new Map<number, Connection>();
+  private readonly connecting = new Map<string, Promise<Connection>>();
+  private nextId = 1;
+
+  constructor(
+    readonly server: net.Server,
+    private readonly opts: TcpOptions,
+    private readonly events: TcpEvents,
+  ) {
+    server.on('connection', (socket) => this.adopt(socket, false));
+  }
+
+  get connectionCount(): number {
+    return this.byKey.size;
+  }
+
+  hasConnection(address: string, port: number): boolean {
+    return this.byKey.has(connectionKey(address, port));
+  }
+
+  /** Register an accepted or opened socket under its remote address. */
+  private adopt(socket: net.Socket, outbound: boolean): Connection {
+    const address = bareAddress(socket.remoteAddress ?? '');
+    const port = socket.remotePort ?? 0;
+    const key = connectionKey(address, port);
+    const id = this.nextId++;
+    const conn = new Connection(id, key, socket, { transport: 'TCP', address, port, connection: id }, this.events);
+    this.byKey.set(key, conn);
+    this.byId.set(id, conn);
+    socket.setNoDelay(true);
+    if (this.opts.idleTimeoutMs > 0) {
+      socket.setTimeout(this.opts.idleTimeoutMs, () => socket.destroy());
+    }
+    socket.on('data', (chunk: Buffer) => conn.framer.push(chunk));
+    let failure: Error | undefined;
+    socket.on('error', (err) => { failure = err; });
+    socket.on('close', () => {
+      conn.stopKeepAlive();
+      if (this.byKey.get(key) === conn) this.byKey.delete(key);
+      for (const [alias, c] of this.byKey) if (c === conn) this.byKey.delete(alias);
+      this.byId.delete(id);
+      this.events.closed(key, failure);
+    });
+    if (outbound) conn.startKeepAlive(this.opts.keepAliveIntervalMs, this.opts.keepAliveTimeoutMs);
+    return conn;
+  }
+
+  /** Also reach an accepted connection by the address its peer advertises (RFC 5923 `alias`). */
+  alias(connectionId: number, address: string, port: number): void {
+    const conn = this.byId.get(connectionId);
+    if (conn) this.byKey.set(connectionKey(address, port), conn);
+  }
+
+  /** The open connection to address:port, or a new one. */
+  async connect(address: string, port: number): Promise<Connection> {
+    const key = connectionKey(address, port);
+    const open = this.byKey.get(key);
+    if (open) return open;
+    const pending = this.connecting.get(key);
+    if (pending) return pending;
+    const attempt = new Promise<Connection>((resolve, reject) => {
+      const socket = net.connect({ host: bareAddress(address), port, localAddress: this.opts.localAddress });
+      const onError = (err: Error) => reject(new TransportError(`TCP connect to ${key} failed: ${err.message}`, err));
+      socket.once('error', onError);
+      socket.once('connect', () => {
+        socket.off('error', onError);
+        resolve(this.adopt(socket, true));
+      });
+    });
+    this.connecting.set(key, attempt);
+    try {
+      return await attempt;
+    } finally {
+      this.connecting.delete(key);
+    }
+  }
+
+  /** Write on a connection; rejects with TransportError. */
+  write(conn: Connection, bytes: Buffer): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (conn.socket.destroyed) {
+        reject(new TransportError(`connection ${conn.key} is closed`));
+        return;
+      }
+      conn.socket.write(bytes, (err) => (err ? reject(new TransportError(`TCP send to ${conn.key} failed: ${err.message}`, err)) : resolve()));
+    });
+  }
+
+  /** Send to address:port, reusing an open connection or opening one. */
+  async send(address: string, port: number, bytes: Buffer): Promise<void> {
+    await this.write(await this.connect(address, port), bytes);
+  }
+
+  /** Send on the connection a request arrived on, if it is still open; false if it is not. */
+  async sendOn(connectionId: number, bytes: Buffer): Promise<boolean> {
+    const conn = this.byId.get(connectionId);
+    if (!conn || conn.socket.destroyed) return false;
+    await this.write(conn, bytes);
+    return true;
+  }
+
+  /** RFC 5626 3.5.1 ping on the connection to address:port (opened if needed); resolves on the pong. */
+  async ping(address: string, port: number, timeoutMs: number): Promise<void> {
+    const conn = await this.connect(address, port);
+    await conn.ping(timeoutMs);
+  }
+
+  close(): Promise<void> {
+    for (const conn of this.byId.values()) conn.socket.destroy();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
