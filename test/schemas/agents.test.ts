@@ -135,7 +135,7 @@ t.test('additional_languages must not contain default_language', async (t) => {
 });
 
 t.test('at most 2 additional languages when multilingual_mode is auto', async (t) => {
-  const three = { additional_languages: ['fr', 'de', 'es'] } as const;
+  const three: Partial<AgentConfig> = { additional_languages: ['fr', 'de', 'es'] };
   t.same(issuePaths(cfg({ ...three, multilingual_mode: 'auto' })), ['additional_languages']);
   t.same(issuePaths(cfg({ ...three, multilingual_mode: 'request' })), []);
   t.same(issuePaths(cfg({ additional_languages: ['fr', 'de'], multilingual_mode: 'auto' })), []);

@@ -1,0 +1,286 @@
+// Agents repository: rows of `agents`, their versions and phone numbers, the number inventory, and the
+// per-agent write lock (concurrent writes of one agent answer "busy" instead of waiting).
+import type postgres from 'postgres';
+import type { AgentConfig, AgentRecord } from '../schemas/agents.js';
+import type { ConfigurationEndpoint } from '../schemas/agents.js';
+import type { Sql } from './db.js';
+import { newId } from './ids.js';
+
+type Json = Parameters<Sql['json']>[0];
+export type Tx = postgres.TransactionSql<{}>;
+
+export interface AgentRow {
+  id: string;
+  org_id: string;
+  project_id: string;
+  name: string;
+  slug: string | null;
+  enabled: boolean;
+  version: number;
+  config: AgentConfig;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export type PhoneKind = 'auto' | 'custom';
+export interface PhoneRow {
+  number: string;
+  agent_id: string;
+  org_id: string;
+  kind: PhoneKind;
+  configuration_endpoint: ConfigurationEndpoint | null;
+}
+
+/** Another write of the agent is in flight (spec, "States": the phone-number endpoints answer 409, retry). */
+export class AgentBusyError extends Error {
+  constructor(readonly agentId: string) {
+    super(`agent ${agentId} is being updated; retry`);
+    this.name = 'AgentBusyError';
+  }
+}
+
+/** PostgreSQL SQLSTATE 55P03 lock_not_available: what FOR UPDATE NOWAIT raises on a locked row. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/**
+ * Agents being written in this process. PGlite has one session (row locks do not exclude it from itself), so
+ * the in-process set is what answers "busy" there; on PostgreSQL FOR UPDATE NOWAIT does it across nodes too.
+ */
+export class AgentWriteLocks {
+  private readonly inFlight = new Set<string>();
+
+  /** Runs `fn` in a transaction holding the agent's lock; throws AgentBusyError when another write holds it. */
+  async run<T>(sql: Sql, agentId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    if (this.inFlight.has(agentId)) throw new AgentBusyError(agentId);
+    this.inFlight.add(agentId);
+    try {
+      return (await sql.begin(async (tx) => {
+        try {
+          await tx`select id from agents where id = ${agentId} for update nowait`;
+        } catch (err) {
+          if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw new AgentBusyError(agentId);
+          throw err;
+        }
+        return fn(tx);
+      })) as T;
+    } finally {
+      this.inFlight.delete(agentId);
+    }
+  }
+}
+
+export async function agentById(sql: Sql | Tx, id: string): Promise<AgentRow | undefined> {
+  const [row] = await sql<AgentRow[]>`select * from agents where id = ${id}`;
+  return row;
+}
+
+export async function agentByName(sql: Sql | Tx, projectId: string, name: string): Promise<AgentRow | undefined> {
+  const [row] = await sql<AgentRow[]>`select * from agents where project_id = ${projectId} and name = ${name}`;
+  return row;
+}
+
+export async function listAgents(sql: Sql, projectId: string): Promise<AgentRow[]> {
+  return sql<AgentRow[]>`select * from agents where project_id = ${projectId} order by created_at, name`;
+}
+
+/** Names of the agents of a project among `names`. */
+export async function existingAgentNames(sql: Sql | Tx, projectId: string, names: string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const rows = await sql<{ name: string }[]>`select name from agents where project_id = ${projectId} and name = any(${names})`;
+  return new Set(rows.map((r) => r.name));
+}
+
+/** Phone numbers of each agent, sorted. */
+export async function phonesOf(sql: Sql | Tx, agentIds: string[]): Promise<Map<string, PhoneRow[]>> {
+  const out = new Map<string, PhoneRow[]>(agentIds.map((id) => [id, []]));
+  if (agentIds.length === 0) return out;
+  const rows = await sql<PhoneRow[]>`
+    select number, agent_id, org_id, kind, configuration_endpoint from agent_phone_numbers
+    where agent_id = any(${agentIds}) order by number`;
+  for (const r of rows) out.get(r.agent_id)?.push(r);
+  return out;
+}
+
+export async function phoneOwner(sql: Sql | Tx, number: string): Promise<PhoneRow | undefined> {
+  const [row] = await sql<PhoneRow[]>`
+    select number, agent_id, org_id, kind, configuration_endpoint from agent_phone_numbers where number = ${number}`;
+  return row;
+}
+
+/** Serializes enable decisions of one organization (its enabled-agents maximum) until the transaction ends. */
+export async function lockOrgEnablement(tx: Tx, orgId: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(hashtext(${'agents-enabled:' + orgId}))`;
+}
+
+export async function countEnabled(sql: Sql | Tx, orgId: string): Promise<number> {
+  const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from agents where org_id = ${orgId} and enabled`;
+  return n;
+}
+
+export interface NewAgent {
+  orgId: string;
+  projectId: string;
+  name: string;
+  slug: string | null;
+  enabled: boolean;
+  config: AgentConfig;
+}
+
+export async function insertAgent(tx: Tx, a: NewAgent): Promise<AgentRow> {
+  const [row] = await tx<AgentRow[]>`
+    insert into agents (id, org_id, project_id, name, slug, enabled, version, config)
+    values (${newId('agent')}, ${a.orgId}, ${a.projectId}, ${a.name}, ${a.slug}, ${a.enabled}, 1, ${tx.json(a.config as unknown as Json)})
+    returning *`;
+  return row;
+}
+
+/** Writes name, slug and config as the next version; returns the row after the write. */
+export async function updateAgent(tx: Tx, id: string, w: { name: string; slug: string | null; config: AgentConfig }): Promise<AgentRow> {
+  const [row] = await tx<AgentRow[]>`
+    update agents set name = ${w.name}, slug = ${w.slug}, config = ${tx.json(w.config as unknown as Json)},
+      version = version + 1, updated_at = now()
+    where id = ${id} returning *`;
+  return row;
+}
+
+/** A change of phone numbers only: the next version of the same configuration. */
+export async function bumpVersion(tx: Tx, id: string): Promise<AgentRow> {
+  const [row] = await tx<AgentRow[]>`update agents set version = version + 1, updated_at = now() where id = ${id} returning *`;
+  return row;
+}
+
+/** Appends the agent as it now is (row and phone numbers) to its history. */
+export async function recordVersion(tx: Tx, row: AgentRow): Promise<void> {
+  const phones = (await phonesOf(tx, [row.id])).get(row.id) ?? [];
+  await tx`
+    insert into agent_versions (agent_id, version, name, slug, enabled, config, phone_numbers)
+    values (${row.id}, ${row.version}, ${row.name}, ${row.slug}, ${row.enabled}, ${tx.json(row.config as unknown as Json)},
+            ${tx.json(phones.map((p) => ({ number: p.number, kind: p.kind })) as unknown as Json)})`;
+}
+
+export async function agentVersions(sql: Sql, id: string): Promise<{ version: number; name: string; config: AgentConfig }[]> {
+  return sql`select version, name, config from agent_versions where agent_id = ${id} order by version`;
+}
+
+export async function setEnabled(sql: Sql | Tx, id: string, enabled: boolean): Promise<void> {
+  await sql`update agents set enabled = ${enabled}, updated_at = now() where id = ${id}`;
+}
+
+export async function deleteAgent(sql: Sql, id: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`update projects set default_agent_id = null where default_agent_id = ${id}`;
+    await tx`delete from agents where id = ${id}`;
+  });
+}
+
+export async function addPhone(
+  tx: Tx,
+  p: { number: string; agentId: string; orgId: string; kind: PhoneKind; configurationEndpoint?: ConfigurationEndpoint | null },
+): Promise<void> {
+  const endpoint = p.configurationEndpoint ? tx.json(p.configurationEndpoint as unknown as Json) : null;
+  await tx`insert into agent_phone_numbers (number, agent_id, org_id, kind, configuration_endpoint)
+           values (${p.number}, ${p.agentId}, ${p.orgId}, ${p.kind}, ${endpoint})`;
+}
+
+export async function setPhoneEndpoint(tx: Tx, number: string, endpoint: ConfigurationEndpoint | null): Promise<void> {
+  await tx`update agent_phone_numbers set configuration_endpoint = ${endpoint ? tx.json(endpoint as unknown as Json) : null}
+           where number = ${number}`;
+}
+
+export async function removePhones(tx: Tx, agentId: string, numbers: string[]): Promise<void> {
+  if (numbers.length === 0) return;
+  await tx`delete from agent_phone_numbers where agent_id = ${agentId} and number = any(${numbers})`;
+}
+
+/**
+ * A number `assign-automatically` may draw for the organization: from the inventory table (numbers of the
+ * organization or of any) and the configured list, not assigned to any agent. Random among the free ones.
+ */
+export async function drawFreeNumber(tx: Tx, orgId: string, configured: string[]): Promise<string | null> {
+  const [row] = await tx<{ number: string }[]>`
+    select n.number from (
+      select number from phone_number_inventory where org_id is null or org_id = ${orgId}
+      union select unnest(${configured}::text[])
+    ) n
+    where not exists (select 1 from agent_phone_numbers a where a.number = n.number)
+    order by random() limit 1`;
+  return row?.number ?? null;
+}
+
+/** The response record (spec, "Agent (response record)"): the listed fields in order, then the writable rest. */
+export function toAgentRecord(row: AgentRow, phones: PhoneRow[], project: { id: string; name: string }): AgentRecord {
+  const c = row.config;
+  const custom = phones.filter((p) => p.kind === 'custom').map((p) => p.number);
+  const hasPhone = phones.length > 0;
+  return {
+    id: row.id,
+    name: row.name,
+    phone_numbers: phones.map((p) => p.number),
+    project,
+    timezone: c.timezone,
+    voice_id: c.voice_id,
+    // Spec: an agent that has a phone number reports mulaw_8000.
+    audio_format: hasPhone ? 'mulaw_8000' : c.audio_format,
+    audio_speed: c.audio_speed,
+    background_noise_level: c.background_noise_level,
+    background_noise: c.background_noise,
+    generate_welcome_message: c.generate_welcome_message,
+    is_welcome_message_interruptible: c.is_welcome_message_interruptible,
+    listen_only_inbound_enabled: c.listen_only_inbound_enabled,
+    listen_only_inbound_message: c.listen_only_inbound_message,
+    welcome_message: c.welcome_message,
+    system_prompt: c.system_prompt,
+    template_variables: c.template_variables,
+    tools: c.tools,
+    built_in_tool_configs: c.built_in_tool_configs,
+    tasks: c.tasks,
+    generate_no_input_poke_text: c.generate_no_input_poke_text,
+    no_input_poke_sec: c.no_input_poke_sec,
+    no_input_poke_text: c.no_input_poke_text,
+    slug: row.slug,
+    phone_number: custom.length > 0 ? 'custom' : hasPhone ? 'assign-automatically' : null,
+    custom_phone_numbers: custom,
+    websocket_timeout_sec: c.websocket_timeout_sec,
+    no_input_end_conversation_sec: c.no_input_end_conversation_sec,
+    enable_assistant_backchannel: c.enable_assistant_backchannel,
+    assistant_backchannel_aggressiveness: c.assistant_backchannel_aggressiveness,
+    data_retention_policy: c.data_retention_policy,
+    outbound_number_pool: c.outbound_number_pool,
+    procedure_ids: c.procedure_ids,
+    integrations: c.integrations,
+    default_language: c.default_language,
+    additional_languages: c.additional_languages,
+    multilingual_mode: c.multilingual_mode,
+    push_to_talk: c.push_to_talk,
+    intelligence_level: c.intelligence_level,
+    vendor_model: c.vendor_model,
+    boosted_keywords: c.boosted_keywords,
+    pronunciation_dictionary: c.pronunciation_dictionary,
+    min_words_to_interrupt: c.min_words_to_interrupt,
+    configuration_endpoint: c.configuration_endpoint,
+    inbound_rollout: c.inbound_rollout,
+    inbound_rollout_forward_phone_number: c.inbound_rollout_forward_phone_number,
+    vad_prebuffer_duration_ms: c.vad_prebuffer_duration_ms,
+    vad_min_speech_duration_ms: c.vad_min_speech_duration_ms,
+    vad_min_silence_duration_ms: c.vad_min_silence_duration_ms,
+    vad_threshold: c.vad_threshold,
+    enable_redaction: c.enable_redaction,
+    enable_watermarking: c.enable_watermarking,
+    mcp_server_ids: c.mcp_server_ids,
+    observability_integrations: c.observability_integrations,
+    external_storage_policy: c.external_storage_policy,
+    custom_phone_number: custom[0] ?? null,
+    languages: c.languages,
+  };
+}
+
+const locksByOwner = new WeakMap<object, AgentWriteLocks>();
+/** The agent write locks of one control plane (keyed by its context, so two servers in a process do not share). */
+export function agentWriteLocks(owner: object): AgentWriteLocks {
+  let locks = locksByOwner.get(owner);
+  if (!locks) {
+    locks = new AgentWriteLocks();
+    locksByOwner.set(owner, locks);
+  }
+  return locks;
+}
