@@ -16,6 +16,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** A /v1 route anyone may call (the OpenAPI document). */
     public?: boolean;
+    /** A /v1 route a session token may call (live reads); every other route answers 403 to session tokens. */
+    allowSessionToken?: boolean;
   }
 }
 
@@ -36,6 +38,9 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
       if (!credential) throw unauthorized('invalid or expired credentials');
       if (!allowlists.allows(credential.ipAllowlist, request.clientIp)) {
         throw forbidden(`address ${request.clientIp} is not in the workspace ip_allowlist`, 'ip_not_allowed');
+      }
+      if (credential.auth.kind === 'session_token' && !request.routeOptions.config.allowSessionToken) {
+        throw forbidden('session tokens cannot call this endpoint: use an API key', 'api_key_required');
       }
       request.auth = credential.auth;
     } catch (err) {

@@ -1,0 +1,21 @@
+// API keys (spec endpoint 2 and the create/list/update/delete a user expects). Secrets appear only in the
+// create and rotate answers.
+import { z } from 'zod';
+
+export const apiKeyName = z.string().trim().min(1).max(100);
+
+export const apiKeyRecord = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** The last four characters of the secret, to tell keys apart. */
+  key_hint: z.string(),
+  created_at: z.string(),
+  rotated_at: z.string().nullable(),
+});
+
+/** Create and rotate answer (spec, "Other records": API key rotation result). */
+export const apiKeySecretBody = z.object({ id: z.string(), name: z.string(), api_key: z.string() });
+export const apiKeysBody = z.object({ api_keys: z.array(apiKeyRecord) });
+export const createApiKeyBody = z.object({ name: apiKeyName }).strict();
+export const updateApiKeyBody = z.object({ name: apiKeyName }).strict();
+export const apiKeyParams = z.object({ id: z.string().min(1).max(200) });
