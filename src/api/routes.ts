@@ -7,8 +7,13 @@ import { evalPromptRoutes } from './eval-prompts.js';
 import { externalStoragePolicyRoutes } from './external-storage-policies.js';
 import { extractionSchemaRoutes } from './extraction-schemas.js';
 import { projectRoutes } from './projects.js';
+import { conversationRoutes } from './conversations.js';
+import { outboundCallRoutes } from './outbound-call.js';
+import { recordingRoutes } from './recordings.js';
 import { sessionTokenRoutes } from './session-tokens.js';
 import { workspaceRoutes } from './workspace.js';
+import { responsesRoutes } from './responses.js';
+import { agentRoutes } from './agents.js';
 
 export type ApiApp = FastifyInstance<
   RawServerDefault,
@@ -21,10 +26,15 @@ export type RoutePlugin = (app: ApiApp, ctx: AppContext) => Promise<void>;
 
 export const routePlugins: RoutePlugin[] = [
   projectRoutes,
+  conversationRoutes,
+  outboundCallRoutes,
+  recordingRoutes,
   apiKeyRoutes,
   sessionTokenRoutes,
   workspaceRoutes,
   evalPromptRoutes,
   extractionSchemaRoutes,
   externalStoragePolicyRoutes,
+  responsesRoutes,
+  agentRoutes,
 ];
