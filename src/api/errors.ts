@@ -61,8 +61,14 @@ export function installErrorHandler(app: FastifyInstance): void {
       const paramErrors: Record<string, string> = {};
       const context = (err as FastifyError).validationContext;
       for (const issue of err.validation) {
-        const key = paramPath(issue.instancePath, context === 'body' ? undefined : context);
-        if (!(key in paramErrors)) paramErrors[key] = issue.message ?? 'invalid';
+        const root = context === 'body' ? undefined : context;
+        const unknownKeys = issue.keyword === 'unrecognized_keys' ? (issue.params as { keys?: string[] }).keys : undefined;
+        if (unknownKeys?.length) {
+          // Each unknown parameter is named by its own path (`a.b.extra`), not by its parent object.
+          for (const k of unknownKeys) paramErrors[paramPath(`${issue.instancePath}/${k}`, root)] ??= 'unknown parameter';
+          continue;
+        }
+        paramErrors[paramPath(issue.instancePath, root)] ??= issue.message ?? 'invalid';
       }
       const first = Object.keys(paramErrors)[0];
       return reply.status(400).send(errorBody(new ApiError(400, `invalid parameter ${first}: ${paramErrors[first]}`, { paramErrors })));

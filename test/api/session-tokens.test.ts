@@ -55,7 +55,7 @@ for (const db of DB_KINDS) {
         [{ ttl_seconds: 'x' }, 'ttl_seconds'],
         [{ conversation_ids: 'conv_a' }, 'conversation_ids'],
         [{ conversation_ids: [''] }, 'conversation_ids.0'],
-        [{ other: 1 }, 'body'],
+        [{ other: 1 }, 'other'],
       ] as const) {
         const res = await client.post('/v1/auth/session_token', payload);
         t.equal(res.status, 400, JSON.stringify(payload));
