@@ -43,9 +43,7 @@ export async function defaultAgents(sql: Sql, rows: ProjectRow[]): Promise<Map<s
 export async function activeConversationCounts(sql: Sql, projectIds: string[]): Promise<Map<string, number>> {
   const out = new Map<string, number>(projectIds.map((id) => [id, 0]));
   if (projectIds.length === 0) return out;
-  // The lease table arrives with the conversations migration; until then nothing is in progress.
-  const [exists] = await sql<{ t: string | null }[]>`select to_regclass('conversation_leases')::text as t`;
-  if (!exists?.t) return out;
+  // Leases of live conversations (conversations migration); an expired lease is a dead node's and not counted.
   const rows = await sql<{ project_id: string; n: number }[]>`
     select project_id, count(*)::int as n from conversation_leases
     where project_id = any(${projectIds}) and expires_at > now() group by project_id`;
