@@ -55,6 +55,14 @@ export class SampleFifo {
     return k;
   }
 
+  /** Drops the n oldest samples (or all there are); returns the number dropped. */
+  discard(n: number): number {
+    const k = Math.min(n, this.size);
+    this.head = (this.head + k) % this.buf.length;
+    this.size -= k;
+    return k;
+  }
+
   clear(): void {
     this.head = 0;
     this.size = 0;

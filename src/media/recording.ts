@@ -1,0 +1,260 @@
+// Recording of both sides of a conversation: one stereo 16-bit PCM WAV, left = user (caller), right = assistant
+// (agent), both at one sample rate (the engine's: both chains have it before resampling). Written as the call
+// goes, one block a second, so a long call never sits in memory; the RIFF sizes are patched when it ends. For
+// `wav.gz` the finished WAV is then gzipped (pako) block by block into `<path>.gz` and the WAV removed.
+//
+// Alignment: both sides feed per-side FIFOs as their audio appears (inbound per packet, outbound per tick);
+// tick() (the pacing clock, once per 20 ms) moves exactly one frame per side into the file, silence where a
+// side had nothing, so the two channels stay on the call's timeline.
+import { open, unlink, type FileHandle } from 'node:fs/promises';
+import pako from 'pako';
+import { FRAME_MS } from './format.js';
+import { SampleFifo } from './pipeline.js';
+
+export type RecordingFormat = 'wav' | 'wav.gz';
+
+/** RIFF/WAVE canonical header (Microsoft RIFF spec, WAVE_FORMAT_PCM): 44 bytes. */
+export const WAV_HEADER_BYTES = 44;
+const WAVE_FORMAT_PCM = 1;
+const CHANNELS = 2;
+const BYTES_PER_SAMPLE = 2;
+/** One block of file I/O per second of audio. */
+const BLOCK_MS = 1000;
+/** A side may run this far ahead of the clock (jitter, bursts) before its oldest audio is dropped. */
+const MAX_SIDE_BACKLOG_MS = 2000;
+/** gzip input chunk (bytes) when compressing the finished WAV. */
+const GZIP_CHUNK_BYTES = 256 * 1024;
+
+export class RecordingError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RecordingError';
+  }
+}
+
+export interface RecordingResult {
+  path: string;
+  format: RecordingFormat;
+  sampleRate: number;
+  channels: 2;
+  frames: number;
+  durationMs: number;
+  bytes: number;
+}
+
+function wavHeader(sampleRate: number, dataBytes: number): Uint8Array {
+  const h = Buffer.alloc(WAV_HEADER_BYTES);
+  h.write('RIFF', 0, 'ascii');
+  h.writeUInt32LE(36 + dataBytes, 4);
+  h.write('WAVE', 8, 'ascii');
+  h.write('fmt ', 12, 'ascii');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(WAVE_FORMAT_PCM, 20);
+  h.writeUInt16LE(CHANNELS, 22);
+  h.writeUInt32LE(sampleRate, 24);
+  h.writeUInt32LE(sampleRate * CHANNELS * BYTES_PER_SAMPLE, 28);
+  h.writeUInt16LE(CHANNELS * BYTES_PER_SAMPLE, 32);
+  h.writeUInt16LE(BYTES_PER_SAMPLE * 8, 34);
+  h.write('data', 36, 'ascii');
+  h.writeUInt32LE(dataBytes, 40);
+  return h;
+}
+
+type RecorderState = 'recording' | 'finishing' | 'done' | 'failed';
+
+export class StereoRecorder {
+  readonly frameSamples: number;
+  private readonly user: SampleFifo;
+  private readonly assistant: SampleFifo;
+  private readonly frameL: Int16Array;
+  private readonly frameR: Int16Array;
+  private block: Int16Array;
+  private blockFill = 0; // interleaved samples in block
+  private readonly blockSamples: number;
+  private dataBytes = 0;
+  private frames = 0;
+  private pending: Promise<void> = Promise.resolve();
+  private error: Error | undefined;
+  private state: RecorderState = 'recording';
+  private closed = false;
+  /** Samples dropped because a side ran too far ahead of the clock. */
+  dropped = 0;
+
+  private constructor(
+    private readonly file: FileHandle,
+    readonly wavPath: string,
+    readonly format: RecordingFormat,
+    readonly sampleRate: number,
+  ) {
+    this.frameSamples = (sampleRate * FRAME_MS) / 1000;
+    const backlog = (sampleRate * MAX_SIDE_BACKLOG_MS) / 1000;
+    this.user = new SampleFifo(backlog);
+    this.assistant = new SampleFifo(backlog);
+    this.frameL = new Int16Array(this.frameSamples);
+    this.frameR = new Int16Array(this.frameSamples);
+    this.blockSamples = ((sampleRate * BLOCK_MS) / 1000) * CHANNELS;
+    this.block = new Int16Array(this.blockSamples);
+  }
+
+  /**
+   * Opens `path` (for 'wav.gz' the WAV is written at `path` without `.gz` first). The file is created
+   * exclusively: an existing recording is never overwritten.
+   */
+  static async open(path: string, opts: { sampleRate: number; format?: RecordingFormat }): Promise<StereoRecorder> {
+    const format = opts.format ?? 'wav';
+    const wavPath = format === 'wav.gz' ? path.replace(/\.gz$/, '') : path;
+    if (!Number.isInteger((opts.sampleRate * FRAME_MS) / 1000)) throw new RangeError(`bad recording rate ${opts.sampleRate}`);
+    let file: FileHandle;
+    try {
+      file = await open(wavPath, 'wx');
+      await file.write(wavHeader(opts.sampleRate, 0), 0, WAV_HEADER_BYTES, 0);
+    } catch (err) {
+      throw new RecordingError(`cannot create recording ${wavPath}: ${(err as Error).message}`, { cause: err });
+    }
+    return new StereoRecorder(file, wavPath, format, opts.sampleRate);
+  }
+
+  /** User (caller) audio as it arrives, at the recorder's rate. */
+  writeUser(pcm: Int16Array, n: number = pcm.length): void {
+    this.feed(this.user, pcm, n);
+  }
+
+  /** Assistant audio as it is sent, at the recorder's rate. */
+  writeAssistant(pcm: Int16Array, n: number = pcm.length): void {
+    this.feed(this.assistant, pcm, n);
+  }
+
+  /** One 20 ms frame of the call's timeline: a frame per side (silence where a side had none) into the file. */
+  tick(): void {
+    if (this.state !== 'recording') return;
+    const n = this.frameSamples;
+    const l = this.frameL;
+    const r = this.frameR;
+    const gotL = this.user.read(l, n);
+    l.fill(0, gotL);
+    const gotR = this.assistant.read(r, n);
+    r.fill(0, gotR);
+    const b = this.block;
+    let o = this.blockFill;
+    for (let i = 0; i < n; i++) {
+      b[o++] = l[i];
+      b[o++] = r[i];
+    }
+    this.blockFill = o;
+    this.frames++;
+    if (o === this.blockSamples) this.writeBlock();
+  }
+
+  /** The first write error, if any (the call goes on; finish() rejects with it). */
+  get failed(): Error | undefined {
+    return this.error;
+  }
+
+  /** Writes what is left, patches the sizes, compresses for wav.gz; resolves with the file's details. */
+  async finish(): Promise<RecordingResult> {
+    if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
+    this.state = 'finishing';
+    if (this.blockFill > 0) this.writeBlock();
+    await this.pending;
+    try {
+      if (this.error) throw this.error;
+      const dataBytes = this.dataBytes;
+      await this.file.write(wavHeader(this.sampleRate, dataBytes), 0, WAV_HEADER_BYTES, 0);
+      this.closed = true;
+      await this.file.close();
+      let path = this.wavPath;
+      let bytes = WAV_HEADER_BYTES + dataBytes;
+      if (this.format === 'wav.gz') {
+        path = `${this.wavPath}.gz`;
+        bytes = await gzipFile(this.wavPath, path);
+        await unlink(this.wavPath);
+      }
+      this.state = 'done';
+      return {
+        path,
+        format: this.format,
+        sampleRate: this.sampleRate,
+        channels: 2,
+        frames: this.frames,
+        durationMs: this.frames * FRAME_MS,
+        bytes,
+      };
+    } catch (err) {
+      this.state = 'failed';
+      const failure = err instanceof RecordingError ? err : new RecordingError(`recording ${this.wavPath} failed: ${(err as Error).message}`, { cause: err });
+      if (!this.closed) {
+        this.closed = true;
+        try {
+          await this.file.close();
+        } catch (closeErr) {
+          throw new RecordingError(`${failure.message}; closing it also failed: ${(closeErr as Error).message}`, { cause: new AggregateError([failure, closeErr]) });
+        }
+      }
+      throw failure;
+    }
+  }
+
+  private feed(fifo: SampleFifo, pcm: Int16Array, n: number): void {
+    if (this.state !== 'recording') return;
+    if (n > fifo.capacity) throw new RangeError(`recording chunk of ${n} samples exceeds the ${fifo.capacity}-sample backlog`);
+    // The clock is not draining this side (a stalled worker or a burst): drop the oldest audio, count it.
+    if (n > fifo.free) this.dropped += fifo.discard(n - fifo.free);
+    fifo.write(pcm, n);
+  }
+
+  private writeBlock(): void {
+    const block = this.block;
+    const samples = this.blockFill;
+    // The filled block goes to the file; a fresh one takes the next second (one allocation per second).
+    this.block = new Int16Array(this.blockSamples);
+    this.blockFill = 0;
+    const offset = WAV_HEADER_BYTES + this.dataBytes;
+    const bytes = samples * BYTES_PER_SAMPLE;
+    this.dataBytes += bytes;
+    const buf = Buffer.from(block.buffer, block.byteOffset, bytes);
+    this.pending = this.pending.then(async () => {
+      if (this.error) return;
+      try {
+        await this.file.write(buf, 0, bytes, offset);
+      } catch (err) {
+        this.error = new RecordingError(`writing recording ${this.wavPath}: ${(err as Error).message}`, { cause: err });
+      }
+    });
+  }
+}
+
+/** Gzips `src` into `dst` a chunk at a time; returns the compressed size. */
+async function gzipFile(src: string, dst: string): Promise<number> {
+  const input = await open(src, 'r');
+  const output = await open(dst, 'wx');
+  try {
+    const deflate = new pako.Deflate({ gzip: true, level: 6 });
+    let out: Uint8Array[] = [];
+    deflate.onData = (chunk) => {
+      out.push(chunk as Uint8Array);
+    };
+    let written = 0;
+    const drain = async () => {
+      for (const c of out) {
+        await output.write(c, 0, c.length, written);
+        written += c.length;
+      }
+      out = [];
+    };
+    const buf = Buffer.alloc(GZIP_CHUNK_BYTES);
+    let pos = 0;
+    for (;;) {
+      const { bytesRead } = await input.read(buf, 0, buf.length, pos);
+      pos += bytesRead;
+      const last = bytesRead < buf.length;
+      deflate.push(buf.subarray(0, bytesRead), last);
+      if (deflate.err) throw new RecordingError(`gzip of ${src} failed: ${deflate.msg}`);
+      await drain();
+      if (last) break;
+    }
+    return written;
+  } finally {
+    await input.close();
+    await output.close();
+  }
+}

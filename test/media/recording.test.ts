@@ -1,0 +1,89 @@
+import t from 'tap';
+import { readFileSync, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import pako from 'pako';
+import wavefile from 'wavefile';
+import { RecordingError, StereoRecorder } from '../../src/media/recording.js';
+
+const RATE = 8000;
+const FRAME = 160;
+
+function frameOf(k: number, base: number): Int16Array {
+  // Each frame a constant value identifying it, so the file's contents can be traced back.
+  return new Int16Array(FRAME).fill(base + k);
+}
+
+/** Records `ticks` frames: the user side arrives in bursts (2 frames every other tick), the assistant speaks in
+ *  ticks 50..99 only. Returns what each channel should hold. */
+async function record(path: string, format: 'wav' | 'wav.gz', ticks: number) {
+  const rec = await StereoRecorder.open(path, { sampleRate: RATE, format });
+  let userK = 0;
+  for (let i = 0; i < ticks; i++) {
+    if (i % 2 === 0) {
+      rec.writeUser(frameOf(userK++, 1000));
+      rec.writeUser(frameOf(userK++, 1000));
+    }
+    if (i >= 50 && i < 100) rec.writeAssistant(frameOf(i, -5000));
+    rec.tick();
+  }
+  return rec.finish();
+}
+
+function channels(bytes: Uint8Array) {
+  const w = new wavefile.WaveFile();
+  w.fromBuffer(bytes);
+  const fmt = w.fmt as { numChannels: number; sampleRate: number; bitsPerSample: number };
+  const samples = w.getSamples(false, Int16Array) as unknown as Int16Array[];
+  return { fmt, left: samples[0], right: samples[1] };
+}
+
+t.test('stereo WAV: both sides aligned on the tick timeline, readable, correct length', async (t) => {
+  const dir = t.testdir({});
+  const ticks = 165; // 3.3 s: three full one-second blocks and a partial one
+  const res = await record(join(dir, 'call.wav'), 'wav', ticks);
+  t.equal(res.frames, ticks);
+  t.equal(res.durationMs, 3300);
+  const bytes = readFileSync(res.path);
+  t.equal(bytes.length, 44 + ticks * FRAME * 4, 'header + 2 channels x 16 bit');
+  t.equal(res.bytes, bytes.length);
+  const { fmt, left, right } = channels(bytes);
+  t.same([fmt.numChannels, fmt.sampleRate, fmt.bitsPerSample], [2, RATE, 16]);
+  t.equal(left.length, ticks * FRAME, 'length of the call');
+  for (const k of [0, 1, 2, 77, 164]) t.equal(left[k * FRAME + 5], 1000 + k, `user frame ${k} on tick ${k}`);
+  t.equal(right[49 * FRAME + 3], 0, 'assistant silent before it spoke');
+  t.equal(right[50 * FRAME + 3], -5000 + 50, 'assistant frame on its tick');
+  t.equal(right[99 * FRAME + 3], -5000 + 99);
+  t.equal(right[100 * FRAME + 3], 0, 'silent after');
+});
+
+t.test('wav.gz: the gzipped file holds the same WAV and no .wav is left behind', async (t) => {
+  const dir = t.testdir({});
+  const res = await record(join(dir, 'call.wav.gz'), 'wav.gz', 120);
+  t.equal(res.path, join(dir, 'call.wav.gz'));
+  t.notOk(existsSync(join(dir, 'call.wav')), 'intermediate WAV removed');
+  const gz = readFileSync(res.path);
+  t.equal(gz.length, res.bytes);
+  t.equal(statSync(res.path).size, res.bytes);
+  const wav = pako.ungzip(gz);
+  t.equal(wav.length, 44 + 120 * FRAME * 4);
+  const { left, right } = channels(wav);
+  t.equal(left.length, 120 * FRAME);
+  t.equal(left[119 * FRAME], 1000 + 119);
+  t.equal(right[60 * FRAME], -5000 + 60);
+  t.ok(gz.length < wav.length / 5, `compressed (${gz.length} of ${wav.length})`);
+});
+
+t.test('an existing recording is never overwritten; finishing twice is refused; overflow is counted', async (t) => {
+  const dir = t.testdir({});
+  const path = join(dir, 'a.wav');
+  const rec = await StereoRecorder.open(path, { sampleRate: RATE });
+  await t.rejects(StereoRecorder.open(path, { sampleRate: RATE }), RecordingError);
+  // 3 s of user audio with no tick: the 2 s backlog keeps the newest.
+  for (let i = 0; i < 150; i++) rec.writeUser(frameOf(i, 0));
+  t.equal(rec.dropped, 50 * FRAME);
+  rec.tick();
+  const res = await rec.finish();
+  const { left } = channels(readFileSync(res.path));
+  t.equal(left[0], 50, 'oldest dropped, newest kept');
+  await t.rejects(rec.finish(), RecordingError);
+});
