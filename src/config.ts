@@ -56,6 +56,8 @@ export const settingsSchema = z.object({
   PARLEY_PHONE_NUMBERS: z.string().default(''),
   /** SIP URI of the outbound trunk (e.g. sip:carrier.example:5060); outbound calls need it. */
   PARLEY_OUTBOUND_TRUNK: z.string().regex(/^sips?:/, 'must be a sip: URI').optional(),
+  /** JSON file: an array of voices replacing the shipped catalog (README, "Voices"). */
+  PARLEY_VOICES_FILE: z.string().min(1).optional(),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;
