@@ -391,3 +391,11 @@ t.test('400 with the validation shape for body rules', async (t) => {
   t.match(reserved.body.param_errors, { 'tool_definitions.0.name': /reserved/ });
   t.equal(chat.requests.length, 0);
 });
+
+t.test('the endpoint is in the OpenAPI document with its request and response schemas', async (t) => {
+  const res = await client.get('/v1/openapi.json');
+  t.equal(res.status, 200);
+  const op = res.body.paths['/v1/responses'].post;
+  t.ok(op.requestBody.content['application/json'].schema.properties.input, 'the body schema');
+  t.ok(op.responses['200'], 'the 200 schema');
+});
