@@ -11,6 +11,7 @@ import { conversationRoutes } from './conversations.js';
 import { outboundCallRoutes } from './outbound-call.js';
 import { recordingRoutes } from './recordings.js';
 import { sessionTokenRoutes } from './session-tokens.js';
+import { voiceRoutes } from './voices.js';
 import { workspaceRoutes } from './workspace.js';
 import { responsesRoutes } from './responses.js';
 import { agentRoutes } from './agents.js';
@@ -35,6 +36,7 @@ export const routePlugins: RoutePlugin[] = [
   evalPromptRoutes,
   extractionSchemaRoutes,
   externalStoragePolicyRoutes,
+  voiceRoutes,
   responsesRoutes,
   agentRoutes,
 ];
