@@ -2,14 +2,8 @@
 // conversation endpoints (spec, "Conversation", "Conversation extraction", endpoints 12-14).
 // `(n)` in the spec is `.nullable()` here; the spec's "optional fields" are `.optional()` (always sent).
 import { z } from 'zod';
-
-/** Spec, "Conventions": LANG (ISO 639-1 plus `fil` and `yue`). */
-export const LANGUAGE_CODES = [
-  'ar', 'az', 'bg', 'bn', 'cs', 'da', 'de', 'el', 'en', 'es', 'fa', 'fi', 'fil', 'fr', 'gu', 'he', 'hi', 'hu', 'id',
-  'it', 'ja', 'ka', 'km', 'kn', 'ko', 'lt', 'lv', 'ml', 'mr', 'ms', 'ne', 'nl', 'no', 'pa', 'pl', 'pt', 'ro', 'ru',
-  'si', 'sk', 'sq', 'sv', 'sw', 'ta', 'te', 'th', 'tr', 'uk', 'ur', 'vi', 'yue', 'zh',
-] as const;
-const language = z.enum(LANGUAGE_CODES);
+import { lang as language } from './common.js';
+import { backgroundNoise, dataRetentionPolicy, multilingualMode } from './agents.js';
 
 /** Spec, "Conversation": `origin`. */
 export const CONVERSATION_ORIGINS = [
@@ -27,9 +21,6 @@ export const ENDED_BY = [
 export const endedBy = z.enum(ENDED_BY);
 export type EndedBy = z.infer<typeof endedBy>;
 
-export const BACKGROUND_NOISES = ['office', 'call-center', 'coffee-shop'] as const;
-export const MULTILINGUAL_MODES = ['auto', 'request', 'initial'] as const;
-
 /** Formats of the presigned `audio_url` (endpoint 12, `audio_container`). */
 export const AUDIO_CONTAINERS = ['wav.gz', 'wav'] as const;
 export const audioContainer = z.enum(AUDIO_CONTAINERS);
@@ -43,16 +34,6 @@ export type RecordingSide = z.infer<typeof recordingSide>;
 const jsonMap = z.record(z.string(), z.unknown());
 
 export const pronunciationItem = z.object({ word: z.string(), pronunciation: z.string() });
-
-/** Spec, "Conventions": DataRetentionPolicy, form A or form B. */
-export const dataRetentionPolicyRecord = z.union([
-  z.object({ zero_data_retention: z.literal(true) }),
-  z.object({
-    zero_data_retention: z.literal(false),
-    transcripts: z.object({ delete_after_hours: z.number().int().nullable() }),
-    audio_recordings: z.object({ delete_after_hours: z.number().int().nullable() }),
-  }),
-]);
 
 /** Spec, "Tool call entry". */
 export const toolCallEntry = z.object({
@@ -135,7 +116,7 @@ export const conversation = z.object({
   input_format: z.string(),
   output_format: z.string(),
   background_noise_level: z.number(),
-  background_noise: z.enum(BACKGROUND_NOISES).nullable(),
+  background_noise: backgroundNoise.nullable(),
   live_transcript: z.string().nullable(),
   post_call_transcript: z.string().nullable(),
   duration_ms: z.number(),
@@ -149,7 +130,7 @@ export const conversation = z.object({
   min_words_to_interrupt: z.number().int(),
   default_language: language,
   additional_languages: z.array(language).nullable(),
-  multilingual_mode: z.enum(MULTILINGUAL_MODES),
+  multilingual_mode: multilingualMode,
   push_to_talk: z.boolean(),
   no_input_poke_sec: z.number().int().nullable(),
   no_input_end_conversation_sec: z.number().int().nullable(),
@@ -169,7 +150,7 @@ export const conversation = z.object({
   redacted_transcript: z.string().nullable().optional(),
   metadata: jsonMap.nullable().optional(),
   enable_watermarking: z.boolean().optional(),
-  data_retention_policy: dataRetentionPolicyRecord.optional(),
+  data_retention_policy: dataRetentionPolicy.optional(),
   deletion_info: deletionInfo.optional(),
   enable_assistant_backchannel: z.boolean().optional(),
   assistant_backchannel_aggressiveness: z.number().nullable().optional(),

@@ -1,0 +1,98 @@
+// Conversation recordings behind signed, expiring links (the `audio_url` of a conversation). The link itself is the
+// credential: no Authorization header, 403 on a bad or expired signature. Files live under
+// PARLEY_DATA_DIR/recordings as `wav` or `wav.gz`; either container is served from either stored form.
+import { createReadStream } from 'node:fs';
+import { stat, unlink } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { pipeline } from 'node:stream';
+import { createGunzip, createGzip } from 'node:zlib';
+import { z } from 'zod';
+import { AUDIO_CONTAINERS, RECORDING_SIDES, type AudioContainer, type RecordingSide } from '../schemas/conversations.js';
+import { getRecording, type RecordingRow } from '../store/conversations.js';
+import type { AppContext } from './context.js';
+import { forbidden, notFound } from './errors.js';
+import type { RoutePlugin } from './routes.js';
+
+/** Sub-directory of PARLEY_DATA_DIR that holds recordings. */
+export const RECORDINGS_DIR = 'recordings';
+
+const FILE_PATTERN = new RegExp(`^(${RECORDING_SIDES.join('|')})\\.(${AUDIO_CONTAINERS.map((c) => c.replace('.', '\\.')).join('|')})$`);
+
+const CONTENT_TYPE: Record<AudioContainer, string> = { wav: 'audio/wav', 'wav.gz': 'application/gzip' };
+
+const params = z.object({
+  id: z.string().min(1).max(200),
+  file: z.string().regex(FILE_PATTERN, `must be <side>.<container> (sides: ${RECORDING_SIDES.join(', ')})`),
+});
+const query = z.object({ expires: z.string().optional(), sig: z.string().optional() });
+
+function linkPath(conversationId: string, side: RecordingSide, container: AudioContainer): string {
+  return `/v1/recordings/${encodeURIComponent(conversationId)}/${side}.${container}`;
+}
+
+/** A link to a conversation's recording in `container`, valid `ttlSec` from now. */
+export function recordingLink(
+  ctx: AppContext,
+  conversationId: string,
+  side: RecordingSide,
+  container: AudioContainer,
+  ttlSec: number,
+): string {
+  return `${ctx.publicUrl()}${ctx.signer.sign(linkPath(conversationId, side, container), ttlSec, ctx.now())}`;
+}
+
+/** The absolute path of a stored recording; throws when a stored path would leave the recordings directory. */
+export function recordingFile(ctx: AppContext, stored: string): string {
+  const root = resolve(ctx.settings.PARLEY_DATA_DIR, RECORDINGS_DIR);
+  const full = resolve(root, stored);
+  const rel = relative(root, full);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
+    throw new Error(`recording path ${stored} is outside ${root}`);
+  }
+  return full;
+}
+
+/** Removes the files of deleted recordings; a file already gone is not an error. */
+export async function removeRecordingFiles(ctx: AppContext, rows: RecordingRow[]): Promise<void> {
+  for (const r of rows) {
+    try {
+      await unlink(recordingFile(ctx, r.path));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+}
+
+export const recordingRoutes: RoutePlugin = async (app, ctx) => {
+  app.get(
+    '/v1/recordings/:id/:file',
+    { config: { public: true }, schema: { tags: ['conversations'], params, querystring: query } },
+    async (req, reply) => {
+      const { id, file } = req.params;
+      const [, side, container] = FILE_PATTERN.exec(file)! as unknown as [string, RecordingSide, AudioContainer];
+      const path = linkPath(id, side, container);
+      if (!ctx.signer.verify(path, req.query.expires, req.query.sig, ctx.now())) {
+        throw forbidden('the link is invalid or has expired', 'invalid_signature');
+      }
+      const rec = await getRecording(ctx.sql, id, side);
+      if (!rec) throw notFound('recording', `${id}/${side}`);
+      const full = recordingFile(ctx, rec.path);
+      try {
+        await stat(full);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw notFound('recording', `${id}/${side}`);
+        throw err;
+      }
+      const source = createReadStream(full);
+      reply
+        .header('content-type', CONTENT_TYPE[container])
+        .header('content-disposition', `attachment; filename="${id}.${container}"`)
+        .header('cache-control', 'private, max-age=3600');
+      if (rec.format === container) return reply.send(source);
+      const converted = pipeline(source, container === 'wav' ? createGunzip() : createGzip(), (err) => {
+        if (err) req.log.error({ err, conversationId: id }, 'recording: conversion failed while streaming');
+      });
+      return reply.send(converted);
+    },
+  );
+};

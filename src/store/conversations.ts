@@ -1,0 +1,607 @@
+// Conversations repository: the live engine (through main) creates a conversation, appends its items and finishes
+// it; the API reads, lists (cursor pagination), deletes content and cancels. Rows map to the spec's record here;
+// `audio_url` is left to the caller, which signs links (the repository reports whether a recording exists).
+import type postgres from 'postgres';
+import type { Sql } from './db.js';
+import { newId } from './ids.js';
+import type {
+  CallInfo,
+  Conversation,
+  ConversationExtraction,
+  ConversationItem,
+  EndedBy,
+  RecordingSide,
+  TimeBound,
+  ToolCallEntry,
+} from '../schemas/conversations.js';
+
+type Json = Parameters<Sql['json']>[0];
+/** The pool or a transaction of it. */
+type Db = Sql | postgres.TransactionSql<{}>;
+/** A row for postgres.js's insert/update helpers (values already wrapped where they are jsonb). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type HelperRow = Record<string, any>;
+
+/** The record's configuration fields, as the spec names them (what the agent and overrides resolved to). */
+export type ConversationSettings = Partial<
+  Pick<
+    Conversation,
+    | 'model' | 'generate_welcome_message' | 'is_welcome_message_interruptible' | 'listen_only' | 'welcome_message'
+    | 'template_variables' | 'input_format' | 'output_format' | 'background_noise_level' | 'background_noise'
+    | 'boosted_keywords' | 'pronunciation_dictionary' | 'min_words_to_interrupt' | 'default_language'
+    | 'additional_languages' | 'multilingual_mode' | 'push_to_talk' | 'no_input_poke_sec'
+    | 'no_input_end_conversation_sec' | 'no_input_poke_text' | 'system_prompt' | 'generate_no_input_poke_text'
+    | 'websocket_timeout_sec' | 'vad_prebuffer_duration_ms' | 'vad_min_speech_duration_ms'
+    | 'vad_min_silence_duration_ms' | 'vad_threshold' | 'metadata' | 'enable_watermarking' | 'data_retention_policy'
+    | 'enable_assistant_backchannel' | 'assistant_backchannel_aggressiveness' | 'languages'
+  >
+> & {
+  voice_id?: string | null;
+  audio_speed?: number;
+  vendor_model?: string | null;
+  intelligence_level?: string | null;
+  enable_redaction?: boolean;
+  /** Names of the tools the conversation may call. */
+  tools?: string[];
+  /** Everything else the live engine runs with (opaque here). */
+  config?: Record<string, unknown>;
+};
+
+export type ConversationState = 'created' | 'configuring' | 'ready' | 'active' | 'ended';
+
+export interface NewToolCall extends Omit<ToolCallEntry, 'id'> {
+  id?: string;
+}
+
+export interface NewItem {
+  id?: string;
+  role: 'user' | 'assistant';
+  live_transcript: string | null;
+  post_call_transcript?: string | null;
+  redacted_transcript?: string | null;
+  duration_ms: number;
+  started_at: Date;
+  voice_id?: string | null;
+  audio_speed?: number | null;
+  system_prompt?: string | null;
+  tool_calls?: NewToolCall[];
+}
+
+/** What ends a conversation (the live engine's final numbers). */
+export interface Finish {
+  ended_by: EndedBy;
+  ended_at: Date;
+  duration_ms?: number;
+  live_transcript?: string | null;
+  post_call_transcript?: string | null;
+  redacted_transcript?: string | null;
+  latencies_ms?: number[];
+  interruptions_count?: number;
+  task_results?: Record<string, unknown>;
+}
+
+export interface NewConversation {
+  id?: string;
+  orgId: string;
+  projectId: string;
+  agent?: { id: string; name: string } | null;
+  external_id?: string | null;
+  origin: Conversation['origin'];
+  state?: ConversationState;
+  nodeId?: string | null;
+  settings?: ConversationSettings;
+  call_info?: CallInfo | null;
+  started_at?: Date | null;
+  created_at?: Date;
+  items?: NewItem[];
+  /** Set when the conversation is stored already finished (imports, tests of the read side). */
+  finish?: Finish;
+}
+
+export interface NewRecording {
+  side: RecordingSide;
+  /** Relative to PARLEY_DATA_DIR/recordings. */
+  path: string;
+  format: 'wav' | 'wav.gz';
+  sample_rate: number;
+  channels: number;
+  bytes: number;
+}
+
+export interface RecordingRow extends NewRecording {
+  conversation_id: string;
+}
+
+/** A conversation as read: the spec's record (audio_url null) plus what the API needs around it. */
+export interface StoredConversation {
+  orgId: string;
+  projectId: string;
+  state: ConversationState;
+  record: Conversation;
+  /** The recording `audio_url` serves, if any. */
+  recording: RecordingRow | null;
+}
+
+const DEFAULT_MODEL = 'merritt';
+const DEFAULT_FORMAT = 'pcm_16000';
+
+function iso(d: Date | string | null): string | null {
+  if (d === null) return null;
+  return (d instanceof Date ? d : new Date(d)).toISOString();
+}
+
+function toolCallRow(conversationId: string, itemId: string, idx: number, c: NewToolCall) {
+  return {
+    id: c.id ?? newId('tool_call'),
+    conversation_id: conversationId,
+    item_id: itemId,
+    call_idx: idx,
+    tool_id: c.tool.id,
+    tool_name: c.tool.name,
+    request_body: c.request_body === undefined || c.request_body === null ? null : (c.request_body as Json),
+    response_body: c.response_body ?? null,
+    timed_out: c.timed_out,
+    error_message: c.error_message,
+    integration: c.integration ?? null,
+    endpoint_method: c.endpoint_method ?? null,
+    endpoint_url: c.endpoint_url ?? null,
+    endpoint_headers: c.endpoint_headers ?? null,
+    endpoint_timeout_ms: c.endpoint_timeout_ms ?? null,
+    endpoint_called_at: c.endpoint_called_at ? new Date(c.endpoint_called_at) : null,
+    query_params: c.query_params ?? null,
+    response_status_code: c.response_status_code ?? null,
+    tool_call_output_timeout_ms: c.tool_call_output_timeout_ms ?? null,
+  };
+}
+
+const JSON_COLUMNS = new Set([
+  'template_variables', 'boosted_keywords', 'pronunciation_dictionary', 'additional_languages', 'task_results',
+  'metadata', 'data_retention_policy', 'languages', 'tools', 'config', 'latencies_ms',
+  'request_body', 'response_body', 'endpoint_headers', 'query_params',
+]);
+
+/** postgres.js sends arrays as SQL arrays: wrap the jsonb columns' values explicitly. */
+function withJson(sql: Db, row: Record<string, unknown>): HelperRow {
+  const out: HelperRow = {};
+  for (const [k, v] of Object.entries(row)) {
+    if (v === undefined) continue;
+    out[k] = JSON_COLUMNS.has(k) && v !== null ? sql.json(v as Json) : v;
+  }
+  return out;
+}
+
+async function insertItems(tx: Db, conversationId: string, firstIdx: number, items: NewItem[]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [i, item] of items.entries()) {
+    const id = item.id ?? newId('conv_item');
+    ids.push(id);
+    await tx`insert into conversation_items ${tx({
+      id,
+      conversation_id: conversationId,
+      item_idx: firstIdx + i,
+      role: item.role,
+      live_transcript: item.live_transcript,
+      post_call_transcript: item.post_call_transcript ?? null,
+      redacted_transcript: item.redacted_transcript ?? null,
+      duration_ms: item.duration_ms,
+      started_at: item.started_at,
+      voice_id: item.voice_id ?? null,
+      audio_speed: item.audio_speed ?? null,
+      system_prompt: item.system_prompt ?? null,
+    })}`;
+    for (const [j, call] of (item.tool_calls ?? []).entries()) {
+      await tx`insert into conversation_tool_calls ${tx(withJson(tx, toolCallRow(conversationId, id, j, call)))}`;
+    }
+  }
+  return ids;
+}
+
+/** Stores a new conversation (and any items); returns its id. */
+export async function createConversation(sql: Sql, c: NewConversation): Promise<string> {
+  const id = c.id ?? newId('conv');
+  const s = c.settings ?? {};
+  const f = c.finish;
+  const row = withJson(sql, {
+    id,
+    org_id: c.orgId,
+    project_id: c.projectId,
+    agent_id: c.agent?.id ?? null,
+    agent_name: c.agent?.name ?? null,
+    external_id: c.external_id ?? null,
+    origin: c.origin,
+    state: f ? 'ended' : (c.state ?? 'created'),
+    node_id: c.nodeId ?? null,
+    ...s,
+    model: s.model ?? DEFAULT_MODEL,
+    input_format: s.input_format ?? DEFAULT_FORMAT,
+    output_format: s.output_format ?? DEFAULT_FORMAT,
+    from_phone_number: c.call_info?.from_phone_number ?? null,
+    to_phone_number: c.call_info?.to_phone_number ?? null,
+    telephony_call_sid: c.call_info?.telephony_call_sid ?? null,
+    analysis_id: newId('conv_analysis'),
+    created_at: c.created_at ?? new Date(),
+    started_at: c.started_at ?? null,
+    ended_by: f?.ended_by ?? null,
+    ended_at: f?.ended_at ?? null,
+    duration_ms: f?.duration_ms ?? 0,
+    live_transcript: f?.live_transcript ?? null,
+    post_call_transcript: f?.post_call_transcript ?? null,
+    redacted_transcript: f?.redacted_transcript ?? null,
+    latencies_ms: f?.latencies_ms ?? [],
+    interruptions_count: f?.interruptions_count ?? 0,
+    task_results: f?.task_results ?? {},
+  });
+  await sql.begin(async (tx) => {
+    await tx`insert into conversations ${tx(row)}`;
+    if (c.items?.length) await insertItems(tx, id, 0, c.items);
+  });
+  return id;
+}
+
+/** Appends turns after the last one; returns their ids. */
+export async function appendItems(sql: Sql, conversationId: string, items: NewItem[]): Promise<string[]> {
+  return sql.begin(async (tx) => {
+    const [{ next }] = await tx<{ next: number }[]>`
+      select coalesce(max(item_idx) + 1, 0)::int as next from conversation_items where conversation_id = ${conversationId}`;
+    return insertItems(tx, conversationId, next, items);
+  });
+}
+
+/** Moves a live conversation along its lifecycle (not to `ended`: use finishConversation). */
+export async function setState(
+  sql: Sql,
+  conversationId: string,
+  state: Exclude<ConversationState, 'ended'>,
+  startedAt?: Date,
+): Promise<boolean> {
+  const rows = await sql`update conversations set state = ${state},
+      started_at = coalesce(started_at, ${startedAt ?? null}::timestamptz)
+    where id = ${conversationId} and state <> 'ended' returning 1`;
+  return rows.length > 0;
+}
+
+/** Ends a conversation and frees its lease; false when it had ended already (or does not exist). */
+export async function finishConversation(sql: Sql, conversationId: string, f: Finish): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const set = withJson(tx, {
+      state: 'ended',
+      ended_by: f.ended_by,
+      ended_at: f.ended_at,
+      duration_ms: f.duration_ms,
+      live_transcript: f.live_transcript,
+      post_call_transcript: f.post_call_transcript,
+      redacted_transcript: f.redacted_transcript,
+      latencies_ms: f.latencies_ms,
+      interruptions_count: f.interruptions_count,
+      task_results: f.task_results,
+    });
+    const rows = await tx`update conversations set ${tx(set)}
+      where id = ${conversationId} and state <> 'ended' returning 1`;
+    await tx`delete from conversation_leases where conversation_id = ${conversationId}`;
+    return rows.length > 0;
+  });
+}
+
+export type CancelOutcome = 'canceled' | 'already_ended' | 'not_found';
+
+/**
+ * Cancels a conversation in progress: it ends with `ended_by: user_canceled`, its duration counted up to now,
+ * and its lease is freed. The live engine learns of it from the caller (it owns the audio, not the row).
+ */
+export async function cancelConversation(sql: Sql, conversationId: string): Promise<CancelOutcome> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ state: ConversationState }[]>`
+      select state from conversations where id = ${conversationId} for update`;
+    if (!row) return 'not_found' as const;
+    if (row.state === 'ended') return 'already_ended' as const;
+    await tx`update conversations set state = 'ended', ended_by = 'user_canceled', ended_at = now(),
+        duration_ms = case when started_at is null then 0
+          else greatest(0, extract(epoch from (now() - started_at)) * 1000) end
+      where id = ${conversationId}`;
+    await tx`delete from conversation_leases where conversation_id = ${conversationId}`;
+    return 'canceled' as const;
+  });
+}
+
+export type DeleteOutcome =
+  | { kind: 'deleted'; recordings: RecordingRow[] }
+  | { kind: 'in_progress' }
+  | { kind: 'not_found' };
+
+/**
+ * Deletes a finished conversation's content: transcripts (of the record, its items and tool-call bodies) and its
+ * recordings (returned, so the caller removes the files). The record stays, with `deletion_info` saying when.
+ */
+export async function deleteConversationContent(sql: Sql, conversationId: string): Promise<DeleteOutcome> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ state: ConversationState }[]>`
+      select state from conversations where id = ${conversationId} for update`;
+    if (!row) return { kind: 'not_found' } as const;
+    if (row.state !== 'ended') return { kind: 'in_progress' } as const;
+    await tx`update conversations set live_transcript = null, post_call_transcript = null,
+        redacted_transcript = null,
+        transcripts_deleted_at = coalesce(transcripts_deleted_at, now()),
+        audio_recordings_deleted_at = coalesce(audio_recordings_deleted_at, now())
+      where id = ${conversationId}`;
+    await tx`update conversation_items set live_transcript = null, post_call_transcript = null,
+        redacted_transcript = null where conversation_id = ${conversationId}`;
+    await tx`update conversation_tool_calls set request_body = null, response_body = null
+      where conversation_id = ${conversationId}`;
+    const recordings = await tx<RecordingRow[]>`delete from conversation_recordings
+      where conversation_id = ${conversationId}
+      returning conversation_id, side, path, format, sample_rate, channels, bytes::float8 as bytes`;
+    return { kind: 'deleted', recordings: [...recordings] } as const;
+  });
+}
+
+/** Records an audio file of a conversation (replacing an earlier one of the same side). */
+export async function addRecording(sql: Sql, conversationId: string, r: NewRecording): Promise<void> {
+  await sql`insert into conversation_recordings ${sql({ conversation_id: conversationId, ...r })}
+    on conflict (conversation_id, side) do update set path = excluded.path, format = excluded.format,
+      sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes,
+      created_at = now()`;
+}
+
+/** The recording of one side, if stored. */
+export async function getRecording(sql: Sql, conversationId: string, side: RecordingSide): Promise<RecordingRow | null> {
+  const [row] = await sql<RecordingRow[]>`select conversation_id, side, path, format, sample_rate, channels,
+      bytes::float8 as bytes from conversation_recordings where conversation_id = ${conversationId} and side = ${side}`;
+  return row ?? null;
+}
+
+/** Stores an extraction made from a conversation; returns its id. */
+export async function addExtraction(
+  sql: Sql,
+  conversationId: string,
+  e: { schemaId: string; schemaName: string; result: Record<string, unknown>; createdAt?: Date },
+): Promise<string> {
+  const id = newId('conv_extract');
+  await sql`insert into conversation_extractions (id, conversation_id, schema_id, schema_name, result, created_at)
+    values (${id}, ${conversationId}, ${e.schemaId}, ${e.schemaName}, ${sql.json(e.result as Json)},
+      ${e.createdAt ?? new Date()})`;
+  return id;
+}
+
+/** Extractions of a conversation, oldest first; `schema.isDeleted` when the schema was deleted since. */
+export async function listExtractions(sql: Sql, conversationId: string): Promise<ConversationExtraction[]> {
+  const rows = await sql<
+    { id: string; schema_id: string; schema_name: string; result: Record<string, unknown>; created_at: Date; deleted: boolean }[]
+  >`select e.id, e.schema_id, e.schema_name, e.result, e.created_at,
+      (s.id is null or s.deleted_at is not null) as deleted
+    from conversation_extractions e left join extraction_schemas s on s.id = e.schema_id
+    where e.conversation_id = ${conversationId} order by e.created_at, e.id`;
+  return rows.map((r) => ({
+    id: r.id,
+    schema: { id: r.schema_id, name: r.schema_name, isDeleted: r.deleted },
+    result: r.result,
+    created_at: iso(r.created_at)!,
+  }));
+}
+
+// ---- reading ----
+
+type Row = Record<string, any>;
+
+function itemOf(r: Row, calls: ToolCallEntry[]): ConversationItem {
+  const item: ConversationItem = {
+    id: r.id,
+    item_idx: r.item_idx,
+    role: r.role,
+    live_transcript: r.live_transcript,
+    post_call_transcript: r.post_call_transcript,
+    duration_ms: r.duration_ms,
+    started_at: iso(r.started_at)!,
+    redacted_transcript: r.redacted_transcript,
+  };
+  if (r.voice_id !== null) item.voice_id = r.voice_id;
+  if (r.role === 'assistant' && r.audio_speed !== null) item.audio_speed = r.audio_speed;
+  if (r.role === 'assistant') item.tool_calls = calls;
+  if (r.system_prompt !== null) item.system_prompt = r.system_prompt;
+  return item;
+}
+
+function toolCallOf(r: Row): ToolCallEntry {
+  return {
+    id: r.id,
+    tool: { id: r.tool_id, name: r.tool_name },
+    request_body: r.request_body,
+    response_body: r.response_body,
+    timed_out: r.timed_out,
+    error_message: r.error_message,
+    integration: r.integration,
+    endpoint_method: r.endpoint_method,
+    endpoint_url: r.endpoint_url,
+    endpoint_headers: r.endpoint_headers,
+    endpoint_timeout_ms: r.endpoint_timeout_ms,
+    endpoint_called_at: iso(r.endpoint_called_at),
+    query_params: r.query_params,
+    response_status_code: r.response_status_code,
+    tool_call_output_timeout_ms: r.tool_call_output_timeout_ms,
+  };
+}
+
+function recordOf(r: Row, items: ConversationItem[]): Conversation {
+  return {
+    id: r.id,
+    agent: r.agent_id === null ? null : { id: r.agent_id, name: r.agent_name, is_deleted: r.agent_deleted },
+    workspace: r.workspace_name,
+    project: { id: r.project_id, name: r.project_name },
+    external_id: r.external_id,
+    origin: r.origin,
+    model: r.model,
+    generate_welcome_message: r.generate_welcome_message,
+    is_welcome_message_interruptible: r.is_welcome_message_interruptible,
+    listen_only: r.listen_only,
+    welcome_message: r.welcome_message,
+    template_variables: r.template_variables,
+    input_format: r.input_format,
+    output_format: r.output_format,
+    background_noise_level: r.background_noise_level,
+    background_noise: r.background_noise,
+    live_transcript: r.live_transcript,
+    post_call_transcript: r.post_call_transcript,
+    duration_ms: r.duration_ms,
+    audio_url: null,
+    started_at: iso(r.started_at),
+    ended_at: iso(r.ended_at),
+    ended_by: r.ended_by,
+    boosted_keywords: r.boosted_keywords,
+    pronunciation_dictionary: r.pronunciation_dictionary,
+    min_words_to_interrupt: r.min_words_to_interrupt,
+    default_language: r.default_language,
+    additional_languages: r.additional_languages,
+    multilingual_mode: r.multilingual_mode,
+    push_to_talk: r.push_to_talk,
+    no_input_poke_sec: r.no_input_poke_sec,
+    no_input_end_conversation_sec: r.no_input_end_conversation_sec,
+    no_input_poke_text: r.no_input_poke_text,
+    task_results: r.task_results,
+    items,
+    call_info:
+      r.from_phone_number === null
+        ? null
+        : {
+            from_phone_number: r.from_phone_number,
+            to_phone_number: r.to_phone_number,
+            ...(r.telephony_call_sid === null ? {} : { telephony_call_sid: r.telephony_call_sid }),
+          },
+    analysis: { id: r.analysis_id, latencies_ms: r.latencies_ms, interruptions_count: r.interruptions_count },
+    system_prompt: r.system_prompt,
+    generate_no_input_poke_text: r.generate_no_input_poke_text,
+    ...(r.websocket_timeout_sec === null ? {} : { websocket_timeout_sec: r.websocket_timeout_sec }),
+    vad_prebuffer_duration_ms: r.vad_prebuffer_duration_ms,
+    vad_min_speech_duration_ms: r.vad_min_speech_duration_ms,
+    vad_min_silence_duration_ms: r.vad_min_silence_duration_ms,
+    vad_threshold: r.vad_threshold,
+    is_redacted: r.is_redacted,
+    redacted_transcript: r.redacted_transcript,
+    metadata: r.metadata,
+    enable_watermarking: r.enable_watermarking,
+    data_retention_policy: r.data_retention_policy,
+    deletion_info: {
+      transcripts_deleted_at: iso(r.transcripts_deleted_at),
+      audio_recordings_deleted_at: iso(r.audio_recordings_deleted_at),
+    },
+    enable_assistant_backchannel: r.enable_assistant_backchannel,
+    assistant_backchannel_aggressiveness: r.assistant_backchannel_aggressiveness,
+    ...(r.languages === null ? {} : { languages: r.languages }),
+  };
+}
+
+/** Reads full records (with items, tool calls and the `both` recording) for conversation rows, in row order. */
+async function hydrate(sql: Sql, rows: Row[]): Promise<StoredConversation[]> {
+  if (rows.length === 0) return [];
+  const ids = rows.map((r) => r.id as string);
+  const [items, calls, recordings] = await Promise.all([
+    sql<Row[]>`select * from conversation_items where conversation_id in ${sql(ids)} order by conversation_id, item_idx`,
+    sql<Row[]>`select * from conversation_tool_calls where conversation_id in ${sql(ids)} order by item_id, call_idx`,
+    sql<RecordingRow[]>`select conversation_id, side, path, format, sample_rate, channels, bytes::float8 as bytes
+      from conversation_recordings where conversation_id in ${sql(ids)} and side = 'both'`,
+  ]);
+  const callsByItem = new Map<string, ToolCallEntry[]>();
+  for (const c of calls) {
+    const list = callsByItem.get(c.item_id) ?? [];
+    list.push(toolCallOf(c));
+    callsByItem.set(c.item_id, list);
+  }
+  const itemsByConv = new Map<string, ConversationItem[]>();
+  for (const i of items) {
+    const list = itemsByConv.get(i.conversation_id) ?? [];
+    list.push(itemOf(i, callsByItem.get(i.id) ?? []));
+    itemsByConv.set(i.conversation_id, list);
+  }
+  const recByConv = new Map(recordings.map((r) => [r.conversation_id, r]));
+  return rows.map((r) => ({
+    orgId: r.org_id,
+    projectId: r.project_id,
+    state: r.state,
+    record: recordOf(r, itemsByConv.get(r.id) ?? []),
+    recording: recByConv.get(r.id) ?? null,
+  }));
+}
+
+/** Columns of a conversation row joined with what the record shows of its workspace, project and agent. */
+function selectRows(sql: Sql) {
+  return sql`select c.*, o.name as workspace_name, p.name as project_name,
+      (c.agent_id is not null and not exists (select 1 from agents a where a.id = c.agent_id)) as agent_deleted
+    from conversations c
+    join organizations o on o.id = c.org_id
+    join projects p on p.id = c.project_id`;
+}
+
+/** One conversation, or null. The caller checks `orgId` (403 for another organization). */
+export async function getConversation(sql: Sql, conversationId: string): Promise<StoredConversation | null> {
+  const rows = await sql<Row[]>`${selectRows(sql)} where c.id = ${conversationId}`;
+  const [out] = await hydrate(sql, rows);
+  return out ?? null;
+}
+
+export interface ListFilter {
+  projectId: string;
+  external_id?: string;
+  duration_min?: number;
+  duration_max?: number;
+  started_at_min?: TimeBound;
+  started_at_max?: TimeBound;
+  /** A conversation id: the page just newer than it. */
+  before?: string;
+  /** A conversation id: the page just older than it. */
+  after?: string;
+  limit: number;
+}
+
+export type ListPage =
+  | { kind: 'page'; conversations: StoredConversation[]; prev_cursor: string | null; next_cursor: string | null }
+  | { kind: 'cursor_not_found'; cursor: string };
+
+const MS_PER_SEC = 1000;
+
+/**
+ * A page of a project's conversations, newest first (started_at, else creation time; then id), with cursors:
+ * `prev_cursor` (for `before`) when a newer page exists, `next_cursor` (for `after`) when an older one does.
+ */
+export async function listConversations(sql: Sql, f: ListFilter): Promise<ListPage> {
+  const cursor = f.before ?? f.after;
+  if (cursor !== undefined) {
+    const [hit] = await sql`select 1 from conversations where id = ${cursor} and project_id = ${f.projectId}`;
+    if (!hit) return { kind: 'cursor_not_found', cursor };
+  }
+  let where = sql`c.project_id = ${f.projectId}`;
+  const and = (cond: ReturnType<Sql>) => {
+    where = sql`${where} and ${cond}`;
+  };
+  if (f.external_id !== undefined) and(sql`c.external_id = ${f.external_id}`);
+  if (f.duration_min !== undefined) and(sql`c.duration_ms >= ${f.duration_min * MS_PER_SEC}`);
+  if (f.duration_max !== undefined) and(sql`c.duration_ms <= ${f.duration_max * MS_PER_SEC}`);
+  if (f.started_at_min) and(sql`c.started_at >= ${f.started_at_min.at}`);
+  if (f.started_at_max) {
+    and(f.started_at_max.exclusive ? sql`c.started_at < ${f.started_at_max.at}` : sql`c.started_at <= ${f.started_at_max.at}`);
+  }
+  const key = (id: string) => sql`(select k.sort_at, k.id from conversations k where k.id = ${id})`;
+  const exists = async (cond: ReturnType<Sql>) =>
+    (await sql`select 1 from conversations c where ${where} and ${cond} limit 1`).length > 0;
+
+  let rows: Row[];
+  let hasNewer: boolean;
+  let hasOlder: boolean;
+  if (f.before !== undefined) {
+    rows = await sql<Row[]>`${selectRows(sql)} where ${where} and (c.sort_at, c.id) > ${key(f.before)}
+      order by c.sort_at asc, c.id asc limit ${f.limit + 1}`;
+    hasNewer = rows.length > f.limit;
+    rows = rows.slice(0, f.limit).reverse();
+    hasOlder = rows.length > 0 && (await exists(sql`(c.sort_at, c.id) < ${key(rows[rows.length - 1].id)}`));
+  } else {
+    rows = await sql<Row[]>`${selectRows(sql)} where ${where}
+      ${f.after !== undefined ? sql`and (c.sort_at, c.id) < ${key(f.after)}` : sql``}
+      order by c.sort_at desc, c.id desc limit ${f.limit + 1}`;
+    hasOlder = rows.length > f.limit;
+    rows = rows.slice(0, f.limit);
+    hasNewer = f.after !== undefined && rows.length > 0 && (await exists(sql`(c.sort_at, c.id) > ${key(rows[0].id)}`));
+  }
+  return {
+    kind: 'page',
+    conversations: await hydrate(sql, rows),
+    prev_cursor: hasNewer ? rows[0].id : null,
+    next_cursor: hasOlder ? rows[rows.length - 1].id : null,
+  };
+}

@@ -1,0 +1,100 @@
+// The per-project concurrency cap (`max_active_conversations`, else the workspace limit), counted in the database
+// so it holds across nodes (DESIGN.md, "Process shape"). A live conversation holds a lease that its node renews by
+// heartbeat; a lease not renewed expires and stops counting, so a node that dies frees its share.
+// Admission is atomic: it locks the project's row, so concurrent admissions for one project take turns.
+import type { Sql } from './db.js';
+
+export interface LeasePolicy {
+  /** This node's identity (leases and heartbeats are kept per node). */
+  nodeId: string;
+  /** How long a lease lives without renewal. */
+  ttlSec: number;
+  /** The cap of a project whose `max_active_conversations` is null (PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS). */
+  workspaceCap: number;
+}
+
+export type Admission =
+  | { admitted: true; active: number; cap: number }
+  | { admitted: false; reason: 'at_capacity'; active: number; cap: number }
+  | { admitted: false; reason: 'no_project' };
+
+/** The cap that applies to a project: its own, else the workspace limit. */
+export function effectiveCap(maxActive: number | null, workspaceCap: number): number {
+  return maxActive ?? workspaceCap;
+}
+
+/**
+ * Takes a lease for `conversationId` in `projectId` if the project is under its cap. Expired leases of the project
+ * are dropped first. Re-admitting a conversation that already holds a lease renews it (a reconnect) and counts once.
+ */
+export async function admit(sql: Sql, policy: LeasePolicy, projectId: string, conversationId: string): Promise<Admission> {
+  return sql.begin(async (tx) => {
+    const [project] = await tx<{ max_active_conversations: number | null }[]>`
+      select max_active_conversations from projects where id = ${projectId} for update`;
+    if (!project) return { admitted: false, reason: 'no_project' } as const;
+    const cap = effectiveCap(project.max_active_conversations, policy.workspaceCap);
+    await tx`delete from conversation_leases where project_id = ${projectId} and expires_at <= now()`;
+    const [held] = await tx`select 1 from conversation_leases where conversation_id = ${conversationId}`;
+    const [{ n }] = await tx<{ n: number }[]>`
+      select count(*)::int as n from conversation_leases where project_id = ${projectId}`;
+    if (held) {
+      await tx`update conversation_leases set node_id = ${policy.nodeId},
+        expires_at = now() + make_interval(secs => ${policy.ttlSec}) where conversation_id = ${conversationId}`;
+      return { admitted: true, active: n, cap } as const;
+    }
+    if (n >= cap) return { admitted: false, reason: 'at_capacity', active: n, cap } as const;
+    await tx`insert into conversation_leases (conversation_id, project_id, node_id, expires_at)
+      values (${conversationId}, ${projectId}, ${policy.nodeId}, now() + make_interval(secs => ${policy.ttlSec}))`;
+    return { admitted: true, active: n + 1, cap } as const;
+  });
+}
+
+/** Whether one more conversation would be admitted now (outbound dry run); takes no lease. */
+export async function checkCapacity(
+  sql: Sql,
+  policy: Pick<LeasePolicy, 'workspaceCap'>,
+  projectId: string,
+): Promise<{ ok: boolean; active: number; cap: number }> {
+  const [row] = await sql<{ max_active_conversations: number | null; n: number }[]>`
+    select p.max_active_conversations,
+      (select count(*)::int from conversation_leases l where l.project_id = p.id and l.expires_at > now()) as n
+    from projects p where p.id = ${projectId}`;
+  if (!row) return { ok: false, active: 0, cap: 0 };
+  const cap = effectiveCap(row.max_active_conversations, policy.workspaceCap);
+  return { ok: row.n < cap, active: row.n, cap };
+}
+
+/** Frees the lease of a conversation that ended; true when there was one. */
+export async function release(sql: Sql, conversationId: string): Promise<boolean> {
+  const rows = await sql`delete from conversation_leases where conversation_id = ${conversationId} returning 1`;
+  return rows.length > 0;
+}
+
+/** The node's heartbeat: extends every lease it holds and records that it is alive. Returns the leases renewed. */
+export async function renew(sql: Sql, policy: Pick<LeasePolicy, 'nodeId' | 'ttlSec'>): Promise<number> {
+  return sql.begin(async (tx) => {
+    await tx`insert into node_heartbeats (node_id) values (${policy.nodeId})
+      on conflict (node_id) do update set heartbeat_at = now()`;
+    const rows = await tx`update conversation_leases
+      set expires_at = now() + make_interval(secs => ${policy.ttlSec})
+      where node_id = ${policy.nodeId} returning 1`;
+    return rows.length;
+  });
+}
+
+/** Conversations in progress now (unexpired leases), per project; projects without any are absent. */
+export async function activeCounts(sql: Sql, projectIds: readonly string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (projectIds.length === 0) return out;
+  const rows = await sql<{ project_id: string; n: number }[]>`
+    select project_id, count(*)::int as n from conversation_leases
+    where project_id in ${sql(projectIds as string[])} and expires_at > now()
+    group by project_id`;
+  for (const r of rows) out.set(r.project_id, r.n);
+  return out;
+}
+
+/** Conversations in progress now in one project. */
+export async function activeCount(sql: Sql, projectId: string): Promise<number> {
+  return (await activeCounts(sql, [projectId])).get(projectId) ?? 0;
+}

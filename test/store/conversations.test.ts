@@ -1,0 +1,213 @@
+// Conversations repository: what the live engine writes (create, append items, state, finish) reads back as the
+// spec's record; cancel and content deletion; listing order with ties. Runs on both databases.
+import t from 'tap';
+import { DB_KINDS, startTestServer } from '../helpers/server.js';
+import {
+  addRecording,
+  appendItems,
+  cancelConversation,
+  createConversation,
+  deleteConversationContent,
+  finishConversation,
+  getConversation,
+  getRecording,
+  listConversations,
+  setState,
+} from '../../src/store/conversations.js';
+import { conversation as conversationSchema } from '../../src/schemas/conversations.js';
+
+for (const db of DB_KINDS) {
+  t.test(`conversations repository on ${db}`, async (t) => {
+    const server = await startTestServer({ db });
+    t.teardown(() => server.close());
+    const { sql, orgId, projectId } = server;
+
+    t.test('a live conversation: created, items appended, active, finished', async (t) => {
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'telephony-inbound',
+        external_id: 'crm-1',
+        nodeId: 'node-a',
+        call_info: { from_phone_number: 'anonymous', to_phone_number: '+14155550100' },
+        settings: {
+          model: 'merritt',
+          input_format: 'mulaw_8000',
+          output_format: 'mulaw_8000',
+          template_variables: { customer: 'Ada' },
+          boosted_keywords: ['Parley'],
+          additional_languages: ['de', 'fr'],
+          pronunciation_dictionary: [{ word: 'SQL', pronunciation: 'sequel' }],
+          background_noise: 'office',
+          background_noise_level: 0.2,
+          vad_threshold: 0.5,
+          metadata: { ticket: 42 },
+          data_retention_policy: { zero_data_retention: true },
+        },
+      });
+      let got = await getConversation(sql, id);
+      t.equal(got?.state, 'created');
+      t.equal(got?.record.ended_by, null, 'no terminal cause while in progress');
+      t.equal(got?.record.started_at, null);
+
+      const startedAt = new Date('2026-11-22T10:00:00.000Z');
+      t.equal(await setState(sql, id, 'active', startedAt), true);
+      await appendItems(sql, id, [
+        { role: 'user', live_transcript: 'Hello?', duration_ms: 820, started_at: startedAt },
+      ]);
+      const [assistantId] = await appendItems(sql, id, [
+        {
+          role: 'assistant',
+          live_transcript: 'Hi Ada, let me look that up.',
+          duration_ms: 1500.5,
+          started_at: new Date(startedAt.getTime() + 1000),
+          voice_id: 'sabrina',
+          audio_speed: 1.1,
+          tool_calls: [
+            {
+              tool: { id: 'tool_lookup', name: 'lookup' },
+              request_body: { order: 'A-1' },
+              response_body: { status: 'shipped' },
+              timed_out: false,
+              error_message: null,
+              integration: null,
+              endpoint_method: 'POST',
+              endpoint_url: 'https://example.com/orders/A-1',
+              endpoint_headers: { 'x-k': 'v' },
+              endpoint_timeout_ms: 5000,
+              endpoint_called_at: '2026-11-22T10:00:01.500Z',
+              query_params: { q: '1' },
+              response_status_code: 200,
+              tool_call_output_timeout_ms: null,
+            },
+            {
+              tool: { id: 'tool_ws', name: 'client_side' },
+              request_body: null,
+              response_body: null,
+              timed_out: true,
+              error_message: 'no tool_call_output within 5000 ms',
+              tool_call_output_timeout_ms: 5000,
+            },
+          ],
+        },
+      ]);
+      t.equal(
+        await finishConversation(sql, id, {
+          ended_by: 'assistant',
+          ended_at: new Date(startedAt.getTime() + 3000),
+          duration_ms: 3000,
+          live_transcript: 'user: Hello?\nassistant: Hi Ada, let me look that up.',
+          latencies_ms: [310.5],
+          interruptions_count: 1,
+        }),
+        true,
+      );
+      got = await getConversation(sql, id);
+      t.ok(got);
+      const r = got!.record;
+      t.ok(conversationSchema.safeParse(r).success, 'the record matches the spec schema');
+      t.equal(got!.state, 'ended');
+      t.equal(r.ended_by, 'assistant');
+      t.equal(r.started_at, startedAt.toISOString());
+      t.equal(r.duration_ms, 3000);
+      t.same(r.call_info, { from_phone_number: 'anonymous', to_phone_number: '+14155550100' });
+      t.same(r.analysis.latencies_ms, [310.5]);
+      t.equal(r.analysis.interruptions_count, 1);
+      t.match(r.analysis.id, /^conv_analysis_/);
+      t.same(r.template_variables, { customer: 'Ada' });
+      t.same(r.boosted_keywords, ['Parley']);
+      t.same(r.additional_languages, ['de', 'fr']);
+      t.same(r.pronunciation_dictionary, [{ word: 'SQL', pronunciation: 'sequel' }]);
+      t.same(r.metadata, { ticket: 42 });
+      t.same(r.data_retention_policy, { zero_data_retention: true });
+      t.equal(r.background_noise, 'office');
+      t.equal(r.input_format, 'mulaw_8000');
+      t.equal(r.items.length, 2);
+      t.same(r.items.map((i) => [i.item_idx, i.role]), [[0, 'user'], [1, 'assistant']]);
+      t.equal(r.items[0].tool_calls, undefined, 'user items carry no tool calls');
+      const a = r.items[1];
+      t.equal(a.id, assistantId);
+      t.equal(a.audio_speed, 1.1);
+      t.equal(a.voice_id, 'sabrina');
+      t.equal(a.duration_ms, 1500.5);
+      t.equal(a.tool_calls?.length, 2);
+      t.match(a.tool_calls?.[0], {
+        tool: { id: 'tool_lookup', name: 'lookup' },
+        request_body: { order: 'A-1' },
+        response_body: { status: 'shipped' },
+        endpoint_called_at: '2026-11-22T10:00:01.500Z',
+        response_status_code: 200,
+        endpoint_headers: { 'x-k': 'v' },
+      });
+      t.match(a.tool_calls?.[1], { timed_out: true, endpoint_called_at: null, tool_call_output_timeout_ms: 5000 });
+      t.equal(await setState(sql, id, 'active'), false, 'an ended conversation does not come back');
+    });
+
+    t.test('cancel ends a conversation in progress once', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      t.equal(await cancelConversation(sql, id), 'canceled');
+      const got = await getConversation(sql, id);
+      t.equal(got?.record.ended_by, 'user_canceled');
+      t.ok(got?.record.ended_at);
+      t.ok((got?.record.duration_ms ?? -1) >= 0);
+      t.equal(await cancelConversation(sql, id), 'already_ended');
+      t.equal(await cancelConversation(sql, 'conv_missing'), 'not_found');
+      t.equal(
+        await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date() }),
+        false,
+        'the live engine cannot overwrite a cancel',
+      );
+    });
+
+    t.test('deleting content keeps the record with deletion_info', async (t) => {
+      const live = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active' });
+      t.same(await deleteConversationContent(sql, live), { kind: 'in_progress' });
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'web',
+        started_at: new Date(),
+        items: [{ role: 'user', live_transcript: 'secret', duration_ms: 100, started_at: new Date() }],
+        finish: { ended_by: 'user', ended_at: new Date(), live_transcript: 'secret', duration_ms: 100 },
+      });
+      await addRecording(sql, id, { side: 'both', path: 'x/both.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 44 });
+      await addRecording(sql, id, { side: 'both', path: 'x/both.wav.gz', format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 30 });
+      t.match(await getRecording(sql, id, 'both'), { path: 'x/both.wav.gz', format: 'wav.gz', bytes: 30 }, 'a new file replaces the old');
+      const out = await deleteConversationContent(sql, id);
+      t.equal(out.kind, 'deleted');
+      t.same(out.kind === 'deleted' && out.recordings.map((r) => r.path), ['x/both.wav.gz']);
+      const got = await getConversation(sql, id);
+      t.equal(got?.record.live_transcript, null);
+      t.equal(got?.record.items[0].live_transcript, null);
+      t.ok(got?.record.deletion_info?.transcripts_deleted_at);
+      t.ok(got?.record.deletion_info?.audio_recordings_deleted_at);
+      t.equal(got?.recording, null);
+      t.same(await deleteConversationContent(sql, 'conv_missing'), { kind: 'not_found' });
+    });
+
+    t.test('equal start times are ordered by id, and pages never repeat or skip', async (t) => {
+      const [p] = await sql<{ id: string }[]>`
+        insert into projects (id, org_id, name) values ('proj_ties', ${orgId}, 'ties') returning id`;
+      const at = new Date('2026-11-20T08:00:00.000Z');
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        ids.push(await createConversation(sql, { orgId, projectId: p.id, origin: 'web', started_at: at }));
+      }
+      const expected = [...ids].sort().reverse();
+      const seen: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const page = await listConversations(sql, { projectId: p.id, limit: 2, after });
+        if (page.kind !== 'page') throw new Error('unexpected');
+        seen.push(...page.conversations.map((c) => c.record.id));
+        if (!page.next_cursor) break;
+        after = page.next_cursor;
+      }
+      t.same(seen, expected);
+      t.same(await listConversations(sql, { projectId: p.id, limit: 2, after: 'conv_nope' }), {
+        kind: 'cursor_not_found',
+        cursor: 'conv_nope',
+      });
+    });
+  });
+}

@@ -1,0 +1,102 @@
+// The per-project concurrency cap counted in the database: atomic admission under parallel requests, release,
+// renewal by heartbeat, and expiry freeing a dead node's share. Runs on both databases.
+import t from 'tap';
+import { DB_KINDS, startTestServer } from '../helpers/server.js';
+import { activeCount, activeCounts, admit, checkCapacity, release, renew, type LeasePolicy } from '../../src/store/leases.js';
+import { createConversation, finishConversation } from '../../src/store/conversations.js';
+
+const PARALLEL = 12;
+const CAP = 5;
+
+for (const db of DB_KINDS) {
+  t.test(`leases on ${db}`, async (t) => {
+    const server = await startTestServer({ db });
+    t.teardown(() => server.close());
+    const { sql, projectId, orgId } = server;
+    const nodeA: LeasePolicy = { nodeId: 'node-a', ttlSec: 30, workspaceCap: 100 };
+    const nodeB: LeasePolicy = { nodeId: 'node-b', ttlSec: 30, workspaceCap: 100 };
+
+    t.test('N parallel admissions against cap K: exactly K succeed', async (t) => {
+      await sql`update projects set max_active_conversations = ${CAP} where id = ${projectId}`;
+      const results = await Promise.all(
+        Array.from({ length: PARALLEL }, (_, i) => admit(sql, i % 2 ? nodeA : nodeB, projectId, `conv_par_${i}`)),
+      );
+      const admitted = results.filter((r) => r.admitted);
+      t.equal(admitted.length, CAP, 'exactly the cap is admitted');
+      for (const r of results.filter((r) => !r.admitted)) {
+        t.same(r, { admitted: false, reason: 'at_capacity', active: CAP, cap: CAP }, 'the rest are refused at capacity');
+      }
+      t.equal(await activeCount(sql, projectId), CAP, 'the project counts K active conversations');
+      t.same(await checkCapacity(sql, nodeA, projectId), { ok: false, active: CAP, cap: CAP }, 'a dry check sees the cap');
+    });
+
+    t.test('re-admitting a held conversation renews it and counts once', async (t) => {
+      const [held] = await sql<{ conversation_id: string }[]>`
+        select conversation_id from conversation_leases where project_id = ${projectId} limit 1`;
+      const again = await admit(sql, nodeA, projectId, held.conversation_id);
+      t.equal(again.admitted, true);
+      t.equal(await activeCount(sql, projectId), CAP);
+    });
+
+    t.test('release frees one place', async (t) => {
+      const [held] = await sql<{ conversation_id: string }[]>`
+        select conversation_id from conversation_leases where project_id = ${projectId} limit 1`;
+      t.equal(await release(sql, held.conversation_id), true);
+      t.equal(await release(sql, held.conversation_id), false, 'a second release finds nothing');
+      t.equal(await activeCount(sql, projectId), CAP - 1);
+      const next = await admit(sql, nodeA, projectId, 'conv_after_release');
+      t.equal(next.admitted, true, 'the freed place is taken');
+      const over = await admit(sql, nodeA, projectId, 'conv_over');
+      t.equal(over.admitted, false, 'and the cap holds again');
+    });
+
+    t.test('a dead node frees its share when its leases expire; a live node keeps its own by heartbeat', async (t) => {
+      const before = await sql<{ node_id: string; n: number }[]>`
+        select node_id, count(*)::int as n from conversation_leases where project_id = ${projectId} group by node_id`;
+      const heldByB = before.find((r) => r.node_id === 'node-b')?.n ?? 0;
+      t.ok(heldByB > 0, 'node B holds leases');
+      // Node A keeps beating; node B stops. Time passes beyond the TTL for B's leases only:
+      t.ok((await renew(sql, nodeA)) > 0, 'node A renews its leases');
+      await sql`update conversation_leases set expires_at = now() - interval '1 second' where node_id = 'node-b'`;
+      t.equal(await activeCount(sql, projectId), CAP - heldByB, 'expired leases no longer count');
+      const results = await Promise.all(
+        Array.from({ length: PARALLEL }, (_, i) => admit(sql, nodeA, projectId, `conv_takeover_${i}`)),
+      );
+      t.equal(results.filter((r) => r.admitted).length, heldByB, "exactly the dead node's share is admitted again");
+      t.equal(await activeCount(sql, projectId), CAP);
+      const [{ n }] = await sql<{ n: number }[]>`
+        select count(*)::int as n from conversation_leases where node_id = 'node-b'`;
+      t.equal(n, 0, "the dead node's expired leases are gone");
+      const [beat] = await sql`select heartbeat_at from node_heartbeats where node_id = 'node-a'`;
+      t.ok(beat, 'the heartbeat is recorded');
+    });
+
+    t.test('a project without its own cap uses the workspace limit', async (t) => {
+      const [p] = await sql<{ id: string }[]>`
+        insert into projects (id, org_id, name) values ('proj_capless', ${orgId}, 'capless') returning id`;
+      const small: LeasePolicy = { nodeId: 'node-a', ttlSec: 30, workspaceCap: 2 };
+      const results = await Promise.all([1, 2, 3, 4].map((i) => admit(sql, small, p.id, `conv_ws_${i}`)));
+      t.equal(results.filter((r) => r.admitted).length, 2);
+      const counts = await activeCounts(sql, [projectId, p.id, 'proj_none']);
+      t.equal(counts.get(p.id), 2);
+      t.equal(counts.get(projectId), CAP);
+      t.equal(counts.has('proj_none'), false);
+      t.same(await admit(sql, small, 'proj_none', 'conv_x'), { admitted: false, reason: 'no_project' });
+    });
+
+    t.test('finishing a conversation through the repository frees its lease', async (t) => {
+      await sql`delete from conversation_leases`;
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      t.equal((await admit(sql, nodeA, projectId, id)).admitted, true);
+      t.equal(await finishConversation(sql, id, { ended_by: 'assistant', ended_at: new Date(), duration_ms: 1200 }), true);
+      t.equal(await activeCount(sql, projectId), 0);
+      t.equal(
+        await finishConversation(sql, id, { ended_by: 'error', ended_at: new Date() }),
+        false,
+        'a second finish changes nothing',
+      );
+      const [row] = await sql`select ended_by, duration_ms from conversations where id = ${id}`;
+      t.same(row, { ended_by: 'assistant', duration_ms: 1200 });
+    });
+  });
+}
