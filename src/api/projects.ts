@@ -1,7 +1,7 @@
 // Projects: get and list (spec endpoints 15, 16), create, update, delete.
 import type { Sql } from '../store/db.js';
+import { activeCounts } from '../store/leases.js';
 import {
-  activeConversationCounts,
   defaultAgents,
   insertProject,
   listProjects,
@@ -26,7 +26,7 @@ export const MAIN_PROJECT = 'main';
 async function toRecords(sql: Sql, rows: ProjectRow[]): Promise<Project[]> {
   const [agents, active] = await Promise.all([
     defaultAgents(sql, rows),
-    activeConversationCounts(
+    activeCounts(
       sql,
       rows.map((r) => r.id),
     ),
