@@ -3,7 +3,7 @@
 // through a file in the temp dir), restored per server in under a second. PostgreSQL: CREATE DATABASE
 // parley_test_<random> on 127.0.0.1:5432, dropped on close.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
@@ -94,7 +94,9 @@ export interface StartOptions {
 }
 
 export async function startTestServer(opts: StartOptions): Promise<TestServer> {
-  const env: Record<string, string> = { PARLEY_LOG_LEVEL: 'silent', ...opts.env, PARLEY_HTTP_PORT: '0' };
+  // Each server has its own data directory (voice samples, recordings), removed on close.
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-data-'));
+  const env: Record<string, string> = { PARLEY_LOG_LEVEL: 'silent', PARLEY_DATA_DIR: dataDir, ...opts.env, PARLEY_HTTP_PORT: '0' };
   let dropDatabase: (() => Promise<void>) | null = null;
   let store: Store;
   if (opts.db === 'postgres') {
@@ -127,6 +129,7 @@ export async function startTestServer(opts: StartOptions): Promise<TestServer> {
         ? await openStore(settings, log, { pgliteLoadFrom: await pgliteTemplate() })
         : await openStore(settings, log);
   } catch (err) {
+    rmSync(dataDir, { recursive: true, force: true });
     await dropDatabase?.();
     throw err;
   }
@@ -136,6 +139,7 @@ export async function startTestServer(opts: StartOptions): Promise<TestServer> {
       await app?.close();
       await store.close();
     } finally {
+      rmSync(dataDir, { recursive: true, force: true });
       await dropDatabase?.();
     }
   };
