@@ -65,7 +65,15 @@ const builtInReference = z.discriminatedUnion('name', [
   z.strictObject({ type: z.literal('built_in'), name: z.literal('choose_not_to_respond'), tool_config: respondAfterConfig.optional() }),
 ]);
 /** A bare name (a built-in with its default configuration, or a stored tool) or a configured built-in. */
-export const responsesTool = z.union([z.string().min(1).max(64), builtInReference]);
+export const responsesTool = z.union([z.string().min(1).max(64), builtInReference], {
+  error: (issue) => {
+    const objectBranch = (issue as { errors?: { path: PropertyKey[]; message: string }[][] }).errors?.[1]?.[0];
+    if (typeof issue.input !== 'object' || issue.input === null || !objectBranch) {
+      return `must be a tool name or {type: built_in, name: ${BUILT_IN_TOOLS.join(' | ')}, tool_config?}`;
+    }
+    return objectBranch.path.length > 0 ? `${objectBranch.path.join('.')}: ${objectBranch.message}` : objectBranch.message;
+  },
+});
 export type ResponsesTool = z.infer<typeof responsesTool>;
 
 /** Where an argument of an inline tool goes in its `tool_calls` entry (default `request_body`). */

@@ -110,7 +110,8 @@ t.test('built-in references take their own configuration', async (t) => {
   t.same(issues({ input: [user], tools: [{ type: 'built_in', name: 'choose_not_to_respond', tool_config: { respond_after_sec: 4 } }] }), {});
   t.same(issues({ input: [user], tools: [{ type: 'built_in', name: 'keypad_input', tool_config: { speech_before_tool_call: 'suppressed' } }] }), {});
   t.not(Object.keys(issues({ input: [user], tools: [{ type: 'built_in', name: 'keypad_input', tool_config: { respond_after_sec: 4 } }] })).length, 0);
-  t.not(Object.keys(issues({ input: [user], tools: [{ type: 'built_in', name: 'transfer', tool_config: {} }] })).length, 0);
+  t.match(issues({ input: [user], tools: [{ type: 'built_in', name: 'transfer', tool_config: {} }] }), { 'tools.0': /name: .*keypad_input/ });
+  t.match(issues({ input: [user], tools: [42] }), { 'tools.0': /must be a tool name or \{type: built_in/ });
 });
 
 t.test('inline parameters follow the JSON-Schema tool rules', async (t) => {
