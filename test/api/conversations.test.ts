@@ -52,7 +52,7 @@ function ordered(list: Seeded[]): string[] {
 }
 
 for (const db of DB_KINDS) {
-  t.test(`conversation endpoints on ${db}`, async (t) => {
+  t.test(`conversation endpoints on ${db}`, { timeout: 180_000 }, async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-conv-'));
     const server = await startTestServer({ db, env: { PARLEY_DATA_DIR: dataDir } });
     t.teardown(async () => {

@@ -17,7 +17,7 @@ if (!existsSync(SPEECH_WAV)) throw new Error(`${SPEECH_WAV} is missing: install 
 const speech = readFileSync(SPEECH_WAV);
 
 for (const db of DB_KINDS) {
-  t.test(`recording links on ${db}`, async (t) => {
+  t.test(`recording links on ${db}`, { timeout: 180_000 }, async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-rec-'));
     const server = await startTestServer({ db, env: { PARLEY_DATA_DIR: dataDir } });
     t.teardown(async () => {

@@ -17,7 +17,7 @@ import {
 import { conversation as conversationSchema } from '../../src/schemas/conversations.js';
 
 for (const db of DB_KINDS) {
-  t.test(`conversations repository on ${db}`, async (t) => {
+  t.test(`conversations repository on ${db}`, { timeout: 180_000 }, async (t) => {
     const server = await startTestServer({ db });
     t.teardown(() => server.close());
     const { sql, orgId, projectId } = server;

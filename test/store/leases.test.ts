@@ -9,7 +9,7 @@ const PARALLEL = 12;
 const CAP = 5;
 
 for (const db of DB_KINDS) {
-  t.test(`leases on ${db}`, async (t) => {
+  t.test(`leases on ${db}`, { timeout: 180_000 }, async (t) => {
     const server = await startTestServer({ db });
     t.teardown(() => server.close());
     const { sql, projectId, orgId } = server;
