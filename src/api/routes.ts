@@ -15,6 +15,8 @@ import { voiceRoutes } from './voices.js';
 import { workspaceRoutes } from './workspace.js';
 import { responsesRoutes } from './responses.js';
 import { agentRoutes } from './agents.js';
+import { toolRoutes } from './tools.js';
+import { phoneNumberRoutes } from './phone-numbers.js';
 
 export type ApiApp = FastifyInstance<
   RawServerDefault,
@@ -39,4 +41,6 @@ export const routePlugins: RoutePlugin[] = [
   voiceRoutes,
   responsesRoutes,
   agentRoutes,
+  toolRoutes,
+  phoneNumberRoutes,
 ];

@@ -49,10 +49,22 @@ const LOCK_NOT_AVAILABLE = '55P03';
 export class AgentWriteLocks {
   private readonly inFlight = new Set<string>();
 
+  /** Takes the in-process lock of the agent: its release, or null when a write of the agent is in flight. */
+  tryAcquire(agentId: string): (() => void) | null {
+    if (this.inFlight.has(agentId)) return null;
+    this.inFlight.add(agentId);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight.delete(agentId);
+    };
+  }
+
   /** Runs `fn` in a transaction holding the agent's lock; throws AgentBusyError when another write holds it. */
   async run<T>(sql: Sql, agentId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
-    if (this.inFlight.has(agentId)) throw new AgentBusyError(agentId);
-    this.inFlight.add(agentId);
+    const release = this.tryAcquire(agentId);
+    if (!release) throw new AgentBusyError(agentId);
     try {
       return (await sql.begin(async (tx) => {
         try {
@@ -64,7 +76,7 @@ export class AgentWriteLocks {
         return fn(tx);
       })) as T;
     } finally {
-      this.inFlight.delete(agentId);
+      release();
     }
   }
 }

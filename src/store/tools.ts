@@ -1,0 +1,60 @@
+// Tools repository: rows of `tools`; the definition is stored as created (src/schemas/tools.ts).
+import type { ToolDefinition } from '../schemas/tools.js';
+import type { Sql } from './db.js';
+import { newId } from './ids.js';
+
+type Json = Parameters<Sql['json']>[0];
+
+export interface ToolRow {
+  id: string;
+  org_id: string;
+  project_id: string;
+  name: string;
+  type: string;
+  definition: ToolDefinition;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** PostgreSQL SQLSTATE 23505 unique_violation. */
+const UNIQUE_VIOLATION = '23505';
+
+export async function toolById(sql: Sql, id: string): Promise<ToolRow | undefined> {
+  const [row] = await sql<ToolRow[]>`select * from tools where id = ${id}`;
+  return row;
+}
+
+export async function toolByName(sql: Sql, projectId: string, name: string): Promise<ToolRow | undefined> {
+  const [row] = await sql<ToolRow[]>`select * from tools where project_id = ${projectId} and name = ${name}`;
+  return row;
+}
+
+export async function listTools(sql: Sql, projectId: string): Promise<ToolRow[]> {
+  return sql<ToolRow[]>`select * from tools where project_id = ${projectId} order by created_at, name`;
+}
+
+/** The new row, or null when the organization already has a tool of that name. */
+export async function insertTool(sql: Sql, orgId: string, projectId: string, def: ToolDefinition): Promise<ToolRow | null> {
+  const [row] = await sql<ToolRow[]>`
+    insert into tools (id, org_id, project_id, name, type, definition)
+    values (${newId('tool')}, ${orgId}, ${projectId}, ${def.name}, ${def.type}, ${sql.json(def as unknown as Json)})
+    on conflict (org_id, name) do nothing
+    returning *`;
+  return row ?? null;
+}
+
+/** False when another tool of the organization has the new name. */
+export async function updateTool(sql: Sql, id: string, def: ToolDefinition): Promise<boolean> {
+  try {
+    await sql`update tools set name = ${def.name}, type = ${def.type}, definition = ${sql.json(def as unknown as Json)},
+              updated_at = now() where id = ${id}`;
+    return true;
+  } catch (err) {
+    if ((err as { code?: string }).code === UNIQUE_VIOLATION) return false;
+    throw err;
+  }
+}
+
+export async function deleteTool(sql: Sql, id: string): Promise<void> {
+  await sql`delete from tools where id = ${id}`;
+}
