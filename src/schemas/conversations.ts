@@ -219,15 +219,21 @@ export const getConversationQuery = z.object({
 /** Query of endpoint 13. */
 export const listConversationsQuery = z
   .object({
-    project: z.string().min(1).default('main'),
-    external_id: z.string().min(1).optional(),
-    duration_min: durationSec.optional(),
-    duration_max: durationSec.optional(),
+    project: z.string().min(1).default('main').describe('project name or id'),
+    external_id: z.string().min(1).optional().describe('client tracking id; exactly one match answers `{conversation}`'),
+    duration_min: durationSec.optional().describe('minimum duration, whole seconds'),
+    duration_max: durationSec.optional().describe('maximum duration, whole seconds (inclusive)'),
     started_at_min: timeBound('min').optional(),
     started_at_max: timeBound('max').optional(),
-    before: z.string().min(1).optional(),
-    after: z.string().min(1).optional(),
-    limit: z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).default(LIST_LIMIT_DEFAULT),
+    before: z.string().min(1).optional().describe('cursor from `pagination.prev_cursor`: the newer page'),
+    after: z.string().min(1).optional().describe('cursor from `pagination.next_cursor`: the older page'),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(LIST_LIMIT_MAX)
+      .default(LIST_LIMIT_DEFAULT)
+      .describe(`page size, at most ${LIST_LIMIT_MAX}`),
     audio_container: audioContainer.default('wav.gz'),
   })
   .superRefine((q, ctx) => {
