@@ -15,7 +15,7 @@ import {
   type ReferNotifierState, type SubscriptionState,
 } from './refer.js';
 import { sessionTimerDeadlineMs, uasSessionTimer, type SessionTimer } from './session-timer.js';
-import { DEFAULT_TIMERS, type Clock, type TimerConfig, type TimerHandle } from './timers.js';
+import { DEFAULT_TIMERS, setTimer, type Clock, type TimerHandle, type TimerValues } from './timers.js';
 import { initialUas2xx, uas2xxTransition, type Uas2xxState } from './uas-2xx.fsm.js';
 
 const SDP = 'application/sdp';
@@ -74,7 +74,7 @@ export interface DialogOptions {
   data: DialogData;
   sender: DialogSender;
   clock: Clock;
-  timers?: TimerConfig;
+  timers?: TimerValues;
   /** Our media capabilities, to answer re-INVITE offers. */
   localMedia: LocalMedia | null;
   localSdp: string;
@@ -95,7 +95,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
   media: NegotiatedMedia | null;
   readonly #sender: DialogSender;
   readonly #clock: Clock;
-  readonly #timers: TimerConfig;
+  readonly #timers: TimerValues;
   #localMedia: LocalMedia | null;
   #uas2xx: { state: Uas2xxState; response: SipResponse; retransmit: TimerHandle; timeout: TimerHandle } | null = null;
   #inviteInProgress = false;
@@ -137,8 +137,8 @@ export class Dialog extends EventEmitter<DialogEvents> {
     const entry = {
       state: init.state,
       response,
-      retransmit: this.#clock.setTimer(init.retransmitInMs, () => this.#on2xxInput('timer_2xx_retransmit')),
-      timeout: this.#clock.setTimer(init.timeoutInMs, () => this.#on2xxInput('timer_2xx_timeout')),
+      retransmit: setTimer(this.#clock, init.retransmitInMs, () => this.#on2xxInput('timer_2xx_retransmit')),
+      timeout: setTimer(this.#clock, init.timeoutInMs, () => this.#on2xxInput('timer_2xx_timeout')),
     };
     this.#uas2xx = entry;
   }
@@ -155,7 +155,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
     switch (action.kind) {
       case 'retransmit':
         this.#sender.retransmitResponse(entry.response);
-        entry.retransmit = this.#clock.setTimer(action.nextMs, () => this.#on2xxInput('timer_2xx_retransmit'));
+        entry.retransmit = setTimer(this.#clock, action.nextMs, () => this.#on2xxInput('timer_2xx_retransmit'));
         break;
       case 'stop_timers':
         this.#stopAckWait();
@@ -415,7 +415,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
     const t = this.#sessionTimer;
     if (!t || this.state === 'terminated') return;
     const deadline = sessionTimerDeadlineMs(t, this.data.role);
-    this.#sessionTimerHandle = this.#clock.setTimer(deadline.inMs, () => {
+    this.#sessionTimerHandle = setTimer(this.#clock, deadline.inMs, () => {
       if (deadline.kind === 'expire') return this.#byeInBackground('session_expired'); // RFC 4028 10
       this.reinvite(this.localSdp).catch((err: Error) => this.emit('error', err)); // RFC 4028 10: refresh
     });

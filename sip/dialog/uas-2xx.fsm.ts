@@ -2,7 +2,7 @@
 // interval starting at T1 and doubling up to T2; after 64*T1 without ACK it gives up and ends the
 // dialog with BYE. RFC 6026 moved this out of the transaction: it is the dialog's state machine.
 
-import { ackWaitMs, type TimerConfig } from './timers.js';
+import { ackWaitMs, type TimerValues } from './timers.js';
 
 export type Uas2xxState =
   | { name: 'waiting_ack'; intervalMs: number; elapsedMs: number } // RFC 3261 13.3.1.4
@@ -17,18 +17,18 @@ export type Uas2xxAction =
   | { kind: 'send_bye' }
   | { kind: 'none' };
 
-export function initialUas2xx(t: TimerConfig): { state: Uas2xxState; retransmitInMs: number; timeoutInMs: number } {
-  return { state: { name: 'waiting_ack', intervalMs: t.t1Ms, elapsedMs: 0 }, retransmitInMs: t.t1Ms, timeoutInMs: ackWaitMs(t) };
+export function initialUas2xx(t: TimerValues): { state: Uas2xxState; retransmitInMs: number; timeoutInMs: number } {
+  return { state: { name: 'waiting_ack', intervalMs: t.T1, elapsedMs: 0 }, retransmitInMs: t.T1, timeoutInMs: ackWaitMs(t) };
 }
 
-export function uas2xxTransition(state: Uas2xxState, input: Uas2xxInput, t: TimerConfig): { state: Uas2xxState; action: Uas2xxAction } {
+export function uas2xxTransition(state: Uas2xxState, input: Uas2xxInput, t: TimerValues): { state: Uas2xxState; action: Uas2xxAction } {
   if (state.name !== 'waiting_ack') return { state, action: { kind: 'none' } }; // ACK retransmissions, late timers
   switch (input) {
     case 'ack':
       return { state: { name: 'confirmed' }, action: { kind: 'stop_timers' } };
     case 'timer_2xx_retransmit': {
       // RFC 3261 13.3.1.4: the interval doubles until it reaches T2.
-      const next = Math.min(state.intervalMs * 2, t.t2Ms);
+      const next = Math.min(state.intervalMs * 2, t.T2);
       return { state: { name: 'waiting_ack', intervalMs: next, elapsedMs: state.elapsedMs + state.intervalMs }, action: { kind: 'retransmit', nextMs: next } };
     }
     case 'timer_2xx_timeout':

@@ -144,7 +144,7 @@ t.test('2xx retransmitted at T1, 2T1 ... capped at T2 until the ACK', async (t) 
   clock.advance(60_000);
   t.equal(sender.retransmits, 6, 'no retransmission after the ACK');
   t.equal(dialog.state, 'confirmed');
-  t.equal(clock.pending, 0);
+  t.equal(clock.pendingCount, 0);
 });
 
 t.test('no ACK within 64*T1: BYE and ended(ack_timeout)', async (t) => {

@@ -1,0 +1,115 @@
+// Two sip/ user agents on real sockets (port 0) calling each other over UDP and TCP: answer with a
+// negotiated SDP answer, 488 for an offer that cannot be met, 480 without a listener, digest
+// challenge by the UA's DigestServer, hold/resume by re-INVITE, INFO DTMF, REFER with NOTIFY
+// sipfrag, BYE, and typed errors (SipError, TransactionTimeoutError).
+import t from 'tap';
+import dgram from 'node:dgram';
+import { createUserAgent, DigestServer, SipError, TransactionTimeoutError, type Dialog, type LocalMedia, type UserAgent } from '../../../sip/index.js';
+
+const media = (port: number): LocalMedia => ({ address: '127.0.0.1', port, codecs: ['PCMU', 'PCMA'], telephoneEvent: true });
+
+async function pair(t: { teardown(fn: () => unknown): void }, opts: { auth?: DigestServer } = {}): Promise<{ a: UserAgent; b: UserAgent; answered: Dialog[] }> {
+  const a = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp', 'tcp'] });
+  const b = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp', 'tcp'], auth: opts.auth });
+  t.teardown(() => a.close());
+  t.teardown(() => b.close());
+  const answered: Dialog[] = [];
+  b.on('invite', (req) => { b.createUAS(req, { media: media(30410) }).then((d) => answered.push(d), () => undefined); });
+  return { a, b, answered };
+}
+
+async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+t.test('call, negotiate, BYE over UDP and TCP', async (t) => {
+  const { a, b, answered } = await pair(t);
+  for (const param of ['', ';transport=tcp']) {
+    const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}${param}`, { media: { ...media(30420), codecs: ['PCMA', 'PCMU'] } });
+    t.equal(dialog.media?.codec.name, 'PCMA', `answerer kept the offerer's first codec${param}`);
+    t.equal(dialog.media?.remotePort, 30410);
+    t.equal(dialog.media?.telephoneEvent?.payloadType, 101);
+    await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, 'UAS dialog');
+    const uas = answered.at(-1)!;
+    await until(() => !uas.awaitingAck, 'ACK at the UAS');
+    const ended = new Promise((r) => uas.once('ended', r));
+    await dialog.bye();
+    t.same(await ended, { reason: 'bye_received' }, `UAS saw the BYE${param}`);
+    t.equal(dialog.state, 'terminated');
+  }
+});
+
+t.test('488 for an offer without a common codec; 480 when nobody listens', async (t) => {
+  const { a, b } = await pair(t);
+  const err = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { localSdp: 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n' }).catch((e: unknown) => e);
+  t.ok(err instanceof SipError && err.status === 488, '488 Not Acceptable Here');
+  const lonely = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp'] });
+  t.teardown(() => lonely.close());
+  const busy = await a.createUAC(`sip:agent@127.0.0.1:${lonely.port}`, { media: media(30420) }).catch((e: unknown) => e);
+  t.ok(busy instanceof SipError && busy.status === 480, '480 without an invite listener');
+});
+
+t.test('digest: the UAS challenges, the UAC answers, a wrong password is refused', async (t) => {
+  const auth = new DigestServer({ realm: 'parley.test', lookup: (u) => (u === 'trunk' ? { password: 'pw' } : null) });
+  const { a, b, answered } = await pair(t, { auth });
+  const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), auth: { username: 'trunk', password: 'pw' } });
+  t.equal(dialog.state, 'confirmed');
+  await until(() => answered.length === 1, 'answered');
+  await dialog.bye();
+  const err = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), auth: { username: 'trunk', password: 'nope' } }).catch((e: unknown) => e);
+  t.ok(err instanceof SipError && err.status === 401, 'wrong password ends in 401');
+  const none = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420) }).catch((e: unknown) => e);
+  t.ok(none instanceof SipError && none.status === 401, 'no credentials: 401');
+});
+
+t.test('hold and resume by re-INVITE, INFO DTMF, REFER with NOTIFY sipfrag', async (t) => {
+  const { a, b, answered } = await pair(t);
+  const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420) });
+  await until(() => answered.length === 1, 'answered');
+  const uas = answered[0];
+  const modified: Array<[string | undefined, boolean | undefined]> = [];
+  uas.on('modified', (e) => modified.push([e.media?.direction, e.media?.remoteHold]));
+  const hold = await dialog.reinvite({ direction: 'sendonly' });
+  t.equal(hold.status, 200);
+  t.equal(dialog.media?.direction, 'sendonly', 'we hold');
+  const resume = await dialog.reinvite({ direction: 'sendrecv' });
+  t.equal(resume.status, 200);
+  t.equal(dialog.media?.direction, 'sendrecv');
+  t.same(modified, [['recvonly', true], ['sendrecv', false]], 'the UAS saw hold then resume');
+
+  const digits: string[] = [];
+  uas.on('info', (e) => { if (e.dtmf) digits.push(e.dtmf.digit); });
+  t.equal((await dialog.info('Signal=7\r\nDuration=160\r\n')).status, 200);
+  t.same(digits, ['7']);
+
+  const notifies: Array<[number | undefined, string | undefined]> = [];
+  dialog.on('notify', (e) => notifies.push([e.sipfrag?.status, e.subscriptionState?.state]));
+  uas.on('refer', (e) => {
+    t.equal(e.referredBy, '<sip:parley@127.0.0.1>');
+    e.notify(200, 'OK').catch((err: Error) => t.fail(err.message));
+  });
+  const refer = await dialog.refer('sip:other@127.0.0.1:5099', { referredBy: '<sip:parley@127.0.0.1>' });
+  t.equal(refer.status, 202);
+  await until(() => notifies.length === 2, 'two NOTIFYs');
+  t.same(notifies, [[100, 'active'], [200, 'terminated']]);
+  await uas.bye();
+  await until(() => dialog.state === 'terminated', 'UAC saw BYE');
+});
+
+t.test('nobody at the address: TransactionTimeoutError from Timer B', async (t) => {
+  const sock = dgram.createSocket('udp4');
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+  t.teardown(() => sock.close());
+  const port = (sock.address() as { port: number }).port;
+  const ua = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp'], timers: { T1: 20, T2: 80, T4: 100 } });
+  t.teardown(() => ua.close());
+  let received = 0;
+  sock.on('message', () => { received++; });
+  const err = await ua.createUAC(`sip:void@127.0.0.1:${port}`, { media: media(30420) }).catch((e: unknown) => e);
+  t.ok(err instanceof TransactionTimeoutError, `TransactionTimeoutError, got ${String(err)}`);
+  t.ok(received >= 5, `INVITE retransmitted on Timer A (${received} sends)`);
+});
