@@ -1,0 +1,148 @@
+// The codec registry: one decoder and one encoder per wire format, writing into caller-owned buffers.
+// G.711 goes through the native addon (src/media/native.ts); PCM formats are little-endian 16-bit (the STS
+// socket's raw audio); Opus through the lazily loaded @discordjs/opus (browser clients only).
+import { formatInfo, type AudioFormat } from './format.js';
+import { alawDecodeInto, alawEncodeInto, mulawDecodeInto, mulawEncodeInto } from './native.js';
+import { OpusCodec } from './opus.js';
+
+export interface Decoder {
+  readonly format: AudioFormat;
+  readonly sampleRate: number;
+  /** Decodes buf[0, length) into out; returns the number of samples written. */
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number;
+  /** Largest sample count a payload of `bytes` bytes decodes to. */
+  maxSamples(bytes: number): number;
+}
+
+export interface Encoder {
+  readonly format: AudioFormat;
+  readonly sampleRate: number;
+  /** Encodes pcm into out; returns the number of bytes written. */
+  encodeInto(pcm: Int16Array, out: Uint8Array): number;
+}
+
+/**
+ * Fixed views of the first n bytes of one buffer, made once per distinct n, so decoding a payload of any length
+ * held in that buffer allocates nothing after the first packet of that length.
+ */
+class PrefixViews {
+  private readonly views = new Map<number, Uint8Array>();
+  private owner: Uint8Array | undefined;
+  of(buf: Uint8Array, n: number): Uint8Array {
+    if (n === buf.length) return buf;
+    if (buf !== this.owner) {
+      this.views.clear();
+      this.owner = buf;
+    }
+    let v = this.views.get(n);
+    if (!v) {
+      v = buf.subarray(0, n);
+      this.views.set(n, v);
+    }
+    return v;
+  }
+}
+
+class G711Decoder implements Decoder {
+  readonly sampleRate = 8000;
+  private readonly views = new PrefixViews();
+  constructor(readonly format: 'mulaw_8000' | 'alaw_8000') {}
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number {
+    const view = this.views.of(buf, length);
+    return this.format === 'mulaw_8000' ? mulawDecodeInto(view, out) : alawDecodeInto(view, out);
+  }
+  maxSamples(bytes: number): number {
+    return bytes;
+  }
+}
+
+class G711Encoder implements Encoder {
+  readonly sampleRate = 8000;
+  constructor(readonly format: 'mulaw_8000' | 'alaw_8000') {}
+  encodeInto(pcm: Int16Array, out: Uint8Array): number {
+    return this.format === 'mulaw_8000' ? mulawEncodeInto(pcm, out) : alawEncodeInto(pcm, out);
+  }
+}
+
+/** 16-bit little-endian PCM (the STS socket's pcm_* formats). */
+class PcmDecoder implements Decoder {
+  constructor(readonly format: AudioFormat, readonly sampleRate: number) {}
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number {
+    const n = length >> 1;
+    if (n > out.length) throw new RangeError(`PCM payload of ${n} samples into ${out.length}`);
+    for (let i = 0, j = 0; i < n; i++, j += 2) {
+      const v = buf[j] | (buf[j + 1] << 8);
+      out[i] = v > 32767 ? v - 65536 : v;
+    }
+    return n;
+  }
+  maxSamples(bytes: number): number {
+    return bytes >> 1;
+  }
+}
+
+class PcmEncoder implements Encoder {
+  constructor(readonly format: AudioFormat, readonly sampleRate: number) {}
+  encodeInto(pcm: Int16Array, out: Uint8Array): number {
+    const n = pcm.length;
+    if (n * 2 > out.length) throw new RangeError(`PCM frame of ${n} samples into ${out.length} bytes`);
+    for (let i = 0, j = 0; i < n; i++, j += 2) {
+      const v = pcm[i];
+      out[j] = v & 0xff;
+      out[j + 1] = (v >> 8) & 0xff;
+    }
+    return n * 2;
+  }
+}
+
+/** Opus decoder/encoder (one codec state per stream); allocation inside the library, edge use only. */
+class OpusDecoder implements Decoder {
+  readonly format = 'opus_48000' as const;
+  readonly sampleRate = 48000;
+  private readonly codec = new OpusCodec();
+  private readonly views = new PrefixViews();
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number {
+    return this.codec.decodeInto(this.views.of(buf, length), out);
+  }
+  maxSamples(): number {
+    return 5760; // RFC 6716 2.1.4: at most 120 ms per packet at 48 kHz
+  }
+}
+
+class OpusEncoder implements Encoder {
+  readonly format = 'opus_48000' as const;
+  readonly sampleRate = 48000;
+  private readonly codec = new OpusCodec();
+  encodeInto(pcm: Int16Array, out: Uint8Array): number {
+    const packet = this.codec.encode(pcm);
+    if (packet.length > out.length) throw new RangeError(`opus packet of ${packet.length} bytes into ${out.length}`);
+    out.set(packet, 0);
+    return packet.length;
+  }
+}
+
+export function createDecoder(format: AudioFormat): Decoder {
+  const info = formatInfo(format);
+  switch (info.encoding) {
+    case 'mulaw':
+    case 'alaw':
+      return new G711Decoder(format as 'mulaw_8000' | 'alaw_8000');
+    case 'pcm':
+      return new PcmDecoder(format, info.sampleRate);
+    case 'opus':
+      return new OpusDecoder();
+  }
+}
+
+export function createEncoder(format: AudioFormat): Encoder {
+  const info = formatInfo(format);
+  switch (info.encoding) {
+    case 'mulaw':
+    case 'alaw':
+      return new G711Encoder(format as 'mulaw_8000' | 'alaw_8000');
+    case 'pcm':
+      return new PcmEncoder(format, info.sampleRate);
+    case 'opus':
+      return new OpusEncoder();
+  }
+}

@@ -1,0 +1,257 @@
+// The inbound chain, run per packet as it arrives (DESIGN.md: never held for a tick):
+//   RTP depacketize -> source check -> jitter buffer (released on arrival, gaps concealed at their deadline)
+//   -> decode -> resample to the engine rate -> VAD hook -> engine.
+// RFC 4733 telephone events branch off after the source check. The same decode -> resample -> VAD -> sink
+// tail (InboundAudio) serves the STS socket, whose audio needs no RTP or jitter buffer.
+// Every buffer is allocated at construction; nothing per packet.
+import { createDecoder, type Decoder } from './codec.js';
+import { formatInfo, FRAME_MS, type AudioFormat } from './format.js';
+import { JitterBuffer, JB_LOST, JB_NONE, type JitterBufferOptions } from './jitter-buffer.js';
+import { Resampler, type ResamplerRate } from './native.js';
+import { LossConcealer } from './plc.js';
+import { dtmfDigit, TelephoneEventReceiver, type DtmfDigit } from './rfc4733.js';
+import { createRtpPacketView, decodeView, type RtpPacketView } from './rtp.js';
+
+/** What a VAD offers the chain (native Vad satisfies it): feed a frame, get event bits back. */
+export interface VadHook {
+  process(frame: Int16Array): number;
+}
+
+export interface InboundSink {
+  /** One frame of audio at the engine rate, in order; `concealed` for a frame made up for a lost packet. */
+  onAudio(frame: Int16Array, concealed: boolean): void;
+  /** VAD event bits for the frame just delivered (only called when non-zero). */
+  onVad?(events: number): void;
+  onDtmf?(digit: DtmfDigit): void;
+}
+
+export interface InboundAudioOptions {
+  format: AudioFormat;
+  engineRate: ResamplerRate;
+  /** Largest payload (bytes) one call brings; default 60 ms of the format. */
+  maxPayloadBytes?: number;
+  vad?: VadHook;
+  sink: InboundSink;
+}
+
+/** decode -> (conceal) -> resample -> VAD -> sink, for one stream. */
+export class InboundAudio {
+  private readonly decoder: Decoder;
+  private readonly plc: LossConcealer;
+  private readonly resampler: Resampler | undefined;
+  private readonly pcm: Int16Array;
+  private readonly resampled: Int16Array;
+  private readonly frameSamples: number;
+  /** Frames delivered to the sink (concealed included). */
+  frames = 0;
+  concealed = 0;
+
+  constructor(private readonly opts: InboundAudioOptions) {
+    const info = formatInfo(opts.format);
+    this.decoder = createDecoder(opts.format);
+    const maxBytes = opts.maxPayloadBytes ?? (info.bytesPerFrame > 0 ? info.bytesPerFrame * 3 : 4000);
+    const maxSamples = Math.max(this.decoder.maxSamples(maxBytes), info.samplesPerFrame);
+    this.frameSamples = info.samplesPerFrame;
+    this.pcm = new Int16Array(maxSamples);
+    this.plc = new LossConcealer(info.samplesPerFrame);
+    if (info.sampleRate !== opts.engineRate) {
+      this.resampler = new Resampler(info.sampleRate as ResamplerRate, opts.engineRate, maxSamples);
+      this.resampled = new Int16Array(this.resampler.maxOutput(maxSamples));
+    } else {
+      this.resampled = this.pcm;
+    }
+  }
+
+  get maxPayloadSamples(): number {
+    return this.pcm.length;
+  }
+
+  /** A received payload buf[0, length). */
+  pushPayload(buf: Uint8Array, length: number): void {
+    const n = this.decoder.decodeInto(buf, length, this.pcm);
+    const decoded = n === this.pcm.length ? this.pcm : this.views(n);
+    this.plc.process(decoded, decoded);
+    this.deliver(n, false);
+  }
+
+  /** Already-decoded PCM at the format's rate (e.g. a test or a local source). */
+  pushPcm(pcm: Int16Array): void {
+    this.pcm.set(pcm, 0);
+    const copy = pcm.length === this.pcm.length ? this.pcm : this.views(pcm.length);
+    this.plc.process(copy, copy);
+    this.deliver(pcm.length, false);
+  }
+
+  /** One frame lost: conceal it. */
+  pushLost(): void {
+    const n = this.plc.conceal(this.pcm);
+    this.concealed++;
+    this.deliver(n, true);
+  }
+
+  reset(): void {
+    this.plc.reset();
+    this.resampler?.reset();
+  }
+
+  destroy(): void {
+    this.resampler?.destroy();
+  }
+
+  private deliver(n: number, concealed: boolean): void {
+    let out: Int16Array;
+    if (this.resampler) {
+      const input = n === this.pcm.length ? this.pcm : this.views(n);
+      const m = this.resampler.process(input, this.resampled);
+      out = m === this.resampled.length ? this.resampled : this.outViews(m);
+    } else {
+      out = n === this.pcm.length ? this.pcm : this.views(n);
+    }
+    if (out.length === 0) return;
+    this.frames++;
+    this.opts.sink.onAudio(out, concealed);
+    if (this.opts.vad) {
+      const ev = this.opts.vad.process(out);
+      if (ev !== 0) this.opts.sink.onVad?.(ev);
+    }
+  }
+
+  // Views of the first n samples, made once per distinct n (packets of one stream have one or two sizes).
+  private readonly pcmViews = new Map<number, Int16Array>();
+  private readonly resampledViews = new Map<number, Int16Array>();
+  private views(n: number): Int16Array {
+    let v = this.pcmViews.get(n);
+    if (!v) this.pcmViews.set(n, (v = this.pcm.subarray(0, n)));
+    return v;
+  }
+  private outViews(n: number): Int16Array {
+    let v = this.resampledViews.get(n);
+    if (!v) this.resampledViews.set(n, (v = this.resampled.subarray(0, n)));
+    return v;
+  }
+
+  /** 20 ms at the format's rate. */
+  get formatFrameSamples(): number {
+    return this.frameSamples;
+  }
+}
+
+export interface RtpInboundOptions {
+  format: 'mulaw_8000' | 'alaw_8000';
+  payloadType: number;
+  /** RFC 4733 telephone-event payload type negotiated in SDP (commonly 101); none when absent. */
+  telephoneEventPayloadType?: number;
+  engineRate: ResamplerRate;
+  /** The peer's signalled address; audio latches to its first source port (symmetric RTP, RFC 4961). */
+  peerAddress?: string;
+  /** Latch to this port from the start instead of the first packet's. */
+  peerPort?: number;
+  jitter?: Partial<Pick<JitterBufferOptions, 'minDelayMs' | 'maxDelayMs' | 'initialDelayMs'>>;
+  vad?: VadHook;
+  sink: InboundSink;
+}
+
+/** What became of one datagram: constant strings for the stream's counters. */
+export type ReceiveResult =
+  | 'audio'
+  | 'dtmf'
+  | 'dtmf_repeat'
+  | 'rtcp'
+  | 'malformed'
+  | 'wrong_source'
+  | 'unknown_payload_type'
+  | 'dropped';
+
+export class RtpInbound {
+  private readonly view: RtpPacketView = createRtpPacketView();
+  private readonly jb: JitterBuffer;
+  private readonly frame: Uint8Array;
+  readonly audio: InboundAudio;
+  private readonly events = new TelephoneEventReceiver();
+  private latchedPort: number;
+  private ssrc = -1;
+  readonly counters: Record<ReceiveResult, number> = {
+    audio: 0, dtmf: 0, dtmf_repeat: 0, rtcp: 0, malformed: 0, wrong_source: 0, unknown_payload_type: 0, dropped: 0,
+  };
+
+  constructor(private readonly opts: RtpInboundOptions) {
+    this.audio = new InboundAudio({ format: opts.format, engineRate: opts.engineRate, vad: opts.vad, sink: opts.sink });
+    const info = formatInfo(opts.format);
+    const maxBytes = this.audio.maxPayloadSamples; // G.711: a byte per sample
+    this.jb = new JitterBuffer({
+      clockRate: info.rtpClockRate,
+      ticksPerFrame: (info.rtpClockRate * FRAME_MS) / 1000,
+      maxPayloadBytes: maxBytes,
+      release: 'on_arrival',
+      ...opts.jitter,
+    });
+    this.frame = new Uint8Array(maxBytes);
+    this.latchedPort = opts.peerPort ?? -1;
+  }
+
+  get jitterBuffer(): JitterBuffer {
+    return this.jb;
+  }
+
+  /** One datagram buf[0, length) from address:port at nowMs (performance.now() time base). */
+  receive(buf: Uint8Array, length: number, address: string, port: number, nowMs: number): ReceiveResult {
+    const r = this.classify(buf, length, address, port, nowMs);
+    this.counters[r]++;
+    return r;
+  }
+
+  /** On the tick: conceal gaps whose deadline passed. Returns frames delivered. */
+  poll(nowMs: number): number {
+    return this.drain(nowMs);
+  }
+
+  reset(): void {
+    this.jb.reset();
+    this.audio.reset();
+    this.events.reset();
+    this.ssrc = -1;
+  }
+
+  destroy(): void {
+    this.audio.destroy();
+  }
+
+  private classify(buf: Uint8Array, length: number, address: string, port: number, nowMs: number): ReceiveResult {
+    const v = this.view;
+    const res = decodeView(buf, v, length);
+    if (res === 'rtcp') return 'rtcp';
+    if (res !== 'ok') return 'malformed';
+    const peer = this.opts.peerAddress;
+    if (peer !== undefined && address !== peer) return 'wrong_source';
+    if (v.payloadType === this.opts.telephoneEventPayloadType) {
+      // RFC 4733 events are taken from any source port of the peer: some gateways send them from another port.
+      const code = this.events.receive(buf, v.payloadOffset, v.payloadLength, v.timestamp);
+      if (code < 0) return 'dtmf_repeat';
+      const digit = dtmfDigit(code);
+      if (digit) this.opts.sink.onDtmf?.(digit);
+      return 'dtmf';
+    }
+    if (v.payloadType !== this.opts.payloadType) return 'unknown_payload_type';
+    if (this.latchedPort < 0) this.latchedPort = port;
+    else if (port !== this.latchedPort) return 'wrong_source';
+    if (v.ssrc !== this.ssrc) {
+      // RFC 3550 8.2: a new SSRC is a new source (re-INVITE, transfer): start its stream afresh.
+      if (this.ssrc !== -1) this.jb.reset();
+      this.ssrc = v.ssrc;
+    }
+    if (!this.jb.push(v.sequenceNumber, v.timestamp, buf, v.payloadOffset, v.payloadLength, nowMs)) return 'dropped';
+    this.drain(nowMs);
+    return 'audio';
+  }
+
+  private drain(nowMs: number): number {
+    let delivered = 0;
+    for (;;) {
+      const n = this.jb.pop(nowMs, this.frame);
+      if (n === JB_NONE) return delivered;
+      if (n === JB_LOST) this.audio.pushLost();
+      else this.audio.pushPayload(this.frame, n);
+      delivered++;
+    }
+  }
+}

@@ -1,0 +1,16 @@
+// Test helper: real recorded speech (Debian's asterisk-core-sounds-en-wav, 8 kHz mono 16-bit).
+import { readFileSync, existsSync } from 'node:fs';
+import wavefile from 'wavefile';
+
+export const SOUNDS_DIR = '/usr/share/asterisk/sounds/en_US_f_Allison';
+
+/** Reads a prompt as 8 kHz PCM; fails loudly when the package is missing (CI installs it). */
+export function loadPrompt(name: string): Int16Array {
+  const path = `${SOUNDS_DIR}/${name}.wav`;
+  if (!existsSync(path)) throw new Error(`${path} missing: apt-get install asterisk-core-sounds-en-wav`);
+  const w = new wavefile.WaveFile();
+  w.fromBuffer(readFileSync(path));
+  const fmt = w.fmt as { sampleRate: number; numChannels: number; bitsPerSample: number };
+  if (fmt.sampleRate !== 8000 || fmt.numChannels !== 1 || fmt.bitsPerSample !== 16) throw new Error(`${path}: not 8 kHz mono 16-bit`);
+  return Int16Array.from(w.getSamples(false, Int16Array) as unknown as ArrayLike<number>);
+}
