@@ -7,7 +7,10 @@
         "src/g711.cc",
         "src/bind_g711.cc",
         "src/resampler.cc",
-        "src/bind_resampler.cc"
+        "src/bind_resampler.cc",
+        "src/fft.cc",
+        "src/vad.cc",
+        "src/bind_vad.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],

@@ -99,6 +99,9 @@ inline View<uint8_t> GetU8(Napi::Env env, const Napi::Value& v, const char* what
 inline View<float> GetF32(Napi::Env env, const Napi::Value& v, const char* what) {
   return GetArray<float>(env, v, napi_float32_array, what);
 }
+inline View<double> GetF64(Napi::Env env, const Napi::Value& v, const char* what) {
+  return GetArray<double>(env, v, napi_float64_array, what);
+}
 inline View<int32_t> GetI32(Napi::Env env, const Napi::Value& v, const char* what) {
   return GetArray<int32_t>(env, v, napi_int32_array, what);
 }

@@ -46,6 +46,12 @@ interface Addon {
     outs: Uint8Array[],
     written: Int32Array,
   ): void;
+  createVad(rateHz: number, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): Handle;
+  vadProcess(handle: Handle, frame: Int16Array): number;
+  vadInfo(handle: Handle, out: Float64Array): void;
+  vadReadPrebuffer(handle: Handle, out: Int16Array): number;
+  vadPrebufferCapacity(handle: Handle): number;
+  vadReset(handle: Handle): void;
 }
 
 function load(): Addon {
@@ -195,4 +201,98 @@ export function resampleEncodeBatch(
   written: Int32Array,
 ): void {
   addon.resampleEncodeBatch(codec, handlesOf(resamplers), inputs, scratch, outs, written);
+}
+
+// ---- Voice activity detection ----
+
+/** Bits returned by Vad.process(). When both are set in one call, the end came before the start. */
+export const VAD_NONE = 0;
+export const VAD_SPEECH_START = 1;
+export const VAD_SPEECH_END = 2;
+export type VadEvent = number;
+
+/** The agent's VAD settings (names and defaults of the agent fields vad_*). */
+export interface VadOptions {
+  /** vad_threshold: 0..1, a frame is voiced when its speech probability reaches it. */
+  threshold: number;
+  /** vad_prebuffer_duration_ms: audio kept before speech-start, fetched with readPrebuffer(). */
+  prebufferMs: number;
+  /** vad_min_speech_duration_ms: voiced time before speech-start is reported. */
+  minSpeechMs: number;
+  /** vad_min_silence_duration_ms: unvoiced time after the last voiced frame before speech-end is reported. */
+  minSilenceMs: number;
+}
+
+export const VAD_DEFAULTS = {
+  threshold: 0.38,
+  prebufferMs: 500,
+  minSpeechMs: 50,
+  minSilenceMs: 800,
+} as const satisfies VadOptions;
+
+/**
+ * A voice activity detector (band energies against adaptive noise floors, 10 ms steps) for one stream at one of
+ * the RESAMPLER_RATES. process() returns VadEvent bits; after VAD_SPEECH_START, speechStartSample is where the
+ * speech began and readPrebuffer() returns the audio leading into it; after VAD_SPEECH_END, lastVoicedSample
+ * marks the end of the last voiced frame (before the silence hangover). Sample positions count from the first
+ * sample fed (or the last reset()).
+ */
+export class Vad {
+  private readonly handle: Handle;
+  private readonly info = new Float64Array(5);
+  /** Samples the prebuffer holds (rate * prebufferMs / 1000). */
+  readonly prebufferCapacity: number;
+
+  constructor(
+    readonly rateHz: ResamplerRate,
+    options: Partial<VadOptions> = {},
+  ) {
+    const o = { ...VAD_DEFAULTS, ...options };
+    this.handle = addon.createVad(rateHz, o.threshold, o.prebufferMs, o.minSpeechMs, o.minSilenceMs);
+    this.prebufferCapacity = addon.vadPrebufferCapacity(this.handle);
+  }
+
+  /** Feeds a frame (any length; analysed in 10 ms steps carried across calls); returns VadEvent bits. */
+  process(frame: Int16Array): VadEvent {
+    return addon.vadProcess(this.handle, frame);
+  }
+
+  /** Speech probability of the last complete 10 ms step. */
+  get probability(): number {
+    addon.vadInfo(this.handle, this.info);
+    return this.info[0];
+  }
+
+  /** Sample index where the current (or last) speech began; -1 before any. */
+  get speechStartSample(): number {
+    addon.vadInfo(this.handle, this.info);
+    return this.info[1];
+  }
+
+  /** Sample index just after the last voiced 10 ms step; -1 before any speech. */
+  get lastVoicedSample(): number {
+    addon.vadInfo(this.handle, this.info);
+    return this.info[2];
+  }
+
+  /** True between speech-start and speech-end. */
+  get speaking(): boolean {
+    addon.vadInfo(this.handle, this.info);
+    return this.info[4] === 1;
+  }
+
+  /** Copies the prebuffered audio (oldest first, ending with the last sample fed) into out; returns the count. */
+  readPrebuffer(out: Int16Array): number {
+    return addon.vadReadPrebuffer(this.handle, out);
+  }
+
+  /** Starts over: noise floors, state, positions and prebuffer. */
+  reset(): void {
+    addon.vadReset(this.handle);
+  }
+
+  /** Frees the native state; the VAD must not be used afterwards. */
+  destroy(): void {
+    addon.destroy(this.handle);
+  }
 }

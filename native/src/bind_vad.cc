@@ -1,0 +1,83 @@
+// N-API bindings: Vad handles.
+#include "handle.h"
+#include "vad.h"
+
+namespace parley {
+namespace {
+
+// createVad(rateHz, threshold, prebufferMs, minSpeechMs, minSilenceMs)
+Napi::Value Create(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  for (size_t i = 0; i < 5; i++)
+    if (!info[i].IsNumber()) return ThrowType(env, "createVad(rateHz, threshold, prebufferMs, minSpeechMs, minSilenceMs) takes numbers");
+  VadOptions o;
+  int rate = info[0].As<Napi::Number>().Int32Value();
+  o.threshold = info[1].As<Napi::Number>().FloatValue();
+  o.prebuffer_ms = info[2].As<Napi::Number>().Int32Value();
+  o.min_speech_ms = info[3].As<Napi::Number>().Int32Value();
+  o.min_silence_ms = info[4].As<Napi::Number>().Int32Value();
+  Vad* vad = Vad::Create(rate, o);
+  if (vad == nullptr) return ThrowRange(env, "unsupported VAD rate or options out of range");
+  return WrapHandle(env, Kind::Vad, vad);
+}
+
+Napi::Value Process(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
+  if (vad == nullptr) return env.Undefined();
+  View<int16_t> in = GetI16(env, info[1], "frame must be an Int16Array");
+  if (in.data == nullptr) return env.Undefined();
+  return Napi::Number::New(env, vad->Process(in.data, in.length));
+}
+
+// vadInfo(handle, out: Float64Array(5)): [probability, speechStartSample, lastVoicedSample, samplesSeen, speaking]
+Napi::Value Info(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
+  if (vad == nullptr) return env.Undefined();
+  View<double> out = GetF64(env, info[1], "out must be a Float64Array");
+  if (out.data == nullptr) return env.Undefined();
+  if (out.length < 5) return ThrowRange(env, "out must hold 5 values");
+  out.data[0] = vad->probability();
+  out.data[1] = static_cast<double>(vad->speech_start_sample());
+  out.data[2] = static_cast<double>(vad->last_voiced_sample());
+  out.data[3] = static_cast<double>(vad->samples_seen());
+  out.data[4] = vad->speaking() ? 1 : 0;
+  return env.Undefined();
+}
+
+Napi::Value ReadPrebuffer(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
+  if (vad == nullptr) return env.Undefined();
+  View<int16_t> out = GetI16(env, info[1], "out must be an Int16Array");
+  if (out.data == nullptr) return env.Undefined();
+  return Napi::Number::New(env, static_cast<double>(vad->ReadPrebuffer(out.data, out.length)));
+}
+
+Napi::Value PrebufferCapacity(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
+  if (vad == nullptr) return env.Undefined();
+  return Napi::Number::New(env, static_cast<double>(vad->prebuffer_capacity()));
+}
+
+Napi::Value Reset(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
+  if (vad != nullptr) vad->Reset();
+  return env.Undefined();
+}
+
+}  // namespace
+
+void InitVad(Napi::Env env, Napi::Object exports) {
+  exports.Set("createVad", Napi::Function::New(env, Create, "createVad"));
+  exports.Set("vadProcess", Napi::Function::New(env, Process, "vadProcess"));
+  exports.Set("vadInfo", Napi::Function::New(env, Info, "vadInfo"));
+  exports.Set("vadReadPrebuffer", Napi::Function::New(env, ReadPrebuffer, "vadReadPrebuffer"));
+  exports.Set("vadPrebufferCapacity", Napi::Function::New(env, PrebufferCapacity, "vadPrebufferCapacity"));
+  exports.Set("vadReset", Napi::Function::New(env, Reset, "vadReset"));
+}
+
+}  // namespace parley

@@ -1,0 +1,254 @@
+#include "vad.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "resampler.h"
+
+namespace parley {
+namespace {
+
+constexpr int kStepMs = 10;
+// Telephone-band analysis bands (Hz): low voicing, first formant, second formant, upper formants, fricatives.
+constexpr float kBandEdges[Vad::kBands + 1] = {200.f, 400.f, 800.f, 1500.f, 2500.f, 3800.f};
+// Smoothing of band power across steps (first-order, per 10 ms).
+constexpr float kSmoothing = 0.7f;
+// Minimum statistics: the floor is the minimum over kSubWindows completed sub-windows of kSubWindowSteps steps
+// plus the current one, i.e. 1.5 to 1.8 s of history.
+constexpr int kSubWindows = 5;
+constexpr int kSubWindowSteps = 30;
+// Steps within 6 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95).
+constexpr float kNearFloorRatio = 4.f;
+constexpr float kNoiseMeanSmoothing = 0.95f;
+// For the first 200 ms the noise estimate is the plain mean of all steps (nothing better is known yet).
+constexpr int64_t kInitSteps = 20;
+// Absolute floor of band power, about -70 dBFS (a full-scale sine has power 32768^2 / 2): digital silence and
+// dither never count as speech.
+constexpr float kMinBandPower = 32768.f * 32768.f / 2.f * 1e-7f;
+// Band SNRs are clipped to this range (dB) before scoring.
+constexpr float kMaxBandSnrDb = 30.f;
+// The score weighs the best band SNR against the second best.
+constexpr float kBestWeight = 1.0;
+// Logistic mapping of the score (dB) to a probability: 0.5 at kScoreMidDb, slope 1 / kScoreScaleDb.
+constexpr float kScoreMidDb = 5.f;
+constexpr float kScoreScaleDb = 2.f;
+// Voiced steps in a row that end a hangover (30 ms).
+constexpr int kResumeSteps = 3;
+// Speech level: the peak band power of voiced steps while speaking, decaying 3 dB per second; steps more than
+// 25 dB below it are unvoiced.
+constexpr float kSpeechLevelGate = 0.0031623f;    // -25 dB
+constexpr float kSpeechLevelDecay = 0.99311605f;  // -0.03 dB per 10 ms step
+// While speaking, steps stay voiced down to threshold - 0.15 (the neg_threshold of Silero VAD's VADIterator).
+constexpr float kSpeakingThresholdDrop = 0.15f;
+
+}  // namespace
+
+Vad* Vad::Create(int rateHz, const VadOptions& o) {
+  if (!IsSupportedRate(rateHz)) return nullptr;
+  if (!(o.threshold >= 0.f && o.threshold <= 1.f)) return nullptr;
+  if (o.prebuffer_ms < 0 || o.prebuffer_ms > 10000) return nullptr;
+  if (o.min_speech_ms < 0 || o.min_speech_ms > 10000) return nullptr;
+  if (o.min_silence_ms < 0 || o.min_silence_ms > 60000) return nullptr;
+  return new Vad(rateHz, o);
+}
+
+Vad::Vad(int rateHz, const VadOptions& options)
+    : rate_(rateHz),
+      options_(options),
+      step_(static_cast<size_t>(rateHz) * kStepMs / 1000),
+      window_(2 * step_),
+      fft_(NextPow2(window_)),
+      hann_(window_),
+      frame_(window_, 0.f),
+      re_(fft_.size()),
+      im_(fft_.size()),
+      history_min_(static_cast<size_t>(kSubWindows) * kBands),
+      ring_(static_cast<size_t>(rateHz) * options.prebuffer_ms / 1000) {
+  double energy = 0.0;
+  for (size_t i = 0; i < window_; i++) {
+    hann_[i] = static_cast<float>(0.5 - 0.5 * std::cos(2.0 * M_PI * (i + 0.5) / window_));
+    energy += static_cast<double>(hann_[i]) * hann_[i];
+  }
+  // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
+  window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy));
+  for (int b = 0; b < kBands; b++) {
+    band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / rateHz));
+    band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_.size() / rateHz));
+  }
+  Reset();
+}
+
+void Vad::Reset() {
+  std::fill(frame_.begin(), frame_.end(), 0.f);
+  filled_ = 0;
+  primed_ = false;
+  for (int b = 0; b < kBands; b++) {
+    smoothed_[b] = 0.f;
+    floor_[b] = kMinBandPower;
+    noise_[b] = 0.f;
+    window_min_[b] = 0.f;
+  }
+  sub_count_ = sub_filled_ = sub_next_ = 0;
+  steps_ = 0;
+  state_ = State::Silence;
+  run_steps_ = 0;
+  run_start_ = 0;
+  speech_start_ = last_voiced_end_ = -1;
+  samples_ = 0;
+  probability_ = 0.f;
+  frame_power_ = 0.f;
+  speech_level_ = 0.f;
+  ring_pos_ = ring_fill_ = 0;
+}
+
+void Vad::UpdateNoiseFloor(const float* smoothed) {
+  for (int b = 0; b < kBands; b++) {
+    window_min_[b] = sub_count_ == 0 ? smoothed[b] : std::min(window_min_[b], smoothed[b]);
+    float m = window_min_[b];
+    for (int s = 0; s < sub_filled_; s++) m = std::min(m, history_min_[static_cast<size_t>(s) * kBands + b]);
+    floor_[b] = std::max(m, kMinBandPower);
+    // The minimum sits below the mean noise power by a margin that depends on the band's width; the noise
+    // estimate is the running mean of the steps near the minimum, kept within 0 to 6 dB above it.
+    if (steps_ < kInitSteps) {
+      // Start-up: the cumulative mean of every step so far.
+      noise_[b] = (noise_[b] * static_cast<float>(steps_) + smoothed[b]) / static_cast<float>(steps_ + 1);
+    } else if (smoothed[b] <= floor_[b] * kNearFloorRatio || noise_[b] < floor_[b]) {
+      noise_[b] = noise_[b] <= 0.f ? smoothed[b] : kNoiseMeanSmoothing * noise_[b] + (1.f - kNoiseMeanSmoothing) * smoothed[b];
+    }
+    noise_[b] = std::min(std::max(noise_[b], floor_[b]), floor_[b] * kNearFloorRatio);
+  }
+  if (++sub_count_ == kSubWindowSteps) {
+    for (int b = 0; b < kBands; b++) history_min_[static_cast<size_t>(sub_next_) * kBands + b] = window_min_[b];
+    sub_next_ = (sub_next_ + 1) % kSubWindows;
+    sub_filled_ = std::min(sub_filled_ + 1, kSubWindows);
+    sub_count_ = 0;
+  }
+}
+
+float Vad::Analyse() {
+  const size_t n = fft_.size();
+  for (size_t i = 0; i < window_; i++) {
+    re_[i] = frame_[i] * hann_[i];
+    im_[i] = 0.f;
+  }
+  for (size_t i = window_; i < n; i++) re_[i] = im_[i] = 0.f;
+  fft_.Forward(re_.data(), im_.data());
+  float power[kBands];
+  for (int b = 0; b < kBands; b++) {
+    float sum = 0.f;
+    for (int k = band_lo_[b]; k < band_hi_[b]; k++) sum += re_[k] * re_[k] + im_[k] * im_[k];
+    power[b] = sum * window_norm_;
+    smoothed_[b] = steps_ == 0 ? power[b] : kSmoothing * smoothed_[b] + (1.f - kSmoothing) * power[b];
+  }
+  UpdateNoiseFloor(smoothed_);
+  steps_++;
+  float total = 0.f;
+  for (int b = 0; b < kBands; b++) total += smoothed_[b];
+  frame_power_ = total;
+  float best = 0.f, second = 0.f;
+  for (int b = 0; b < kBands; b++) {
+    float snr = 10.f * std::log10(std::max(smoothed_[b], kMinBandPower) / noise_[b]);
+    snr = std::min(std::max(snr, 0.f), kMaxBandSnrDb);
+    if (snr > best) {
+      second = best;
+      best = snr;
+    } else if (snr > second) {
+      second = snr;
+    }
+  }
+  float score = kBestWeight * best + (1.f - kBestWeight) * second;
+  return 1.f / (1.f + std::exp(-(score - kScoreMidDb) / kScoreScaleDb));
+}
+
+int Vad::Transition(Input input) {
+  const int64_t step_start = samples_ - static_cast<int64_t>(step_);
+  const int min_speech_steps = std::max(1, (options_.min_speech_ms + kStepMs - 1) / kStepMs);
+  const int min_silence_steps = std::max(1, (options_.min_silence_ms + kStepMs - 1) / kStepMs);
+  switch (state_) {
+    case State::Silence:
+      if (input == Input::Unvoiced) return kVadNone;
+      run_start_ = step_start;
+      run_steps_ = 0;
+      state_ = State::MaybeSpeech;
+      [[fallthrough]];
+    case State::MaybeSpeech:
+      if (input == Input::Unvoiced) {
+        state_ = State::Silence;
+        return kVadNone;
+      }
+      if (++run_steps_ < min_speech_steps) return kVadNone;
+      state_ = State::Speech;
+      speech_start_ = run_start_;
+      last_voiced_end_ = samples_;
+      return kVadSpeechStart;
+    case State::Speech:
+      if (input == Input::Voiced) {
+        last_voiced_end_ = samples_;
+        return kVadNone;
+      }
+      state_ = State::MaybeSilence;
+      run_steps_ = 0;
+      resume_steps_ = 0;
+      [[fallthrough]];
+    case State::MaybeSilence:
+      // In the hangover, speech resumes only after kResumeSteps voiced steps in a row: a lone voiced step
+      // (a noise burst) neither ends the hangover nor moves the last voiced frame.
+      run_steps_++;
+      if (input == Input::Voiced) {
+        if (++resume_steps_ >= kResumeSteps) {
+          state_ = State::Speech;
+          last_voiced_end_ = samples_;
+          return kVadNone;
+        }
+      } else {
+        resume_steps_ = 0;
+      }
+      if (run_steps_ < min_silence_steps) return kVadNone;
+      state_ = State::Silence;
+      return kVadSpeechEnd;
+  }
+  return kVadNone;
+}
+
+int Vad::Process(const int16_t* in, size_t n) {
+  int events = kVadNone;
+  for (size_t i = 0; i < n; i++) {
+    if (!ring_.empty()) {
+      ring_[ring_pos_] = in[i];
+      ring_pos_ = ring_pos_ + 1 == ring_.size() ? 0 : ring_pos_ + 1;
+      if (ring_fill_ < ring_.size()) ring_fill_++;
+    }
+    frame_[step_ + filled_] = static_cast<float>(in[i]);
+    samples_++;
+    if (++filled_ < step_) continue;
+    filled_ = 0;
+    // The first window would be half empty: it only primes the second half.
+    probability_ = primed_ ? Analyse() : 0.f;
+    primed_ = true;
+    // Slide: the step just completed becomes the first half of the next window.
+    std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(step_), frame_.end(), frame_.begin());
+    // Hysteresis as in Silero's VADIterator: while speaking, a step stays voiced down to threshold - 0.15.
+    const float threshold = speaking() ? options_.threshold - kSpeakingThresholdDrop : options_.threshold;
+    // Steps far below the speaker's recent level are not their speech (tails, breath, distant talkers).
+    const bool loud_enough = frame_power_ >= speech_level_ * kSpeechLevelGate;
+    const bool voiced = probability_ >= threshold && loud_enough;
+    speech_level_ *= kSpeechLevelDecay;
+    if (voiced && speaking()) speech_level_ = std::max(speech_level_, frame_power_);
+    events |= Transition(voiced ? Input::Voiced : Input::Unvoiced);
+  }
+  return events;
+}
+
+size_t Vad::ReadPrebuffer(int16_t* out, size_t capacity) const {
+  size_t count = std::min(ring_fill_, capacity);
+  // Oldest of the last `count` samples.
+  size_t start = (ring_pos_ + ring_.size() - count) % (ring_.empty() ? 1 : ring_.size());
+  for (size_t i = 0; i < count; i++) {
+    size_t j = start + i;
+    if (j >= ring_.size()) j -= ring_.size();
+    out[i] = ring_[j];
+  }
+  return count;
+}
+
+}  // namespace parley
