@@ -2,7 +2,7 @@
 // project's concurrency cap included; `dry_run` stops there with 200. Placing a real call needs the outbound trunk
 // (PARLEY_OUTBOUND_TRUNK) and the telephony layer, which this node does not have yet: such a request gets 400.
 import { outboundCallBody, outboundCallResponse } from '../schemas/outbound-call.js';
-import { checkCapacity } from '../store/leases.js';
+import { checkCapacity, leasePolicy } from '../store/leases.js';
 import { ApiError, conflict, invalidParam, notFound } from './errors.js';
 import { resolveProject } from './lookup.js';
 import type { RoutePlugin } from './routes.js';
@@ -12,6 +12,7 @@ const DEFAULT_PROJECT = 'main';
 
 export const outboundCallRoutes: RoutePlugin = async (app, ctx) => {
   const { sql, settings } = ctx;
+  const policy = leasePolicy(settings);
 
   app.post(
     '/v1/conversations/outbound_call',
@@ -50,7 +51,7 @@ export const outboundCallRoutes: RoutePlugin = async (app, ctx) => {
         });
       }
 
-      const capacity = await checkCapacity(sql, { workspaceCap: settings.PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS }, project.id);
+      const capacity = await checkCapacity(sql, policy, project.id);
       if (!capacity.ok) {
         throw new ApiError(
           429,

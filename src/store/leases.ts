@@ -2,6 +2,9 @@
 // so it holds across nodes (DESIGN.md, "Process shape"). A live conversation holds a lease that its node renews by
 // heartbeat; a lease not renewed expires and stops counting, so a node that dies frees its share.
 // Admission is atomic: it locks the project's row, so concurrent admissions for one project take turns.
+import { hostname } from 'node:os';
+import type { Settings } from '../config.js';
+import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
 
 export interface LeasePolicy {
@@ -11,6 +14,20 @@ export interface LeasePolicy {
   ttlSec: number;
   /** The cap of a project whose `max_active_conversations` is null (PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS). */
   workspaceCap: number;
+}
+
+/** Heartbeats per lease lifetime: a node may miss all but one and keep its leases. */
+export const HEARTBEATS_PER_TTL = 3;
+
+/** This node's lease policy from the settings (PARLEY_NODE_ID, PARLEY_LEASE_TTL_SEC, the workspace cap). */
+export function leasePolicy(
+  settings: Pick<Settings, 'PARLEY_NODE_ID' | 'PARLEY_LEASE_TTL_SEC' | 'PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS'>,
+): LeasePolicy {
+  return {
+    nodeId: settings.PARLEY_NODE_ID ?? `${hostname()}-${process.pid}`,
+    ttlSec: settings.PARLEY_LEASE_TTL_SEC,
+    workspaceCap: settings.PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS,
+  };
 }
 
 export type Admission =
@@ -97,4 +114,51 @@ export async function activeCounts(sql: Sql, projectIds: readonly string[]): Pro
 /** Conversations in progress now in one project. */
 export async function activeCount(sql: Sql, projectId: string): Promise<number> {
   return (await activeCounts(sql, [projectId])).get(projectId) ?? 0;
+}
+
+/** Schedules a repeating callback; injected so tests drive the heartbeat without waiting. */
+export interface HeartbeatTimer {
+  every(ms: number, fn: () => void): { cancel(): void };
+}
+
+const realTimer: HeartbeatTimer = {
+  every(ms, fn) {
+    const handle = setInterval(fn, ms);
+    handle.unref();
+    return { cancel: () => clearInterval(handle) };
+  },
+};
+
+/**
+ * The node's heartbeat: renews its leases every ttl / HEARTBEATS_PER_TTL. One beat at a time (a slow database
+ * skips a tick rather than piling up); a failed beat is logged and the next one tries again. `stop` waits for a
+ * beat in flight.
+ */
+export function startHeartbeat(
+  sql: Sql,
+  policy: Pick<LeasePolicy, 'nodeId' | 'ttlSec'>,
+  log: Logger,
+  timer: HeartbeatTimer = realTimer,
+): { beat(): Promise<void>; stop(): Promise<void> } {
+  let inFlight: Promise<void> | null = null;
+  const beat = (): Promise<void> => {
+    if (inFlight) return inFlight;
+    inFlight = renew(sql, policy)
+      .then(
+        (n) => log.debug({ nodeId: policy.nodeId, leases: n }, 'leases: heartbeat'),
+        (err: Error) => log.error({ err, nodeId: policy.nodeId }, 'leases: heartbeat failed; leases expire unless a later beat succeeds'),
+      )
+      .finally(() => {
+        inFlight = null;
+      });
+    return inFlight;
+  };
+  const handle = timer.every((policy.ttlSec * 1000) / HEARTBEATS_PER_TTL, () => void beat());
+  return {
+    beat,
+    async stop() {
+      handle.cancel();
+      await inFlight;
+    },
+  };
 }

@@ -2,7 +2,20 @@
 // renewal by heartbeat, and expiry freeing a dead node's share. Runs on both databases.
 import t from 'tap';
 import { DB_KINDS, startTestServer } from '../helpers/server.js';
-import { activeCount, activeCounts, admit, checkCapacity, release, renew, type LeasePolicy } from '../../src/store/leases.js';
+import {
+  activeCount,
+  activeCounts,
+  admit,
+  checkCapacity,
+  HEARTBEATS_PER_TTL,
+  leasePolicy,
+  release,
+  renew,
+  startHeartbeat,
+  type HeartbeatTimer,
+  type LeasePolicy,
+} from '../../src/store/leases.js';
+import { createLogger } from '../../src/log.js';
 import { createConversation, finishConversation } from '../../src/store/conversations.js';
 
 const PARALLEL = 12;
@@ -82,6 +95,39 @@ for (const db of DB_KINDS) {
       t.equal(counts.get(projectId), CAP);
       t.equal(counts.has('proj_none'), false);
       t.same(await admit(sql, small, 'proj_none', 'conv_x'), { admitted: false, reason: 'no_project' });
+    });
+
+    t.test("the heartbeat renews this node's leases on its timer, and stops", async (t) => {
+      await sql`delete from conversation_leases`;
+      const policy: LeasePolicy = { nodeId: 'node-beat', ttlSec: 9, workspaceCap: 100 };
+      t.equal((await admit(sql, policy, projectId, 'conv_beat')).admitted, true);
+      await sql`update conversation_leases set expires_at = now() + interval '1 second' where conversation_id = 'conv_beat'`;
+      const ticks: { ms: number; fn: () => void; cancelled: boolean }[] = [];
+      const timer: HeartbeatTimer = {
+        every(ms, fn) {
+          const tick = { ms, fn, cancelled: false };
+          ticks.push(tick);
+          return { cancel: () => (tick.cancelled = true) };
+        },
+      };
+      const hb = startHeartbeat(sql, policy, createLogger('silent'), timer);
+      t.equal(ticks.length, 1);
+      t.equal(ticks[0].ms, (9 * 1000) / HEARTBEATS_PER_TTL, 'beats HEARTBEATS_PER_TTL times per lease lifetime');
+      ticks[0].fn();
+      await hb.beat(); // joins the beat the tick started
+      const [row] = await sql<{ left: number }[]>`
+        select extract(epoch from expires_at - now())::float8 as left from conversation_leases where conversation_id = 'conv_beat'`;
+      t.ok(row.left > 5, `the lease was extended to the full TTL (${row.left.toFixed(1)} s left)`);
+      await hb.stop();
+      t.equal(ticks[0].cancelled, true, 'stop cancels the timer');
+      await release(sql, 'conv_beat');
+    });
+
+    t.test('the policy comes from the settings', async (t) => {
+      const p = leasePolicy({ PARLEY_NODE_ID: 'n7', PARLEY_LEASE_TTL_SEC: 12, PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 3 });
+      t.same(p, { nodeId: 'n7', ttlSec: 12, workspaceCap: 3 });
+      const d = leasePolicy({ PARLEY_NODE_ID: undefined, PARLEY_LEASE_TTL_SEC: 30, PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 100 });
+      t.match(d.nodeId, new RegExp(`-${process.pid}$`), 'default node id: <hostname>-<pid>');
     });
 
     t.test('finishing a conversation through the repository frees its lease', async (t) => {
