@@ -1,0 +1,90 @@
+// The speech engine interface (DESIGN.md, "Speech engines"): one session per conversation, audio in at the
+// engine's rate, control in, events out through hooks. Every engine (echo, scripted, openai-realtime, cascade)
+// implements it; the conversation engine (src/conversation/) is its only caller.
+
+/** A function the model may call: built-ins and custom tools alike, parameters as a JSON-Schema object. */
+export interface EngineTool {
+  name: string;
+  description: string;
+  parameters: { type: 'object'; properties: Record<string, unknown>; required?: string[]; additionalProperties?: boolean };
+}
+
+export interface EngineSessionOptions {
+  conversationId: string;
+  /** Resolved: template and system variables already substituted. */
+  systemPrompt: string;
+  voiceId: string;
+  defaultLanguage: string;
+  additionalLanguages: readonly string[];
+  tools: readonly EngineTool[];
+  boostedKeywords: readonly string[];
+  /** Words spoken as given (pronunciation dictionary). */
+  pronunciations: readonly { word: string; pronunciation: string }[];
+  /** Aborted when the conversation ends while the engine is still opening. */
+  signal: AbortSignal;
+}
+
+/** A response is one assistant utterance: from createResponse or speak until onResponseDone. */
+export type ResponseId = string;
+
+export interface EngineToolCall {
+  responseId: ResponseId;
+  callId: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** Events out of a session. Called synchronously from the engine; handlers must not throw. */
+export interface EngineHooks {
+  /** What the user said in the current turn; `final` once the turn's transcript is complete. */
+  onInputTranscript(text: string, final: boolean, language?: string): void;
+  /** Assistant audio at the session's sampleRate. The buffer is lent for the duration of the call only. */
+  onAssistantAudio(responseId: ResponseId, pcm: Int16Array): void;
+  /** Text of what the assistant is saying, as it becomes known (may arrive before or with its audio). */
+  onAssistantText(responseId: ResponseId, delta: string): void;
+  onToolCall(call: EngineToolCall): void;
+  /** The response finished generating (its audio may still be playing out). */
+  onResponseDone(responseId: ResponseId): void;
+  /** A fatal failure: the conversation ends with ended_by `error` and its record is saved. */
+  onError(error: EngineError): void;
+}
+
+export interface SpeechEngineSession {
+  /** PCM sample rate the session consumes and produces. */
+  readonly sampleRate: number;
+  /** Whether the engine reports words as the user speaks (so min_words_to_interrupt can apply). */
+  readonly transcribesLive: boolean;
+  /** User audio, at sampleRate, every frame while the user's turn is open (prebuffer included). */
+  appendAudio(pcm: Int16Array): void;
+  /** Parley's VAD ended the user's speech: the turn is complete; the engine answers it. */
+  commitUserTurn(): void;
+  /** The open user turn is dropped (speech too short, or muted). */
+  clearUserTurn(): void;
+  /** Generate a reply now (generate_reply, a generated welcome message or poke); instructions guide it. */
+  createResponse(instructions?: string): ResponseId;
+  /** Speak this text verbatim (welcome message, poke text, say). */
+  speak(text: string): ResponseId;
+  /** The output of a tool call; when respond is true the engine continues the response with it. */
+  submitToolOutput(callId: string, output: string, respond: boolean): void;
+  /** Barge-in: stop the response now; only playedMs of its audio reached the user (truncate its text there). */
+  cancelResponse(responseId: ResponseId, playedMs: number): void;
+  updateSession(update: { systemPrompt?: string; tools?: readonly EngineTool[]; systemMessage?: string }): void;
+  close(): Promise<void>;
+}
+
+export interface SpeechEngine {
+  readonly name: string;
+  open(options: EngineSessionOptions, hooks: EngineHooks): Promise<SpeechEngineSession>;
+}
+
+/** The one error type of this boundary. */
+export class EngineError extends Error {
+  constructor(
+    message: string,
+    readonly engine: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'EngineError';
+  }
+}

@@ -1,0 +1,83 @@
+// The contract between main and the media workers (DESIGN.md, "Process shape"): only main talks to the
+// database; a worker asks main over its MessagePort. Written down before either side is built on it; the STS
+// WebSocket and telephony both use it. Values cross by structured clone (Dates survive, class instances do not).
+import type { Auth } from '../auth/authenticate.js';
+import type { Admission } from '../store/leases.js';
+import type { Finish, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
+
+/** Everything a live conversation needs of a stored agent: its record's config and its tools' definitions. */
+export interface ResolvedAgent {
+  orgId: string;
+  project: { id: string; name: string };
+  agent: { id: string; name: string; enabled: boolean };
+  /** The agent's writable fields as stored (the agents schema's config). */
+  config: Record<string, unknown>;
+  /** Definitions of the custom tools the agent names (the tools schema's stored definition, with id). */
+  tools: { id: string; name: string; definition: Record<string, unknown> }[];
+}
+
+/** Requests a worker makes of main; each is answered by exactly one `reply` with the same `id`. */
+export type WorkerRequest =
+  | { type: 'authenticate'; id: number; secret: string; clientAddress: string }
+  | { type: 'resolve_agent'; id: number; orgId: string; project: string; agent: string }
+  | { type: 'resolve_project'; id: number; orgId: string; project: string }
+  | { type: 'resolve_tools'; id: number; orgId: string; projectId: string; names: string[] }
+  | { type: 'admit'; id: number; orgId: string; projectId: string; conversationId: string }
+  | { type: 'create_conversation'; id: number; conversation: NewConversation }
+  | { type: 'update_conversation'; id: number; conversationId: string; patch: ConversationPatch }
+  | { type: 'append_items'; id: number; conversationId: string; items: NewItem[] }
+  | { type: 'finish_conversation'; id: number; conversationId: string; finish: Finish; recordings: NewRecording[] };
+
+export interface ConversationPatch {
+  state?: 'configuring' | 'ready' | 'active';
+  external_id?: string | null;
+  started_at?: Date;
+  settings?: NewConversation['settings'];
+}
+
+/** What each request answers with, by type. */
+export interface WorkerReplies {
+  authenticate: Auth | null;
+  resolve_agent: ResolvedAgent | null;
+  resolve_project: { id: string; name: string } | null;
+  resolve_tools: ResolvedAgent['tools'];
+  admit: Admission;
+  create_conversation: { conversationId: string };
+  update_conversation: { updated: boolean };
+  append_items: { itemIds: string[] };
+  finish_conversation: { finished: boolean };
+}
+
+export type Reply =
+  | { type: 'reply'; id: number; ok: true; value: unknown }
+  | { type: 'reply'; id: number; ok: false; error: { message: string; status?: number; code?: string } };
+
+/** Notices a worker sends main without expecting an answer. */
+export type WorkerNotice =
+  | { type: 'worker_ready'; workerId: number; port: number }
+  | { type: 'conversation_opened'; workerId: number; conversationId: string; orgId: string }
+  | { type: 'conversation_closed'; workerId: number; conversationId: string }
+  | { type: 'load'; workerId: number; conversations: number }
+  /** Data for a socket relayed through main (observer or reconnect socket that landed on another worker). */
+  | { type: 'relay_to_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
+  | { type: 'relay_closed'; relayId: number; code: number; reason: string }
+  /** A socket on this worker needs a conversation another worker owns. */
+  | { type: 'relay_request'; relayId: number; conversationId: string; kind: RelayKind; auth: Auth }
+  | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean };
+
+export type RelayKind = 'observer' | 'reconnect';
+
+/** Messages main sends a worker. */
+export type MainMessage =
+  | Reply
+  | { type: 'relay_open'; relayId: number; conversationId: string; kind: RelayKind; auth: Auth }
+  | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
+  | { type: 'relay_to_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
+  | { type: 'relay_closed'; relayId: number; code: number; reason: string }
+  /** Telephony: a call main accepted (SIP) whose media and conversation this worker runs. */
+  | { type: 'call_assigned'; callId: string; conversationId: string; rtpPort: number; remote: { address: string; port: number }; payloadType: number; telephoneEventPayloadType: number | null; agent: ResolvedAgent; callInfo: { from_phone_number: string; to_phone_number: string } }
+  | { type: 'call_hangup'; callId: string }
+  | { type: 'call_dtmf'; callId: string; digits: string }
+  | { type: 'shutdown'; graceMs: number };
+
+export type WorkerMessage = WorkerRequest | WorkerNotice;
