@@ -5,6 +5,7 @@ import { outboundCallBody, outboundCallResponse } from '../schemas/outbound-call
 import { checkCapacity, leasePolicy } from '../store/leases.js';
 import { ApiError, conflict, invalidParam, notFound } from './errors.js';
 import { resolveProject } from './lookup.js';
+import { loadVoiceCatalog } from './voices.js';
 import type { RoutePlugin } from './routes.js';
 
 /** The project of a config that names no agent (spec, OutboundCallConfig: `project` default `main`). */
@@ -13,6 +14,7 @@ const DEFAULT_PROJECT = 'main';
 export const outboundCallRoutes: RoutePlugin = async (app, ctx) => {
   const { sql, settings } = ctx;
   const policy = leasePolicy(settings);
+  const voices = new Set(loadVoiceCatalog(settings).map((v) => v.id));
 
   app.post(
     '/v1/conversations/outbound_call',
@@ -32,6 +34,10 @@ export const outboundCallRoutes: RoutePlugin = async (app, ctx) => {
           select id, enabled from agents where project_id = ${project.id} and name = ${config.agent}`;
         if (!agent) throw notFound('agent', config.agent);
         if (!agent.enabled) throw conflict(`agent '${config.agent}' is disabled`, 'agent_disabled');
+      }
+
+      if (config?.voice_id !== undefined && !voices.has(config.voice_id)) {
+        throw invalidParam('config.voice_id', `no voice '${config.voice_id}' (see GET /v1/voices)`);
       }
 
       if (config?.tools?.length) {

@@ -54,6 +54,7 @@ for (const db of DB_KINDS) {
         [{ to_phone_number: TO, dry_run: true, config: { audio_speed: 1.25 } }, 'config.audio_speed'],
         [{ to_phone_number: TO, dry_run: true, config: { model: 'other' } }, 'config.model'],
         [{ to_phone_number: TO, dry_run: true, config: { tools: ['to_desk', 'nope'] } }, 'config.tools.1'],
+        [{ to_phone_number: TO, dry_run: true, config: { voice_id: 'nobody' } }, 'config.voice_id'],
         [{ to_phone_number: TO, dry_run: true, config: { outbound_number_pool: { active: ['123'], blocked: [] } } }, 'config.outbound_number_pool.active.0'],
         [{ to_phone_number: TO, dry_run: true, config: { configuration_endpoint: { url: 'http://example.com/cfg' } } }, 'config.configuration_endpoint.url'],
         [{ to_phone_number: TO, dry_run: true, config: { pronunciation_dictionary: [{ word: 'a', pronunciation: 'x' }, { word: 'a', pronunciation: 'y' }] } }, 'config.pronunciation_dictionary.1.word'],
