@@ -3,6 +3,9 @@
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
+// Real databases (and a PGlite template made on first use) under a parallel suite: more than tap's default.
+t.setTimeout(300_000);
+
 const policy = {
   name: 'recordings_s3',
   endpoint_url: 'https://s3.eu-west-1.amazonaws.com',

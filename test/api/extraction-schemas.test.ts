@@ -3,6 +3,9 @@
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
+// Real databases (and a PGlite template made on first use) under a parallel suite: more than tap's default.
+t.setTimeout(300_000);
+
 const fields = [
   { name: 'order_id', type: 'string', description: 'the order the caller asks about' },
   { name: 'items', type: 'int[]', description: null },

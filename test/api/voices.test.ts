@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import t from 'tap';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 
+// Real databases (and a PGlite template made on first use) under a parallel suite: more than tap's default.
+t.setTimeout(300_000);
+
 const SEVEN_DAYS_MS = 7 * 24 * 3600 * 1000;
 
 for (const db of DB_KINDS) {

@@ -3,6 +3,9 @@
 import t from 'tap';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 
+// Real databases (and a PGlite template made on first use) under a parallel suite: more than tap's default.
+t.setTimeout(300_000);
+
 for (const db of DB_KINDS) {
   t.test(`workspace on ${db}`, { timeout: 120_000 }, async (t) => {
     // 127.0.0.1 (the test client) is the trusted proxy: X-Forwarded-For from it names the client.
