@@ -10,7 +10,10 @@ import { badRequest, notFound, unauthorized } from './errors.js';
 import { projectQuery } from './lookup.js';
 import type { RoutePlugin } from './routes.js';
 
-/** Spec, "Authentication" 5: these endpoints answer 401 to an unsupported authentication method. */
+/**
+ * Spec, "Authentication" 5: these endpoints answer 401 to an unsupported authentication method, so session tokens
+ * are let through the auth hook (allowSessionToken) to be answered 401 here rather than the hook's 403.
+ */
 function requireApiKeyOr401(auth: Auth): void {
   if (auth.kind !== 'api_key') throw unauthorized('the phone-number endpoints accept API keys only');
 }
@@ -25,7 +28,10 @@ export const phoneNumberRoutes: RoutePlugin = async (app, ctx) => {
 
   app.patch(
     '/v1/agents/:nameOrId/phone-numbers',
-    { schema: { tags: ['agents'], params: nameOrIdParams, querystring: projectQuery, body: updateBody, response: { 200: successBody } } },
+    {
+      config: { allowSessionToken: true },
+      schema: { tags: ['agents'], params: nameOrIdParams, querystring: projectQuery, body: updateBody, response: { 200: successBody } },
+    },
     async (req) => {
       requireApiKeyOr401(req.auth);
       const { row } = await findAgent(sql, req.auth.orgId, req.query.project, req.params.nameOrId);
@@ -53,7 +59,10 @@ export const phoneNumberRoutes: RoutePlugin = async (app, ctx) => {
 
   app.delete(
     '/v1/agents/:nameOrId/custom-phone-numbers',
-    { schema: { tags: ['agents'], params: nameOrIdParams, querystring: projectQuery, body: deleteBody, response: { 200: successBody } } },
+    {
+      config: { allowSessionToken: true },
+      schema: { tags: ['agents'], params: nameOrIdParams, querystring: projectQuery, body: deleteBody, response: { 200: successBody } },
+    },
     async (req) => {
       requireApiKeyOr401(req.auth);
       const { row } = await findAgent(sql, req.auth.orgId, req.query.project, req.params.nameOrId);
