@@ -247,21 +247,42 @@ export async function appendItems(sql: Sql, conversationId: string, items: NewIt
   });
 }
 
-/** Moves a live conversation along its lifecycle (not to `ended`: use finishConversation). */
-export async function setState(
-  sql: Sql,
-  conversationId: string,
-  state: Exclude<ConversationState, 'ended'>,
-  startedAt?: Date,
-): Promise<boolean> {
-  const rows = await sql`update conversations set state = ${state},
-      started_at = coalesce(started_at, ${startedAt ?? null}::timestamptz)
-    where id = ${conversationId} and state <> 'ended' returning 1`;
+/** What a live conversation may change while in progress (`set_external_id`, prompt updates, lifecycle). */
+export interface ConversationUpdate {
+  state?: Exclude<ConversationState, 'ended'>;
+  external_id?: string | null;
+  started_at?: Date;
+  settings?: ConversationSettings;
+}
+
+/**
+ * Changes a conversation in progress; false when it has ended (finished, or canceled through the API: the live
+ * engine takes that as its signal to stop) or does not exist. `started_at` is set once.
+ */
+export async function updateConversation(sql: Sql, conversationId: string, u: ConversationUpdate): Promise<boolean> {
+  const set = withJson(sql, { ...(u.settings ?? {}), state: u.state, external_id: u.external_id });
+  const startedAt = u.started_at ?? null;
+  // postgres.js recognises its update helper only right after `set`: one statement per shape.
+  const rows =
+    Object.keys(set).length > 0
+      ? await sql`update conversations set ${sql(set)},
+          started_at = coalesce(started_at, ${startedAt}::timestamptz)
+        where id = ${conversationId} and state <> 'ended' returning 1`
+      : await sql`update conversations set started_at = coalesce(started_at, ${startedAt}::timestamptz)
+        where id = ${conversationId} and state <> 'ended' returning 1`;
   return rows.length > 0;
 }
 
-/** Ends a conversation and frees its lease; false when it had ended already (or does not exist). */
-export async function finishConversation(sql: Sql, conversationId: string, f: Finish): Promise<boolean> {
+/**
+ * Ends a conversation, stores its recordings and frees its lease; false when it had ended already (e.g. canceled)
+ * or does not exist, in which case nothing is written.
+ */
+export async function finishConversation(
+  sql: Sql,
+  conversationId: string,
+  f: Finish,
+  recordings: NewRecording[] = [],
+): Promise<boolean> {
   return sql.begin(async (tx) => {
     const set = withJson(tx, {
       state: 'ended',
@@ -278,7 +299,9 @@ export async function finishConversation(sql: Sql, conversationId: string, f: Fi
     const rows = await tx`update conversations set ${tx(set)}
       where id = ${conversationId} and state <> 'ended' returning 1`;
     await tx`delete from conversation_leases where conversation_id = ${conversationId}`;
-    return rows.length > 0;
+    if (rows.length === 0) return false;
+    for (const r of recordings) await upsertRecording(tx, conversationId, r);
+    return true;
   });
 }
 
@@ -336,6 +359,10 @@ export async function deleteConversationContent(sql: Sql, conversationId: string
 
 /** Records an audio file of a conversation (replacing an earlier one of the same side). */
 export async function addRecording(sql: Sql, conversationId: string, r: NewRecording): Promise<void> {
+  await upsertRecording(sql, conversationId, r);
+}
+
+async function upsertRecording(sql: Db, conversationId: string, r: NewRecording): Promise<void> {
   await sql`insert into conversation_recordings ${sql({ conversation_id: conversationId, ...r })}
     on conflict (conversation_id, side) do update set path = excluded.path, format = excluded.format,
       sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes,

@@ -12,7 +12,7 @@ import {
   getConversation,
   getRecording,
   listConversations,
-  setState,
+  updateConversation,
 } from '../../src/store/conversations.js';
 import { conversation as conversationSchema } from '../../src/schemas/conversations.js';
 
@@ -51,7 +51,13 @@ for (const db of DB_KINDS) {
       t.equal(got?.record.started_at, null);
 
       const startedAt = new Date('2026-11-22T10:00:00.000Z');
-      t.equal(await setState(sql, id, 'active', startedAt), true);
+      t.equal(await updateConversation(sql, id, { state: 'active', started_at: startedAt }), true);
+      t.equal(
+        await updateConversation(sql, id, { external_id: 'crm-2', settings: { system_prompt: 'Be brief.', template_variables: { customer: 'Ada' } } }),
+        true,
+        'set_external_id and prompt updates while live',
+      );
+      t.equal(await updateConversation(sql, id, { started_at: new Date(startedAt.getTime() + 5000) }), true);
       await appendItems(sql, id, [
         { role: 'user', live_transcript: 'Hello?', duration_ms: 820, started_at: startedAt },
       ]);
@@ -99,17 +105,22 @@ for (const db of DB_KINDS) {
           live_transcript: 'user: Hello?\nassistant: Hi Ada, let me look that up.',
           latencies_ms: [310.5],
           interruptions_count: 1,
-        }),
+        }, [
+          { side: 'both', path: `${id}/both.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 1234 },
+          { side: 'user', path: `${id}/user.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 1, bytes: 600 },
+        ]),
         true,
       );
+      t.match(await getRecording(sql, id, 'user'), { format: 'wav.gz', channels: 1, bytes: 600 }, 'recordings stored with the finish');
       got = await getConversation(sql, id);
       t.ok(got);
       const r = got!.record;
       t.ok(conversationSchema.safeParse(r).success, 'the record matches the spec schema');
       t.equal(got!.state, 'ended');
       t.equal(r.ended_by, 'assistant');
-      t.equal(r.started_at, startedAt.toISOString());
       t.equal(r.duration_ms, 3000);
+      t.equal(r.started_at, startedAt.toISOString(), 'started_at is set once');
+      t.match(got!.recording, { side: 'both', format: 'wav.gz' });
       t.same(r.call_info, { from_phone_number: 'anonymous', to_phone_number: '+14155550100' });
       t.same(r.analysis.latencies_ms, [310.5]);
       t.equal(r.analysis.interruptions_count, 1);
@@ -140,7 +151,10 @@ for (const db of DB_KINDS) {
         endpoint_headers: { 'x-k': 'v' },
       });
       t.match(a.tool_calls?.[1], { timed_out: true, endpoint_called_at: null, tool_call_output_timeout_ms: 5000 });
-      t.equal(await setState(sql, id, 'active'), false, 'an ended conversation does not come back');
+      t.equal(r.external_id, 'crm-2');
+      t.equal(r.system_prompt, 'Be brief.');
+      t.equal(await updateConversation(sql, id, { state: 'active' }), false, 'an ended conversation does not come back');
+      t.equal(await updateConversation(sql, 'conv_missing', { state: 'active' }), false);
     });
 
     t.test('cancel ends a conversation in progress once', async (t) => {
@@ -153,10 +167,13 @@ for (const db of DB_KINDS) {
       t.equal(await cancelConversation(sql, id), 'already_ended');
       t.equal(await cancelConversation(sql, 'conv_missing'), 'not_found');
       t.equal(
-        await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date() }),
+        await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date() }, [
+          { side: 'both', path: 'late.wav', format: 'wav', sample_rate: 8000, channels: 1, bytes: 1 },
+        ]),
         false,
         'the live engine cannot overwrite a cancel',
       );
+      t.equal(await getRecording(sql, id, 'both'), null, 'nor store recordings after it');
     });
 
     t.test('deleting content keeps the record with deletion_info', async (t) => {
