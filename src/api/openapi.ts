@@ -3,6 +3,7 @@
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.js';
+import { registerDocs } from './docs.js';
 import type { ApiApp } from './routes.js';
 
 export function registerOpenApi(app: ApiApp, ctx: AppContext): void {
@@ -25,5 +26,6 @@ export function registerOpenApi(app: ApiApp, ctx: AppContext): void {
   });
   app.register(async (scope) => {
     scope.get('/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => scope.swagger());
+    registerDocs(scope);
   });
 }
