@@ -2,6 +2,7 @@
 // URI to where a request is sent (a simplified RFC 3263: transport parameter, IP or A/AAAA, port).
 
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { parseNameAddr, serializeNameAddr } from '../message/address.js';
 import { Headers } from '../message/headers.js';
 import { BRANCH_MAGIC_COOKIE, SIP_VERSION, type NameAddr, type SipRequest, type SipResponse, type Uri } from '../message/types.js';
@@ -100,6 +101,6 @@ export async function resolveTarget(uri: Uri, fallback: TransportName = 'UDP'): 
   const transport: TransportName = param ? (param.toUpperCase() === 'TCP' ? 'TCP' : 'UDP') : fallback;
   const maddr = uri.params.get('maddr');
   const host = bareAddress(maddr ?? uri.host);
-  const address = await resolveHost(host);
+  const address = isIP(host) ? host : await resolveHost(host);
   return { transport, address, port: uri.port ?? DEFAULT_SIP_PORT };
 }

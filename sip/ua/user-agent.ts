@@ -57,6 +57,8 @@ export interface UacOptions {
   proxy?: string;
   /** Called for each provisional response. */
   onProvisional?: (res: SipResponse) => void;
+  /** Abort to CANCEL the INVITE (RFC 3261 9.1); the call then fails with SipError 487. */
+  signal?: AbortSignal;
 }
 
 export interface UserAgentEvents {
@@ -337,7 +339,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
         body: Buffer.from(offerText), contentType: SDP,
       });
       addVia(invite, this.#tx.sentBy, target.transport);
-      const res = await this.#sendInvite(invite, target, opts.onProvisional);
+      const res = await this.#sendInvite(invite, target, opts.onProvisional, opts.signal);
       if (res.status >= 200 && res.status < 300) return this.#confirmUac(invite, res, contact, target, offerText, opts.media ?? null);
       if ((res.status === 401 || res.status === 407) && digest) {
         const header = res.status === 401 ? 'WWW-Authenticate' : 'Proxy-Authenticate';
@@ -353,13 +355,17 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     }
   }
 
-  #sendInvite(invite: SipRequest, target: Target, onProvisional?: (res: SipResponse) => void): Promise<SipResponse> {
+  #sendInvite(invite: SipRequest, target: Target, onProvisional?: (res: SipResponse) => void, signal?: AbortSignal): Promise<SipResponse> {
+    if (signal?.aborted) return Promise.reject(new SipError(487, 'Request Terminated', 'aborted before the INVITE was sent'));
     return new Promise<SipResponse>((resolve, reject) => {
-      this.#tx.send(invite, target, {
+      const onAbort = () => ct.cancel();
+      const done = () => signal?.removeEventListener('abort', onAbort);
+      const ct: ClientTx = this.#tx.send(invite, target, {
         provisional: (res) => onProvisional?.(res),
-        final: resolve,
-        error: reject, // TransactionTimeoutError (Timer B) or TransportError
+        final: (res) => { done(); resolve(res); },
+        error: (err) => { done(); reject(err); }, // TransactionTimeoutError (Timer B) or TransportError
       });
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -15,7 +15,7 @@ t.test('calls through a 401-challenging SIPp callee succeed with the right passw
   const agent = await TestAgent.start({ port: AGENT_PORT });
   t.teardown(() => agent.close());
   const cwd = tempDir('sipp-digest');
-  const sipp = startSipp(['-sf', `${FIXTURES}uas_digest_challenge.xml`, '-i', '127.0.0.1', '-p', `${SIPP_PORT}`, '-m', '4', '-trace_stat', '-stf', `${cwd}/stat.csv`, '-trace_err', '-error_file', `${cwd}/err.log`], cwd);
+  const sipp = startSipp(['-sf', `${FIXTURES}uas_digest_challenge.xml`, '-i', '127.0.0.1', '-p', `${SIPP_PORT}`, '-mp', '30860', '-m', '4', '-trace_stat', '-stf', `${cwd}/stat.csv`, '-trace_err', '-error_file', `${cwd}/err.log`], cwd);
   t.teardown(() => sipp.stop());
   await new Promise((r) => setTimeout(r, 300));
   for (let i = 0; i < 3; i++) {

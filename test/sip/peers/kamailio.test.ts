@@ -18,7 +18,7 @@ t.test('SIPp -> Kamailio dispatcher -> test agent', async (t) => {
   const kamailio = await startKamailio(KAMAILIO_PORT, [`sip:127.0.0.1:${AGENT_PORT}`]);
   t.teardown(() => kamailio.stop());
 
-  const uac = await runSipp(['-sn', 'uac', '-i', '127.0.0.1', '-p', '15212', `127.0.0.1:${KAMAILIO_PORT}`, '-r', '10', '-m', `${CALLS}`, '-d', '100', '-timeout', '30s'], { timeoutMs: 40_000 });
+  const uac = await runSipp(['-sn', 'uac', '-i', '127.0.0.1', '-p', '15212', '-mp', '30840', `127.0.0.1:${KAMAILIO_PORT}`, '-r', '10', '-m', `${CALLS}`, '-d', '100', '-timeout', '30s'], { timeoutMs: 40_000 });
   if (uac.code !== 0) console.error(uac.stdout.slice(-1500), uac.errors.slice(-1000), kamailio.log.slice(-1500));
   t.equal(uac.code, 0, 'SIPp uac through Kamailio exited 0');
   t.equal(Number(uac.stats['SuccessfulCall(C)']), CALLS, `${CALLS} successful calls`);
@@ -33,7 +33,7 @@ t.test('SIPp -> Kamailio dispatcher -> test agent', async (t) => {
   agent.ua.on('dialog', (d) => {
     hangups.push(new Promise<void>((resolve, reject) => setTimeout(() => d.bye().then(resolve, reject), 100)));
   });
-  const waitBye = await runSipp(['-sf', `${FIXTURES}uac_wait_bye.xml`, '-i', '127.0.0.1', '-p', '15213', `127.0.0.1:${KAMAILIO_PORT}`, '-r', '10', '-m', '5', '-timeout', '30s'], { timeoutMs: 40_000 });
+  const waitBye = await runSipp(['-sf', `${FIXTURES}uac_wait_bye.xml`, '-i', '127.0.0.1', '-p', '15213', '-mp', '30850', `127.0.0.1:${KAMAILIO_PORT}`, '-r', '10', '-m', '5', '-timeout', '30s'], { timeoutMs: 40_000 });
   await Promise.all(hangups);
   if (waitBye.code !== 0) console.error(waitBye.stdout.slice(-1500), waitBye.errors.slice(-1000), kamailio.log.slice(-1500));
   t.equal(waitBye.code, 0, "SIPp got the agent's BYE through Kamailio for every call");

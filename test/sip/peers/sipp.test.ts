@@ -22,9 +22,9 @@ function expectClean(t: { equal: (...args: any[]) => boolean }, r: Awaited<Retur
 t.test('SIPp uac calls the agent', async (t) => {
   const agent = await TestAgent.start({ port: AGENT_PORT });
   t.teardown(() => agent.close());
-  for (const [transport, flag, port] of [['UDP', 'u1', 15201], ['TCP', 't1', 15202]] as const) {
+  for (const [transport, flag, port, mediaPort] of [['UDP', 'u1', 15201, 30800], ['TCP', 't1', 15202, 30810]] as const) {
     const before = agent.record.ended;
-    const r = await runSipp(['-sn', 'uac', '-i', '127.0.0.1', '-p', `${port}`, `127.0.0.1:${AGENT_PORT}`, '-t', flag, '-r', '10', '-m', `${CALLS}`, '-d', '100', '-timeout', '30s'], { timeoutMs: 40_000 });
+    const r = await runSipp(['-sn', 'uac', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, `127.0.0.1:${AGENT_PORT}`, '-t', flag, '-r', '10', '-m', `${CALLS}`, '-d', '100', '-timeout', '30s'], { timeoutMs: 40_000 });
     t.test(`over ${transport}`, async (t) => expectClean(t, r, CALLS));
     await agent.waitFor(() => agent.record.ended - before === CALLS, 5000, `${CALLS} BYEs over ${transport}`);
     t.same(agent.record.endReasons.slice(before), Array(CALLS).fill('bye_received'), `SIPp hung up every call over ${transport}`);
@@ -34,9 +34,9 @@ t.test('SIPp uac calls the agent', async (t) => {
 t.test('the agent calls SIPp uas', async (t) => {
   const agent = await TestAgent.start({ port: AGENT_PORT + 3 });
   t.teardown(() => agent.close());
-  for (const [transport, flag, port, uriParam] of [['UDP', 'u1', 15204, ''], ['TCP', 't1', 15205, ';transport=tcp']] as const) {
+  for (const [transport, flag, port, uriParam, mediaPort] of [['UDP', 'u1', 15204, '', 30820], ['TCP', 't1', 15205, ';transport=tcp', 30830]] as const) {
     const cwd = tempDir('sipp-uas');
-    const sipp = startSipp(['-sn', 'uas', '-i', '127.0.0.1', '-p', `${port}`, '-t', flag, '-m', `${CALLS}`, '-trace_stat', '-stf', `${cwd}/stat.csv`, '-trace_err', '-error_file', `${cwd}/err.log`], cwd);
+    const sipp = startSipp(['-sn', 'uas', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-t', flag, '-m', `${CALLS}`, '-trace_stat', '-stf', `${cwd}/stat.csv`, '-trace_err', '-error_file', `${cwd}/err.log`], cwd);
     t.teardown(() => sipp.stop());
     await new Promise((r) => setTimeout(r, 300));
     for (let i = 0; i < CALLS; i++) {

@@ -113,3 +113,28 @@ t.test('nobody at the address: TransactionTimeoutError from Timer B', async (t) 
   t.ok(err instanceof TransactionTimeoutError, `TransactionTimeoutError, got ${String(err)}`);
   t.ok(received >= 5, `INVITE retransmitted on Timer A (${received} sends)`);
 });
+
+t.test('CANCEL: the caller aborts a ringing call, the callee sees it cancelled, the caller gets 487', async (t) => {
+  const a = await createUserAgent({ host: '127.0.0.1', port: 0 });
+  const b = await createUserAgent({ host: '127.0.0.1', port: 0 });
+  t.teardown(() => a.close());
+  t.teardown(() => b.close());
+  let cancelled = false;
+  const ringing = new Promise<void>((resolve) => {
+    b.on('invite', (req, res) => {
+      res.send(180, 'Ringing');
+      res.cancelled.then(() => { cancelled = true; });
+      resolve();
+      void req;
+    });
+  });
+  const abort = new AbortController();
+  const provisional: number[] = [];
+  const call = a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), signal: abort.signal, onProvisional: (r) => provisional.push(r.status) }).catch((e: unknown) => e);
+  await ringing;
+  await until(() => provisional.includes(180), '180 Ringing at the caller');
+  abort.abort();
+  const err = await call;
+  t.ok(err instanceof SipError && err.status === 487, `487 Request Terminated, got ${String(err)}`);
+  await until(() => cancelled, 'the callee saw the CANCEL');
+});
