@@ -600,9 +600,12 @@ export async function listConversations(sql: Sql, f: ListFilter): Promise<ListPa
   if (f.external_id !== undefined) and(sql`c.external_id = ${f.external_id}`);
   if (f.duration_min !== undefined) and(sql`c.duration_ms >= ${f.duration_min * MS_PER_SEC}`);
   if (f.duration_max !== undefined) and(sql`c.duration_ms <= ${f.duration_max * MS_PER_SEC}`);
-  if (f.started_at_min) and(sql`c.started_at >= ${f.started_at_min.at}`);
+  // sort_at equals started_at wherever started_at is set: the repeated bound lets the (project, sort_at) index
+  // serve the range.
+  if (f.started_at_min) and(sql`c.started_at >= ${f.started_at_min.at} and c.sort_at >= ${f.started_at_min.at}`);
   if (f.started_at_max) {
-    and(f.started_at_max.exclusive ? sql`c.started_at < ${f.started_at_max.at}` : sql`c.started_at <= ${f.started_at_max.at}`);
+    const at = f.started_at_max.at;
+    and(f.started_at_max.exclusive ? sql`c.started_at < ${at} and c.sort_at < ${at}` : sql`c.started_at <= ${at} and c.sort_at <= ${at}`);
   }
   const key = (id: string) => sql`(select k.sort_at, k.id from conversations k where k.id = ${id})`;
   const exists = async (cond: ReturnType<Sql>) =>
