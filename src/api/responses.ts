@@ -63,8 +63,13 @@ export const responsesRoutes: RoutePlugin = async (app, ctx) => {
         }
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const body = request.body;
+      // A client that goes away cancels its generation (and the chat-model requests in flight).
+      const cancel = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) cancel.abort(new Error('the client closed the request'));
+      });
       let stored: ReadonlyMap<string, StoredTool> = new Map();
       if (body.project !== undefined) {
         const project = await resolveProject(sql, request.auth.orgId, body.project);
@@ -80,9 +85,13 @@ export const responsesRoutes: RoutePlugin = async (app, ctx) => {
       }
       try {
         // chat is non-null: the gate is closed without a chat model.
-        const responses = await generateResponses(body, offered, { chat: chat!, search, log });
+        const responses = await generateResponses(body, offered, { chat: chat!, search, log, signal: cancel.signal });
         return { responses };
       } catch (err) {
+        if (cancel.signal.aborted) {
+          log.info({ reason: (cancel.signal.reason as Error).message }, 'generation cancelled');
+          throw new ApiError(499, 'client closed the request', { code: 'client_closed_request' });
+        }
         if (err instanceof ChatUpstreamInvalidError) {
           log.warn({ err }, 'chat model answer unusable');
           throw new ApiError(502, `invalid response from the chat model: ${err.message}`, { code: 'upstream_invalid' });

@@ -399,3 +399,21 @@ t.test('the endpoint is in the OpenAPI document with its request and response sc
   t.ok(op.requestBody.content['application/json'].schema.properties.input, 'the body schema');
   t.ok(op.responses['200'], 'the 200 schema');
 });
+
+t.test('a client that goes away cancels the chat-model request in flight', async (t) => {
+  chat.script({ hang: true });
+  const before = chat.abandoned;
+  const ac = new AbortController();
+  const pending = fetch(`${server.url}/v1/responses`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ system_prompt: 'x', input: [user('hi')] }),
+    signal: ac.signal,
+  });
+  await chat.waitForRequests(1);
+  ac.abort();
+  await t.rejects(pending);
+  while (chat.abandoned === before) await new Promise((r) => setTimeout(r, 10));
+  t.equal(chat.abandoned, before + 1, 'the upstream request was closed before its answer');
+  t.equal(chat.requests.length, 1, 'and not retried');
+});

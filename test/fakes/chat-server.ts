@@ -46,6 +46,10 @@ export interface FakeChatServer {
   script(...steps: ChatStep[]): void;
   /** The step used when the script is empty (default: a reply "Hello."). */
   fallback: ChatStep;
+  /** Requests on `hang` whose client gave up (closed the connection) before any answer. */
+  abandoned: number;
+  /** Resolves once `n` requests were received in all. */
+  waitForRequests(n: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -83,12 +87,18 @@ export async function startFakeChatServer(): Promise<FakeChatServer> {
   const queue: ChatStep[] = [];
   const requests: RecordedChatRequest[] = [];
   const hanging = new Set<ServerResponse>();
+  const waiters: { n: number; resolve: () => void }[] = [];
+  let closing = false;
   const fake: FakeChatServer = {
     baseUrl: '',
     requests,
     script: (...steps) => void queue.push(...steps),
     fallback: { reply: { content: 'Hello.' } },
+    abandoned: 0,
+    waitForRequests: (n) =>
+      requests.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
     close: async () => {
+      closing = true;
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -109,7 +119,10 @@ export async function startFakeChatServer(): Promise<FakeChatServer> {
       res.end(step.raw);
     } else if ('hang' in step) {
       hanging.add(res);
-      res.on('close', () => hanging.delete(res));
+      res.on('close', () => {
+        if (!closing) fake.abandoned++;
+        hanging.delete(res);
+      });
     } else {
       res.socket?.destroy();
     }
@@ -134,6 +147,10 @@ export async function startFakeChatServer(): Promise<FakeChatServer> {
       }
       const recorded: RecordedChatRequest = { path: req.url, headers: req.headers, body };
       requests.push(recorded);
+      for (const w of waiters.filter((w) => requests.length >= w.n)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
       perform(queue.shift() ?? fake.fallback, recorded, res);
     });
   });
