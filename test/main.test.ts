@@ -1,0 +1,104 @@
+// `npm start` as a user runs it: start-up on PostgreSQL with a bootstrap key, the printed key on an empty
+// embedded database, clean shutdown on SIGTERM, and a bad setting stopping start-up with its name.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import postgres from 'postgres';
+import t from 'tap';
+import { POSTGRES_ADMIN_URL } from './helpers/server.js';
+
+t.setTimeout(300_000);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+interface Running {
+  output: () => string;
+  waitFor(re: RegExp): Promise<RegExpExecArray>;
+  exited: Promise<number | null>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+function startMain(env: Record<string, string>): Running {
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, PARLEY_HTTP_PORT: '0', PARLEY_LOG_LEVEL: 'info', ...env };
+  if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv });
+  let out = '';
+  const waiters: (() => void)[] = [];
+  const onData = (d: Buffer) => {
+    out += d.toString();
+    for (const w of waiters.splice(0)) w();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
+    for (const w of waiters.splice(0)) w();
+    resolve(code);
+  }));
+  return {
+    output: () => out,
+    exited,
+    kill: (signal) => child.kill(signal),
+    waitFor(re) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const m = re.exec(out);
+          if (m) return resolve(m);
+          if (child.exitCode !== null) return reject(new Error(`exited ${child.exitCode} before ${re}: ${out}`));
+          waiters.push(check);
+        };
+        check();
+      });
+    },
+  };
+}
+
+t.test('starts on PostgreSQL with PARLEY_BOOTSTRAP_API_KEY, serves it, stops on SIGTERM', async (t) => {
+  const name = `parley_test_main_${Date.now().toString(36)}`;
+  const admin = postgres(POSTGRES_ADMIN_URL, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  t.teardown(async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  const key = 'bootstrap-key-for-tests-0123456789';
+  const main = startMain({ DATABASE_URL: url.toString(), PARLEY_BOOTSTRAP_API_KEY: key });
+  const [, base] = await main.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"control plane listening"/);
+  const res = await fetch(`${base}/v1/projects`, { headers: { authorization: `Bearer ${key}` } });
+  t.equal(res.status, 200);
+  t.equal(((await res.json()) as { projects: { name: string }[] }).projects[0].name, 'main');
+  t.notMatch(main.output(), /shown once/, 'a given bootstrap key is not printed');
+  main.kill('SIGTERM');
+  t.equal(await main.exited, 0, 'clean exit');
+});
+
+t.test('an empty embedded database: prints a working key once; the lock is released at exit', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-main-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const main = startMain({ PARLEY_DATA_DIR: dataDir });
+  const [, key] = await main.waitFor(/Parley API key \(shown once, keep it\): (pk_\S+)/);
+  const [, base] = await main.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"control plane listening"/);
+  t.ok(existsSync(join(dataDir, 'parley.lock')), 'the running server holds the lock');
+  const res = await fetch(`${base}/v1/projects`, { headers: { authorization: `Bearer ${key}` } });
+  t.equal(res.status, 200);
+  main.kill('SIGINT');
+  t.equal(await main.exited, 0);
+  t.notOk(existsSync(join(dataDir, 'parley.lock')));
+
+  const again = startMain({ PARLEY_DATA_DIR: dataDir });
+  await again.waitFor(/control plane listening/);
+  t.notMatch(again.output(), /shown once/, 'the key is printed only on the first start');
+  again.kill('SIGTERM');
+  t.equal(await again.exited, 0);
+});
+
+t.test('a bad setting stops start-up naming it', async (t) => {
+  const main = startMain({ PARLEY_HTTP_PORT: 'eighty', DATABASE_URL: 'postgres://127.0.0.1:1/none' });
+  t.equal(await main.exited, 1);
+  t.match(main.output(), /PARLEY_HTTP_PORT/);
+  const db = startMain({ DATABASE_URL: 'mysql://x' });
+  t.equal(await db.exited, 1);
+  t.match(db.output(), /DATABASE_URL: must be a postgres/);
+});
