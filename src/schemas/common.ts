@@ -75,6 +75,13 @@ function isPrivateV6(addr: string): boolean {
   if (a === '::' || a === '::1') return true; // RFC 4291 2.5.2, 2.5.3: unspecified, loopback
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a); // RFC 4291 2.5.5.2 IPv4-mapped
   if (mapped) return isPrivateV4(mapped[1]);
+  // The same, as the URL parser writes it (`::ffff:a00:1`).
+  const mappedHex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
+  if (mappedHex) {
+    const hi = parseInt(mappedHex[1], 16);
+    const lo = parseInt(mappedHex[2], 16);
+    return isPrivateV4(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+  }
   const first = parseInt(a.split(':')[0] || '0', 16);
   if ((first & 0xfe00) === 0xfc00) return true; // RFC 4193 unique local fc00::/7
   if ((first & 0xffc0) === 0xfe80) return true; // RFC 4291 link-local fe80::/10
