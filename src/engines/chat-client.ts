@@ -39,12 +39,20 @@ export interface ChatFunctionTool {
 
 export type ChatToolChoice = 'auto' | 'none' | 'required';
 
+/** OpenAI `response_format`: free text, any JSON object, or JSON valid against a schema (structured outputs). */
+export type ChatResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; schema: Record<string, unknown>; strict?: boolean } };
+
 export interface ChatRequest {
   messages: ChatMessage[];
   tools?: ChatFunctionTool[];
   toolChoice?: ChatToolChoice;
   temperature?: number;
   maxTokens?: number;
+  /** For structured output (post-call extraction); servers without support answer 400 (ChatUpstreamInvalidError). */
+  responseFormat?: ChatResponseFormat;
   /** Cancels the whole request, retries included. */
   signal?: AbortSignal;
 }
@@ -55,6 +63,8 @@ export interface ChatCompletion {
   toolCalls: ChatToolCall[];
   finishReason: string | null;
   model: string | null;
+  /** Token counts when the server reports them. */
+  usage: { promptTokens: number; completionTokens: number } | null;
 }
 
 export class ChatUpstreamUnavailableError extends Error {
@@ -106,6 +116,7 @@ const toolCallSchema = z.object({
 
 const completionSchema = z.object({
   model: z.string().optional(),
+  usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number() }).nullish().catch(null),
   choices: z
     .array(
       z.object({
@@ -175,6 +186,7 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
     }
     if (request.temperature !== undefined) payload.temperature = request.temperature;
     if (request.maxTokens !== undefined) payload.max_tokens = request.maxTokens;
+    if (request.responseFormat !== undefined) payload.response_format = request.responseFormat;
     return JSON.stringify(payload);
   }
 
@@ -253,6 +265,9 @@ export function parseCompletion(text: string): ChatCompletion {
     toolCalls,
     finishReason: choice.finish_reason ?? null,
     model: parsed.data.model ?? null,
+    usage: parsed.data.usage
+      ? { promptTokens: parsed.data.usage.prompt_tokens, completionTokens: parsed.data.usage.completion_tokens }
+      : null,
   };
 }
 

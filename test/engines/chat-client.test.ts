@@ -70,6 +70,19 @@ t.test('without tools no tools or tool_choice are sent; a null content reads as 
   t.notOk('authorization' in fake.requests[0]!.headers);
 });
 
+t.test('sends temperature, max_tokens and response_format; reads usage', async (t) => {
+  fake.script({ reply: { content: '{"name":"Ada"}' } }, { raw: JSON.stringify({ choices: [{ message: { content: 'x' } }], usage: 'weird' }) });
+  const { c } = client();
+  const format = { type: 'json_schema', json_schema: { name: 'person', schema: { type: 'object' }, strict: true } } as const;
+  const out = await c.complete({ messages: [{ role: 'user', content: 'who?' }], temperature: 0, maxTokens: 50, responseFormat: format });
+  t.equal(out.content, '{"name":"Ada"}');
+  t.same(out.usage, { promptTokens: 12, completionTokens: 5 });
+  t.match(fake.requests[0]!.body, { temperature: 0, max_tokens: 50, response_format: format });
+  const odd = await c.complete({ messages: [{ role: 'user', content: 'x' }] });
+  t.equal(odd.usage, null, 'an unreadable usage is no usage, not an invalid answer');
+  t.equal(odd.finishReason, null);
+});
+
 t.test('retries 5xx and 429 with exponential backoff, then succeeds', async (t) => {
   fake.script({ status: 500 }, { status: 429 }, { reply: { content: 'ok' } });
   const { c, sleeps } = client({ maxRetries: 3, random: () => 0.5 });

@@ -58,6 +58,7 @@ export function completionBody(content: string | null, toolCalls: FakeToolCall[]
     id: 'chatcmpl-fake',
     object: 'chat.completion',
     model,
+    usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17 },
     choices: [
       {
         index: 0,

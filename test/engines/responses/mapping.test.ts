@@ -25,6 +25,7 @@ const completion = (content: string, calls: { name: string; args: unknown }[] = 
   })),
   finishReason: null,
   model: null,
+  usage: null,
 });
 
 let ids = 0;
