@@ -11,6 +11,7 @@ import { generateResponses } from '../engines/responses/generate.js';
 import { takeToken } from '../engines/responses/rate-limit.js';
 import { resolveTools, storedToolNames, ToolReferenceError, type StoredTool } from '../engines/responses/resolve.js';
 import { loadStoredTools } from '../engines/responses/stored-tools.js';
+import type { OfferedTool } from '../engines/responses/tools.js';
 import { createWebSearch } from '../engines/responses/web-search.js';
 import { errorBody, validationErrorBody } from '../schemas/common.js';
 import { responsesRequestBody, responsesResponseBody } from '../schemas/responses.js';
@@ -76,7 +77,7 @@ export const responsesRoutes: RoutePlugin = async (app, ctx) => {
         const names = storedToolNames(body.tools);
         if (names.length > 0) stored = await loadStoredTools(sql, project.id, names);
       }
-      let offered;
+      let offered: OfferedTool[];
       try {
         offered = resolveTools(body, stored, { webSearch: search !== null });
       } catch (err) {
