@@ -138,3 +138,29 @@ t.test('CANCEL: the caller aborts a ringing call, the callee sees it cancelled, 
   t.ok(err instanceof SipError && err.status === 487, `487 Request Terminated, got ${String(err)}`);
   await until(() => cancelled, 'the callee saw the CANCEL');
 });
+
+t.test('session timers when the caller asks: 422 below Min-SE, then the UAS refreshes at half the interval', async (t) => {
+  const { ManualClock } = await import('../../../sip/index.js');
+  const clock = new ManualClock();
+  const a = await createUserAgent({ host: '127.0.0.1', port: 0 });
+  const b = await createUserAgent({ host: '127.0.0.1', port: 0, clock });
+  t.teardown(() => a.close());
+  t.teardown(() => b.close());
+  const answered: Dialog[] = [];
+  b.on('invite', (req) => { b.createUAS(req, { media: media(30410) }).then((d) => answered.push(d), () => undefined); });
+  const small = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), headers: [['Session-Expires', '30']] }).catch((e: unknown) => e);
+  t.ok(small instanceof SipError && small.status === 422, '422 Session Interval Too Small');
+
+  const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), headers: [['Session-Expires', '120;refresher=uas']] });
+  await until(() => answered.length === 1 && !answered[0].awaitingAck, 'answered and ACKed');
+  const refreshes: string[] = [];
+  dialog.on('modified', (e) => refreshes.push(e.remoteSdp));
+  clock.advance(59_000);
+  await new Promise((r) => setTimeout(r, 100));
+  t.same(refreshes, [], 'no refresh before half the interval');
+  clock.advance(1_000);
+  await until(() => refreshes.length === 1, 'the UAS re-INVITEd at 60 s');
+  t.match(refreshes[0], /m=audio 30410 /, 'the refresh carries the session\'s SDP');
+  t.equal(answered[0].state, 'confirmed');
+  t.equal(dialog.state, 'confirmed');
+});
