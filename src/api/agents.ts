@@ -44,6 +44,7 @@ import type { AppContext } from './context.js';
 import { ApiError, badRequest, conflict, forbidden, notFound } from './errors.js';
 import { isId, ownedBy, projectQuery, resolveProject } from './lookup.js';
 import type { RoutePlugin } from './routes.js';
+import { loadVoiceCatalog } from './voices.js';
 
 /** Built-in tools an agent may name in `tools` and configure in `built_in_tool_configs` (spec, endpoint 17). */
 export const BUILT_IN_TOOL_IDS = [
@@ -234,6 +235,9 @@ export async function writeAgent(
   const issues: Record<string, string> = {};
   const phones = planPhones(current, body, issues);
   for (const issue of agentRuleIssues(cfg, { hasPhone: phones.length > 0 })) issues[issue.path] ??= issue.message;
+  if (!loadVoiceCatalog(settings).some((v) => v.id === cfg.voice_id)) {
+    issues.voice_id = `no voice '${cfg.voice_id}' in the catalog (see GET /v1/voices)`;
+  }
   await storeIssues(sql, orgId, project.id, existing?.id ?? null, { name, slug, config: cfg, phones }, issues);
   if (Object.keys(issues).length > 0) {
     const [first] = Object.keys(issues);

@@ -296,3 +296,11 @@ export function agentWriteLocks(owner: object): AgentWriteLocks {
   }
   return locks;
 }
+
+/** The agent a phone number is assigned to, with the number's own configuration endpoint (inbound calls). */
+export async function agentByPhoneNumber(sql: Sql, number: string): Promise<{ row: AgentRow; phone: PhoneRow } | undefined> {
+  const phone = await phoneOwner(sql, number);
+  if (!phone) return undefined;
+  const row = await agentById(sql, phone.agent_id);
+  return row ? { row, phone } : undefined;
+}

@@ -58,3 +58,9 @@ export async function updateTool(sql: Sql, id: string, def: ToolDefinition): Pro
 export async function deleteTool(sql: Sql, id: string): Promise<void> {
   await sql`delete from tools where id = ${id}`;
 }
+
+/** The tools of a project among `names` (what a live conversation of an agent naming them needs). */
+export async function toolsByNames(sql: Sql, projectId: string, names: string[]): Promise<ToolRow[]> {
+  if (names.length === 0) return [];
+  return sql<ToolRow[]>`select * from tools where project_id = ${projectId} and name = any(${names}) order by name`;
+}

@@ -141,6 +141,7 @@ for (const db of DB_KINDS) {
         ['integrations only on update', { name: 'a25', integrations: [] }, 'integrations'],
         ['enum', { name: 'a26', audio_format: 'mp3' }, 'audio_format'],
         ['timezone', { name: 'a27', timezone: 'Nowhere/Land' }, 'timezone'],
+        ['voice in the catalog', { name: 'a28', voice_id: 'nobody' }, 'voice_id'],
       ];
       for (const [what, body, param] of cases) {
         const res = await client.put('/v1/agents/upsert', body);

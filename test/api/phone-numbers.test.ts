@@ -1,6 +1,6 @@
 // Phone numbers of an agent over real HTTP (spec endpoints 4 and 5), on both databases.
 import t from 'tap';
-import { agentWriteLocks } from '../../src/store/agents.js';
+import { agentByPhoneNumber, agentWriteLocks } from '../../src/store/agents.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
 for (const db of DB_KINDS) {
@@ -29,6 +29,10 @@ for (const db of DB_KINDS) {
       t.equal(await endpointOf('+14155552001'), null);
       const agent = (await client.get('/v1/agents/sales')).body.agent;
       t.match(agent, { custom_phone_numbers: ['+14155552001'], audio_format: 'mulaw_8000' });
+      const inbound = await agentByPhoneNumber(server.sql, '+14155552001');
+      t.equal(inbound?.row.id, sales.id, 'an inbound call on the number finds its agent');
+      t.equal(inbound?.phone.kind, 'custom');
+      t.equal(await agentByPhoneNumber(server.sql, '+14155552999'), undefined);
       const hist = await server.sql<{ version: number }[]>`select version from agent_versions where agent_id = ${sales.id} order by version`;
       t.same(hist.map((r) => r.version), [1, 2, 3], 'each change of numbers is a version');
     });

@@ -1,5 +1,6 @@
 // Tools over real HTTP (spec endpoints 7, 8, 9 and get/update), on both databases.
 import t from 'tap';
+import { toolsByNames } from '../../src/store/tools.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
 const webhook = {
@@ -81,6 +82,9 @@ for (const db of DB_KINDS) {
       const byName = Object.fromEntries(list.body.tools.map((x: { name: string }) => [x.name, x]));
       t.match(byName.to_desk, { keep_listening: true, use_agent_phone_number: true, uninterruptible: true, detect_voicemail: false, dtmf: null, dynamic_dtmf: false, post_transfer_message: null, on_transfer_no_answer: 'return_to_assistant', parameters: [] });
       t.match(byName.to_desk_leave, { keep_listening: false, use_agent_phone_number: false });
+      const stored = await toolsByNames(server.sql, server.projectId, ['to_desk', 'get_weather', 'missing']);
+      t.same(stored.map((r) => r.name), ['get_weather', 'to_desk'], 'a conversation resolves the tools its agent names');
+      t.equal(stored[1].definition.keep_listening, true, 'keep_listening is stored as resolved at create');
     });
 
     t.test('400 with param_errors for each broken rule', async (t) => {
