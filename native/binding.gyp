@@ -10,7 +10,10 @@
         "src/bind_resampler.cc",
         "src/fft.cc",
         "src/vad.cc",
-        "src/bind_vad.cc"
+        "src/bind_vad.cc",
+        "src/dtmf.cc",
+        "src/tone.cc",
+        "src/bind_detectors.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],

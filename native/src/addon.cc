@@ -7,6 +7,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   parley::InitG711(env, exports);
   parley::InitResampler(env, exports);
   parley::InitVad(env, exports);
+  parley::InitDetectors(env, exports);
   return exports;
 }
 

@@ -52,6 +52,13 @@ interface Addon {
   vadReadPrebuffer(handle: Handle, out: Int16Array): number;
   vadPrebufferCapacity(handle: Handle): number;
   vadReset(handle: Handle): void;
+  createDtmf(rateHz: number): Handle;
+  dtmfProcess(handle: Handle, frame: Int16Array, out: Uint8Array): number;
+  dtmfReset(handle: Handle): void;
+  createTone(rateHz: number, minHz: number, maxHz: number, minDurationMs: number): Handle;
+  toneProcess(handle: Handle, frame: Int16Array): number;
+  toneInfo(handle: Handle, out: Float64Array): void;
+  toneReset(handle: Handle): void;
 }
 
 function load(): Addon {
@@ -292,6 +299,107 @@ export class Vad {
   }
 
   /** Frees the native state; the VAD must not be used afterwards. */
+  destroy(): void {
+    addon.destroy(this.handle);
+  }
+}
+
+// ---- DTMF (ITU-T Q.23 frequencies, Q.24 receiver limits; see native/src/dtmf.h for the rules implemented) ----
+
+/**
+ * An in-band DTMF receiver for one stream: operates on tones of 40 ms or more, never on tones of 20 ms or less,
+ * frequency deviation +-1.5 % accepted / +-3.5 % rejected, twist 8 dB normal / 4 dB reverse, with talk-off
+ * guards (group margin, energy share, steadiness, second harmonic).
+ */
+export class DtmfDetector {
+  private readonly handle: Handle;
+  private readonly scratch = new Uint8Array(64);
+
+  constructor(readonly rateHz: ResamplerRate = 8000) {
+    this.handle = addon.createDtmf(rateHz);
+  }
+
+  /** Feeds a frame; writes each new digit's ASCII code ('0'-'9', '*', '#', 'A'-'D') into out; returns the count. */
+  process(frame: Int16Array, out: Uint8Array): number {
+    return addon.dtmfProcess(this.handle, frame, out);
+  }
+
+  /** Feeds a frame and returns the new digits as a string (allocates; for edges and tests). */
+  detect(frame: Int16Array): string {
+    const n = addon.dtmfProcess(this.handle, frame, this.scratch);
+    return n === 0 ? '' : String.fromCharCode(...this.scratch.subarray(0, n));
+  }
+
+  reset(): void {
+    addon.dtmfReset(this.handle);
+  }
+
+  /** Frees the native state; the detector must not be used afterwards. */
+  destroy(): void {
+    addon.destroy(this.handle);
+  }
+}
+
+// ---- Single tone (answering-machine beep) ----
+
+/** Bits returned by ToneDetector.process(). When both are set in one call, the end came first. */
+export const TONE_NONE = 0;
+export const TONE_START = 1;
+export const TONE_END = 2;
+
+export interface ToneOptions {
+  minHz: number;
+  maxHz: number;
+  minDurationMs: number;
+}
+
+export const TONE_DEFAULTS = { minHz: 400, maxHz: 2000, minDurationMs: 100 } as const satisfies ToneOptions;
+
+/**
+ * Detects one steady sinusoid in [minHz, maxHz] lasting minDurationMs (an answering machine's beep): reports
+ * TONE_START once the tone has lasted that long (frequencyHz and startSample tell which and since when) and
+ * TONE_END when it stops (endSample).
+ */
+export class ToneDetector {
+  private readonly handle: Handle;
+  private readonly info = new Float64Array(3);
+
+  constructor(
+    readonly rateHz: ResamplerRate = 8000,
+    options: Partial<ToneOptions> = {},
+  ) {
+    const o = { ...TONE_DEFAULTS, ...options };
+    this.handle = addon.createTone(rateHz, o.minHz, o.maxHz, o.minDurationMs);
+  }
+
+  /** Feeds a frame; returns TONE_* bits. */
+  process(frame: Int16Array): number {
+    return addon.toneProcess(this.handle, frame);
+  }
+
+  /** Frequency of the current (or last) tone, Hz. */
+  get frequencyHz(): number {
+    addon.toneInfo(this.handle, this.info);
+    return this.info[0];
+  }
+
+  /** Sample index where the current (or last) tone began. */
+  get startSample(): number {
+    addon.toneInfo(this.handle, this.info);
+    return this.info[1];
+  }
+
+  /** Sample index just after the last tonal step of the current (or last) tone. */
+  get endSample(): number {
+    addon.toneInfo(this.handle, this.info);
+    return this.info[2];
+  }
+
+  reset(): void {
+    addon.toneReset(this.handle);
+  }
+
+  /** Frees the native state; the detector must not be used afterwards. */
   destroy(): void {
     addon.destroy(this.handle);
   }
