@@ -2,7 +2,6 @@
 // lease admissions per second. Seeds SEED_CONVERSATIONS conversations with ITEMS_PER_CONVERSATION items each.
 // Run: node --import tsx bench/conversations.ts   (writes bench/results/conversations.json)
 import { mkdirSync, writeFileSync } from 'node:fs';
-import autocannon from 'autocannon';
 import { startTestServer } from '../test/helpers/server.js';
 import { admit, leasePolicy, release } from '../src/store/leases.js';
 
@@ -11,6 +10,17 @@ const ITEMS_PER_CONVERSATION = 6;
 const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 5);
 const CONNECTIONS = 10;
 const ADMISSIONS = 2_000;
+
+/** The part of autocannon's API used here (the package ships no type declarations). */
+interface AutocannonResult {
+  requests: { average: number };
+  latency: { p50: number; p99: number };
+  errors: number;
+  non2xx: number;
+}
+type Autocannon = (opts: { url: string; connections: number; duration: number; headers: Record<string, string> }) => Promise<AutocannonResult>;
+const AUTOCANNON = 'autocannon';
+const autocannon = ((await import(AUTOCANNON)) as { default: Autocannon }).default;
 
 interface Figures {
   requests_per_sec: number;
