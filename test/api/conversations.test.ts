@@ -116,6 +116,21 @@ for (const db of DB_KINDS) {
       await server.sql`delete from conversations where id = ${id}`;
     });
 
+    t.test("the record's agent: is_deleted follows the agent's existence", async (t) => {
+      const upsert = await client.put('/v1/agents/upsert', { name: 'helper' });
+      t.equal(upsert.status, 200);
+      const agentId = (await client.get('/v1/agents/helper')).body.agent.id;
+      t.match(agentId, /^agent_/);
+      const id = await createConversation(server.sql, {
+        orgId: server.orgId, projectId: server.projectId, origin: 'web', agent: { id: agentId, name: 'helper' },
+        finish: { ended_by: 'user', ended_at: new Date() },
+      });
+      t.same((await client.get(`/v1/conversations/${id}`)).body.conversation.agent, { id: agentId, name: 'helper', is_deleted: false });
+      t.equal((await client.delete('/v1/agents/helper')).status, 200);
+      t.same((await client.get(`/v1/conversations/${id}`)).body.conversation.agent, { id: agentId, name: 'helper', is_deleted: true });
+      await server.sql`delete from conversations where id = ${id}`;
+    });
+
     t.test('get: 404, 403, 401 and a bad audio_container', async (t) => {
       t.equal((await client.get('/v1/conversations/conv_nope')).status, 404);
       const other = await createWorkspace(server.sql, 'other-ws-get');
