@@ -63,6 +63,28 @@ for (const db of DB_KINDS) {
       t.equal((await client.get('/v1/projects/support')).status, 404);
     });
 
+    t.test('default_agent names an agent of the project; active_conversations counts live leases', async (t) => {
+      const upserted = await client.put('/v1/agents/upsert', { name: 'front-desk', system_prompt: 'Greet callers.' });
+      t.equal(upserted.status, 200);
+      const agent = upserted.body.agent;
+      t.same((await client.patch('/v1/projects/main', { default_agent: 'front-desk' })).body, { success: true });
+      t.same((await client.get('/v1/projects/main')).body.project.default_agent, { id: agent.id, name: 'front-desk' });
+      const unknown = await client.patch('/v1/projects/main', { default_agent: 'nobody' });
+      t.equal(unknown.status, 400);
+      t.ok(unknown.body.param_errors.default_agent);
+      t.same((await client.patch('/v1/projects/main', { default_agent: agent.id })).body, { success: true }, 'by id too');
+
+      await server.sql`insert into conversation_leases (conversation_id, project_id, node_id, expires_at) values
+        ('conv_live_1', ${server.projectId}, 'node-a', now() + interval '1 minute'),
+        ('conv_live_2', ${server.projectId}, 'node-b', now() + interval '1 minute'),
+        ('conv_dead_1', ${server.projectId}, 'node-c', now() - interval '1 second')`;
+      const got = (await client.get('/v1/projects/main')).body.project;
+      t.equal(got.active_conversations, 2, 'expired leases (dead nodes) are not counted');
+      t.same((await client.patch('/v1/projects/main', { default_agent: null })).body, { success: true });
+      t.equal((await client.get('/v1/projects/main')).body.project.default_agent, null);
+      await server.sql`delete from conversation_leases`;
+    });
+
     t.test("another workspace's project answers 403 by id and is not listed", async (t) => {
       const other = await createWorkspace(server.sql, `other-${db}`);
       const res = await client.get(`/v1/projects/${other.projectId}`);
