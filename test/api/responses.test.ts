@@ -287,6 +287,20 @@ t.test('stored transfer tools become transfer actions with the stored settings',
   const wrongAgent = await post({ input: [user('ghost')], tools: ['handoff'], project: 'main' });
   t.equal(wrongAgent.status, 502, 'an agent not in agents_to_transfer_to is an unusable answer');
 
+  t.equal(chat.requests.length, 4);
+  chat.requests.length = 0;
+
+  // Stored tools of the other built-in types are those built-ins under their own name, description and config.
+  await storeTool({ name: 'wait_quietly', description: 'Wait while the caller looks for something', type: 'built_in_choose_not_to_respond', execution_mode: 'sync', respond_after_sec: 7 });
+  await storeTool({ name: 'press_keys', description: 'Navigate the IVR', type: 'built_in_keypad_input', execution_mode: 'sync', speech_before_tool_call: 'suppressed' });
+  chat.script({ reply: { content: 'Sure.', toolCalls: [{ name: 'wait_quietly', arguments: {} }] } });
+  const wait = await post({ input: [user('hang on, let me find my card')], tools: ['wait_quietly'], project: 'main' });
+  t.same(wait.body.responses[0], { text: '', tool_calls: [], action: { type: 'assistant_chose_not_to_respond', respond_after_sec: 7 } });
+  t.match(lastRequest().body.tools![0]!.function, { name: 'wait_quietly', description: 'Wait while the caller looks for something' });
+  chat.script({ reply: { content: 'Pressing 3.', toolCalls: [{ name: 'press_keys', arguments: { digits: '3' } }] } });
+  const keys = await post({ input: [user('menu says press 3')], tools: ['press_keys'], project: 'main' });
+  t.same(keys.body.responses[0], { text: '', tool_calls: [], action: { type: 'dtmf', digits: '3' } });
+
   const noProject = await post({ input: [user('x')], tools: ['handoff'] });
   t.equal(noProject.status, 400);
   t.match(noProject.body, { param_errors: { project: /required when tools names a stored tool/ } });
@@ -299,7 +313,7 @@ t.test('stored transfer tools become transfer actions with the stored settings',
   const webhook = await post({ input: [user('x')], tools: ['crm_webhook'], project: 'main' });
   t.equal(webhook.status, 400);
   t.match(webhook.body, { param_errors: { 'tools.0': /only built-in tools and stored transfer tools.*tool_definitions/ } });
-  t.equal(chat.requests.length, 4, 'rejected requests never reached the model');
+  t.equal(chat.requests.length, 2, 'rejected requests never reached the model');
 });
 
 t.test('web_search runs and its results reach the model before its final reply', async (t) => {

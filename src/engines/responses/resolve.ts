@@ -1,12 +1,19 @@
 // The tools a POST /v1/responses request offers: its inline definitions, then what `tools` names (built-ins with
-// their configuration, stored transfer tools). Pure: stored tools are looked up by the caller.
+// their configuration, stored transfer and built-in tools). Pure: stored tools are looked up by the caller.
 import {
   BUILT_IN_TOOLS,
   type BuiltInToolName,
   type ResponsesRequestBody,
   type ResponsesTool,
 } from '../../schemas/responses.js';
-import { inlineTools, speechRule, storedTransferTool, type OfferedTool, type StoredTransferTool } from './tools.js';
+import {
+  inlineTools,
+  speechRule,
+  storedActionTool,
+  STORED_ACTION_TYPES,
+  type OfferedTool,
+  type StoredActionTool,
+} from './tools.js';
 
 /** A `tools` entry that cannot be offered; `param` is its path in the body (400, validation shape). */
 export class ToolReferenceError extends Error {
@@ -20,7 +27,7 @@ export class ToolReferenceError extends Error {
 }
 
 /** A stored tool of any type, as far as this endpoint needs to know it. */
-export type StoredTool = StoredTransferTool | { type: Exclude<string, StoredTransferTool['type']>; name: string };
+export type StoredTool = StoredActionTool | { type: string; name: string };
 
 export function isBuiltIn(name: string): name is BuiltInToolName {
   return (BUILT_IN_TOOLS as readonly string[]).includes(name);
@@ -74,13 +81,13 @@ export function resolveTools(
     }
     const tool = stored.get(name);
     if (!tool) throw new ToolReferenceError(param, `no tool '${name}' in project '${body.project}'`);
-    if (tool.type !== 'built_in_transfer_to_phone_number' && tool.type !== 'built_in_transfer_to_agent') {
+    if (!STORED_ACTION_TYPES.includes(tool.type)) {
       throw new ToolReferenceError(
         param,
         `'${name}' is a ${tool.type} tool: only built-in tools and stored transfer tools can be referenced; give it inline in tool_definitions`,
       );
     }
-    offered.push(storedTransferTool(tool as StoredTransferTool));
+    offered.push(storedActionTool(tool as StoredActionTool));
   }
   return offered;
 }

@@ -3,7 +3,7 @@
 import type { Sql } from '../../store/db.js';
 import { toolView, type ToolDefinition } from '../../schemas/tools.js';
 import type { StoredTool } from './resolve.js';
-import type { StoredTransferTool } from './tools.js';
+import type { StoredActionTool } from './tools.js';
 
 /** The tools of `projectId` among `names`, by name. */
 export async function loadStoredTools(sql: Sql, projectId: string, names: string[]): Promise<Map<string, StoredTool>> {
@@ -14,7 +14,7 @@ export async function loadStoredTools(sql: Sql, projectId: string, names: string
   return out;
 }
 
-/** A stored definition as this endpoint needs it; transfer tools with every field defaulted. */
+/** A stored definition as this endpoint needs it; transfer and built-in tools with every field defaulted. */
 export function storedTool(id: string, definition: ToolDefinition): StoredTool {
   const view = toolView(id, { id: '', name: '' }, definition);
   switch (view.type) {
@@ -31,7 +31,7 @@ export function storedTool(id: string, definition: ToolDefinition): StoredTool {
         keep_listening: view.keep_listening ?? true,
         on_transfer_no_answer: view.on_transfer_no_answer ?? 'return_to_assistant',
         require_speech_before_tool_call: view.require_speech_before_tool_call ?? false,
-      } satisfies StoredTransferTool;
+      } satisfies StoredActionTool;
     case 'built_in_transfer_to_agent':
       return {
         type: view.type,
@@ -39,7 +39,22 @@ export function storedTool(id: string, definition: ToolDefinition): StoredTool {
         description: view.description,
         agents_to_transfer_to: view.agents_to_transfer_to ?? [],
         require_speech_before_tool_call: view.require_speech_before_tool_call ?? false,
-      } satisfies StoredTransferTool;
+      } satisfies StoredActionTool;
+    case 'built_in_keypad_input':
+    case 'built_in_natural_conversation_ending':
+      return {
+        type: view.type,
+        name: view.name,
+        description: view.description,
+        speech_before_tool_call: view.speech_before_tool_call ?? null,
+      } satisfies StoredActionTool;
+    case 'built_in_choose_not_to_respond':
+      return {
+        type: view.type,
+        name: view.name,
+        description: view.description,
+        respond_after_sec: view.respond_after_sec ?? null,
+      } satisfies StoredActionTool;
     default:
       return { type: view.type, name: view.name };
   }

@@ -29,6 +29,26 @@ export interface StoredAgentTransfer {
 
 export type StoredTransferTool = StoredPhoneTransfer | StoredAgentTransfer;
 
+/** A stored tool of one of the other built-in types: the built-in under its own name, description and config. */
+export type StoredBuiltInTool =
+  | {
+      type: 'built_in_keypad_input' | 'built_in_natural_conversation_ending';
+      name: string;
+      description: string;
+      speech_before_tool_call: SpeechBeforeToolCall | null;
+    }
+  | { type: 'built_in_choose_not_to_respond'; name: string; description: string; respond_after_sec: number | null };
+
+/** Stored tools a request may reference in `tools`: their call becomes an action. */
+export type StoredActionTool = StoredTransferTool | StoredBuiltInTool;
+export const STORED_ACTION_TYPES: readonly string[] = [
+  'built_in_transfer_to_phone_number',
+  'built_in_transfer_to_agent',
+  'built_in_keypad_input',
+  'built_in_natural_conversation_ending',
+  'built_in_choose_not_to_respond',
+];
+
 /** How a tool's call treats the speech of the same reply. */
 export interface SpeechRule {
   /** The reply must say something before the call (generated when the model did not). */
@@ -41,10 +61,10 @@ export interface SpeechRule {
 
 export type OfferedTool =
   | { kind: 'inline'; name: string; definition: InlineToolDefinition; speech: SpeechRule }
-  | { kind: 'keypad_input'; name: 'keypad_input'; speech: SpeechRule }
-  | { kind: 'natural_conversation_ending'; name: 'natural_conversation_ending'; speech: SpeechRule }
-  | { kind: 'choose_not_to_respond'; name: 'choose_not_to_respond'; respondAfterSec: number | null; speech: SpeechRule }
-  | { kind: 'web_search'; name: 'web_search'; speech: SpeechRule }
+  | { kind: 'keypad_input'; name: string; description?: string; speech: SpeechRule }
+  | { kind: 'natural_conversation_ending'; name: string; description?: string; speech: SpeechRule }
+  | { kind: 'choose_not_to_respond'; name: string; description?: string; respondAfterSec: number | null; speech: SpeechRule }
+  | { kind: 'web_search'; name: string; speech: SpeechRule }
   | { kind: 'transfer_to_phone_number'; name: string; tool: StoredPhoneTransfer; speech: SpeechRule }
   | { kind: 'transfer_to_agent'; name: string; tool: StoredAgentTransfer; speech: SpeechRule };
 
@@ -77,16 +97,16 @@ export function functionFor(tool: OfferedTool): ChatFunctionTool {
     case 'inline':
       return fn(tool.definition.description, tool.definition.parameters as Record<string, unknown>);
     case 'keypad_input':
-      return fn(BUILT_IN_DESCRIPTIONS.keypad_input, {
+      return fn(tool.description ?? BUILT_IN_DESCRIPTIONS.keypad_input, {
         type: 'object',
         properties: { digits: { type: 'string', description: 'Keys to press, in order: 0-9, *, #' } },
         required: ['digits'],
         additionalProperties: false,
       });
     case 'natural_conversation_ending':
-      return fn(BUILT_IN_DESCRIPTIONS.natural_conversation_ending, NO_PARAMETERS);
+      return fn(tool.description ?? BUILT_IN_DESCRIPTIONS.natural_conversation_ending, NO_PARAMETERS);
     case 'choose_not_to_respond':
-      return fn(BUILT_IN_DESCRIPTIONS.choose_not_to_respond, NO_PARAMETERS);
+      return fn(tool.description ?? BUILT_IN_DESCRIPTIONS.choose_not_to_respond, NO_PARAMETERS);
     case 'web_search':
       return fn(BUILT_IN_DESCRIPTIONS.web_search, {
         type: 'object',
@@ -130,10 +150,22 @@ export function inlineTools(definitions: InlineToolDefinition[]): OfferedTool[] 
   }));
 }
 
-/** A stored transfer tool as an offered tool. */
-export function storedTransferTool(tool: StoredTransferTool): OfferedTool {
-  const speech: SpeechRule = { requireBefore: tool.require_speech_before_tool_call, forbidCallAfterSpeech: false, suppress: false };
-  return tool.type === 'built_in_transfer_to_phone_number'
-    ? { kind: 'transfer_to_phone_number', name: tool.name, tool, speech }
-    : { kind: 'transfer_to_agent', name: tool.name, tool, speech };
+/** A stored transfer or built-in tool as an offered tool. */
+export function storedActionTool(tool: StoredActionTool): OfferedTool {
+  const { name, description } = tool;
+  switch (tool.type) {
+    case 'built_in_transfer_to_phone_number':
+    case 'built_in_transfer_to_agent': {
+      const speech: SpeechRule = { requireBefore: tool.require_speech_before_tool_call, forbidCallAfterSpeech: false, suppress: false };
+      return tool.type === 'built_in_transfer_to_phone_number'
+        ? { kind: 'transfer_to_phone_number', name, tool, speech }
+        : { kind: 'transfer_to_agent', name, tool, speech };
+    }
+    case 'built_in_keypad_input':
+      return { kind: 'keypad_input', name, description, speech: speechRule(tool.speech_before_tool_call ?? undefined) };
+    case 'built_in_natural_conversation_ending':
+      return { kind: 'natural_conversation_ending', name, description, speech: speechRule(tool.speech_before_tool_call ?? undefined) };
+    case 'built_in_choose_not_to_respond':
+      return { kind: 'choose_not_to_respond', name, description, respondAfterSec: tool.respond_after_sec, speech: speechRule() };
+  }
 }
