@@ -35,6 +35,12 @@ function arg(name: string, fallback: string): string {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
+/** utime + stime of a process from /proc (clock ticks of 1/100 s on Linux). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
@@ -65,7 +71,7 @@ function micro(): { parse_per_s: number; serialize_per_s: number; runs: number; 
   return { parse_per_s: Math.round(median(parse)), serialize_per_s: Math.round(median(serialize)), runs: RUNS, message_bytes: bytes.length };
 }
 
-async function callRate(rate: number, calls: number): Promise<Record<string, number | string>> {
+async function callRate(rate: number, calls: number): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-bench-sip-'));
   const agent = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', 'test/sip/peers/test-agent.ts', '--port', `${AGENT_PORT}`], { stdio: ['ignore', 'pipe', 'inherit'] });
   let agentOut = '';
@@ -76,11 +82,13 @@ async function callRate(rate: number, calls: number): Promise<Record<string, num
     await new Promise((r) => setTimeout(r, 50));
   }
   const stat = join(dir, 'stat.csv');
+  const cpuBefore = cpuSeconds(agent.pid!);
   const started = performance.now();
   const sipp = spawn('taskset', ['-c', '1', 'sipp', '-sn', 'uac', '-i', '127.0.0.1', '-p', `${SIPP_PORT}`, '-mp', '30870', `127.0.0.1:${AGENT_PORT}`,
     '-r', `${rate}`, '-m', `${calls}`, '-l', `${rate * 2}`, '-d', '0', '-nostdin', '-timeout', '120s', '-trace_stat', '-stf', stat, '-fd', '1', '-max_socket', '1000'], { stdio: 'ignore' });
   const code = await new Promise<number | null>((r) => sipp.on('exit', r));
   const elapsedS = (performance.now() - started) / 1000;
+  const agentCpuS = cpuSeconds(agent.pid!) - cpuBefore;
   agent.kill('SIGTERM');
   await new Promise((r) => agent.on('exit', r));
   const lines = existsSync(stat) ? readFileSync(stat, 'utf8').trim().split('\n') : [];
@@ -93,11 +101,17 @@ async function callRate(rate: number, calls: number): Promise<Record<string, num
     calls,
     successful: success,
     failed: get('FailedCall(C)'),
+    failure_kinds: Object.fromEntries(names.filter((n) => n.startsWith('Failed') && n.endsWith('(C)') && n !== 'FailedCall(C)' && get(n) > 0).map((n) => [n, get(n)])),
+    dead_call_msgs: get('DeadCallMsgs(C)'),
+    out_of_call_msgs: get('OutOfCallMsgs(C)'),
     retransmissions: get('Retransmissions(C)'),
     achieved_cps: Math.round((success / elapsedS) * 10) / 10,
     sipp_reported_cps: Number((last[names.indexOf('CallRate(C)')] ?? '0').replace(',', '.')),
     sipp_exit: code ?? 'killed',
     elapsed_s: Math.round(elapsedS * 100) / 100,
+    agent_cpu_s: Math.round(agentCpuS * 100) / 100,
+    // Calls the agent completes per second of its own CPU time: the rate one dedicated core sustains.
+    calls_per_agent_cpu_s: agentCpuS > 0 ? Math.round(success / agentCpuS) : 0,
   };
 }
 
@@ -120,8 +134,9 @@ const result = {
   parse_serialize: parseResult,
   call_rate: rateResults,
   best_clean_cps: clean.length > 0 ? Math.max(...clean.map((r) => Number(r.achieved_cps))) : 0,
+  median_calls_per_agent_cpu_s: median(rateResults.map((r) => Number(r.calls_per_agent_cpu_s))),
   goal_cps: 500,
 };
 mkdirSync('bench/results', { recursive: true });
 writeFileSync('bench/results/sip-stack.json', JSON.stringify(result, null, 2) + '\n');
-console.log(`best clean call rate ${result.best_clean_cps} cps (goal ${result.goal_cps}); wrote bench/results/sip-stack.json`);
+console.log(`best clean call rate ${result.best_clean_cps} cps (goal ${result.goal_cps}), ${result.median_calls_per_agent_cpu_s} calls per agent CPU second; wrote bench/results/sip-stack.json`);

@@ -17,6 +17,7 @@ import {
 import { sessionTimerDeadlineMs, uasSessionTimer, type SessionTimer } from './session-timer.js';
 import { DEFAULT_TIMERS, setTimer, type Clock, type TimerHandle, type TimerValues } from './timers.js';
 import { initialUas2xx, uas2xxTransition, type Uas2xxState } from './uas-2xx.fsm.js';
+import { dialogTransition, type DialogFsmState, type DialogInput, type DialogVerdict } from './dialog.fsm.js';
 
 const SDP = 'application/sdp';
 const DTMF_RELAY = 'application/dtmf-relay';
@@ -69,6 +70,7 @@ export interface DialogEvents {
 }
 
 export type DialogState = 'confirmed' | 'terminated';
+export type { DialogFsmState };
 
 export interface DialogOptions {
   data: DialogData;
@@ -89,7 +91,8 @@ function header(msg: SipMessage, name: string): string | undefined {
 
 export class Dialog extends EventEmitter<DialogEvents> {
   readonly data: DialogData;
-  state: DialogState = 'confirmed';
+  /** The INVITE usage state machine (dialog.fsm.ts). */
+  fsm: DialogFsmState = 'confirmed';
   localSdp: string;
   remoteSdp: string;
   media: NegotiatedMedia | null;
@@ -98,7 +101,6 @@ export class Dialog extends EventEmitter<DialogEvents> {
   readonly #timers: TimerValues;
   #localMedia: LocalMedia | null;
   #uas2xx: { state: Uas2xxState; response: SipResponse; retransmit: TimerHandle; timeout: TimerHandle } | null = null;
-  #inviteInProgress = false;
   #sessionTimer: SessionTimer | null;
   #sessionTimerHandle: TimerHandle | null = null;
   #sessionVersion = 1;
@@ -120,6 +122,17 @@ export class Dialog extends EventEmitter<DialogEvents> {
     this.#armSessionTimer();
   }
 
+  /** 'terminated' once BYE was sent or received (or the dialog timed out), else 'confirmed'. */
+  get state(): DialogState {
+    return this.fsm === 'terminated' ? 'terminated' : 'confirmed';
+  }
+
+  #input(input: DialogInput): DialogVerdict {
+    const { next, verdict } = dialogTransition(this.fsm, input);
+    this.fsm = next;
+    return verdict;
+  }
+
   get key(): string {
     return dialogKey(this.data.id.callId, this.data.id.localTag, this.data.id.remoteTag);
   }
@@ -133,6 +146,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
   /** Start retransmitting the 2xx we sent to the initial INVITE (or a re-INVITE) until the ACK. */
   awaitAck(response: SipResponse): void {
     this.#stopAckWait();
+    this.#input('sent_2xx');
     const init = initialUas2xx(this.#timers);
     const entry = {
       state: init.state,
@@ -159,11 +173,12 @@ export class Dialog extends EventEmitter<DialogEvents> {
         break;
       case 'stop_timers':
         this.#stopAckWait();
+        this.#input('ack');
         break;
       case 'send_bye':
         // RFC 3261 13.3.1.4: no ACK after 64*T1: confirm the dialog and terminate it with BYE.
         this.#stopAckWait();
-        this.#byeInBackground('ack_timeout');
+        this.#byeInBackground('ack_timeout', 'ack_timeout');
         break;
       case 'none':
         break;
@@ -210,7 +225,6 @@ export class Dialog extends EventEmitter<DialogEvents> {
    * ('sendonly') / resume ('sendrecv') built from our media capabilities.
    */
   async reinvite(sdp?: string | { direction: LocalMedia['direction'] }): Promise<SipResponse> {
-    if (this.#inviteInProgress) throw new SipError(491, 'Request Pending', 'an INVITE transaction is in progress');
     let offerText: string;
     let local = this.#localMedia;
     if (typeof sdp === 'string') offerText = sdp;
@@ -219,7 +233,9 @@ export class Dialog extends EventEmitter<DialogEvents> {
       local = { ...local, direction: sdp?.direction ?? local.direction, sessionVersion: ++this.#sessionVersion };
       offerText = serializeSdp(createOffer(local));
     }
-    this.#inviteInProgress = true;
+    const verdict = this.#input('send_reinvite');
+    if (verdict === 'reject_491') throw new SipError(491, 'Request Pending', 'an INVITE transaction is in progress');
+    if (verdict === 'reject_481') throw new SipError(481, 'Call/Transaction Does Not Exist', 'dialog terminated');
     try {
       const res = await this.request('INVITE', { body: Buffer.from(offerText), contentType: SDP, headers: this.#sessionTimerHeaders() });
       const ack = buildInDialogRequest(this.data, 'ACK', { cseq: parseCSeq(res.headers.get('CSeq') ?? '0 INVITE').seq });
@@ -236,7 +252,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
       }
       return res;
     } finally {
-      this.#inviteInProgress = false;
+      this.#input('reinvite_done');
     }
   }
 
@@ -285,7 +301,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
   }
 
   #handleOffer(req: SipRequest, respond: Respond): void {
-    if (req.method === 'INVITE' && (this.#inviteInProgress || this.awaitingAck)) {
+    if (req.method === 'INVITE' && this.#input('receive_reinvite') === 'reject_491') {
       return respond(491, 'Request Pending'); // RFC 3261 14.2: glare
     }
     const st = uasSessionTimer(req.headers);
@@ -423,17 +439,17 @@ export class Dialog extends EventEmitter<DialogEvents> {
 
   // ---- ending ----
 
-  #terminate(reason: EndReason): void {
+  #terminate(reason: EndReason, input: DialogInput = 'bye'): void {
     if (this.state === 'terminated') return;
-    this.state = 'terminated';
+    this.#input(input);
     this.#stopAckWait();
     this.#sessionTimerHandle?.cancel();
     this.emit('ended', { reason });
   }
 
-  #byeInBackground(reason: EndReason): void {
+  #byeInBackground(reason: EndReason, input: DialogInput = 'bye'): void {
     if (this.state === 'terminated') return;
-    this.#terminate(reason);
+    this.#terminate(reason, input);
     this.#sender.request(buildInDialogRequest(this.data, 'BYE'), nextHop(this.data)).catch((err: Error) => this.emit('error', err));
   }
 }

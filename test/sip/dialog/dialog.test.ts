@@ -291,3 +291,35 @@ t.test('session timers: 422 below Min-SE; UAC refreshes, we expire the session w
   t.match(sender2.sent[0]?.req.headers.get('Session-Expires') ?? '', /^120;refresher=uas/);
   t.equal(refresher.state, 'confirmed');
 });
+
+t.test('dialog FSM: one INVITE at a time each way, ACK wait, BYE ends everything', async (t) => {
+  const { dialogTransition } = await import('../../../sip/dialog/dialog.fsm.js');
+  t.same(dialogTransition('confirmed', 'send_reinvite'), { next: 'reinvite_sent', verdict: 'ok' });
+  t.same(dialogTransition('reinvite_sent', 'receive_reinvite'), { next: 'reinvite_sent', verdict: 'reject_491' }, 'glare');
+  t.same(dialogTransition('reinvite_sent', 'send_reinvite'), { next: 'reinvite_sent', verdict: 'reject_491' });
+  t.same(dialogTransition('reinvite_sent', 'reinvite_done'), { next: 'confirmed', verdict: 'ok' });
+  t.same(dialogTransition('confirmed', 'sent_2xx'), { next: 'awaiting_ack', verdict: 'ok' });
+  t.same(dialogTransition('awaiting_ack', 'receive_reinvite'), { next: 'awaiting_ack', verdict: 'reject_491' });
+  t.same(dialogTransition('awaiting_ack', 'ack'), { next: 'confirmed', verdict: 'ok' });
+  t.same(dialogTransition('confirmed', 'ack'), { next: 'confirmed', verdict: 'ignore' }, 'a retransmitted ACK');
+  t.same(dialogTransition('awaiting_ack', 'ack_timeout'), { next: 'terminated', verdict: 'ok' });
+  t.same(dialogTransition('reinvite_sent', 'bye'), { next: 'terminated', verdict: 'ok' });
+  t.same(dialogTransition('terminated', 'receive_reinvite'), { next: 'terminated', verdict: 'reject_481' });
+  t.same(dialogTransition('terminated', 'ack'), { next: 'terminated', verdict: 'ignore' });
+});
+
+t.test('a re-INVITE arriving while ours is pending gets 491', async (t) => {
+  const { dialog, sender } = uasDialog();
+  let release!: (r: SipResponse) => void;
+  sender.answer = () => { throw new Error('unused'); };
+  sender.request = (req) => { sender.sent.push({ req, hop: '' }); return new Promise<SipResponse>((r) => { release = r; }); };
+  const pending = dialog.reinvite({ direction: 'sendonly' });
+  t.equal(dialog.fsm, 'reinvite_sent');
+  const c = collect();
+  dialog.handleRequest(inDialog('INVITE', 8, ['Content-Type: application/sdp'], OFFER), c.respond);
+  t.equal(c.got[0].status, 491);
+  await t.rejects(dialog.reinvite({ direction: 'sendrecv' }), { status: 491 }, 'our second re-INVITE is refused too');
+  release(response(200, `${parseCSeq(sender.sent[0].req.headers.get('CSeq')!).seq} INVITE`, ['Content-Type: application/sdp'], OFFER.replace('0-15\r\n', '0-15\r\na=recvonly\r\n')));
+  await pending;
+  t.equal(dialog.fsm, 'confirmed');
+});
