@@ -162,9 +162,14 @@ async function storeIssues(
   orgId: string,
   projectId: string,
   selfId: string | null,
-  w: { name: string; slug: string | null; config: AgentConfig; phones: PhoneTarget[] },
+  w: { name: string; slug: string | null; config: AgentConfig; phones: PhoneTarget[]; sent: AgentUpdateBody; settings: AppContext['settings'] },
   issues: Record<string, string>,
 ): Promise<void> {
+  // References (tools, storage policy, voice) are checked when sent, so a tool deleted later does not make
+  // every other change of the agent fail.
+  if (w.sent.voice_id !== undefined && !loadVoiceCatalog(w.settings).some((v) => v.id === w.config.voice_id)) {
+    issues.voice_id = `no voice '${w.config.voice_id}' in the catalog (see GET /v1/voices)`;
+  }
   const [byName] = await sql<{ id: string }[]>`select id from agents where project_id = ${projectId} and name = ${w.name}`;
   if (byName && byName.id !== selfId) issues.name = `an agent named '${w.name}' already exists in this project`;
   if (w.slug !== null) {
@@ -172,7 +177,7 @@ async function storeIssues(
     if (bySlug && bySlug.id !== selfId) issues.slug = `an agent with slug '${w.slug}' already exists in this project`;
   }
   const builtIn: readonly string[] = BUILT_IN_TOOL_IDS;
-  const custom = w.config.tools.filter((t) => !builtIn.includes(t));
+  const custom = w.sent.tools ? w.config.tools.filter((t) => !builtIn.includes(t)) : [];
   if (custom.length > 0) {
     const rows = await sql<{ name: string }[]>`select name from tools where project_id = ${projectId} and name = any(${custom})`;
     const known = new Set(rows.map((r) => r.name));
@@ -183,7 +188,7 @@ async function storeIssues(
   for (const key of Object.keys(w.config.built_in_tool_configs)) {
     if (!builtIn.includes(key)) issues[`built_in_tool_configs.${key}`] = `'${key}' is not a built-in tool (${builtIn.join(', ')})`;
   }
-  if (w.config.external_storage_policy !== null) {
+  if (w.sent.external_storage_policy != null && w.config.external_storage_policy !== null) {
     const [policy] = await sql`select 1 from external_storage_policies where project_id = ${projectId} and name = ${w.config.external_storage_policy}`;
     if (!policy) issues.external_storage_policy = `no external storage policy named '${w.config.external_storage_policy}' in this project`;
   }
@@ -235,10 +240,7 @@ export async function writeAgent(
   const issues: Record<string, string> = {};
   const phones = planPhones(current, body, issues);
   for (const issue of agentRuleIssues(cfg, { hasPhone: phones.length > 0 })) issues[issue.path] ??= issue.message;
-  if (!loadVoiceCatalog(settings).some((v) => v.id === cfg.voice_id)) {
-    issues.voice_id = `no voice '${cfg.voice_id}' in the catalog (see GET /v1/voices)`;
-  }
-  await storeIssues(sql, orgId, project.id, existing?.id ?? null, { name, slug, config: cfg, phones }, issues);
+  await storeIssues(sql, orgId, project.id, existing?.id ?? null, { name, slug, config: cfg, phones, sent: body, settings }, issues);
   if (Object.keys(issues).length > 0) {
     const [first] = Object.keys(issues);
     throw badRequest(`invalid parameter ${first}: ${issues[first]}`, issues);

@@ -115,7 +115,7 @@ export const toolRoutes: RoutePlugin = async (app, ctx) => {
         throw badRequest(`invalid parameter ${first}: ${issues[first]}`, issues);
       }
       const def = toStoredDefinition(parsed.data as ToolDefinition);
-      await checkTransferAgents(sql, project.id, def);
+      if (req.body.agents_to_transfer_to !== undefined) await checkTransferAgents(sql, project.id, def);
       if (!(await updateTool(sql, row.id, def))) throw nameExists(def.name);
       return { success: true, tool: view({ ...row, name: def.name, definition: def }, project) };
     },

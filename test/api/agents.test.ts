@@ -174,6 +174,13 @@ for (const db of DB_KINDS) {
       const res = await client.patch('/v1/agents/support', { tools: ['faq', 'natural_conversation_ending'], built_in_tool_configs: { natural_conversation_ending: { speech_before_tool_call: 'required' } } });
       t.equal(res.status, 200);
       t.same(res.body.agent.tools, ['faq', 'natural_conversation_ending']);
+      t.equal((await client.delete('/v1/tools/faq')).status, 200);
+      const other = await client.patch('/v1/agents/support', { welcome_message: 'Hi' });
+      t.equal(other.status, 200, 'a deleted tool does not block changes that do not touch tools');
+      t.same(other.body.agent.tools, ['faq', 'natural_conversation_ending']);
+      const again = await client.patch('/v1/agents/support', { tools: ['faq'] });
+      t.equal(again.status, 400, 'naming it again is refused');
+      t.ok('tools.0' in again.body.param_errors);
     });
 
     t.test('assign-automatically draws from the inventory; the agent then reports mulaw_8000', async (t) => {
