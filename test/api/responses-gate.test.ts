@@ -80,6 +80,8 @@ for (const db of DB_KINDS) {
         t.ok(await setWorkspaceFlag(server.sql, other.orgId, null));
         t.equal((await otherClient.post('/v1/responses', body)).status, 404);
         t.notOk(await setWorkspaceFlag(server.sql, 'org_missing', true));
+        await server.sql`update organizations set features = ${server.sql.json({ responses: 'yes' })} where id = ${other.orgId}`;
+        t.equal((await otherClient.post('/v1/responses', body)).status, 404, 'a flag that is not a boolean counts as unset');
       });
 
       t.test('401 without credentials, 403 for a session token', async (t) => {

@@ -29,10 +29,12 @@ export function decideGate(flag: boolean | undefined, settings: GateSettings): G
   return enabled ? { open: true } : { open: false, message: NOT_ENABLED };
 }
 
-/** The workspace's flag: true, false, or undefined when it was never set. */
+/** The workspace's flag: true, false, or undefined when it is not set (or not a boolean). */
 export async function workspaceFlag(sql: Sql, orgId: string): Promise<boolean | undefined> {
   const [row] = await sql<{ flag: boolean | null }[]>`
-    select (features -> ${RESPONSES_FEATURE})::boolean as flag from organizations where id = ${orgId}`;
+    select case when jsonb_typeof(features -> ${RESPONSES_FEATURE}) = 'boolean'
+                then (features -> ${RESPONSES_FEATURE})::boolean end as flag
+    from organizations where id = ${orgId}`;
   return row?.flag ?? undefined;
 }
 
