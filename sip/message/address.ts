@@ -47,7 +47,7 @@ export function parseNameAddr(value: string): NameAddr {
   }
   // addr-spec: the URI runs to the first ';' (header parameters follow) and may not hold '?' or ','.
   const semi = s.indexOf(';');
-  const uriText = semi >= 0 ? s.slice(0, semi) : s;
+  const uriText = (semi >= 0 ? s.slice(0, semi) : s).trim();
   if (/[\s?,<>"]/.test(uriText)) throw new SipParseError(`addr-spec "${uriText}" must be enclosed in <>`);
   const uri = parseUri(uriText);
   if (semi >= 0) parseParams(s, semi, params);

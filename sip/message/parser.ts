@@ -91,11 +91,19 @@ function parseStartLine(line: string, headers: Headers): SipMessage {
   // RFC 3261 7.1: Request-Line = Method SP Request-URI SP SIP-Version CRLF (exactly one SP each;
   // RFC 4475 3.1.2.9 and 3.1.2.10 reject extra whitespace).
   const parts = line.split(' ');
-  if (parts.length !== 3) throw new SipParseError(`malformed Request-Line "${line}"`);
+  if (parts.length !== 3) {
+    // Keep what a 400 needs when the line is recognisably a request (method first, version last).
+    const loose = line.trim().split(/[ \t]+/);
+    const last = loose[loose.length - 1];
+    const partial = loose.length >= 3 && isToken(loose[0]) && VERSION.test(last)
+      ? request(loose[0], loose.slice(1, -1).join(' '), last, headers)
+      : undefined;
+    throw new SipParseError(`malformed Request-Line "${line}"`, 400, 'Bad Request', partial);
+  }
   const [method, uriText, version] = parts;
   if (!isToken(method)) throw new SipParseError(`bad method "${method}"`);
   if (!VERSION.test(version)) throw new SipParseError(`bad SIP version "${version}"`);
-  const partial: SipRequest = { kind: 'request', method, uri: { scheme: 'invalid', opaque: uriText }, version: version.toUpperCase(), headers, body: EMPTY };
+  const partial = request(method, uriText, version, headers);
   try {
     partial.uri = parseUri(uriText);
   } catch (err) {
@@ -106,6 +114,11 @@ function parseStartLine(line: string, headers: Headers): SipMessage {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** A request whose Request-URI is not parsed yet (kept opaque). */
+function request(method: string, uriText: string, version: string, headers: Headers): SipRequest {
+  return { kind: 'request', method, uri: { scheme: 'invalid', opaque: uriText }, version: version.toUpperCase(), headers, body: EMPTY };
+}
 
 function parseHeaderLines(head: string, i: number, headers: Headers): void {
   let name = '';
@@ -118,9 +131,9 @@ function parseHeaderLines(head: string, i: number, headers: Headers): void {
     if (first === SP || first === HTAB) {
       // RFC 3261 7.3.1: a line starting with whitespace continues the previous field (folding -> one SP).
       if (name === '') throw new SipParseError('continuation line before any header');
-      value += ' ' + head.slice(i, lineEnd).trim();
+      value += ' ' + trimLws(head.slice(i, lineEnd));
     } else {
-      if (name !== '') headers.addCanonical(name, value.trim());
+      if (name !== '') headers.addCanonical(name, trimLws(value));
       const colon = head.indexOf(':', i);
       if (colon < 0 || colon > lineEnd) throw new SipParseError(`header line without colon: "${head.slice(i, lineEnd)}"`);
       // RFC 3261 25.1: HCOLON = *( SP / HTAB ) ":" SWS
@@ -131,5 +144,14 @@ function parseHeaderLines(head: string, i: number, headers: Headers): void {
     }
     i = nl + 1;
   }
-  if (name !== '') headers.addCanonical(name, value.trim());
+  if (name !== '') headers.addCanonical(name, trimLws(value));
+}
+
+/** Trim SP and HTAB only (String.trim would also eat U+FEFF and other Unicode spaces of a value). */
+function trimLws(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s.charCodeAt(a) === SP || s.charCodeAt(a) === HTAB)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === SP || s.charCodeAt(b - 1) === HTAB)) b--;
+  return a === 0 && b === s.length ? s : s.slice(a, b);
 }

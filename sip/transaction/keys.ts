@@ -53,7 +53,8 @@ export function serverKey(req: SipRequest, asMethod?: string): ServerKey {
   const cseq = parseCSeq(req.headers.get('CSeq') ?? '');
   const method = asMethod ?? (req.method === 'ACK' ? 'INVITE' : req.method);
   const branch = via.params.get('branch');
-  if (branch && branch.startsWith(BRANCH_MAGIC_COOKIE)) {
+  // RFC 4475 3.2.1: a branch that is only the cookie carries no identifier: use the RFC 2543 rules.
+  if (branch && branch.startsWith(BRANCH_MAGIC_COOKIE) && branch.length > BRANCH_MAGIC_COOKIE.length) {
     const sentBy = `${via.host.toLowerCase()}:${via.port ?? ''}`;
     return { key: `${branch}|${sentBy}|${method}`, rfc3261: true };
   }

@@ -6,7 +6,6 @@ import { parseVia, serializeVia } from '../message/address.js';
 import { createResponse, newBranch, newTag } from '../message/access.js';
 import { serializeMessage } from '../message/serializer.js';
 import type { SipRequest, SipResponse } from '../message/types.js';
-import { BRANCH_MAGIC_COOKIE } from '../message/types.js';
 import { validateRequest, validateResponse, type ValidateOptions } from '../message/validate.js';
 import type { Source, Target } from '../transport/types.js';
 import { ClientInviteTransaction, type ClientTransactionHandlers } from './client-invite.js';
@@ -214,8 +213,7 @@ export class TransactionLayer {
 
   /** RFC 3261 17.2.3 (RFC 2543 fallback): To tags decide between a retransmission and a new request. */
   private matchesTags(tx: ServerTransaction, req: SipRequest): boolean {
-    const top = req.headers.getAll('Via')[0] ?? '';
-    if (top.includes(BRANCH_MAGIC_COOKIE)) return true;
+    if (serverKey(req).rfc3261) return true;
     if (req.method === 'ACK') {
       const sent = tx.lastResponse ? toTagOf(tx.lastResponse) : undefined;
       return toTagOf(req) === sent;

@@ -318,7 +318,8 @@ t.test('a re-INVITE arriving while ours is pending gets 491', async (t) => {
   const c = collect();
   dialog.handleRequest(inDialog('INVITE', 8, ['Content-Type: application/sdp'], OFFER), c.respond);
   t.equal(c.got[0].status, 491);
-  await t.rejects(dialog.reinvite({ direction: 'sendrecv' }), { status: 491 }, 'our second re-INVITE is refused too');
+  const second = await dialog.reinvite({ direction: 'sendrecv' }).catch((e: { status?: number }) => e);
+  t.equal((second as { status?: number }).status, 491, 'our second re-INVITE is refused too');
   release(response(200, `${parseCSeq(sender.sent[0].req.headers.get('CSeq')!).seq} INVITE`, ['Content-Type: application/sdp'], OFFER.replace('0-15\r\n', '0-15\r\na=recvonly\r\n')));
   await pending;
   t.equal(dialog.fsm, 'confirmed');
