@@ -152,6 +152,26 @@ for (const db of DB_KINDS) {
       t.equal((await client.get('/v1/agents/a9')).status, 404, 'a refused upsert creates nothing');
     });
 
+    t.test('an external storage policy of the project with zero data retention', async (t) => {
+      const policy = await client.post('/v1/external_storage_policies', {
+        name: 'archive',
+        endpoint_url: 'https://s3.example.com',
+        bucket: 'calls',
+        access_key_id: 'AKIAEXAMPLE',
+        secret_access_key: 'secret-example-key',
+      });
+      t.equal(policy.status, 201);
+      const res = await client.put('/v1/agents/upsert', { name: 'archiver', external_storage_policy: 'archive', data_retention_policy: { zero_data_retention: true } });
+      t.equal(res.status, 200);
+      t.match(res.body.agent, { external_storage_policy: 'archive', data_retention_policy: { zero_data_retention: true } });
+      const redact = await client.patch('/v1/agents/archiver', { enable_redaction: true });
+      t.equal(redact.status, 400, 'the merged agent would combine storage and redaction');
+      t.ok('external_storage_policy' in redact.body.param_errors);
+      const stop = await client.patch('/v1/agents/archiver', { external_storage_policy: null, enable_redaction: true });
+      t.equal(stop.status, 200, 'null stops delivery');
+      t.equal(stop.body.agent.external_storage_policy, null);
+    });
+
     t.test('update rules are judged on the merged agent', async (t) => {
       const bad = await client.patch('/v1/agents/polyglot', { additional_languages: ['de'] });
       t.equal(bad.status, 400);
