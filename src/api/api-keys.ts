@@ -73,9 +73,12 @@ export const apiKeyRoutes: RoutePlugin = async (app, { sql, now }) => {
       requireApiKey(req.auth, 'manage API keys');
       const row = await load(req.auth.orgId, req.params.id);
       // The last key cannot go: the workspace would be unreachable (the admin command can make another).
-      const deleted = await sql`
-        delete from api_keys where id = ${row.id}
-        and (select count(*) from api_keys where org_id = ${row.org_id}) > 1 returning id`;
+      // The workspace row is locked so two deletions at once cannot both see "another key remains".
+      const deleted = await sql.begin(async (tx) => {
+        await tx`select id from organizations where id = ${row.org_id} for update`;
+        return tx`delete from api_keys where id = ${row.id}
+                  and (select count(*) from api_keys where org_id = ${row.org_id}) > 1 returning id`;
+      });
       if (deleted.length === 0) throw conflict('the last API key of a workspace cannot be deleted', 'last_api_key');
       return { success: true };
     },

@@ -64,6 +64,21 @@ for (const db of DB_KINDS) {
       t.equal((await theirs.get('/v1/projects')).status, 200);
     });
 
+    t.test('deleting every key at once still leaves one', async (t) => {
+      const ws = await createWorkspace(server.sql, `race-${db}`);
+      const theirs = api({ url: server.url, apiKey: ws.apiKey });
+      for (let i = 0; i < 3; i++) await theirs.post('/v1/api_keys', { name: `k${i}` });
+      const keys = (await theirs.get('/v1/api_keys')).body.api_keys as { id: string }[];
+      t.equal(keys.length, 4);
+      // Each request authenticates with a key being deleted, so a late one may meet 401; none may leave zero keys.
+      const results = await Promise.all(keys.map((k) => theirs.delete(`/v1/api_keys/${k.id}`)));
+      const statuses = results.map((r) => r.status);
+      t.ok(statuses.every((s) => s === 200 || s === 401 || s === 409), statuses.join(','));
+      const [{ n }] = await server.sql<{ n: number }[]>`select count(*)::int as n from api_keys where org_id = ${ws.orgId}`;
+      t.ok(n >= 1, `${n} keys remain`);
+      t.equal(n, keys.length - statuses.filter((s) => s === 200).length);
+    });
+
     t.test("another workspace's key: 403 on rotate, update and delete", async (t) => {
       const other = await createWorkspace(server.sql, `other-${db}`);
       const [theirKey] = (await api({ url: server.url, apiKey: other.apiKey }).get('/v1/api_keys')).body.api_keys;
