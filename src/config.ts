@@ -53,7 +53,13 @@ export const settingsSchema = z.object({
   PARLEY_RESPONSES_RATE_PER_MIN: positiveInt.default(60),
   PARLEY_RESPONSES_RATE_BURST: positiveInt.default(20),
   /** Comma-separated E.164 numbers that `assign-automatically` draws from (beside the admin-filled table). */
-  PARLEY_PHONE_NUMBERS: z.string().default(''),
+  PARLEY_PHONE_NUMBERS: z
+    .string()
+    .default('')
+    .refine(
+      (v) => v.split(',').map((s) => s.trim()).filter(Boolean).every((n) => /^\+[1-9]\d{1,14}$/.test(n)),
+      'must be comma-separated E.164 numbers (e.g. +14155550100,+14155550101)',
+    ),
   /** SIP URI of the outbound trunk (e.g. sip:carrier.example:5060); outbound calls need it. */
   PARLEY_OUTBOUND_TRUNK: z.string().regex(/^sips?:/, 'must be a sip: URI').optional(),
   /** JSON file: an array of voices replacing the shipped catalog (README, "Voices"). */

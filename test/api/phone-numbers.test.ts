@@ -1,7 +1,15 @@
 // Phone numbers of an agent over real HTTP (spec endpoints 4 and 5), on both databases.
 import t from 'tap';
+import { ConfigError, loadSettings } from '../../src/config.js';
 import { agentByPhoneNumber, agentWriteLocks } from '../../src/store/agents.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
+
+t.test('PARLEY_PHONE_NUMBERS takes comma-separated E.164 numbers; anything else stops start-up naming it', async (t) => {
+  t.equal(loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100, +14155550101' }).PARLEY_PHONE_NUMBERS, '+14155550100, +14155550101');
+  const err = t.throws(() => loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100,4155550101' })) as ConfigError;
+  t.ok(err instanceof ConfigError);
+  t.equal(err.problems[0]?.setting, 'PARLEY_PHONE_NUMBERS');
+});
 
 for (const db of DB_KINDS) {
   t.test(`phone numbers on ${db}`, { timeout: 180_000 }, async (t) => {
