@@ -345,6 +345,21 @@ t.test('web_search runs and its results reach the model before its final reply',
   t.equal(failed.body.responses[0].text, 'Search is down.');
 });
 
+t.test('web_search with speech_before_tool_call required gets speech before the search', async (t) => {
+  chat.script(
+    { reply: { toolCalls: [{ id: 'ws3', name: 'web_search', arguments: { query: 'news' } }] } },
+    { reply: { content: 'Let me look that up.' } },
+    { reply: { content: 'Nothing new today.' } },
+  );
+  const res = await post({
+    input: [user('Any news?')],
+    tools: [{ type: 'built_in', name: 'web_search', tool_config: { speech_before_tool_call: 'required' } }],
+  });
+  t.same(res.body.responses[0], { text: 'Let me look that up. Nothing new today.', tool_calls: [] });
+  t.equal(chat.requests[1]!.body.tool_choice, 'none', 'the second request asked for the speech');
+  t.same(search.queries, ['news']);
+});
+
 t.test('after the search rounds the model must answer without web_search', async (t) => {
   const searchCall = { reply: { toolCalls: [{ name: 'web_search', arguments: { query: 'again' } }] } };
   chat.script(searchCall, searchCall, searchCall, (req) => ({

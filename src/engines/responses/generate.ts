@@ -69,7 +69,11 @@ async function generateOne(base: ChatMessage[], offered: OfferedTool[], deps: Ge
     const completion = await deps.chat.complete({ messages, tools: tools.map(functionFor), signal: deps.signal });
     const meaning = interpret(completion, tools, newCallId);
     if (meaning.kind === 'search') {
-      if (meaning.speech) spoken.push(meaning.speech);
+      if (meaning.speechNeededFor !== null && spoken.length === 0) {
+        spoken.push(await speechBefore(messages, tools, meaning.speechNeededFor, deps));
+      } else if (meaning.speech) {
+        spoken.push(meaning.speech);
+      }
       const ids = new Set(meaning.searches.map((s) => s.id));
       messages.push({
         role: 'assistant',

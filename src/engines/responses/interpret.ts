@@ -6,7 +6,7 @@ import type { Action, GeneratedToolCall } from '../../schemas/responses.js';
 import { DTMF_DIGITS_PATTERN, type OfferedTool } from './tools.js';
 
 export type Interpretation =
-  | { kind: 'search'; speech: string; searches: { id: string; query: string }[] }
+  | { kind: 'search'; speech: string; searches: { id: string; query: string }[]; speechNeededFor: string | null }
   | {
       kind: 'reply';
       text: string;
@@ -117,10 +117,13 @@ export function interpret(completion: ChatCompletion, offered: OfferedTool[], ne
 
   const searches = calls.filter((c) => c.tool.kind === 'web_search');
   if (searches.length > 0) {
+    const rule = searches[0]!.tool.speech;
+    const speech = rule.suppress ? '' : text;
     return {
       kind: 'search',
-      speech: searches.some((c) => c.tool.speech.suppress) ? '' : text,
+      speech,
       searches: searches.map((c) => ({ id: c.id, query: stringArg(c, 'query', /\S/, 'a search query') })),
+      speechNeededFor: rule.requireBefore && speech === '' ? searches[0]!.tool.name : null,
     };
   }
 

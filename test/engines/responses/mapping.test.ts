@@ -138,6 +138,7 @@ t.test('interpretation of a completion', async (t) => {
       kind: 'search',
       speech: 'Checking.',
       searches: [{ id: 'm0', query: 'q' }],
+      speechNeededFor: null,
     });
   });
   t.test('an inline call first keeps the calls and drops actions', async (t) => {
