@@ -5,6 +5,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { POSTGRES_ADMIN_URL } from '../test/helpers/server.js';
@@ -121,6 +122,8 @@ try {
     parley_core: pinnedSelf ? PARLEY_CORE : 'unpinned',
     generator_core: pinnedSelf ? GENERATOR_CORE : 'unpinned',
     note: 'one Parley process on one core; PostgreSQL itself is not pinned and shares the machine',
+    // Other work on the machine during the run (1-minute load average at the end; 2 cores).
+    load_average_1m: loadavg()[0],
     connections: CONNECTIONS,
     duration_sec: DURATION_SEC,
     results,

@@ -52,7 +52,8 @@ function operation(method: string, path: string, op: Json): string {
   const responses = Object.entries((op.responses as Record<string, Json>) ?? {})
     .map(([status, r]) => {
       const schema = ((r.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
-      return `<p><b>${esc(status)}</b></p>${schema ? `<details><summary>body</summary><pre>${esc(JSON.stringify(schema, null, 2))}</pre></details>` : ''}`;
+      const what = r.description && r.description !== 'Default Response' ? ` ${esc(r.description)}` : '';
+      return `<p><b>${esc(status)}</b>${what}</p>${schema ? `<details><summary>body</summary><pre>${esc(JSON.stringify(schema, null, 2))}</pre></details>` : ''}`;
     })
     .join('');
   return `<h3><span class="m ${method}">${method.toUpperCase()}</span>${esc(path)}</h3>

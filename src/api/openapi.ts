@@ -6,6 +6,35 @@ import type { AppContext } from './context.js';
 import { registerDocs } from './docs.js';
 import type { ApiApp } from './routes.js';
 
+const basicError = {
+  type: 'object',
+  properties: {
+    error: {
+      type: 'object',
+      properties: { message: { type: 'string' }, code: { type: 'string' } },
+      required: ['message'],
+    },
+  },
+  required: ['error'],
+};
+const validationError = {
+  type: 'object',
+  properties: {
+    error: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
+    param_errors: { type: 'object', additionalProperties: { type: 'string' }, description: 'parameter path (a.b.0) -> message' },
+  },
+  required: ['error', 'param_errors'],
+};
+/** The spec's two error bodies ("Errors"), as documented answers of every /v1 route. */
+const ERROR_RESPONSES = {
+  400: { description: 'invalid parameters (validation body)', ...validationError },
+  401: { description: 'authentication missing, invalid or unsupported', ...basicError },
+  403: { description: 'another organization, or not allowed for these credentials', ...basicError },
+  404: { description: 'not found', ...basicError },
+  409: { description: 'conflict (a name conflict on external storage policies has the validation body)', ...basicError },
+  500: { description: 'internal error', ...basicError },
+};
+
 export function registerOpenApi(app: ApiApp, ctx: AppContext): void {
   app.register(swagger, {
     openapi: {
@@ -21,7 +50,13 @@ export function registerOpenApi(app: ApiApp, ctx: AppContext): void {
       },
       security: [{ bearer: [] }],
     },
-    transform: jsonSchemaTransform,
+    transform: (route) => {
+      const out = jsonSchemaTransform(route);
+      const schema = out.schema as { response?: Record<string, unknown>; hide?: boolean };
+      // Document the spec's error bodies beside each route's own answers (not used for serialization).
+      if (!schema.hide && route.url.startsWith('/v1/')) schema.response = { ...schema.response, ...ERROR_RESPONSES };
+      return out;
+    },
     transformObject: jsonSchemaTransformObject,
   });
   app.register(async (scope) => {

@@ -38,6 +38,10 @@ t.test('openapi document and reference page', async (t) => {
   const token = doc.paths['/v1/auth/session_token'].post.requestBody.content['application/json'].schema;
   t.match(JSON.stringify(token), /"ttl_seconds":\{"default":300/);
 
+  const rotate = doc.paths['/v1/api_keys/{id}/rotate'].post.responses;
+  t.ok(rotate['200'] && rotate['401'] && rotate['404'], 'error answers documented');
+  t.same(rotate['400'].content['application/json'].schema.required, ['error', 'param_errors']);
+
   const page = await fetch(`${server.url}/docs`);
   t.equal(page.status, 200);
   t.match(page.headers.get('content-type'), /text\/html/);
@@ -45,5 +49,6 @@ t.test('openapi document and reference page', async (t) => {
   t.match(html, /<h3><span class="m patch">PATCH<\/span>\/v1\/workspace<\/h3>/);
   t.match(html, /<code>ip_allowlist<\/code>/);
   t.match(html, /default 300/);
+  t.match(html, /<b>401<\/b> authentication missing/);
   t.notMatch(html, /<script/i, 'no script: rendered on the server');
 });
