@@ -163,7 +163,9 @@ export class JitterBuffer {
     }
     this.seqs[slot] = ext;
     this.lengths[slot] = payloadLength;
-    this.data.set(payload.subarray(payloadOffset, payloadOffset + payloadLength), slot * this.maxBytes);
+    const data = this.data;
+    const base = slot * this.maxBytes;
+    for (let i = 0; i < payloadLength; i++) data[base + i] = payload[payloadOffset + i];
     this.stamps[slot] = timestamp;
     if (ext > this.highestSeq) this.highestSeq = ext;
     this.measure(timestamp, nowMs);
@@ -184,7 +186,9 @@ export class JitterBuffer {
       if (this.release === 'at_deadline' && nowMs < deadline) return JB_NONE;
       const n = this.lengths[slot];
       if (n > out.length) throw new RangeError(`jitter buffer frame of ${n} bytes does not fit ${out.length}`);
-      out.set(this.data.subarray(slot * this.maxBytes, slot * this.maxBytes + n), 0);
+      const data = this.data;
+      const base = slot * this.maxBytes;
+      for (let i = 0; i < n; i++) out[i] = data[base + i];
       const ts = this.stamps[slot];
       this.seqs[slot] = -1;
       this.lastTimestamp = ts;
