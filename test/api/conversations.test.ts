@@ -51,6 +51,9 @@ function ordered(list: Seeded[]): string[] {
     .map((s) => s.id);
 }
 
+// Two databases, each a fresh server: more than tap's default file timeout on a loaded machine.
+t.setTimeout(300_000);
+
 for (const db of DB_KINDS) {
   t.test(`conversation endpoints on ${db}`, { timeout: 180_000 }, async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-conv-'));

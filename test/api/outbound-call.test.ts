@@ -14,6 +14,9 @@ const transferTool = {
   phone_number: '+14155550100',
 };
 
+// Two databases, each a fresh server: more than tap's default file timeout on a loaded machine.
+t.setTimeout(300_000);
+
 for (const db of DB_KINDS) {
   t.test(`outbound call on ${db}`, { timeout: 180_000 }, async (t) => {
     const server = await startTestServer({ db });

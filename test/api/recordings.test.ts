@@ -16,6 +16,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 if (!existsSync(SPEECH_WAV)) throw new Error(`${SPEECH_WAV} is missing: install asterisk-core-sounds-en-wav (.ci/run does)`);
 const speech = readFileSync(SPEECH_WAV);
 
+// Two databases, each a fresh server: more than tap's default file timeout on a loaded machine.
+t.setTimeout(300_000);
+
 for (const db of DB_KINDS) {
   t.test(`recording links on ${db}`, { timeout: 180_000 }, async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-rec-'));

@@ -16,6 +16,9 @@ import {
 } from '../../src/store/conversations.js';
 import { conversation as conversationSchema } from '../../src/schemas/conversations.js';
 
+// Two databases, each a fresh server: more than tap's default file timeout on a loaded machine.
+t.setTimeout(300_000);
+
 for (const db of DB_KINDS) {
   t.test(`conversations repository on ${db}`, { timeout: 180_000 }, async (t) => {
     const server = await startTestServer({ db });

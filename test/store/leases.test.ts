@@ -21,6 +21,9 @@ import { createConversation, finishConversation } from '../../src/store/conversa
 const PARALLEL = 12;
 const CAP = 5;
 
+// Two databases, each a fresh server: more than tap's default file timeout on a loaded machine.
+t.setTimeout(300_000);
+
 for (const db of DB_KINDS) {
   t.test(`leases on ${db}`, { timeout: 180_000 }, async (t) => {
     const server = await startTestServer({ db });
