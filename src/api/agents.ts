@@ -18,6 +18,7 @@ import {
   AgentBusyError,
   addPhone,
   agentById,
+  agentForRead,
   agentByName,
   agentWriteLocks,
   countEnabled,
@@ -346,7 +347,13 @@ export const agentRoutes: RoutePlugin = async (app, ctx) => {
     '/v1/agents/:nameOrId',
     { schema: { tags: ['agents'], params: nameOrIdParams, querystring: projectQuery, response: { 200: agentBody } } },
     async (req) => {
-      const { row, project } = await findAgent(sql, req.auth.orgId, req.query.project, req.params.nameOrId);
+      const { nameOrId } = req.params;
+      if (!isId('agent', nameOrId)) {
+        // Hot path (one query); on a miss findAgent tells a missing project from a missing agent.
+        const hit = await agentForRead(sql, req.auth.orgId, req.query.project, nameOrId);
+        if (hit) return { agent: toAgentRecord(hit.row, hit.phones, { id: hit.row.project_id, name: hit.projectName }) };
+      }
+      const { row, project } = await findAgent(sql, req.auth.orgId, req.query.project, nameOrId);
       return { agent: await recordOf(sql, row, project) };
     },
   );

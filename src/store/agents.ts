@@ -91,6 +91,28 @@ export async function agentByName(sql: Sql | Tx, projectId: string, name: string
   return row;
 }
 
+/**
+ * The read path of GET /v1/agents/{name} in one round trip: the agent by name in the workspace's project (by
+ * project name or id), its project's name and its phone numbers. Undefined when either is missing.
+ */
+export async function agentForRead(
+  sql: Sql,
+  orgId: string,
+  project: string,
+  name: string,
+): Promise<{ row: AgentRow; projectName: string; phones: PhoneRow[] } | undefined> {
+  const [r] = await sql<(AgentRow & { project_name: string; phones: PhoneRow[] })[]>`
+    select a.*, p.name as project_name,
+      coalesce((select json_agg(json_build_object('number', n.number, 'agent_id', n.agent_id, 'org_id', n.org_id,
+                 'kind', n.kind, 'configuration_endpoint', n.configuration_endpoint) order by n.number)
+               from agent_phone_numbers n where n.agent_id = a.id), '[]'::json) as phones
+    from agents a join projects p on p.id = a.project_id
+    where p.org_id = ${orgId} and (p.name = ${project} or p.id = ${project}) and a.name = ${name}`;
+  if (!r) return undefined;
+  const { project_name: projectName, phones, ...row } = r;
+  return { row: row as AgentRow, projectName, phones };
+}
+
 export async function listAgents(sql: Sql, projectId: string): Promise<AgentRow[]> {
   return sql<AgentRow[]>`select * from agents where project_id = ${projectId} order by created_at, name`;
 }

@@ -4,6 +4,8 @@ import { ConfigError, loadSettings } from '../../src/config.js';
 import { agentByPhoneNumber, agentWriteLocks } from '../../src/store/agents.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
+t.setTimeout(600_000);
+
 t.test('PARLEY_PHONE_NUMBERS takes comma-separated E.164 numbers; anything else stops start-up naming it', async (t) => {
   t.equal(loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100, +14155550101' }).PARLEY_PHONE_NUMBERS, '+14155550100, +14155550101');
   const err = t.throws(() => loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100,4155550101' })) as ConfigError;

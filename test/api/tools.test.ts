@@ -3,6 +3,8 @@ import t from 'tap';
 import { toolsByNames } from '../../src/store/tools.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
+t.setTimeout(600_000);
+
 const webhook = {
   name: 'get_weather',
   description: 'Weather for a city',
