@@ -12,8 +12,12 @@ export const AUDIO_SPEED_MAX = 2.0;
 const WINDOW_MS = 25;
 /** Search range for the best-aligned segment: a full period of voices down to ~60 Hz at +-8 ms. */
 const TOLERANCE_MS = 8;
-/** Correlation runs on a grid of about 8 kHz (every k-th sample and offset), then refines around the best. */
-const SEARCH_RATE_HZ = 8000;
+/**
+ * The coarse search correlates on a grid of about 4 kHz (every k-th sample and offset): voiced speech has most of
+ * its energy below 1 kHz, so alignment on that grid is within a sample or two; a full-rate search of the +-k
+ * neighbourhood of the best then finds the exact offset. About 3x cheaper than searching at 8 kHz.
+ */
+const SEARCH_RATE_HZ = 4000;
 
 export interface TimeStretchOptions {
   sampleRate: number;
