@@ -90,3 +90,59 @@ t.test('reset forgets held audio', async (t) => {
   ts.reset();
   t.equal(ts.flush(buf), 0, 'nothing held after reset');
 });
+
+/** Median pitch (Hz) of the voiced 40 ms frames of 8 kHz speech, by normalized autocorrelation. */
+function medianPitch(x: Int16Array): number {
+  const rate = 8000;
+  const win = 320;
+  const pitches: number[] = [];
+  for (let s = 0; s + win + 120 <= x.length; s += 160) {
+    let e = 0;
+    for (let i = 0; i < win; i++) e += x[s + i] * x[s + i];
+    if (e / win < 500 * 500) continue;
+    let best = 0;
+    let bestLag = 0;
+    for (let lag = Math.floor(rate / 400); lag <= Math.floor(rate / 70); lag++) {
+      let xy = 0;
+      let yy = 0;
+      for (let i = 0; i < win; i++) {
+        xy += x[s + i] * x[s + i + lag];
+        yy += x[s + i + lag] * x[s + i + lag];
+      }
+      const r = xy / Math.sqrt(e * yy + 1);
+      if (r > best) {
+        best = r;
+        bestLag = lag;
+      }
+    }
+    if (best > 0.6) pitches.push(rate / bestLag);
+  }
+  pitches.sort((a, b) => a - b);
+  return pitches[Math.floor(pitches.length / 2)] ?? 0;
+}
+
+t.test('real speech: speed 0.8 and 1.2 keep the talker\'s pitch and scale the duration', async (t) => {
+  const { loadPrompt } = await import('./speech.js');
+  const speech = loadPrompt('vm-goodbye');
+  const f0 = medianPitch(speech);
+  t.ok(f0 > 120 && f0 < 300, `the prompt is voiced (median pitch ${f0.toFixed(0)} Hz)`);
+  for (const speed of [0.8, 1.2]) {
+    const ts = new TimeStretch({ sampleRate: 8000, maxInput: 160, speed });
+    const chunks: Int16Array[] = [];
+    const buf = new Int16Array(ts.maxOutput(160) + 1024);
+    for (let i = 0; i < speech.length; i += 160) {
+      const n = ts.process(speech.subarray(i, Math.min(i + 160, speech.length)), buf);
+      chunks.push(buf.slice(0, n));
+    }
+    chunks.push(buf.slice(0, ts.flush(buf)));
+    const out = new Int16Array(chunks.reduce((n, c) => n + c.length, 0));
+    let o = 0;
+    for (const c of chunks) {
+      out.set(c, o);
+      o += c.length;
+    }
+    t.ok(Math.abs(out.length - speech.length / speed) < 0.05 * 8000, `${speed}x: ${out.length} samples for ${(speech.length / speed).toFixed(0)}`);
+    const g = medianPitch(out);
+    t.ok(Math.abs(g - f0) / f0 < 0.05, `${speed}x: pitch ${g.toFixed(0)} Hz vs ${f0.toFixed(0)} Hz`);
+  }
+});
