@@ -34,18 +34,36 @@ const LIST_HEADERS = new Set([
   'p-asserted-identity', 'p-preferred-identity', 'privacy', 'accept-contact', 'reject-contact',
 ]);
 
+/** Names seen before -> canonical name, so the common case costs one Map lookup (bounded: peers choose names). */
+const NAME_CACHE = new Map<string, string>();
+const NAME_CACHE_LIMIT = 2048;
+/** Canonical name -> lookup key (lower case). */
+const KEY_CACHE = new Map<string, string>();
+
 /** Long, canonical name of a header name as it appeared on the wire (compact forms expanded). */
 export function canonicalName(name: string): string {
+  const cached = NAME_CACHE.get(name);
+  if (cached !== undefined) return cached;
   const lower = name.toLowerCase();
-  if (lower.length === 1) {
-    const long = COMPACT_FORMS[lower];
-    if (long !== undefined) return long;
-  }
-  return CANONICAL.get(lower) ?? name;
+  let canon = name;
+  if (lower.length === 1 && COMPACT_FORMS[lower] !== undefined) canon = COMPACT_FORMS[lower];
+  else canon = CANONICAL.get(lower) ?? name;
+  if (NAME_CACHE.size < NAME_CACHE_LIMIT) NAME_CACHE.set(name, canon);
+  return canon;
+}
+
+/** The case-insensitive lookup key of a header name. */
+function keyOf(name: string): string {
+  const canon = canonicalName(name);
+  const cached = KEY_CACHE.get(canon);
+  if (cached !== undefined) return cached;
+  const key = canon.toLowerCase();
+  if (KEY_CACHE.size < NAME_CACHE_LIMIT) KEY_CACHE.set(canon, key);
+  return key;
 }
 
 export function isListHeader(name: string): boolean {
-  return LIST_HEADERS.has(canonicalName(name).toLowerCase());
+  return LIST_HEADERS.has(keyOf(name));
 }
 
 /**
@@ -89,8 +107,7 @@ export class Headers {
 
   /** Append a field (after all others). */
   add(name: string, value: string): this {
-    const canon = canonicalName(name);
-    this.fields.push({ name: canon, key: canon.toLowerCase(), value });
+    this.fields.push({ name: canonicalName(name), key: keyOf(name), value });
     return this;
   }
 
@@ -121,7 +138,7 @@ export class Headers {
 
   /** Replace the first value of that name (the first element of a comma list), e.g. the top Via. */
   replaceFirst(name: string, value: string): this {
-    const key = canonicalName(name).toLowerCase();
+    const key = keyOf(name);
     const at = this.fields.findIndex((f) => f.key === key);
     if (at < 0) return this.add(name, value);
     const f = this.fields[at];
@@ -132,7 +149,7 @@ export class Headers {
 
   /** Remove the first value of that name (the top Via when forwarding a response); false if none. */
   removeFirst(name: string): boolean {
-    const key = canonicalName(name).toLowerCase();
+    const key = keyOf(name);
     const at = this.fields.findIndex((f) => f.key === key);
     if (at < 0) return false;
     const f = this.fields[at];
@@ -144,27 +161,27 @@ export class Headers {
 
   /** Remove every field of that name; returns how many were removed. */
   delete(name: string): number {
-    const key = canonicalName(name).toLowerCase();
+    const key = keyOf(name);
     const before = this.fields.length;
     this.fields = this.fields.filter((f) => f.key !== key);
     return before - this.fields.length;
   }
 
   has(name: string): boolean {
-    const key = canonicalName(name).toLowerCase();
+    const key = keyOf(name);
     return this.fields.some((f) => f.key === key);
   }
 
   /** The first field's whole value. */
   get(name: string): string | undefined {
-    const key = canonicalName(name).toLowerCase();
+    const key = keyOf(name);
     for (const f of this.fields) if (f.key === key) return f.value;
     return undefined;
   }
 
   /** Every field's whole value, in order, without splitting commas. */
   getFields(name: string): string[] {
-    const key = canonicalName(name).toLowerCase();
+    const key = keyOf(name);
     const out: string[] = [];
     for (const f of this.fields) if (f.key === key) out.push(f.value);
     return out;
@@ -172,8 +189,7 @@ export class Headers {
 
   /** Every value, in order: repeated fields, and comma lists split for list headers (RFC 3261 7.3.1). */
   getAll(name: string): string[] {
-    const canon = canonicalName(name);
-    const key = canon.toLowerCase();
+    const key = keyOf(name);
     const split = LIST_HEADERS.has(key);
     const out: string[] = [];
     for (const f of this.fields) {
@@ -186,7 +202,7 @@ export class Headers {
 
   /** Number of fields of that name (not of comma-separated values). */
   count(name: string): number {
-    const key = canonicalName(name).toLowerCase();
+    const key = keyOf(name);
     let n = 0;
     for (const f of this.fields) if (f.key === key) n++;
     return n;
@@ -209,6 +225,6 @@ export class Headers {
 
   /** Internal fast path for the parser: append with a name already canonical. */
   addCanonical(name: string, value: string): void {
-    this.fields.push({ name, key: name.toLowerCase(), value });
+    this.fields.push({ name, key: keyOf(name), value });
   }
 }

@@ -137,7 +137,9 @@ function parseHeaderLines(head: string, i: number, headers: Headers): void {
       const colon = head.indexOf(':', i);
       if (colon < 0 || colon > lineEnd) throw new SipParseError(`header line without colon: "${head.slice(i, lineEnd)}"`);
       // RFC 3261 25.1: HCOLON = *( SP / HTAB ) ":" SWS
-      const rawName = head.slice(i, colon).replace(/[ \t]+$/, '');
+      let nameEnd = colon;
+      while (nameEnd > i && (head.charCodeAt(nameEnd - 1) === SP || head.charCodeAt(nameEnd - 1) === HTAB)) nameEnd--;
+      const rawName = head.slice(i, nameEnd);
       if (!isToken(rawName)) throw new SipParseError(`bad header name "${rawName}"`);
       name = canonicalName(rawName);
       value = head.slice(colon + 1, lineEnd);

@@ -3,15 +3,22 @@ import { SipParseError } from '../errors.js';
 import type { Params } from './types.js';
 
 // RFC 3261 25.1: token = 1*(alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~")
-const TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
-const TOKEN_CHAR = /[A-Za-z0-9\-.!%*_+`'~]/;
+// A lookup table, built once: the parser asks this for every character of every name.
+const TOKEN_TABLE = new Uint8Array(128);
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.!%*_+`'~") TOKEN_TABLE[c.charCodeAt(0)] = 1;
+
+export function isTokenCode(code: number): boolean {
+  return code < 128 && TOKEN_TABLE[code] === 1;
+}
 
 export function isToken(s: string): boolean {
-  return TOKEN.test(s);
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) if (!isTokenCode(s.charCodeAt(i))) return false;
+  return true;
 }
 
 export function isTokenChar(c: string): boolean {
-  return TOKEN_CHAR.test(c);
+  return c.length === 1 && isTokenCode(c.charCodeAt(0));
 }
 
 export function isWs(code: number): boolean {
@@ -66,7 +73,7 @@ export function parseParams(s: string, i: number, params: Params): void {
     if (s[i] !== ';') throw new SipParseError(`unexpected "${s[i]}" in parameters`);
     i = skipWs(s, i + 1);
     const nameStart = i;
-    while (i < s.length && TOKEN_CHAR.test(s[i])) i++;
+    while (i < s.length && isTokenCode(s.charCodeAt(i))) i++;
     if (i === nameStart) throw new SipParseError('empty parameter name');
     const name = s.slice(nameStart, i).toLowerCase();
     i = skipWs(s, i);
