@@ -20,11 +20,12 @@ constexpr int kSubWindowSteps = 30;
 // Steps within 6 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95).
 constexpr float kNearFloorRatio = 4.f;
 constexpr float kNoiseMeanSmoothing = 0.95f;
-// For the first 200 ms the noise estimate is the plain mean of all steps (nothing better is known yet).
-constexpr int64_t kInitSteps = 20;
-// Absolute floor of band power, about -70 dBFS (a full-scale sine has power 32768^2 / 2): digital silence and
+// For the first 300 ms the noise estimate is the plain mean of all steps (nothing better is known yet), and
+// no step is voiced: a stream's first 300 ms only teach the noise floor.
+constexpr int64_t kInitSteps = 30;
+// Absolute floor of band power, -60 dBFS (a full-scale sine has power 32768^2 / 2): digital silence and
 // dither never count as speech.
-constexpr float kMinBandPower = 32768.f * 32768.f / 2.f * 1e-7f;
+constexpr float kMinBandPower = 32768.f * 32768.f / 2.f * 1e-6f;
 // Band SNRs are clipped to this range (dB) before scoring.
 constexpr float kMaxBandSnrDb = 30.f;
 // The score weighs the best band SNR against the second best.
@@ -32,6 +33,10 @@ constexpr float kBestWeight = 1.0;
 // Logistic mapping of the score (dB) to a probability: 0.5 at kScoreMidDb, slope 1 / kScoreScaleDb.
 constexpr float kScoreMidDb = 5.f;
 constexpr float kScoreScaleDb = 2.f;
+// End refinement, with hindsight once the hangover is over: hangover steps whose band power, averaged over
+// +-4 steps, stays 1 dB above the noise in some band extend the speech (contiguously from the last voiced step).
+constexpr int64_t kRefineHalfWidth = 4;
+constexpr float kRefineRatio = 1.26f;  // 1 dB
 // Voiced steps in a row that end a hangover (30 ms).
 constexpr int kResumeSteps = 3;
 // Speech level: the peak band power of voiced steps while speaking, decaying 3 dB per second; steps more than
@@ -63,6 +68,7 @@ Vad::Vad(int rateHz, const VadOptions& options)
       re_(fft_.size()),
       im_(fft_.size()),
       history_min_(static_cast<size_t>(kSubWindows) * kBands),
+      history_(static_cast<size_t>(options.min_silence_ms / kStepMs + 2 * kRefineHalfWidth + 2)),
       ring_(static_cast<size_t>(rateHz) * options.prebuffer_ms / 1000) {
   double energy = 0.0;
   for (size_t i = 0; i < window_; i++) {
@@ -99,6 +105,8 @@ void Vad::Reset() {
   frame_power_ = 0.f;
   speech_level_ = 0.f;
   ring_pos_ = ring_fill_ = 0;
+  step_index_ = 0;
+  last_voiced_step_ = -1;
 }
 
 void Vad::UpdateNoiseFloor(const float* smoothed) {
@@ -145,6 +153,9 @@ float Vad::Analyse() {
   float total = 0.f;
   for (int b = 0; b < kBands; b++) total += smoothed_[b];
   frame_power_ = total;
+  StepRecord& record = history_[static_cast<size_t>(step_index_ % static_cast<int64_t>(history_.size()))];
+  for (int b = 0; b < kBands; b++) record.ratio[b] = std::max(smoothed_[b], kMinBandPower) / noise_[b];
+  record.end_sample = samples_;
   float best = 0.f, second = 0.f;
   for (int b = 0; b < kBands; b++) {
     float snr = 10.f * std::log10(std::max(smoothed_[b], kMinBandPower) / noise_[b]);
@@ -157,7 +168,33 @@ float Vad::Analyse() {
     }
   }
   float score = kBestWeight * best + (1.f - kBestWeight) * second;
+  // While the noise is being learnt nothing is speech.
+  if (steps_ <= kInitSteps) return 0.f;
   return 1.f / (1.f + std::exp(-(score - kScoreMidDb) / kScoreScaleDb));
+}
+
+void Vad::RefineEnd() {
+  // The step that closed the hangover is the newest recorded one; the history reaches back over the hangover.
+  const int64_t newest = step_index_ - 1;
+  const int64_t size = static_cast<int64_t>(history_.size());
+  int64_t extended = last_voiced_step_;
+  for (int64_t j = last_voiced_step_ + 1; j + kRefineHalfWidth <= newest; j++) {
+    if (j - kRefineHalfWidth < 0 || j - kRefineHalfWidth <= newest - size) break;
+    if (!history_[static_cast<size_t>(j % size)].loud_enough) break;
+    float best = 0.f;
+    for (int b = 0; b < kBands; b++) {
+      float sum = 0.f;
+      for (int64_t k = j - kRefineHalfWidth; k <= j + kRefineHalfWidth; k++)
+        sum += history_[static_cast<size_t>(k % size)].ratio[b];
+      best = std::max(best, sum / (2 * kRefineHalfWidth + 1));
+    }
+    if (best < kRefineRatio) break;
+    extended = j;
+  }
+  if (extended > last_voiced_step_) {
+    last_voiced_step_ = extended;
+    last_voiced_end_ = history_[static_cast<size_t>(extended % size)].end_sample;
+  }
 }
 
 int Vad::Transition(Input input) {
@@ -180,10 +217,12 @@ int Vad::Transition(Input input) {
       state_ = State::Speech;
       speech_start_ = run_start_;
       last_voiced_end_ = samples_;
+      last_voiced_step_ = step_index_ - 1;
       return kVadSpeechStart;
     case State::Speech:
       if (input == Input::Voiced) {
         last_voiced_end_ = samples_;
+        last_voiced_step_ = step_index_ - 1;
         return kVadNone;
       }
       state_ = State::MaybeSilence;
@@ -198,6 +237,7 @@ int Vad::Transition(Input input) {
         if (++resume_steps_ >= kResumeSteps) {
           state_ = State::Speech;
           last_voiced_end_ = samples_;
+          last_voiced_step_ = step_index_ - 1;
           return kVadNone;
         }
       } else {
@@ -205,6 +245,7 @@ int Vad::Transition(Input input) {
       }
       if (run_steps_ < min_silence_steps) return kVadNone;
       state_ = State::Silence;
+      RefineEnd();
       return kVadSpeechEnd;
   }
   return kVadNone;
@@ -223,6 +264,7 @@ int Vad::Process(const int16_t* in, size_t n) {
     if (++filled_ < step_) continue;
     filled_ = 0;
     // The first window would be half empty: it only primes the second half.
+    const bool analysed = primed_;
     probability_ = primed_ ? Analyse() : 0.f;
     primed_ = true;
     // Slide: the step just completed becomes the first half of the next window.
@@ -232,6 +274,10 @@ int Vad::Process(const int16_t* in, size_t n) {
     // Steps far below the speaker's recent level are not their speech (tails, breath, distant talkers).
     const bool loud_enough = frame_power_ >= speech_level_ * kSpeechLevelGate;
     const bool voiced = probability_ >= threshold && loud_enough;
+    if (analysed) {
+      history_[static_cast<size_t>(step_index_ % static_cast<int64_t>(history_.size()))].loud_enough = loud_enough;
+      step_index_++;
+    }
     speech_level_ *= kSpeechLevelDecay;
     if (voiced && speaking()) speech_level_ = std::max(speech_level_, frame_power_);
     events |= Transition(voiced ? Input::Voiced : Input::Unvoiced);

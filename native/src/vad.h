@@ -1,15 +1,20 @@
-// Voice activity detector: band energies against adaptive per-band noise floors (minimum statistics), a
-// probability-like score per 10 ms, and the agent's timing rules as an explicit state machine.
+// Voice activity detector: band energies against adaptive per-band noise estimates, a probability-like score
+// per 10 ms, and the agent's timing rules as an explicit state machine.
 //
 // Every 10 ms the last 20 ms are Hann-windowed and transformed; the power in five telephone bands (200 Hz to
-// 3.8 kHz) is smoothed and compared with each band's noise floor, the minimum of the smoothed power over the
-// last ~1.5 s (Martin 2001, minimum statistics, without bias compensation). The two largest band SNRs give
-// the frame's score, mapped to a probability by a logistic; a frame is voiced when it reaches vad_threshold.
+// 3.8 kHz) is smoothed across steps and compared with each band's noise: the running mean of the steps near
+// the band's minimum over the last ~1.5 s (minimum statistics, Martin 2001), kept 0 to 6 dB above that
+// minimum so it follows drops at once and rises within the window. The best band SNR is the step's score,
+// mapped by a logistic to a probability; a step is voiced when it reaches vad_threshold (while speaking:
+// vad_threshold - 0.15, the hysteresis of Silero VAD's VADIterator) and is within 25 dB of the speaker's
+// recent level. The first 300 ms of a stream only teach the noise.
 //
-// Timing (the agent's vad_* settings): speech starts after min_speech_ms of consecutive voiced frames (the
-// start is placed at the first of them); it ends after min_silence_ms without a voiced frame, and the end is
-// placed after the LAST VOICED FRAME, not after the hangover. The last prebuffer_ms of audio are kept in a
-// ring so the caller can fetch the audio leading into speech when it starts.
+// Timing (the agent's vad_* settings): speech starts after min_speech_ms of consecutive voiced steps (the
+// start is placed at the first of them); it ends after min_silence_ms without speech (inside that hangover
+// speech resumes only after 30 ms of voiced steps), and the end is placed after the LAST VOICED STEP, not
+// after the hangover. Once the hangover is over, the last voiced step is extended over the following steps
+// whose band power, averaged over +-40 ms, still stands 1 dB above the noise (weak tails). The last
+// prebuffer_ms of audio are kept in a ring so the caller can fetch the audio leading into speech.
 #pragma once
 
 #include <cstddef>
@@ -60,6 +65,9 @@ class Vad : public Module {
   float Analyse();                        // the probability of the step just completed
   int Transition(Input input);            // the state machine; returns event bits
   void UpdateNoiseFloor(const float* smoothed);
+  // At speech-end: extends the last voiced step over the hangover steps that, averaged with their
+  // neighbours, still stand above the noise (weak tails the per-step decision missed).
+  void RefineEnd();
 
   int rate_;
   VadOptions options_;
@@ -92,6 +100,16 @@ class Vad : public Module {
   float probability_ = 0.f;
   float frame_power_ = 0.f;   // smoothed band power of the last step
   float speech_level_ = 0.f;  // decaying peak of frame_power_ over voiced steps
+
+  // Per-step history covering the hangover: band power / noise ratios, loudness gate, end sample.
+  struct StepRecord {
+    float ratio[kBands];
+    bool loud_enough;
+    int64_t end_sample;
+  };
+  std::vector<StepRecord> history_;
+  int64_t step_index_ = 0;  // steps analysed so far
+  int64_t last_voiced_step_ = -1;
 
   std::vector<int16_t> ring_;
   size_t ring_pos_ = 0;

@@ -43,6 +43,19 @@ export function loadPrompt(name: string): Int16Array {
 }
 
 /** The prompt with padSamples of digital silence before and after. */
+/** Prompts that are not speech: Asterisk's silences and its beep and conference tones. */
+export function isSpeechPrompt(name: string): boolean {
+  return !name.startsWith('silence/') && !TONE_PROMPTS.has(name);
+}
+
+export const TONE_PROMPTS = new Set([
+  'beep.wav',
+  'ascending-2tone.wav',
+  'descending-2tone.wav',
+  'confbridge-join.wav',
+  'confbridge-leave.wav',
+]);
+
 export function pad(prompt: Int16Array, padSamples: number): Int16Array {
   const out = new Int16Array(prompt.length + 2 * padSamples);
   out.set(prompt, padSamples);
@@ -50,15 +63,15 @@ export function pad(prompt: Int16Array, padSamples: number): Int16Array {
 }
 
 export const ENVELOPE_STEP = 80; // 10 ms at 8 kHz
-/** The truth threshold: 40 dB below the prompt's loudest 10 ms (RMS). */
-export const TRUTH_THRESHOLD_DB = -40;
+/** The truth threshold: 30 dB below the prompt's loudest 10 ms (power of the RMS envelope). */
+export const TRUTH_THRESHOLD_DB = -30;
 
 export interface SpeechTruth {
   /** first sample of the first 10 ms step above the threshold */
   start: number;
   /** sample just after the last 10 ms step above the threshold */
   end: number;
-  /** mean power of the prompt between start and end */
+  /** active speech level: mean power of the 10 ms steps within 40 dB of the loudest */
   power: number;
 }
 
@@ -73,6 +86,16 @@ export function truthOf(prompt: Int16Array, thresholdDb = TRUTH_THRESHOLD_DB): S
     env[s] = p / ENVELOPE_STEP;
     peak = Math.max(peak, env[s]);
   }
+  // Active speech level: the mean power of the steps within 40 dB of the peak.
+  let active = 0;
+  let count = 0;
+  for (let s = 0; s < steps; s++) {
+    if (env[s] > peak * 1e-4) {
+      active += env[s];
+      count++;
+    }
+  }
+  const power = count > 0 ? active / count : 0;
   const threshold = peak * 10 ** (thresholdDb / 10);
   let first = -1;
   let last = -1;
@@ -82,9 +105,7 @@ export function truthOf(prompt: Int16Array, thresholdDb = TRUTH_THRESHOLD_DB): S
       last = s;
     }
   }
-  let power = 0;
-  for (let s = first; s <= last; s++) power += env[s];
-  return { start: first * ENVELOPE_STEP, end: (last + 1) * ENVELOPE_STEP, power: power / (last - first + 1) };
+  return { start: first * ENVELOPE_STEP, end: (last + 1) * ENVELOPE_STEP, power };
 }
 
 /** A seeded PRNG (mulberry32) returning uniforms in [0, 1). */

@@ -3,17 +3,9 @@
 // no speech prompt is.
 import t from 'tap';
 import { TONE_END, TONE_START, ToneDetector } from '../../src/media/native.js';
-import { addWhiteNoise, listPrompts, loadPrompt } from './speech-corpus.js';
+import { TONE_PROMPTS, addWhiteNoise, listPrompts, loadPrompt } from './speech-corpus.js';
 
 const RATE = 8000;
-// Prompts that are tones, not speech (Asterisk's beep and conference sounds).
-const TONE_PROMPTS = new Set([
-  'beep.wav',
-  'ascending-2tone.wav',
-  'descending-2tone.wav',
-  'confbridge-join.wav',
-  'confbridge-leave.wav',
-]);
 
 function beep(hz: number, ms: number, lead = 1000, amplitude = 8000): Int16Array {
   const x = new Int16Array(lead + (RATE * ms) / 1000 + 2000);
