@@ -9,7 +9,8 @@
 //   t.sendResponse(res, source?)               18.2.2: same TCP connection if open, else Via received/rport
 //   t.ping(address, port)                      RFC 5626 3.5.1 CRLFCRLF ping, resolves on the CRLF pong
 // Requests arrive with received/rport stamped on their top Via (18.2.1, RFC 3581). TCP connections are
-// keyed by remote address:port and reused both ways. Failures reject with TransportError.
+// keyed by remote address:port, and also by the address:port their requests' Via names, and reused both
+// ways (a response without its Source still goes back on the open connection). Failures: TransportError.
 export { SipTransport, resolveHost, type PreparedRequest } from './transport.js';
 export { stampReceived, responseDestination, bareAddress, type ResponseDestination } from './via.js';
 export { connectionKey } from './tcp.js';

@@ -102,7 +102,7 @@ export class TcpSide {
   }
 
   get connectionCount(): number {
-    return this.byKey.size;
+    return this.byId.size;
   }
 
   hasConnection(address: string, port: number): boolean {
@@ -136,10 +136,14 @@ export class TcpSide {
     return conn;
   }
 
-  /** Also reach an accepted connection by the address its peer advertises (RFC 5923 `alias`). */
+  /** Also reach a connection by the address and port its peer's Via names (responses, RFC 3261 18.2.2). */
   alias(connectionId: number, address: string, port: number): void {
     const conn = this.byId.get(connectionId);
-    if (conn) this.byKey.set(connectionKey(address, port), conn);
+    if (!conn || conn.socket.destroyed) return;
+    const key = connectionKey(address, port);
+    const existing = this.byKey.get(key);
+    // an alias never displaces a live connection that is really at that address
+    if (existing === undefined || existing.socket.destroyed || existing.key !== key) this.byKey.set(key, conn);
   }
 
   /** The open connection to address:port, or a new one. */

@@ -68,9 +68,11 @@ export class SipTransport {
         localAddress: host,
       }, {
         message: (msg, source) => {
-          // RFC 5923 5: a Via `alias` lets us reuse this connection for requests to its sent-by.
-          if (msg.kind === 'request' && source.connection !== undefined) aliasFromVia(tcp, msg, source.connection);
-          deliver(msg, source);
+          if (msg.kind === 'request' && source.connection !== undefined) {
+            stampReceived(msg, source);
+            aliasFromVia(tcp, msg, source);
+          }
+          handlers.message(msg, source);
         },
         invalid,
         closed: (key, err) => handlers.connectionClosed?.(key, err),
@@ -184,12 +186,17 @@ export class SipTransport {
   }
 }
 
-function aliasFromVia(tcp: TcpSide, req: SipRequest, connection: number): void {
+/**
+ * Make a TCP connection reachable by where its request's Via says responses go (RFC 3261 18.2.2: the
+ * response goes back on the connection the request came in on; after stamping, that is the source address
+ * at the sent-by port), so a response sent without its Source still finds the open connection.
+ */
+function aliasFromVia(tcp: TcpSide, req: SipRequest, source: Source): void {
   const top = req.headers.getAll('Via')[0];
-  if (top === undefined || !top.includes('alias')) return;
+  if (top === undefined) return;
   try {
-    const via = parseVia(top);
-    if (via.params.has('alias')) tcp.alias(connection, via.host, via.port ?? 5060);
+    const dest = responseDestination(parseVia(top));
+    if (dest.transport === 'TCP' && dest.host === source.address) tcp.alias(source.connection!, dest.host, dest.port);
   } catch (err) {
     if (!(err instanceof SipParseError)) throw err;
   }

@@ -103,6 +103,9 @@ t.test('TCP: responses and later requests reuse the connection a request arrived
   await b.transport.sendResponse(createResponse(msg as SipRequest, 180), source);
   await waitFor(/SIP\/2.0 180 Ringing/);
   t.pass('response on the same connection although sent-by names port 1');
+  await b.transport.sendResponse(createResponse(msg as SipRequest, 183));
+  await waitFor(/SIP\/2.0 183 Session Progress/);
+  t.pass('a response sent without its source also finds the connection (by the Via it came with)');
   // a request to the peer's address reuses the same connection
   const bye = parseMessage(request('BYE', `SIP/2.0/TCP ${b.transport.sentBy};branch=z9hG4bKt2`)) as SipRequest;
   await b.transport.sendRequest(bye, { transport: 'TCP', address: '127.0.0.1', port: sock.localPort! });
@@ -201,4 +204,34 @@ t.test('malformed datagrams reach the invalid handler with what was readable; TC
   const port = (closed.address() as net.AddressInfo).port;
   await new Promise<void>((r) => closed.close(() => r()));
   await t.rejects(b.transport.sendBytes(serializeMessage(parseMessage(request('OPTIONS', 'SIP/2.0/TCP x;branch=z9hG4bKe'))), { transport: 'TCP', address: '127.0.0.1', port }), TransportError);
+});
+
+t.test('IPv6: UDP with rport and TCP on [::1]', async (t) => {
+  const inbox: Received[] = [];
+  let wake = () => undefined as void;
+  const b = await SipTransport.listen({ message: (msg, source) => { inbox.push({ msg, source }); wake(); } }, { host: '::1', port: 0 });
+  t.teardown(() => b.close());
+  t.equal(b.sentBy, `[::1]:${b.port}`);
+  const next = async () => {
+    while (inbox.length === 0) await new Promise<void>((r) => { wake = r; });
+    return inbox.shift()!;
+  };
+  const client = dgram.createSocket('udp6');
+  await new Promise<void>((r) => client.bind(0, '::1', () => r()));
+  t.teardown(() => client.close());
+  client.send(request('OPTIONS', 'SIP/2.0/UDP [2001:db8::99]:5099;branch=z9hG4bK6;rport'), b.port, '::1');
+  const { msg, source } = await next();
+  t.equal(source.address, '::1');
+  t.equal(topVia(msg).params.get('received'), '::1', 'received without brackets (RFC 3261 20.42)');
+  const got = once(client, 'message');
+  await b.sendResponse(createResponse(msg as SipRequest, 200));
+  const [data] = (await got) as [Buffer];
+  t.ok(parseMessage(data).kind === 'response', 'response routed to [::1] at the rport');
+  const a = await SipTransport.listen({ message: () => undefined }, { host: '::1', port: 0 });
+  t.teardown(() => a.close());
+  const req = parseMessage(request('MESSAGE', `SIP/2.0/TCP ${a.sentBy};branch=z9hG4bK7`)) as SipRequest;
+  await a.sendRequest(req, { transport: 'TCP', address: '::1', port: b.port });
+  const over = await next();
+  t.equal(over.source.transport, 'TCP');
+  t.equal(over.source.address, '::1');
 });
