@@ -258,6 +258,10 @@ export async function writeAgent(
       row = await insertAgent(tx, { orgId, projectId: project.id, name, slug, enabled, config: cfg });
       inserted = true;
     } else {
+      // What was judged must still be the agent: a write that ended between the read and the lock bumped it.
+      const [now] = await tx<{ version: number }[]>`select version from agents where id = ${existing.id}`;
+      if (!now) throw notFound('agent', existing.name);
+      if (now.version !== existing.version) throw new AgentBusyError(existing.id);
       row = existing;
     }
     const target = new Set(phones.filter((p) => p.number !== null).map((p) => p.number as string));

@@ -116,7 +116,9 @@ export const toolRoutes: RoutePlugin = async (app, ctx) => {
       }
       const def = toStoredDefinition(parsed.data as ToolDefinition);
       if (req.body.agents_to_transfer_to !== undefined) await checkTransferAgents(sql, project.id, def);
-      if (!(await updateTool(sql, row.id, def))) throw nameExists(def.name);
+      const outcome = await updateTool(sql, row.id, row.definition, def);
+      if (outcome === 'name_taken') throw nameExists(def.name);
+      if (outcome === 'stale') throw conflict('the tool was changed by another request; retry', 'tool_busy');
       return { success: true, tool: view({ ...row, name: def.name, definition: def }, project) };
     },
   );

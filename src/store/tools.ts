@@ -43,14 +43,18 @@ export async function insertTool(sql: Sql, orgId: string, projectId: string, def
   return row ?? null;
 }
 
-/** False when another tool of the organization has the new name. */
-export async function updateTool(sql: Sql, id: string, def: ToolDefinition): Promise<boolean> {
+/**
+ * Replaces the definition if it is still `before` (a concurrent update makes this one `stale`); `name_taken` when
+ * another tool of the organization has the new name.
+ */
+export async function updateTool(sql: Sql, id: string, before: ToolDefinition, def: ToolDefinition): Promise<'ok' | 'stale' | 'name_taken'> {
   try {
-    await sql`update tools set name = ${def.name}, type = ${def.type}, definition = ${sql.json(def as unknown as Json)},
-              updated_at = now() where id = ${id}`;
-    return true;
+    const rows = await sql`
+      update tools set name = ${def.name}, type = ${def.type}, definition = ${sql.json(def as unknown as Json)}, updated_at = now()
+      where id = ${id} and definition = ${sql.json(before as unknown as Json)} returning 1`;
+    return rows.length > 0 ? 'ok' : 'stale';
   } catch (err) {
-    if ((err as { code?: string }).code === UNIQUE_VIOLATION) return false;
+    if ((err as { code?: string }).code === UNIQUE_VIOLATION) return 'name_taken';
     throw err;
   }
 }

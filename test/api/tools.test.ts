@@ -1,6 +1,6 @@
 // Tools over real HTTP (spec endpoints 7, 8, 9 and get/update), on both databases.
 import t from 'tap';
-import { toolsByNames } from '../../src/store/tools.js';
+import { toolByName, toolsByNames, updateTool } from '../../src/store/tools.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
 t.setTimeout(600_000);
@@ -158,6 +158,11 @@ for (const db of DB_KINDS) {
       const renamed = await client.patch(`/v1/tools/${id}`, { name: 'weather_now' });
       t.equal(renamed.status, 200);
       t.equal((await client.get('/v1/tools/weather_now')).body.tool.description, 'Current weather');
+      const stored = (await toolByName(server.sql, server.projectId, 'weather_now'))!;
+      const edited = { ...stored.definition, description: 'edited' };
+      t.equal(await updateTool(server.sql, id, { ...stored.definition, description: 'an older read' }, edited), 'stale', 'an update from a stale read is refused');
+      t.equal(await updateTool(server.sql, id, stored.definition, edited), 'ok');
+      t.equal((await client.get('/v1/tools/weather_now')).body.tool.description, 'edited');
       const del = await client.delete('/v1/tools/weather_now');
       t.equal(del.status, 200);
       t.same(del.body, { success: true });
