@@ -1,0 +1,118 @@
+// What a conversation needs from its host, and what the host may ask of a conversation (docs/CONTRACTS.md,
+// "Real-time conversations"). The realtime transport (STS WebSocket) implements ConversationClient and
+// ConversationStore in a media worker; telephony will too. The conversation engine (src/conversation/) knows
+// nothing of sockets, threads or SQL: only these interfaces.
+import type { EndedBy } from '../schemas/conversations.js';
+import type { ConfigMessage, ServerEvent, SessionMessage } from '../schemas/sts.js';
+import type { SpeechEngine } from '../engines/engine.js';
+import type { ConversationPatch, ResolvedAgent } from '../realtime/worker-protocol.js';
+import type { Admission } from '../store/leases.js';
+import type { Finish, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
+import type { PacedStream } from '../media/pacing-clock.js';
+import type { Logger } from '../log.js';
+
+/** The far end of one conversation: the STS socket (or a phone call). */
+export interface ConversationClient {
+  /** One server event (the transport serialises it; JSON text frame on the STS socket). */
+  send(event: ServerEvent): void;
+  /**
+   * One 20 ms frame of assistant audio, already encoded in the conversation's output format, with the text
+   * spoken in it ('' for none). The bytes are lent for the duration of the call only. Returns false when the
+   * client is backed up and the frame was NOT sent: the conversation keeps it and offers it again on a later
+   * tick (so a slow client holds at most the conversation's bounded queue, never more).
+   */
+  sendAudio(frame: Uint8Array, text: string): boolean;
+  /** The conversation is over (its record is being saved): close the far end. Called once. */
+  close(code: number, reason: string): void;
+}
+
+/** The worker-protocol requests (src/realtime/worker-protocol.ts), as async methods; main answers them. */
+export interface ConversationStore {
+  resolveAgent(orgId: string, project: string, agent: string): Promise<ResolvedAgent | null>;
+  resolveProject(orgId: string, project: string): Promise<{ id: string; name: string } | null>;
+  resolveTools(orgId: string, projectId: string, names: string[]): Promise<ResolvedAgent['tools']>;
+  admit(orgId: string, projectId: string, conversationId: string): Promise<Admission>;
+  createConversation(conversation: NewConversation): Promise<{ conversationId: string }>;
+  /** false: the conversation has ended meanwhile (e.g. canceled through the API); the engine stops. */
+  updateConversation(conversationId: string, patch: ConversationPatch): Promise<{ updated: boolean }>;
+  appendItems(conversationId: string, items: NewItem[]): Promise<{ itemIds: string[] }>;
+  /** false: it had already ended (canceled); nothing changed. */
+  finishConversation(conversationId: string, finish: Finish, recordings: NewRecording[]): Promise<{ finished: boolean }>;
+}
+
+/** Timers of one conversation: injected so tests run every timeout without sleeping. */
+export interface ConversationTimers {
+  /** Milliseconds since the epoch (timestamps of the record and of items). */
+  now(): number;
+  set(fn: () => void, delayMs: number): unknown;
+  clear(handle: unknown): void;
+}
+
+/** The worker's one pacing clock (src/media/pacing-clock.ts PacingClock satisfies it). */
+export interface PacingRegistry {
+  register(stream: PacedStream): void;
+  unregister(stream: PacedStream): void;
+}
+
+/** Everything a conversation uses that its host provides. */
+export interface ConversationDeps {
+  client: ConversationClient;
+  store: ConversationStore;
+  /** The engine that serves an agent's `vendor_model` (null: the default engine). */
+  engineFor(vendorModel: string | null): SpeechEngine;
+  timers: ConversationTimers;
+  pacing: PacingRegistry;
+  log: Logger;
+  /** HTTP for the configuration endpoint and webhook tools (globalThis.fetch by default). */
+  fetch?: typeof fetch;
+  /** PARLEY_DATA_DIR: recordings go under `<dataDir>/recordings/`. */
+  dataDir: string;
+  /** PARLEY_ALLOW_PRIVATE_ENDPOINTS (inline settings are validated with it). */
+  allowPrivateEndpoints: boolean;
+  /** This node's id (stored on the conversation). */
+  nodeId?: string | null;
+}
+
+/** Who opened the conversation and how. */
+export interface ConversationOrigin {
+  orgId: string;
+  origin: NewConversation['origin'];
+  callInfo?: NewConversation['call_info'];
+}
+
+/** How the conversation is configured: an STS `config` message, or (telephony) a resolved agent. */
+export type ConversationStart =
+  | { kind: 'config'; config: ConfigMessage }
+  | { kind: 'agent'; agent: ResolvedAgent; inputFormat: 'mulaw_8000' | 'alaw_8000'; outputFormat: 'mulaw_8000' | 'alaw_8000' };
+
+/** Watches a live conversation (the observer socket): the client's events, and audio of both sides. */
+export interface ConversationObserver {
+  event(event: ServerEvent): void;
+  /** PCM at `sampleRate` (the engine's), lent for the call only. */
+  audio(side: 'user' | 'assistant', pcm: Int16Array, sampleRate: number): void;
+  /** The conversation ended. */
+  closed(endedBy: EndedBy): void;
+}
+
+/** What the host may ask of a live conversation (src/conversation/conversation.ts implements it). */
+export interface LiveConversation {
+  /** Set once the record exists (after `conversation_created`). */
+  readonly id: string | null;
+  /** Configures, admits, creates the record, opens the engine and starts; resolves when ready or ended. */
+  start(start: ConversationStart): Promise<void>;
+  /** A client message after `config` (already validated with the sts schemas). */
+  handle(message: SessionMessage): void;
+  /** Raw input audio in the negotiated input format (a binary frame, or a decoded audio_chunk). */
+  pushAudio(bytes: Uint8Array): void;
+  /** DTMF the caller pressed (telephony). */
+  pushDtmf(digits: string): void;
+  /** The client went away (socket closed): ends with ended_by `user` unless the host reattaches first. */
+  clientGone(): void;
+  /** A reconnecting client takes over the conversation (reconnect within the grace period). */
+  replaceClient(client: ConversationClient): void;
+  observe(observer: ConversationObserver): () => void;
+  /** Ends it now (shutdown, hang-up) and saves the record. */
+  end(endedBy: EndedBy): Promise<void>;
+  /** Resolves once the conversation has ended and its record is saved. */
+  readonly ended: Promise<EndedBy>;
+}
