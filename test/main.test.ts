@@ -9,7 +9,8 @@ import postgres from 'postgres';
 import t from 'tap';
 import { POSTGRES_ADMIN_URL } from './helpers/server.js';
 
-t.setTimeout(300_000);
+// Three real start-ups (one initialises a fresh embedded database): slow on a loaded machine.
+t.setTimeout(600_000);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 interface Running {
