@@ -67,10 +67,14 @@ for (const db of DB_KINDS) {
     });
 
     t.test('a dead node frees its share when its leases expire; a live node keeps its own by heartbeat', async (t) => {
-      const before = await sql<{ node_id: string; n: number }[]>`
-        select node_id, count(*)::int as n from conversation_leases where project_id = ${projectId} group by node_id`;
-      const heldByB = before.find((r) => r.node_id === 'node-b')?.n ?? 0;
-      t.ok(heldByB > 0, 'node B holds leases');
+      // Start from a known split of the cap: node A holds 2, node B the rest.
+      await sql`delete from conversation_leases`;
+      const heldByB = CAP - 2;
+      for (let i = 0; i < CAP; i++) {
+        const a = await admit(sql, i < 2 ? nodeA : nodeB, projectId, `conv_split_${i}`);
+        t.equal(a.admitted, true);
+      }
+      t.equal(await activeCount(sql, projectId), CAP, 'the project is at its cap');
       // Node A keeps beating; node B stops. Time passes beyond the TTL for B's leases only:
       t.ok((await renew(sql, nodeA)) > 0, 'node A renews its leases');
       await sql`update conversation_leases set expires_at = now() - interval '1 second' where node_id = 'node-b'`;
