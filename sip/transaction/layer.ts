@@ -170,6 +170,9 @@ export class TransactionLayer {
       return;
     }
     if (req.method === 'ACK') {
+      // RFC 3261 17.1.1.3 / 17.2.3: an ACK is never answered; a malformed one is dropped.
+      const rejection = this.validate === false ? null : validateRequest(req, this.validate);
+      if (rejection !== null) return this.handlers.dropped?.(`ACK dropped: ${rejection.detail}`, source);
       this.handlers.request(req, undefined, source);
       return;
     }

@@ -158,6 +158,11 @@ t.test('invalid requests are answered before the TU sees them', async (t) => {
   }
   t.equal(s.transport.sent.at(-2)!.msg.headers.get('Unsupported'), 'nothingSupportsThis', '420 lists the unsupported tag');
   t.equal(s.requests.length, 0, 'none reached the TU');
+  const badAck = request('ACK', { branch: 'z9hG4bKbadack' });
+  badAck.headers.set('CSeq', '1 INVITE');
+  s.layer.receive(badAck, UDP_SOURCE);
+  t.equal(s.requests.length, 0, 'a malformed ACK is not handed up');
+  t.match(s.dropped.at(-1), /ACK dropped/, 'and never answered');
   s.layer.receive(request('INVITE', { via: 'garbage' }), UDP_SOURCE);
   t.match(s.dropped.at(-1), /400/, 'malformed Via answered statelessly (sending it may fail)');
 });
