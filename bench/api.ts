@@ -70,6 +70,48 @@ async function load(base: string, key: string, method: string, path: string, bod
   };
 }
 
+/**
+ * PUT /v1/agents/upsert from CONNECTIONS loops, each updating its own agent: concurrent writes of ONE agent answer
+ * 409 by design (spec, "States": the agent is being updated), which would measure the lock, not the write.
+ * autocannon cannot give each connection a stable body of its own, so this loop measures it (fetch, keep-alive).
+ */
+async function upserts(base: string, key: string): Promise<Figures> {
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const run = async (seconds: number, latencies: number[], statuses: Map<number, number>) => {
+    const end = performance.now() + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async (_, c) => {
+        for (let i = 0; performance.now() < end; i++) {
+          const body = JSON.stringify({ name: `bench-upsert-${c}`, system_prompt: `You are assistant ${c}, revision ${i}.` });
+          const t0 = performance.now();
+          const res = await fetch(`${base}/v1/agents/upsert`, { method: 'PUT', headers, body });
+          await res.arrayBuffer();
+          latencies.push(performance.now() - t0);
+          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        }
+      }),
+    );
+  };
+  await run(WARMUP_SEC, [], new Map());
+  const latencies: number[] = [];
+  const statuses = new Map<number, number>();
+  await run(DURATION_SEC, latencies, statuses);
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] * 100) / 100;
+  const ok = statuses.get(200) ?? 0;
+  return {
+    path: '/v1/agents/upsert',
+    method: 'PUT',
+    requests_per_sec: latencies.length / DURATION_SEC,
+    latency_p50_ms: pct(50),
+    latency_p99_ms: pct(99),
+    latency_avg_ms: Math.round((latencies.reduce((a, b) => a + b, 0) / latencies.length) * 100) / 100,
+    requests: latencies.length,
+    errors: 0,
+    non2xx: latencies.length - ok,
+  };
+}
+
 function pin(pid: number, core: string): boolean {
   try {
     execFileSync('taskset', ['-cp', core, String(pid)], { stdio: 'ignore' });
@@ -112,7 +154,7 @@ try {
   const agentsRoute = probe.status === 200;
   const results: Figures[] = [];
   results.push(await load(base, key, 'GET', agentsRoute ? `/v1/agents/${agent.name}` : '/v1/projects/main'));
-  if (agentsRoute) results.push(await load(base, key, 'PUT', '/v1/agents/upsert', agent));
+  if (agentsRoute) results.push(await upserts(base, key));
   else process.stdout.write(`PUT /v1/agents/upsert answered ${probe.status}: not measured\n`);
 
   const report = {
