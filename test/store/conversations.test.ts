@@ -160,6 +160,45 @@ for (const db of DB_KINDS) {
       t.equal(await updateConversation(sql, 'conv_missing', { state: 'active' }), false);
     });
 
+    t.test('every field of the spec record is stored and read back', async (t) => {
+      const at = new Date('2026-11-21T09:00:00.000Z');
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'sdk-js',
+        agent: null,
+        external_id: 'ext-full',
+        started_at: at,
+        call_info: { from_phone_number: '+14155550100', to_phone_number: '+14155550101', telephony_call_sid: 'sid' },
+        settings: {
+          model: 'merritt', generate_welcome_message: true, is_welcome_message_interruptible: false, listen_only: true,
+          welcome_message: null, template_variables: { a: 'b' }, input_format: 'pcm_24000', output_format: 'pcm_16000',
+          background_noise_level: 0.3, background_noise: 'call-center', boosted_keywords: ['k'],
+          pronunciation_dictionary: [], min_words_to_interrupt: 3, default_language: 'fr', additional_languages: ['en'],
+          multilingual_mode: 'auto', push_to_talk: true, no_input_poke_sec: 10, no_input_end_conversation_sec: 60,
+          no_input_poke_text: 'Hello?', system_prompt: 'Be kind.', generate_no_input_poke_text: true,
+          websocket_timeout_sec: 60.5, vad_prebuffer_duration_ms: 300, vad_min_speech_duration_ms: 120,
+          vad_min_silence_duration_ms: 500, vad_threshold: 0.6, metadata: { k: 1 }, enable_watermarking: true,
+          data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 24 }, audio_recordings: { delete_after_hours: null } },
+          enable_assistant_backchannel: true, assistant_backchannel_aggressiveness: 0.4, languages: ['fr', 'en'],
+        },
+        finish: { ended_by: 'assistant_silence_limit_reached', ended_at: new Date(at.getTime() + 60_000), duration_ms: 60_000,
+          live_transcript: 'l', post_call_transcript: 'p', redacted_transcript: 'r', task_results: { score: 5 } },
+      });
+      const r = (await getConversation(sql, id))!.record;
+      t.ok(conversationSchema.safeParse(r).success);
+      const missing = Object.keys(conversationSchema.shape).filter((k) => !(k in r));
+      t.same(missing, [], 'no field of the spec record is missing');
+      t.match(r, {
+        origin: 'sdk-js', listen_only: true, input_format: 'pcm_24000', min_words_to_interrupt: 3, default_language: 'fr',
+        multilingual_mode: 'auto', push_to_talk: true, websocket_timeout_sec: 60.5, vad_threshold: 0.6,
+        assistant_backchannel_aggressiveness: 0.4, languages: ['fr', 'en'], task_results: { score: 5 },
+        post_call_transcript: 'p', redacted_transcript: 'r', ended_by: 'assistant_silence_limit_reached',
+        data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 24 } },
+        call_info: { telephony_call_sid: 'sid' },
+      });
+    });
+
     t.test('cancel ends a conversation in progress once', async (t) => {
       const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
       t.equal(await cancelConversation(sql, id), 'canceled');
