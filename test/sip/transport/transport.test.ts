@@ -235,3 +235,29 @@ t.test('IPv6: UDP with rport and TCP on [::1]', async (t) => {
   t.equal(over.source.transport, 'TCP');
   t.equal(over.source.address, '::1');
 });
+
+t.test('periodic keep-alive closes a connection whose peer stops answering (RFC 5626 4.4.1)', async (t) => {
+  const closed: Array<{ key: string; err?: Error }> = [];
+  let wake = () => undefined as void;
+  const a = await SipTransport.listen({
+    message: () => undefined,
+    connectionClosed: (key, err) => { closed.push({ key, err }); wake(); },
+  }, { host: '127.0.0.1', port: 0, keepAliveIntervalMs: 50, keepAliveTimeoutMs: 100 });
+  t.teardown(() => a.close());
+  // a peer that accepts the connection and never answers a ping
+  const silent = net.createServer((s) => s.on('data', () => undefined));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => { silent.close(); });
+  const port = (silent.address() as net.AddressInfo).port;
+  // and a peer that does: another transport
+  const b = await SipTransport.listen({ message: () => undefined });
+  t.teardown(() => b.close());
+  const opts = { transport: 'TCP' as const, address: '127.0.0.1' };
+  await a.sendBytes(Buffer.from('\r\n\r\n'), { ...opts, port });
+  await a.sendBytes(Buffer.from('\r\n\r\n'), { ...opts, port: b.port });
+  while (closed.length === 0) await new Promise<void>((r) => { wake = r; });
+  t.equal(closed[0].key, `127.0.0.1:${port}`, 'the silent flow failed');
+  t.ok(closed[0].err instanceof TransportError, 'with a TransportError');
+  t.ok(a.hasConnection('127.0.0.1', b.port), 'the answering flow stays up');
+  t.notOk(a.hasConnection('127.0.0.1', port));
+});
