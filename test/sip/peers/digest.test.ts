@@ -26,7 +26,7 @@ t.test('calls through a 401-challenging SIPp callee succeed with the right passw
   const err = await agent.call(`sip:service@127.0.0.1:${SIPP_PORT}`, { auth: { username: 'parley', password: 'wrong' } }).then(() => null, (e: unknown) => e);
   t.ok(err instanceof SipError, 'a wrong password is a SipError');
   t.equal((err as SipError).status, 403, 'SIPp refused the wrong digest with 403');
-  const code = await Promise.race([sipp.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 15_000))]);
+  const code = await sipp.exitedWithin(15_000);
   const { readFileSync } = await import('node:fs');
   const lines = readFileSync(`${cwd}/stat.csv`, 'utf8').trim().split('\n');
   const names = lines[0].split(';');

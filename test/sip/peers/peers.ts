@@ -76,6 +76,17 @@ export class Peer {
     clearTimeout(killer);
   }
 
+  /** The exit code, or 'timeout' when it is still running after `ms` (the timer does not outlive the wait). */
+  async exitedWithin(ms: number): Promise<number | null | 'timeout'> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), ms); });
+    try {
+      return await Promise.race([this.exited, limit]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Wait until the output matches, or fail loudly with the output so far. */
   async waitFor(pattern: RegExp, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;

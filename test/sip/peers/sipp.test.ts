@@ -45,7 +45,7 @@ t.test('the agent calls SIPp uas', async (t) => {
       await new Promise((r) => setTimeout(r, 20));
       await dialog.bye();
     }
-    const code = await Promise.race([sipp.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000))]);
+    const code = await sipp.exitedWithin(10_000);
     if (code !== 0) console.error(sipp.log.slice(-1500));
     t.equal(code, 0, `SIPp uas over ${transport} saw ${CALLS} complete calls and exited 0`);
     const { readFileSync } = await import('node:fs');

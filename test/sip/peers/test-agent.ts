@@ -111,7 +111,7 @@ export class TestAgent {
 }
 
 // Standalone: answer calls until killed (SIGTERM), printing the number answered on exit.
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (import.meta.url === `file://${process.argv[1]}` && process.argv.includes("--port")) {
   const arg = (name: string, fallback: string) => {
     const i = process.argv.indexOf(`--${name}`);
     return i >= 0 ? process.argv[i + 1] : fallback;
