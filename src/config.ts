@@ -64,6 +64,25 @@ export const settingsSchema = z.object({
   PARLEY_OUTBOUND_TRUNK: z.string().regex(/^sips?:/, 'must be a sip: URI').optional(),
   /** JSON file: an array of voices replacing the shipped catalog (README, "Voices"). */
   PARLEY_VOICES_FILE: z.string().min(1).optional(),
+  /** Speech engine of conversations whose agent names no `vendor_model` (README, "Speech engines"). */
+  PARLEY_ENGINE_DEFAULT: z.enum(['echo', 'scripted', 'openai-realtime', 'cascade']).default('echo'),
+  /** Per-`vendor_model` engine overrides; unset: the default engine. */
+  PARLEY_ENGINE_VENDOR_V0_5: z.enum(['echo', 'scripted', 'openai-realtime', 'cascade']).optional(),
+  PARLEY_ENGINE_VENDOR_V1: z.enum(['echo', 'scripted', 'openai-realtime', 'cascade']).optional(),
+  PARLEY_ENGINE_VENDOR_V1_1: z.enum(['echo', 'scripted', 'openai-realtime', 'cascade']).optional(),
+  /** JSON script of the `scripted` engine (README, "Speech engines"). */
+  PARLEY_SCRIPTED_ENGINE_FILE: z.string().min(1).optional(),
+  /** OpenAI Realtime WebSocket endpoint (e.g. wss://host/v1/realtime) of the `openai-realtime` engine. */
+  PARLEY_REALTIME_URL: z.string().regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL').optional(),
+  PARLEY_REALTIME_API_KEY: z.string().min(1).optional(),
+  PARLEY_REALTIME_MODEL: z.string().min(1).optional(),
+  /** OpenAI-compatible speech-to-text and text-to-speech bases (ending in /v1) of the `cascade` engine. */
+  PARLEY_STT_BASE_URL: optionalUrl,
+  PARLEY_STT_MODEL: z.string().min(1).default('whisper-1'),
+  PARLEY_STT_API_KEY: z.string().min(1).optional(),
+  PARLEY_TTS_BASE_URL: optionalUrl,
+  PARLEY_TTS_MODEL: z.string().min(1).default('tts-1'),
+  PARLEY_TTS_API_KEY: z.string().min(1).optional(),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;
