@@ -22,6 +22,11 @@ export interface EngineSessionOptions {
   pronunciations: readonly { word: string; pronunciation: string }[];
   /** Aborted when the conversation ends while the engine is still opening. */
   signal: AbortSignal;
+  /**
+   * Engine-specific settings from the conversation's configuration, when it carries any (optional): the
+   * `scripted_engine` key holds the scripted engine's script (src/engines/scripted.ts). Other engines ignore it.
+   */
+  engineSettings?: Readonly<Record<string, unknown>>;
 }
 
 /** A response is one assistant utterance: from createResponse or speak until onResponseDone. */
