@@ -3,7 +3,7 @@
 // core sustains at real time with the whole path (UDP in -> inbound chain -> VAD; pacing clock -> outbound batch
 // -> UDP out), the gateway pinned to core 1 and the generator to core 0.
 // Usage: node --import tsx bench/media.ts   (re-runs itself with --expose-gc for the allocation figures)
-// Env: MEDIA_RUNS (3), MEDIA_STREAMS ("500,1000,1500"), MEDIA_WINDOW_SEC (5), UDP_RUNS (3).
+// Env: MEDIA_RUNS (3), MEDIA_STREAMS ("500,1000"), MEDIA_WINDOW_SEC (5), UDP_RUNS (3).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -357,7 +357,16 @@ function next<T extends Msg['type']>(p: ChildProcess, type: T): Promise<Extract<
   });
 }
 
-interface CapacityRun { streams: number; coreFraction: number; deliveredIn: number; deliveredOut: number; maxLateMs: number; skipped: number }
+interface CapacityRun {
+  streams: number;
+  coreFraction: number;
+  deliveredIn: number;
+  deliveredOut: number;
+  maxLateMs: number;
+  skipped: number;
+  /** Gateway CPU per stream per 20 ms of full-duplex audio actually processed (one inbound frame + one packet out). */
+  usPerDuplexFrame: number;
+}
 
 async function capacityOnce(streams: number, windowMs: number): Promise<CapacityRun> {
   const gw = startRole(1, '--gateway', streams);
@@ -373,7 +382,16 @@ async function capacityOnce(streams: number, windowMs: number): Promise<Capacity
     gw.send({ type: 'measure', windowMs } satisfies Msg);
     const r = await next(gw, 'result');
     const expected = (streams * 50 * r.wallMs) / 1000;
-    return { streams, coreFraction: r.cpuMs / r.wallMs, deliveredIn: r.frames / expected, deliveredOut: r.sent / expected, maxLateMs: r.maxLateMs, skipped: r.skipped };
+    const duplexFrames = (r.frames + r.sent) / 2;
+    return {
+      streams,
+      coreFraction: r.cpuMs / r.wallMs,
+      deliveredIn: r.frames / expected,
+      deliveredOut: r.sent / expected,
+      maxLateMs: r.maxLateMs,
+      skipped: r.skipped,
+      usPerDuplexFrame: duplexFrames > 0 ? (r.cpuMs * 1000) / duplexFrames : Infinity,
+    };
   } finally {
     const live = [gw, gen].filter((p) => p.connected);
     for (const p of live) p.send({ type: 'halt' } satisfies Msg);
@@ -399,14 +417,25 @@ async function main(): Promise<void> {
 
   const runs = Number(process.env.MEDIA_RUNS ?? 3);
   const windowMs = Number(process.env.MEDIA_WINDOW_SEC ?? 5) * 1000;
-  const counts = (process.env.MEDIA_STREAMS ?? '500,1000,1500').split(',').map(Number);
-  const capacity: { streams: number; medianCoreFraction: number; medianDeliveredIn: number; medianDeliveredOut: number; maxLateMs: number; skipped: number; streamsPerCore: number; runs: CapacityRun[] }[] = [];
+  const counts = (process.env.MEDIA_STREAMS ?? '500,1000').split(',').map(Number);
+  const capacity: {
+    streams: number;
+    medianCoreFraction: number;
+    medianDeliveredIn: number;
+    medianDeliveredOut: number;
+    maxLateMs: number;
+    skipped: number;
+    medianUsPerDuplexFrame: number;
+    streamsPerCore: number;
+    runs: CapacityRun[];
+  }[] = [];
   for (const n of counts) {
     const rs: CapacityRun[] = [];
     for (let i = 0; i < runs; i++) rs.push(await capacityOnce(n, windowMs));
     const frac = median(rs.map((r) => r.coreFraction));
     const dIn = median(rs.map((r) => r.deliveredIn));
     const dOut = median(rs.map((r) => r.deliveredOut));
+    const usPerFrame = median(rs.map((r) => r.usPerDuplexFrame));
     const entry = {
       streams: n,
       medianCoreFraction: frac,
@@ -414,13 +443,19 @@ async function main(): Promise<void> {
       medianDeliveredOut: dOut,
       maxLateMs: Math.max(...rs.map((r) => r.maxLateMs)),
       skipped: rs.reduce((s, r) => s + r.skipped, 0),
-      // CPU per stream at this load, extrapolated to a whole core.
-      streamsPerCore: n / frac,
+      medianUsPerDuplexFrame: usPerFrame,
+      // A whole core (1e6 us/s) over the measured cost of a stream-second (50 duplex frames); robust to a
+      // gateway that the shared machine starved (it then processes fewer frames, each at the same cost).
+      streamsPerCore: 1e6 / (usPerFrame * 50),
       runs: rs,
     };
     capacity.push(entry);
-    console.log(`${n} full-duplex streams: ${(frac * 100).toFixed(1)}% of a core, in ${(dIn * 100).toFixed(1)}% out ${(dOut * 100).toFixed(1)}% of real time, max tick lateness ${entry.maxLateMs.toFixed(1)} ms, skipped ${entry.skipped} -> ${entry.streamsPerCore.toFixed(0)} streams/core`);
+    console.log(`${n} full-duplex streams: ${(frac * 100).toFixed(1)}% of a core, in ${(dIn * 100).toFixed(1)}% out ${(dOut * 100).toFixed(1)}% of real time, max tick lateness ${entry.maxLateMs.toFixed(1)} ms, skipped ${entry.skipped}, ${usPerFrame.toFixed(1)} us CPU per duplex frame -> ${entry.streamsPerCore.toFixed(0)} streams/core`);
   }
+  // The same figure from the stage micro-benchmarks: inbound chain + batched outbound + two packets of dgram I/O.
+  const stageNs = (name: string) => stageResults.find((x) => x.stage.startsWith(name))?.nsPerFrame ?? NaN;
+  const stageUs = stageNs('inbound chain per packet') / 1000 + stageNs('outbound batch of 1000') / 1000 + 2 * u.medianUsPerPacket;
+  console.log(`from stages: ${stageUs.toFixed(1)} us per duplex frame -> ${(1e6 / (stageUs * 50)).toFixed(0)} streams/core`);
   const sustained = capacity.filter((c) => c.medianDeliveredIn >= 0.99 && c.medianDeliveredOut >= 0.99 && c.medianCoreFraction < 0.95);
   const result = {
     bench: 'media',
@@ -433,6 +468,8 @@ async function main(): Promise<void> {
     capacity,
     largestSustainedMeasured: sustained.length ? Math.max(...sustained.map((c) => c.streams)) : 0,
     streamsPerCoreEstimate: median(capacity.map((c) => c.streamsPerCore)),
+    stageEstimateUsPerDuplexFrame: stageUs,
+    stageEstimateStreamsPerCore: 1e6 / (stageUs * 50),
     target: 2000,
   };
   console.log(`largest stream count measured at real time: ${result.largestSustainedMeasured}; estimated streams per core: ${result.streamsPerCoreEstimate.toFixed(0)} (target 2000)`);
