@@ -10,7 +10,8 @@ import { createContext } from './api/context.js';
 import { buildApp } from './api/app.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
-  const store: Store = await openStore(settings, log);
+  // Without its database a node can do nothing useful: stop (a supervisor restarts it).
+  const store: Store = await openStore(settings, log, { onLost: () => process.exit(1) });
   const closers: (() => Promise<void>)[] = [() => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();

@@ -24,6 +24,8 @@ export interface OpenStoreOptions {
   pgliteLoadFrom?: string;
   /** Embedded only: a fresh in-memory database (tests making a template). */
   pgliteInMemory?: boolean;
+  /** Embedded only: the store thread ended while the store was open. */
+  onLost?: (err: StoreError) => void;
 }
 
 /** Connections of the pool on PostgreSQL. */
@@ -63,7 +65,11 @@ export async function openStore(settings: Settings, log: Logger, opts: OpenStore
   }
   let thread: PgliteThread;
   try {
-    thread = await startPgliteThread({ dataDir, loadFrom: opts.pgliteLoadFrom });
+    thread = await startPgliteThread({ dataDir, loadFrom: opts.pgliteLoadFrom }, (err) => {
+      // Nothing can be stored any more: say so loudly; main decides whether to stop.
+      log.fatal({ err: { message: err.message } }, 'store: the embedded database thread ended unexpectedly');
+      opts.onLost?.(err);
+    });
   } catch (err) {
     lock?.release();
     throw err;

@@ -16,7 +16,11 @@ const THREAD_URL = new URL('./pglite-thread.ts', import.meta.url);
 // registers tsx itself before importing the TypeScript entry.
 const BOOT = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(THREAD_URL.href)}); })`;
 
-export function startPgliteThread(options: StoreThreadOptions): Promise<PgliteThread> {
+/**
+ * Starts the store thread. `onLost` is called if the thread ends while the store is open (every query fails
+ * from then on), so the caller can stop the node instead of answering 500s.
+ */
+export function startPgliteThread(options: StoreThreadOptions, onLost: (err: StoreError) => void = () => {}): Promise<PgliteThread> {
   const worker = new Worker(BOOT, { eval: true, workerData: options });
   let pending: { expect: StoreThreadReply['type']; resolve: () => void; reject: (e: Error) => void } | null = null;
   let exited = false;
@@ -69,9 +73,12 @@ export function startPgliteThread(options: StoreThreadOptions): Promise<PgliteTh
       if (!started) {
         started = true;
         reject(new StoreError(`store thread exited with code ${code} before listening`));
-      } else if (p) {
-        if (p.expect === 'closed') p.resolve();
-        else p.reject(new StoreError(`store thread exited with code ${code}`));
+      } else if (p?.expect === 'closed') {
+        p.resolve();
+      } else {
+        const lost = new StoreError(`store thread exited with code ${code}`);
+        p?.reject(lost);
+        onLost(lost);
       }
     });
   });
