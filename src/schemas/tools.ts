@@ -214,10 +214,6 @@ export interface ToolIssue {
   message: string;
 }
 
-function isParametersObject(p: ToolDefinition['parameters']): p is ParametersObject {
-  return p !== undefined && !Array.isArray(p);
-}
-
 /** Depth of a property schema counting itself as one level (tool parameter rule 5). */
 function schemaDepth(s: PropertySchema): number {
   const children: PropertySchema[] = [
