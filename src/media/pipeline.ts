@@ -48,9 +48,14 @@ export class SampleFifo {
   /** Moves up to n samples into dst at dstOffset; returns the number moved. */
   read(dst: Int16Array, n: number, dstOffset = 0): number {
     const k = Math.min(n, this.size);
-    const cap = this.buf.length;
-    for (let i = 0; i < k; i++) dst[dstOffset + i] = this.buf[(this.head + i) % cap];
-    this.head = (this.head + k) % cap;
+    const buf = this.buf;
+    const cap = buf.length;
+    let h = this.head;
+    for (let i = 0; i < k; i++) {
+      dst[dstOffset + i] = buf[h];
+      h = h + 1 === cap ? 0 : h + 1;
+    }
+    this.head = h;
     this.size -= k;
     return k;
   }
