@@ -83,6 +83,8 @@ export interface DialogOptions {
   remoteSdp: string;
   media: NegotiatedMedia | null;
   sessionTimer?: SessionTimer | null;
+  /** Our offer sent in the 2xx to an INVITE without SDP: the ACK brings the answer (RFC 3264 / 3261 13.2.1). */
+  pendingOffer?: string | null;
 }
 
 function header(msg: SipMessage, name: string): string | undefined {
@@ -118,6 +120,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
     this.remoteSdp = opts.remoteSdp;
     this.media = opts.media;
     this.#sessionTimer = opts.sessionTimer ?? null;
+    this.#pendingOffer = opts.pendingOffer ?? null;
     this.#sessionVersion = opts.localMedia?.sessionVersion ?? 1;
     this.#armSessionTimer();
   }

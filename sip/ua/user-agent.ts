@@ -59,6 +59,8 @@ export interface UacOptions {
   onProvisional?: (res: SipResponse) => void;
   /** Abort to CANCEL the INVITE (RFC 3261 9.1); the call then fails with SipError 487. */
   signal?: AbortSignal;
+  /** Send the INVITE without SDP: the 2xx carries the offer and our ACK the answer (needs `media`). */
+  lateOffer?: boolean;
 }
 
 export interface UserAgentEvents {
@@ -238,7 +240,12 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const remoteSdp = req.body.toString('utf8');
     let localSdp = opts.localSdp;
     let media: NegotiatedMedia | null = null;
-    if (localSdp === undefined) {
+    let pendingOffer: string | null = null;
+    if (localSdp === undefined && opts.media && remoteSdp.trim().length === 0) {
+      // RFC 3261 13.2.1 / RFC 3264: no offer in the INVITE: ours goes in the 2xx, the answer in the ACK.
+      localSdp = serializeSdp(createOffer(opts.media));
+      pendingOffer = localSdp;
+    } else if (localSdp === undefined) {
       if (!opts.media) throw new Error('createUAS needs localSdp or media');
       const result = negotiate(remoteSdp, opts.media);
       if (!result.ok) {
@@ -261,7 +268,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const data = createUasDialog(req, pending.toTag, contact);
     const dialog = new Dialog({
       data, sender: this.#sender(transport), clock: this.#clock, timers: this.#timers, localMedia: opts.media ?? null,
-      localSdp, remoteSdp, media, sessionTimer: st.kind === 'accept' ? st.timer : null,
+      localSdp, remoteSdp, media, sessionTimer: st.kind === 'accept' ? st.timer : null, pendingOffer,
     });
     this.#track(dialog);
     pending.tx.respond(res);
@@ -318,7 +325,10 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const transportParam = requestUri.params.get('transport');
     const transport: TransportName = transportParam?.toUpperCase() === 'TCP' ? 'TCP' : this.#transports[0];
     let offerText = opts.localSdp;
-    if (offerText === undefined) {
+    if (opts.lateOffer) {
+      if (!opts.media) throw new Error('createUAC({ lateOffer }) needs media to answer the offer');
+      offerText = '';
+    } else if (offerText === undefined) {
       if (!opts.media) throw new Error('createUAC needs localSdp or media');
       offerText = serializeSdp(createOffer(opts.media));
     }
@@ -336,7 +346,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       const invite = buildRequest({
         method: 'INVITE', uri: requestUri, from, to, contact, callId, cseq,
         headers: [['Allow', ALLOW], ['Supported', 'timer'], ['User-Agent', this.#userAgent], ...authHeaders, ...(opts.headers ?? [])],
-        body: Buffer.from(offerText), contentType: SDP,
+        body: Buffer.from(offerText), contentType: offerText.length > 0 ? SDP : undefined,
       });
       addVia(invite, this.#tx.sentBy, target.transport);
       const res = await this.#sendInvite(invite, target, opts.onProvisional, opts.signal);
@@ -344,7 +354,8 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       if ((res.status === 401 || res.status === 407) && digest) {
         const header = res.status === 401 ? 'WWW-Authenticate' : 'Proxy-Authenticate';
         const answer = digest.respond(res.status, res.headers.getAll(header).length > 0 ? res.headers.getFields(header) : [], 'INVITE', serializeUri(requestUri));
-        if (answer && (answer.stale || ++attempts < MAX_AUTH_ATTEMPTS + 1)) {
+        // A stale nonce is retried freely; otherwise at most MAX_AUTH_ATTEMPTS answers per call.
+        if (answer && (answer.stale || ++attempts <= MAX_AUTH_ATTEMPTS)) {
           // RFC 3261 22.2: same Call-ID and From tag, CSeq + 1, new branch, credentials added.
           cseq += 1;
           authHeaders = [[answer.name, answer.value]];
@@ -372,12 +383,21 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
   #confirmUac(invite: SipRequest, res: SipResponse, contact: NameAddr, target: Target, offerText: string, media: LocalMedia | null): Dialog {
     const data = createUacDialog(invite, res, contact);
     const transport = target.transport;
-    // RFC 3261 13.2.2.4: the ACK to a 2xx is a new transaction-less request with the INVITE's CSeq.
-    const ack = buildInDialogRequest(data, 'ACK', { cseq: data.localSeq });
     const sender = this.#sender(transport);
     let negotiated: NegotiatedMedia | null = null;
-    const answerText = res.body.toString('utf8');
-    if (media && answerText.length > 0) {
+    let answerText = res.body.toString('utf8');
+    let ackBody: Buffer | undefined;
+    if (offerText.length === 0 && media) {
+      // Late offer: the 2xx holds the peer's offer; the ACK carries our answer (RFC 3264 5, RFC 3261 13.2.2.4).
+      const remoteOffer = answerText;
+      const r = remoteOffer.length > 0 ? negotiate(remoteOffer, media) : { ok: false as const, reason: '2xx without an SDP offer' };
+      if (r.ok) {
+        negotiated = r.media;
+        offerText = r.answer; // our side of the session from now on
+        ackBody = Buffer.from(r.answer);
+      }
+      answerText = remoteOffer;
+    } else if (media && answerText.length > 0) {
       try {
         const r = acceptAnswer(parseSdp(offerText), parseSdp(answerText), media);
         negotiated = r.ok ? r.media : null;
@@ -390,6 +410,8 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       media: negotiated, sessionTimer: uacSessionTimer(res.headers),
     });
     this.#track(dialog);
+    // RFC 3261 13.2.2.4: the ACK to a 2xx is a new transaction-less request with the INVITE's CSeq.
+    const ack = buildInDialogRequest(data, 'ACK', { cseq: data.localSeq, body: ackBody, contentType: ackBody ? SDP : undefined });
     sender.sendAck(ack, nextHop(data));
     if (media && negotiated === null) {
       // RFC 3261 13.2.2.4 / RFC 3264: an unusable answer: ACK, then end the call.
@@ -410,10 +432,6 @@ function keyOfAck(ack: SipRequest): string {
 }
 
 function negotiate(remoteSdp: string, media: LocalMedia): { ok: true; answer: string; media: NegotiatedMedia } | { ok: false; reason: string } {
-  if (remoteSdp.trim().length === 0) {
-    // RFC 3261 13.2.1: no offer in the INVITE: ours goes in the 2xx, the answer comes in the ACK.
-    return { ok: false, reason: 'INVITE without SDP offer is not supported by createUAS({ media })' };
-  }
   try {
     const r = answerOffer(parseSdp(remoteSdp), media);
     return r.ok ? { ok: true, answer: serializeSdp(r.answer), media: r.media } : { ok: false, reason: r.reason };

@@ -4,6 +4,7 @@
 //   node --import tsx test/sip/peers/test-agent.ts --port 15300 [--host 127.0.0.1]
 
 import dgram from 'node:dgram';
+import { serializeUri } from '../../../sip/message/uri.js';
 import { createUserAgent, type Dialog, type UserAgent, type LocalMedia, type DigestServer } from '../../../sip/index.js';
 
 export interface AgentOptions {
@@ -59,7 +60,7 @@ export class TestAgent {
     dialog.on('ended', (e) => { this.record.ended++; this.record.endReasons.push(e.reason); });
     dialog.on('info', (e) => { if (e.dtmf) this.record.dtmfInfo.push(e.dtmf.digit); });
     dialog.on('refer', (e) => {
-      const target = e.referTo.uri.scheme + ':' + ('host' in e.referTo.uri ? `${e.referTo.uri.user ? e.referTo.uri.user + '@' : ''}${e.referTo.uri.host}${e.referTo.uri.port ? ':' + e.referTo.uri.port : ''}` : '');
+      const target = serializeUri(e.referTo.uri);
       this.record.refers.push(target);
       this.onRefer(target, e.notify);
     });

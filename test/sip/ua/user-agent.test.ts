@@ -164,3 +164,17 @@ t.test('session timers when the caller asks: 422 below Min-SE, then the UAS refr
   t.equal(answered[0].state, 'confirmed');
   t.equal(dialog.state, 'confirmed');
 });
+
+t.test('late offer: INVITE without SDP, offer in the 2xx, answer in the ACK', async (t) => {
+  const { a, b, answered } = await pair(t);
+  const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: { ...media(30420), codecs: ['PCMA'] }, lateOffer: true });
+  t.equal(dialog.media?.codec.name, 'PCMA', 'the caller answered the callee\'s offer with its only codec');
+  t.equal(dialog.media?.remotePort, 30410);
+  await until(() => answered.length === 1, 'answered');
+  const uas = answered[0];
+  await until(() => uas.media !== null, 'the ACK brought the answer to the callee');
+  t.equal(uas.media?.codec.name, 'PCMA');
+  t.equal(uas.media?.remotePort, 30420);
+  t.match(uas.localSdp, /m=audio 30410 RTP\/AVP 0 8 101/, 'the callee offered its codecs');
+  await dialog.bye();
+});
