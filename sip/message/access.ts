@@ -19,9 +19,9 @@ export function viasOf(msg: SipMessage): Via[] {
 
 /** The top Via (RFC 3261 8.1.1.7, 18.2.2). */
 export function topVia(msg: SipMessage): Via {
-  const all = msg.headers.getAll('Via');
-  if (all.length === 0) throw new SipParseError('missing Via');
-  return parseVia(all[0]);
+  const top = msg.headers.first('Via');
+  if (top === undefined) throw new SipParseError('missing Via');
+  return parseVia(top);
 }
 
 export function fromOf(msg: SipMessage): NameAddr {

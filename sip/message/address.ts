@@ -73,7 +73,7 @@ export function tagOf(na: NameAddr): string | undefined {
 
 // RFC 3261 25.1: sent-protocol = protocol-name SLASH protocol-version SLASH transport; SLASH = SWS "/" SWS
 const SENT_PROTOCOL = /^([A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*([A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*([A-Za-z0-9\-.!%*_+`'~]+)\s+/;
-const VIA_HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9.])?)/;
+const VIA_HOST = /(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9.])?)/y;
 
 /** Parse one Via value (one element of the comma list). Throws SipParseError. */
 export function parseVia(value: string): Via {
@@ -81,7 +81,8 @@ export function parseVia(value: string): Via {
   const m = SENT_PROTOCOL.exec(s);
   if (!m) throw new SipParseError(`bad Via "${value}"`);
   let i = m[0].length;
-  const h = VIA_HOST.exec(s.slice(i));
+  VIA_HOST.lastIndex = i;
+  const h = VIA_HOST.exec(s);
   if (!h) throw new SipParseError(`bad Via sent-by "${value}"`);
   const via: Via = { protocol: m[1], version: m[2], transport: m[3].toUpperCase(), host: h[1], params: new Map() };
   i = skipWs(s, i + h[1].length);

@@ -92,6 +92,23 @@ export function splitList(value: string): string[] {
   return out;
 }
 
+/** The first element of a comma list (as splitList(value)[0], without splitting the rest). */
+function firstOfList(value: string): string {
+  let quoted = false;
+  let angle = false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (quoted) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) quoted = false;
+    } else if (c === 0x22) quoted = true;
+    else if (c === 0x3c) angle = true;
+    else if (c === 0x3e) angle = false;
+    else if (c === 0x2c && !angle) return value.slice(0, i).trim();
+  }
+  return value.trim();
+}
+
 interface Field {
   name: string;
   key: string;
@@ -198,6 +215,16 @@ export class Headers {
       else out.push(f.value);
     }
     return out;
+  }
+
+  /** The first value of that name: the first element of the first field's comma list for list headers. */
+  first(name: string): string | undefined {
+    const key = keyOf(name);
+    for (const f of this.fields) {
+      if (f.key !== key) continue;
+      return LIST_HEADERS.has(key) ? firstOfList(f.value) : f.value;
+    }
+    return undefined;
   }
 
   /** Number of fields of that name (not of comma-separated values). */

@@ -131,7 +131,7 @@ export class ClientInviteTransaction extends Machine<ClientInviteState, ClientIn
  */
 export function buildAck(invite: SipRequest, res: SipResponse): SipRequest {
   const headers = new Headers();
-  const via = invite.headers.getAll('Via')[0];
+  const via = invite.headers.first('Via');
   if (via !== undefined) headers.add('Via', via);
   const maxForwards = invite.headers.get('Max-Forwards');
   headers.add('Max-Forwards', maxForwards ?? '70');

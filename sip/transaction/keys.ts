@@ -13,7 +13,7 @@ export function clientKey(branch: string, method: string): string {
 
 /** The client key a response belongs to. Throws SipParseError when its top Via or CSeq is malformed. */
 export function responseKey(msg: SipMessage): string {
-  const top = msg.headers.getAll('Via')[0];
+  const top = msg.headers.first('Via');
   if (top === undefined) throw new SipParseError('missing Via');
   const branch = parseVia(top).params.get('branch');
   if (!branch) throw new SipParseError('Via without branch');
@@ -47,7 +47,7 @@ export function toTagOf(msg: SipMessage): string | undefined {
  * same identifiers (a CANCEL finding its INVITE, 9.2). Throws SipParseError on a malformed top Via or CSeq.
  */
 export function serverKey(req: SipRequest, asMethod?: string): ServerKey {
-  const top = req.headers.getAll('Via')[0];
+  const top = req.headers.first('Via');
   if (top === undefined) throw new SipParseError('missing Via');
   const via = parseVia(top);
   const cseq = parseCSeq(req.headers.get('CSeq') ?? '');
@@ -69,7 +69,7 @@ export function serverKey(req: SipRequest, asMethod?: string): ServerKey {
  */
 export function buildCancel(invite: SipRequest): SipRequest {
   const headers = new Headers();
-  const via = invite.headers.getAll('Via')[0];
+  const via = invite.headers.first('Via');
   if (via !== undefined) headers.add('Via', via);
   headers.add('Max-Forwards', invite.headers.get('Max-Forwards') ?? '70');
   for (const route of invite.headers.getFields('Route')) headers.add('Route', route);

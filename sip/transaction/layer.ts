@@ -234,7 +234,7 @@ export class TransactionLayer {
 
   /** Make sure the request's top Via has a branch (adding the whole Via if missing); returns the branch. */
   private ensureBranch(req: SipRequest, target: Target): string {
-    const top = req.headers.getAll('Via')[0];
+    const top = req.headers.first('Via');
     if (top === undefined) {
       const branch = newBranch();
       const sentBy = this.transport.sentBy ?? '127.0.0.1';

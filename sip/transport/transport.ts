@@ -123,7 +123,7 @@ export class SipTransport {
     let transport: TransportName = target.transport;
     if (transport === 'UDP' && bytes.length > this.opts.udpSizeLimit) {
       transport = 'TCP';
-      const top = req.headers.getAll('Via')[0];
+      const top = req.headers.first('Via');
       if (top !== undefined) {
         const via = parseVia(top);
         via.transport = 'TCP';
@@ -163,7 +163,7 @@ export class SipTransport {
     if (source?.transport === 'TCP' && source.connection !== undefined) {
       if (await this.tcp.sendOn(source.connection, bytes)) return;
     }
-    const top = res.headers.getAll('Via')[0];
+    const top = res.headers.first('Via');
     if (top === undefined) throw new TransportError('response without Via');
     let dest;
     try {
@@ -192,7 +192,7 @@ export class SipTransport {
  * at the sent-by port), so a response sent without its Source still finds the open connection.
  */
 function aliasFromVia(tcp: TcpSide, req: SipRequest, source: Source): void {
-  const top = req.headers.getAll('Via')[0];
+  const top = req.headers.first('Via');
   if (top === undefined) return;
   try {
     const dest = responseDestination(parseVia(top));

@@ -17,7 +17,7 @@ export function bareAddress(host: string): string {
  * Rewrites the top Via of `msg` in place; a malformed top Via is left for the validator to reject.
  */
 export function stampReceived(msg: SipMessage, source: Source): void {
-  const first = msg.headers.getAll('Via')[0];
+  const first = msg.headers.first('Via');
   if (first === undefined) return;
   let via: Via;
   try {
