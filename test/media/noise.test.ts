@@ -2,6 +2,8 @@ import t from 'tap';
 import { NOISE_BEDS, NOISE_FULL_SCALE_RMS, NoiseMix, noiseBedLoop, renderNoiseBed } from '../../src/media/noise.js';
 
 const RATE = 8000;
+// Rendering beds is CPU work (a few hundred ms each); on a busy CI machine give it room.
+t.setTimeout(180_000);
 
 function rms(x: ArrayLike<number>, from = 0, to = x.length): number {
   let s = 0;
