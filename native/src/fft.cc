@@ -54,4 +54,33 @@ void Fft::Forward(float* re, float* im) const {
   }
 }
 
+RealFft::RealFft(size_t size)
+    : size_(size), half_(size / 2), zr_(size / 2), zi_(size / 2), cos_(size / 2), sin_(size / 2) {
+  for (size_t k = 0; k < size / 2; k++) {
+    double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(size);
+    cos_[k] = static_cast<float>(std::cos(a));
+    sin_[k] = static_cast<float>(std::sin(a));
+  }
+}
+
+void RealFft::Forward(float* in, float* re, float* im) {
+  const size_t h = size_ / 2;
+  for (size_t n = 0; n < h; n++) {
+    zr_[n] = in[2 * n];
+    zi_[n] = in[2 * n + 1];
+  }
+  half_.Forward(zr_.data(), zi_.data());
+  // X[k] = E[k] + W^k O[k], E[k] = (Z[k] + conj Z[h-k]) / 2, O[k] = (Z[k] - conj Z[h-k]) / 2i.
+  for (size_t k = 0; k <= h; k++) {
+    const size_t a = k % h, b = (h - k) % h;
+    const float er = 0.5f * (zr_[a] + zr_[b]);
+    const float ei = 0.5f * (zi_[a] - zi_[b]);
+    const float or_ = 0.5f * (zi_[a] + zi_[b]);
+    const float oi = -0.5f * (zr_[a] - zr_[b]);
+    const float wr = k < h ? cos_[k] : -1.f, wi = k < h ? sin_[k] : 0.f;
+    re[k] = er + wr * or_ - wi * oi;
+    im[k] = ei + wr * oi + wi * or_;
+  }
+}
+
 }  // namespace parley

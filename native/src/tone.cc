@@ -34,8 +34,9 @@ ToneDetector::ToneDetector(int rateHz, const ToneOptions& options)
       fft_(NextPow2(window_)),
       hann_(window_),
       frame_(window_, 0.f),
-      re_(fft_.size()),
-      im_(fft_.size()) {
+      in_(fft_.size()),
+      re_(fft_.size() / 2 + 1),
+      im_(fft_.size() / 2 + 1) {
   double energy = 0.0;
   for (size_t i = 0; i < window_; i++) {
     hann_[i] = static_cast<float>(0.5 - 0.5 * std::cos(2.0 * M_PI * (i + 0.5) / window_));
@@ -63,11 +64,10 @@ void ToneDetector::Reset() {
 float ToneDetector::AnalyseStep() {
   const size_t n = fft_.size();
   for (size_t i = 0; i < window_; i++) {
-    re_[i] = frame_[i] * hann_[i];
-    im_[i] = 0.f;
+    in_[i] = frame_[i] * hann_[i];
   }
-  for (size_t i = window_; i < n; i++) re_[i] = im_[i] = 0.f;
-  fft_.Forward(re_.data(), im_.data());
+  for (size_t i = window_; i < n; i++) in_[i] = 0.f;
+  fft_.Forward(in_.data(), re_.data(), im_.data());
   float total = 0.f;
   for (size_t k = 1; k < n / 2; k++) {
     re_[k] = re_[k] * re_[k] + im_[k] * im_[k];  // power spectrum, in place

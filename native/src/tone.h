@@ -46,8 +46,8 @@ class ToneDetector : public Module {
   ToneOptions options_;
   size_t step_;
   size_t window_;
-  Fft fft_;
-  std::vector<float> hann_, frame_, re_, im_;
+  RealFft fft_;
+  std::vector<float> hann_, frame_, in_, re_, im_;  // in_: FFT input; re_/im_: bins 0..N/2
   size_t filled_ = 0;
   size_t primed_ = 0;  // samples available in frame_, up to window_
   float window_norm_;

@@ -65,8 +65,9 @@ Vad::Vad(int rateHz, const VadOptions& options)
       fft_(NextPow2(window_)),
       hann_(window_),
       frame_(window_, 0.f),
-      re_(fft_.size()),
-      im_(fft_.size()),
+      in_(fft_.size()),
+      re_(fft_.size() / 2 + 1),
+      im_(fft_.size() / 2 + 1),
       history_min_(static_cast<size_t>(kSubWindows) * kBands),
       history_(static_cast<size_t>(options.min_silence_ms / kStepMs + 2 * kRefineHalfWidth + 2)),
       ring_(static_cast<size_t>(rateHz) * options.prebuffer_ms / 1000) {
@@ -136,11 +137,10 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
 float Vad::Analyse() {
   const size_t n = fft_.size();
   for (size_t i = 0; i < window_; i++) {
-    re_[i] = frame_[i] * hann_[i];
-    im_[i] = 0.f;
+    in_[i] = frame_[i] * hann_[i];
   }
-  for (size_t i = window_; i < n; i++) re_[i] = im_[i] = 0.f;
-  fft_.Forward(re_.data(), im_.data());
+  for (size_t i = window_; i < n; i++) in_[i] = 0.f;
+  fft_.Forward(in_.data(), re_.data(), im_.data());
   float power[kBands];
   for (int b = 0; b < kBands; b++) {
     float sum = 0.f;

@@ -73,8 +73,8 @@ class Vad : public Module {
   VadOptions options_;
   size_t step_;    // samples per 10 ms
   size_t window_;  // 2 steps
-  Fft fft_;
-  std::vector<float> hann_, frame_, re_, im_;
+  RealFft fft_;
+  std::vector<float> hann_, frame_, in_, re_, im_;  // in_: FFT input; re_/im_: bins 0..N/2
   size_t filled_ = 0;  // samples of the current step in frame_ (after the previous step)
   bool primed_ = false;  // a full window is available
   int band_lo_[kBands], band_hi_[kBands];
