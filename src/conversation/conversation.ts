@@ -1,0 +1,763 @@
+// One live conversation, independent of its transport (issue 4): configuration, admission, the engine session,
+// turn-taking from the VAD, barge-in, assistant playout on the pacing clock, timers, tools and the record.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { EngineError, type EngineHooks, type EngineToolCall, type ResponseId, type SpeechEngineSession } from '../engines/engine.js';
+import { InboundAudio } from '../media/inbound.js';
+import { Vad, VAD_SPEECH_END, VAD_SPEECH_START, type ResamplerRate } from '../media/native.js';
+import { StereoRecorder } from '../media/recording.js';
+import type { PacedStream } from '../media/pacing-clock.js';
+import type { EndedBy } from '../schemas/conversations.js';
+import type { ServerEvent, SessionMessage } from '../schemas/sts.js';
+import type { NewItem, NewRecording } from '../store/conversations.js';
+import { newId } from '../store/ids.js';
+import { callConfigurationEndpoint } from './config-endpoint.js';
+import { transition, isLive, type ConversationInput, type ConversationState } from './conversation.fsm.js';
+import type { ConversationClient, ConversationDeps, ConversationObserver, ConversationOrigin, ConversationStart, LiveConversation } from './host.js';
+import { turnLatencyMs, type TurnEnd } from './latency.js';
+import { Playout } from './playout.js';
+import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
+import { ownedTimer, type OwnedTimer } from './timer.js';
+import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
+import { ToolRunner } from './tools/runner.js';
+import { Utterance, type UtteranceKind } from './utterance.js';
+import { substitute, systemVariables, templateValues } from './variables.js';
+
+/** WebSocket close code 1000 (RFC 6455 7.4.1): normal closure; 1008: policy violation; 1011: server error. */
+const CLOSE_NORMAL = 1000;
+const CLOSE_POLICY = 1008;
+const CLOSE_ERROR = 1011;
+
+interface UserTurn {
+  startedAtMs: number;
+  transcript: string;
+  words: number;
+  /** Barge-in waits for min_words_to_interrupt words of this turn. */
+  bargeInPending: Utterance | null;
+}
+
+export class Conversation implements LiveConversation {
+  state: ConversationState = 'created';
+  id: string | null = null;
+  readonly ended: Promise<EndedBy>;
+  settings: LiveSettings | null = null;
+  readonly latencies: number[] = [];
+  interruptions = 0;
+  private resolveEnded!: (e: EndedBy) => void;
+  private client: ConversationClient;
+  private projectId = '';
+  private projectName = 'main';
+  private agent: { id: string; name: string } | null = null;
+  private session: SpeechEngineSession | null = null;
+  private vad: Vad | null = null;
+  private inbound: InboundAudio | null = null;
+  private playout: Playout<Utterance> | null = null;
+  private recorder: StereoRecorder | null = null;
+  private readonly utterances = new Map<ResponseId, Utterance>();
+  private userTurn: UserTurn | null = null;
+  private lastTurnEnd: TurnEnd | null = null;
+  private pendingUserItem: NewItem | null = null;
+  private muted = false;
+  private samplesFed = 0;
+  private startedAtMs = 0;
+  private endAfter: string | null = null;
+  private tools!: ToolRunner;
+  private readonly observers = new Set<ConversationObserver>();
+  private writes: Promise<unknown> = Promise.resolve();
+  private transcript: string[] = [];
+  private idleTimer: OwnedTimer;
+  private poke: OwnedTimer;
+  private silence: OwnedTimer;
+  private readonly fetch: typeof fetch;
+  private readonly paced: PacedStream = { tick: () => this.tick() };
+
+  constructor(
+    private readonly deps: ConversationDeps,
+    private readonly who: ConversationOrigin,
+  ) {
+    this.client = deps.client;
+    this.fetch = deps.fetch ?? globalThis.fetch;
+    this.ended = new Promise((r) => (this.resolveEnded = r));
+    this.idleTimer = ownedTimer(deps.timers, null, () => undefined);
+    this.poke = this.idleTimer;
+    this.silence = this.idleTimer;
+  }
+
+  // ---- lifecycle ----
+
+  private step(input: ConversationInput): boolean {
+    const next = transition(this.state, input);
+    if (next === null) return false;
+    this.state = next;
+    return true;
+  }
+
+  async start(start: ConversationStart): Promise<void> {
+    try {
+      await this.configure(start);
+    } catch (err) {
+      this.deps.log.error({ err, conversationId: this.id }, 'conversation failed to start');
+      this.emit({ type: 'error', error: { message: (err as Error).message, code: 'internal_error' } });
+      await this.end('error');
+    }
+  }
+
+  private async configure(start: ConversationStart): Promise<void> {
+    const { store } = this.deps;
+    const rules = { PARLEY_ALLOW_PRIVATE_ENDPOINTS: this.deps.allowPrivateEndpoints };
+    let storedTools: { id: string; name: string; definition: Record<string, unknown> }[] = [];
+    let externalId: string | null = null;
+    if (start.kind === 'config') {
+      const cfg = start.config;
+      this.projectName = cfg.project ?? 'main';
+      let agentConfig: Record<string, unknown> | null = null;
+      if (cfg.agent) {
+        const resolved = await store.resolveAgent(this.who.orgId, this.projectName, cfg.agent);
+        if (!resolved) return this.refuse(`agent ${cfg.agent} not found in project ${this.projectName}`, 'not_found');
+        if (!resolved.agent.enabled) return this.refuse(`agent ${cfg.agent} is disabled`, 'agent_disabled');
+        this.agent = { id: resolved.agent.id, name: resolved.agent.name };
+        this.projectId = resolved.project.id;
+        agentConfig = resolved.config;
+        storedTools = resolved.tools;
+      } else {
+        const project = await store.resolveProject(this.who.orgId, this.projectName);
+        if (!project) return this.refuse(`project ${this.projectName} not found`, 'not_found');
+        this.projectId = project.id;
+      }
+      this.settings = applyConfig(baseSettings(agentConfig), cfg);
+      externalId = cfg.external_id ?? null;
+    } else {
+      this.agent = { id: start.agent.agent.id, name: start.agent.agent.name };
+      this.projectId = start.agent.project.id;
+      this.projectName = start.agent.project.name;
+      storedTools = start.agent.tools;
+      this.settings = { ...baseSettings(start.agent.config), inputFormat: start.inputFormat, outputFormat: start.outputFormat };
+    }
+    const id = newId('conv');
+    const admission = await store.admit(this.who.orgId, this.projectId, id);
+    if (!admission.admitted) {
+      return this.refuse(
+        admission.reason === 'at_capacity' ? `the project is at its limit of ${admission.cap} active conversations` : 'project not found',
+        admission.reason === 'at_capacity' ? 'max_active_conversations_reached' : 'not_found',
+      );
+    }
+    this.startedAtMs = this.deps.timers.now();
+    await store.createConversation({
+      id,
+      orgId: this.who.orgId,
+      projectId: this.projectId,
+      agent: this.agent,
+      external_id: externalId,
+      origin: this.who.origin,
+      call_info: this.who.callInfo ?? null,
+      nodeId: this.deps.nodeId ?? null,
+      settings: this.recordSettings(),
+    });
+    this.id = id;
+    this.emit({ type: 'conversation_created', conversation_id: id });
+    this.step('configure');
+    await this.writeState('configuring');
+    const endpoint = this.settings.configuration_endpoint;
+    if (endpoint) {
+      const outcome = await callConfigurationEndpoint(endpoint, this.endpointContext(), { fetch: this.fetch, timers: this.deps.timers, rules });
+      if (this.state !== 'configuring') return;
+      if (!outcome.ok) {
+        this.emit({ type: 'error', error: { message: `configuration endpoint: ${outcome.message}`, code: outcome.endedBy } });
+        return void (await this.end(outcome.endedBy));
+      }
+      this.settings = applyConfig(this.settings, outcome.overrides);
+    }
+    const names = this.settings.tools.filter((n) => !storedTools.some((t) => t.name === n));
+    if (names.length > 0) storedTools = storedTools.concat(await store.resolveTools(this.who.orgId, this.projectId, names));
+    await this.openEngine(storedTools);
+  }
+
+  private async openEngine(storedTools: { id: string; name: string; definition: Record<string, unknown> }[]): Promise<void> {
+    const s = this.settings!;
+    const tools = new Map<string, LiveTool>();
+    for (const t of storedTools) if (s.tools.includes(t.name)) tools.set(t.name, fromStored(t));
+    for (const t of s.inlineTools) tools.set(t.tool_schema.function.name, fromInline(t));
+    this.tools = new ToolRunner(this.toolHost(), tools);
+    const abort = new AbortController();
+    const engine = this.deps.engineFor(s.vendor_model);
+    let session: SpeechEngineSession;
+    try {
+      session = await engine.open(
+        {
+          conversationId: this.id!,
+          systemPrompt: this.resolve(s.system_prompt),
+          voiceId: s.voice_id,
+          defaultLanguage: s.default_language,
+          additionalLanguages: s.additional_languages,
+          tools: [...tools.values()].map(engineTool),
+          boostedKeywords: s.boosted_keywords,
+          pronunciations: s.pronunciation_dictionary,
+          signal: abort.signal,
+        },
+        this.hooks,
+      );
+    } catch (err) {
+      this.deps.log.error({ err, conversationId: this.id }, 'engine failed to open');
+      this.emit({ type: 'error', error: { message: `speech engine: ${(err as Error).message}`, code: 'engine_error' } });
+      return void (await this.end('error'));
+    }
+    if (this.state !== 'configuring') {
+      await session.close();
+      return;
+    }
+    this.session = session;
+    const rate = session.sampleRate as ResamplerRate;
+    this.vad = new Vad(rate, {
+      threshold: s.vad_threshold,
+      prebufferMs: s.vad_prebuffer_duration_ms,
+      minSpeechMs: s.vad_min_speech_duration_ms,
+      minSilenceMs: s.vad_min_silence_duration_ms,
+    });
+    this.inbound = new InboundAudio({
+      format: s.inputFormat,
+      engineRate: rate,
+      vad: this.vad,
+      sink: { onAudio: (frame) => this.onUserFrame(frame), onVad: (events) => this.onVad(events) },
+    });
+    this.playout = new Playout<Utterance>({
+      engineRate: rate,
+      outputFormat: s.outputFormat,
+      speed: s.audio_speed,
+      noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null,
+      sink: { frame: (u, pcm, bytes, end) => this.onAssistantFrame(u, pcm, bytes, end), drained: (u) => this.onDrained(u) },
+    });
+    if (!s.data_retention_policy.zero_data_retention) {
+      const dir = join(this.deps.dataDir, 'recordings');
+      await mkdir(dir, { recursive: true });
+      this.recorder = await StereoRecorder.open(join(dir, `${this.id}.wav.gz`), { sampleRate: rate, format: 'wav.gz' });
+    }
+    const t = this.deps.timers;
+    this.idleTimer = ownedTimer(t, s.websocket_timeout_sec * 1000, () => void this.end('user'));
+    this.poke = ownedTimer(t, s.no_input_poke_sec === null ? null : s.no_input_poke_sec * 1000, () => this.pokeUser());
+    this.silence = ownedTimer(t, s.no_input_end_conversation_sec * 1000, () => void this.end('assistant_silence_limit_reached'));
+    this.step('configured');
+    await this.writeState('ready');
+    this.deps.pacing.register(this.paced);
+    this.emit({ type: 'ready_to_start_conversation' });
+    this.idleTimer.start();
+    this.welcome();
+  }
+
+  private welcome(): void {
+    const s = this.settings!;
+    const session = this.session!;
+    if (s.listen_only_inbound_enabled && s.listen_only_inbound_message) {
+      this.track(session.speak(this.resolve(s.listen_only_inbound_message)), 'welcome', false);
+    } else if (s.generate_welcome_message) {
+      this.track(session.createResponse('Greet the user and open the conversation.'), 'welcome', s.is_welcome_message_interruptible);
+    } else if (s.welcome_message) {
+      this.track(session.speak(this.resolve(s.welcome_message)), 'welcome', s.is_welcome_message_interruptible);
+    } else {
+      this.startSilenceTimers();
+    }
+  }
+
+  /** Refused before a record exists: an error event, then the client is closed. */
+  private refuse(message: string, code: string): void {
+    this.emit({ type: 'error', error: { message, code } });
+    this.step('end');
+    this.step('saved');
+    this.client.close(CLOSE_POLICY, code);
+    for (const o of this.observers) o.closed('user_validation_failed');
+    this.resolveEnded('user_validation_failed');
+  }
+
+  async end(endedBy: EndedBy): Promise<void> {
+    if (!this.step('end')) {
+      await this.ended;
+      return;
+    }
+    this.idleTimer.cancel();
+    this.poke.cancel();
+    this.silence.cancel();
+    this.deps.pacing.unregister(this.paced);
+    this.tools?.cancelAll();
+    for (const u of this.utterances.values()) if (u.isActive) this.finishUtterance(u);
+    this.flushUserItem();
+    const session = this.session;
+    this.session = null;
+    if (session) await session.close().catch((err: unknown) => this.deps.log.warn({ err, conversationId: this.id }, 'engine close failed'));
+    await Promise.all([...this.utterances.values()].flatMap((u) => [...u.pendingTools]));
+    await this.writes;
+    const recordings: NewRecording[] = [];
+    if (this.recorder) {
+      try {
+        const r = await this.recorder.finish();
+        recordings.push({ side: 'both', path: `${this.id}.wav.gz`, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes });
+      } catch (err) {
+        this.deps.log.error({ err, conversationId: this.id }, 'recording failed');
+      }
+    }
+    if (this.id) {
+      const now = this.deps.timers.now();
+      await this.deps.store
+        .finishConversation(
+          this.id,
+          {
+            ended_by: endedBy,
+            ended_at: new Date(now),
+            duration_ms: this.startedAtMs ? now - this.startedAtMs : 0,
+            live_transcript: this.transcript.join('\n') || null,
+            latencies_ms: this.latencies,
+            interruptions_count: this.interruptions,
+          },
+          recordings,
+        )
+        .catch((err: unknown) => this.deps.log.error({ err, conversationId: this.id }, 'finishing the record failed'));
+    }
+    this.inbound?.destroy();
+    this.playout?.destroy();
+    this.step('saved');
+    this.client.close(endedBy === 'error' ? CLOSE_ERROR : CLOSE_NORMAL, endedBy);
+    for (const o of this.observers) o.closed(endedBy);
+    this.resolveEnded(endedBy);
+  }
+
+  // ---- client input ----
+
+  handle(message: SessionMessage): void {
+    if (!isLive(this.state)) return;
+    this.idleTimer.start();
+    const session = this.session!;
+    switch (message.type) {
+      case 'audio_chunk':
+        return this.pushAudio(Buffer.from(message.audio, 'base64'));
+      case 'mute':
+        return this.mute();
+      case 'unmute':
+        this.muted = false;
+        return;
+      case 'tool_call_output':
+        if (!this.tools.answer(message.tool_call_id, message.output ?? null)) {
+          this.emit({ type: 'warning', warning: { message: `no pending tool call ${message.tool_call_id}`, code: 'unknown_tool_call' } });
+        }
+        return;
+      case 'set_external_id':
+        this.write(() => this.deps.store.updateConversation(this.id!, { external_id: message.external_id }));
+        return;
+      case 'update_system_prompt':
+        this.settings!.system_prompt = message.system_prompt;
+        return session.updateSession({ systemPrompt: this.resolve(message.system_prompt) });
+      case 'add_system_message':
+        return session.updateSession({ systemMessage: message.system_message });
+      case 'update_tools_subset': {
+        const subset = [...this.tools.byName.values()].filter((t) => message.tools.includes(t.name));
+        return session.updateSession({ tools: subset.map(engineTool) });
+      }
+      case 'generate_reply': {
+        const parts = [message.system_message, message.user_message ? `The user said: ${message.user_message}` : null].filter(Boolean);
+        this.track(session.createResponse(parts.length ? parts.join('\n') : undefined), 'reply', true);
+        return;
+      }
+      case 'say':
+        this.track(session.speak(message.text), 'say', message.interruptible ?? true);
+        return;
+      case 'reset':
+        for (const u of this.utterances.values()) u.interrupt();
+        if (this.userTurn) this.dropUserTurn();
+        this.vad?.reset();
+        return;
+    }
+  }
+
+  pushAudio(bytes: Uint8Array): void {
+    if (!isLive(this.state) || !this.inbound) return;
+    this.idleTimer.start();
+    this.step('activity');
+    if (this.muted) return;
+    this.inbound.pushPayload(bytes, bytes.length);
+  }
+
+  pushDtmf(digits: string): void {
+    if (!this.session) return;
+    this.session.updateSession({ systemMessage: `The caller pressed the keys ${digits}.` });
+  }
+
+  clientGone(): void {
+    void this.end('user');
+  }
+
+  replaceClient(client: ConversationClient): void {
+    this.client = client;
+  }
+
+  observe(observer: ConversationObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  private mute(): void {
+    this.muted = true;
+    if (!this.userTurn) return;
+    // Push-to-talk: releasing the button (mute) ends the turn; otherwise a muted turn is dropped.
+    if (this.settings!.push_to_talk) this.endUserTurn(this.lastVoicedEnd());
+    else this.dropUserTurn();
+    this.vad?.reset();
+    this.samplesFed = 0;
+  }
+
+  // ---- user audio and turn-taking ----
+
+  private onUserFrame(frame: Int16Array): void {
+    this.samplesFed += frame.length;
+    this.recorder?.writeUser(frame);
+    for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
+    if (this.userTurn) this.session?.appendAudio(frame);
+  }
+
+  private onVad(events: number): void {
+    if (events & VAD_SPEECH_START) this.userStarted();
+    if (events & VAD_SPEECH_END && this.userTurn) this.endUserTurn(this.lastVoicedEnd());
+  }
+
+  private lastVoicedEnd(): TurnEnd {
+    const vad = this.vad!;
+    return {
+      reportedAtMs: this.deps.timers.now(),
+      samplesFed: this.samplesFed,
+      lastVoicedSample: vad.lastVoicedSample < 0 ? this.samplesFed : vad.lastVoicedSample,
+      sampleRate: vad.rateHz,
+    };
+  }
+
+  private userStarted(): void {
+    const session = this.session!;
+    this.flushUserItem();
+    this.poke.cancel();
+    this.silence.cancel();
+    this.userTurn = { startedAtMs: this.deps.timers.now(), transcript: '', words: 0, bargeInPending: null };
+    this.emit({ type: 'user_started_speaking' });
+    const pre = new Int16Array(this.vad!.prebufferCapacity);
+    const n = this.vad!.readPrebuffer(pre);
+    if (n > 0) session.appendAudio(pre.subarray(0, n));
+    const speaking = this.speakingUtterance();
+    if (!speaking || !speaking.interruptible) return;
+    if (this.settings!.min_words_to_interrupt > 1 && session.transcribesLive) this.userTurn.bargeInPending = speaking;
+    else this.bargeIn(speaking);
+  }
+
+  private bargeIn(u: Utterance): void {
+    if (u.interrupt()) this.interruptions++;
+  }
+
+  private endUserTurn(end: TurnEnd): void {
+    const turn = this.userTurn!;
+    this.userTurn = null;
+    this.emit({ type: 'user_finished_speaking' });
+    if (turn.bargeInPending && turn.bargeInPending.isActive) {
+      // Fewer words than min_words_to_interrupt: the assistant goes on; the user's turn is dropped.
+      this.session!.clearUserTurn();
+      this.emit({ type: 'input_cancelled' });
+      return;
+    }
+    this.lastTurnEnd = end;
+    this.pendingUserItem = {
+      role: 'user',
+      live_transcript: turn.transcript || null,
+      duration_ms: Math.max(0, end.reportedAtMs - turn.startedAtMs),
+      started_at: new Date(turn.startedAtMs),
+    };
+    if (!this.settings!.listen_only_inbound_enabled) this.session!.commitUserTurn();
+    else this.session!.clearUserTurn();
+  }
+
+  private dropUserTurn(): void {
+    this.userTurn = null;
+    this.session?.clearUserTurn();
+    this.emit({ type: 'input_cancelled' });
+  }
+
+  private flushUserItem(): void {
+    const item = this.pendingUserItem;
+    if (!item) return;
+    this.pendingUserItem = null;
+    if (item.live_transcript) this.transcript.push(`user: ${item.live_transcript}`);
+    this.appendItem(item);
+  }
+
+  // ---- assistant utterances ----
+
+  private track(responseId: ResponseId, kind: UtteranceKind, interruptible: boolean): Utterance {
+    const u = new Utterance(responseId, kind, interruptible, (x) => this.onInterrupted(x));
+    this.utterances.set(responseId, u);
+    u.startedAtMs = this.deps.timers.now();
+    return u;
+  }
+
+  private speakingUtterance(): Utterance | null {
+    for (const u of this.utterances.values()) if (u.isActive) return u;
+    return null;
+  }
+
+  private onInterrupted(u: Utterance): void {
+    this.playout?.clear(u);
+    const speed = this.settings!.audio_speed;
+    const playedMs = ((u.playedSamples * 1000) / (this.session?.sampleRate ?? 16000)) * speed;
+    this.session?.cancelResponse(u.responseId, playedMs);
+    this.tools.interruptResponse(u.responseId);
+    if (u.firstFrameAtMs !== null && !u.silenced) this.emit({ type: 'assistant_finished_speaking' });
+    this.writeAssistantItem(u);
+  }
+
+  private onAssistantFrame(u: Utterance, pcm: Int16Array, bytes: Uint8Array, playedEnd: number): boolean {
+    if (!u.isActive) return true;
+    const now = this.deps.timers.now();
+    const text = u.takeTextUpTo(playedEnd);
+    if (!this.client.sendAudio(bytes, text)) return false;
+    if (u.state === 'queued') {
+      u.state = 'speaking';
+      u.firstFrameAtMs = now;
+      this.emit({ type: 'assistant_started_speaking' });
+      if (this.lastTurnEnd && u.kind === 'reply') {
+        this.latencies.push(turnLatencyMs(this.lastTurnEnd, now));
+        this.lastTurnEnd = null;
+      }
+      this.step('activity');
+    }
+    u.playedSamples = playedEnd;
+    this.recorder?.writeAssistant(pcm);
+    for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
+    return true;
+  }
+
+  private onDrained(u: Utterance): void {
+    if (u.generated) this.finishUtterance(u);
+  }
+
+  private finishUtterance(u: Utterance): void {
+    if (!u.isActive) return;
+    const spoke = u.state === 'speaking';
+    u.state = 'finished';
+    if (spoke) this.emit({ type: 'assistant_finished_speaking' });
+    this.writeAssistantItem(u);
+    if (this.endAfter === u.responseId) {
+      this.emit({ type: 'assistant_ended_conversation' });
+      void this.end('assistant');
+      return;
+    }
+    if (u.kind !== 'poke' && !this.speakingUtterance()) this.startSilenceTimers();
+  }
+
+  private writeAssistantItem(u: Utterance): void {
+    const s = this.settings!;
+    const text = u.playedText;
+    if (text) this.transcript.push(`assistant: ${text}`);
+    const rate = this.session?.sampleRate ?? 16000;
+    const settle = Promise.all([...u.pendingTools]);
+    this.flushUserItem();
+    const item = (): NewItem => ({
+      role: 'assistant',
+      live_transcript: text || null,
+      duration_ms: (u.playedSamples * 1000) / rate,
+      started_at: new Date(u.firstFrameAtMs ?? u.startedAtMs ?? this.deps.timers.now()),
+      voice_id: s.voice_id,
+      audio_speed: s.audio_speed,
+      tool_calls: u.toolCalls,
+    });
+    this.writes = this.writes.then(() => settle).then(() => this.deps.store.appendItems(this.id!, [item()])).catch((err: unknown) =>
+      this.deps.log.error({ err, conversationId: this.id }, 'appending an item failed'),
+    );
+  }
+
+  private startSilenceTimers(): void {
+    this.poke.start();
+    this.silence.start();
+  }
+
+  private pokeUser(): void {
+    const s = this.settings!;
+    const session = this.session;
+    if (!session || this.userTurn) return;
+    const id = s.generate_no_input_poke_text
+      ? session.createResponse('The user has not said anything for a while: check, briefly, whether they are still there.')
+      : session.speak(this.resolve(s.no_input_poke_text));
+    this.track(id, 'poke', true);
+  }
+
+  // ---- engine hooks ----
+
+  private readonly hooks: EngineHooks = {
+    onInputTranscript: (text, final, language) => {
+      const turn = this.userTurn;
+      if (turn) {
+        turn.transcript = text;
+        turn.words = text.trim() ? text.trim().split(/\s+/).length : 0;
+        if (turn.bargeInPending && turn.words >= this.settings!.min_words_to_interrupt) {
+          const u = turn.bargeInPending;
+          turn.bargeInPending = null;
+          this.bargeIn(u);
+        }
+      }
+      if (!final) return;
+      if (this.pendingUserItem) this.pendingUserItem.live_transcript = text;
+      this.emit({ type: 'input_text', text, ...(language ? { language } : {}) });
+    },
+    onAssistantAudio: (responseId, pcm) => {
+      let u = this.utterances.get(responseId);
+      if (!u) u = this.track(responseId, 'reply', true);
+      if (!u.isActive || !this.playout) return;
+      u.queuedSamples += this.playout.enqueue(u, pcm);
+    },
+    onAssistantText: (responseId, delta) => {
+      let u = this.utterances.get(responseId);
+      if (!u) u = this.track(responseId, 'reply', true);
+      if (u.isActive) u.addText(delta);
+    },
+    onToolCall: (call) => this.onToolCall(call),
+    onResponseDone: (responseId) => {
+      const u = this.utterances.get(responseId);
+      if (!u || !u.isActive) return;
+      u.generated = true;
+      if (this.playout) u.queuedSamples += this.playout.finish(u);
+      if (!this.playout?.hasAudio(u)) this.finishUtterance(u);
+    },
+    onError: (error: EngineError) => {
+      this.deps.log.error({ err: error, conversationId: this.id }, 'engine failed');
+      this.emit({ type: 'error', error: { message: `speech engine: ${error.message}`, code: 'engine_error' } });
+      void this.end('error');
+    },
+  };
+
+  private onToolCall(call: EngineToolCall): void {
+    let u = this.utterances.get(call.responseId);
+    if (!u) u = this.track(call.responseId, 'reply', true);
+    const owner = u;
+    const p = this.tools
+      .run(call)
+      .then((entry) => void owner.toolCalls.push(entry))
+      .catch((err: unknown) => this.deps.log.error({ err, conversationId: this.id }, 'tool call failed'))
+      .finally(() => owner.pendingTools.delete(p));
+    owner.pendingTools.add(p);
+  }
+
+  private toolHost() {
+    return {
+      session: () => this.session,
+      send: (e: ServerEvent) => this.emit(e),
+      timers: this.deps.timers,
+      fetch: this.fetch,
+      reserved: () => ({
+        conversation_id: this.id!,
+        call_info: this.who.callInfo ?? null,
+        from_phone_number: this.who.callInfo?.from_phone_number ?? null,
+        to_phone_number: this.who.callInfo?.to_phone_number ?? null,
+        telephony_call_sid: null,
+        pre_tool_text: '',
+      }),
+      endAfterResponse: (responseId: string) => {
+        this.endAfter = responseId;
+        const u = this.utterances.get(responseId);
+        if (u && !u.isActive) {
+          this.emit({ type: 'assistant_ended_conversation' });
+          void this.end('assistant');
+        }
+      },
+      chooseNotToRespond: (responseId: string, respondAfterSec: number | null) => {
+        const u = this.utterances.get(responseId);
+        if (u) {
+          u.silenced = true;
+          if (u.isActive) {
+            u.state = 'finished';
+            this.playout?.clear(u);
+            this.session?.cancelResponse(responseId, 0);
+          }
+        }
+        this.emit({ type: 'assistant_chose_not_to_respond' });
+        if (respondAfterSec !== null) {
+          const later = ownedTimer(this.deps.timers, respondAfterSec * 1000, () => {
+            if (this.session && !this.userTurn) this.track(this.session.createResponse(), 'reply', true);
+          });
+          later.start();
+        }
+      },
+      transferToAgent: async (agentName: string): Promise<string | null> => {
+        const resolved = await this.deps.store.resolveAgent(this.who.orgId, this.projectName, agentName);
+        if (!resolved) return `agent ${agentName} not found`;
+        if (!resolved.agent.enabled) return `agent ${agentName} is disabled`;
+        const next = applyConfig(baseSettings(resolved.config), {});
+        const s = this.settings!;
+        Object.assign(s, { ...next, inputFormat: s.inputFormat, outputFormat: s.outputFormat, binaryAudio: s.binaryAudio, templateValues: s.templateValues });
+        const tools = new Map<string, LiveTool>();
+        for (const t of resolved.tools) tools.set(t.name, fromStored(t));
+        this.tools.setTools(tools);
+        this.agent = { id: resolved.agent.id, name: resolved.agent.name };
+        this.session?.updateSession({ systemPrompt: this.resolve(s.system_prompt), tools: [...tools.values()].map(engineTool) });
+        return null;
+      },
+    };
+  }
+
+  // ---- output, record ----
+
+  private tick(): void {
+    this.playout?.tick();
+    this.recorder?.tick();
+  }
+
+  private emit(event: ServerEvent): void {
+    this.client.send(event);
+    for (const o of this.observers) o.event(event);
+  }
+
+  private resolve(text: string): string {
+    const s = this.settings!;
+    const values = {
+      ...templateValues(s.template_variables, s.templateValues),
+      ...systemVariables(new Date(this.startedAtMs || this.deps.timers.now()), s.timezone),
+    };
+    return substitute(text, values);
+  }
+
+  private appendItem(item: NewItem): void {
+    if (!this.id) return;
+    this.write(() => this.deps.store.appendItems(this.id!, [item]));
+  }
+
+  private write(fn: () => Promise<unknown>): void {
+    this.writes = this.writes.then(fn).catch((err: unknown) => this.deps.log.error({ err, conversationId: this.id }, 'store write failed'));
+  }
+
+  private async writeState(state: 'configuring' | 'ready' | 'active'): Promise<void> {
+    const { updated } = await this.deps.store.updateConversation(this.id!, { state });
+    if (!updated) await this.end('user_canceled');
+  }
+
+  private endpointContext(): Record<string, unknown> {
+    return {
+      conversation_id: this.id,
+      agent: this.agent,
+      project: { id: this.projectId, name: this.projectName },
+      call_info: this.who.callInfo ?? null,
+      template_variables: this.settings!.templateValues,
+    };
+  }
+
+  private recordSettings() {
+    const s = this.settings!;
+    return {
+      model: s.model,
+      voice_id: s.voice_id,
+      audio_speed: s.audio_speed,
+      welcome_message: s.welcome_message,
+      generate_welcome_message: s.generate_welcome_message,
+      is_welcome_message_interruptible: s.is_welcome_message_interruptible,
+      system_prompt: s.system_prompt,
+      template_variables: s.templateValues,
+      input_format: s.inputFormat,
+      output_format: s.outputFormat,
+      min_words_to_interrupt: s.min_words_to_interrupt,
+      no_input_poke_sec: s.no_input_poke_sec,
+      no_input_poke_text: s.no_input_poke_text,
+      no_input_end_conversation_sec: s.no_input_end_conversation_sec,
+      websocket_timeout_sec: s.websocket_timeout_sec,
+      push_to_talk: s.push_to_talk,
+      vendor_model: s.vendor_model,
+      tools: s.tools,
+    };
+  }
+}

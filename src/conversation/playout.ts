@@ -1,0 +1,175 @@
+// Assistant audio out, on the worker's pacing clock (DESIGN.md, "Media pipeline"): engine audio -> time-stretch
+// (audio_speed) -> background noise -> resample to the output rate -> encode -> client. One frame per tick; a frame
+// the client could not take (backpressure) is kept and offered again on the next tick. Engine audio is copied in
+// per engine chunk (it is lent); per tick nothing is allocated.
+import { createEncoder, type Encoder } from '../media/codec.js';
+import { formatInfo, FRAME_MS, type AudioFormat } from '../media/format.js';
+import { Resampler, type ResamplerRate } from '../media/native.js';
+import { NoiseMix, type NoiseBed } from '../media/noise.js';
+import type { PacedStream } from '../media/pacing-clock.js';
+import { TimeStretch } from '../media/time-stretch.js';
+
+/** Engine audio fed to the time-stretcher at a time. */
+const STRETCH_CHUNK_MS = 40;
+
+export interface PlayoutOwner {
+  readonly state: string;
+}
+
+export interface PlayoutSink<U extends PlayoutOwner> {
+  /** A frame of `owner` is due: `pcm` is what is heard (engine rate), `encoded` what goes out; false = not sent. */
+  frame(owner: U, pcm: Int16Array, encoded: Uint8Array, playedEnd: number): boolean;
+  /** `owner`'s last queued sample has played and nothing more was queued for it. */
+  drained(owner: U): void;
+}
+
+export interface PlayoutOptions<U extends PlayoutOwner> {
+  engineRate: ResamplerRate;
+  outputFormat: AudioFormat;
+  speed: number;
+  noise: { bed: NoiseBed; level: number } | null;
+  sink: PlayoutSink<U>;
+}
+
+interface Chunk<U> {
+  owner: U;
+  pcm: Int16Array;
+  offset: number;
+}
+
+export class Playout<U extends PlayoutOwner> implements PacedStream {
+  readonly frameSamples: number;
+  private readonly chunks: Chunk<U>[] = [];
+  private readonly frame: Int16Array;
+  private readonly stretch: TimeStretch | null;
+  private readonly stretchOut: Int16Array;
+  private readonly chunkSamples: number;
+  private readonly noise: NoiseMix | null;
+  private readonly resampler: Resampler | null;
+  private readonly resampled: Int16Array;
+  private readonly encoder: Encoder;
+  private readonly encoded: Uint8Array;
+  private held: { owner: U; bytes: number; pcm: Int16Array; playedEnd: number } | null = null;
+  private readonly heldPcm: Int16Array;
+  /** Samples played per owner (the sink's view of progress). */
+  private readonly played = new Map<U, number>();
+  framesSent = 0;
+  framesHeld = 0;
+
+  constructor(private readonly opts: PlayoutOptions<U>) {
+    const rate = opts.engineRate;
+    this.frameSamples = (rate * FRAME_MS) / 1000;
+    this.frame = new Int16Array(this.frameSamples);
+    this.heldPcm = new Int16Array(this.frameSamples);
+    this.chunkSamples = (rate * STRETCH_CHUNK_MS) / 1000;
+    this.stretch = opts.speed === 1 ? null : new TimeStretch({ sampleRate: rate, maxInput: this.chunkSamples, speed: opts.speed });
+    this.stretchOut = new Int16Array(this.stretch ? this.stretch.maxOutput(this.chunkSamples) * 2 : 0);
+    this.noise = opts.noise && opts.noise.level > 0 ? new NoiseMix({ bed: opts.noise.bed, sampleRate: rate, level: opts.noise.level }) : null;
+    const out = formatInfo(opts.outputFormat);
+    this.resampler = out.sampleRate === rate ? null : new Resampler(rate, out.sampleRate as ResamplerRate, this.frameSamples);
+    this.resampled = this.resampler ? new Int16Array(this.resampler.maxOutput(this.frameSamples)) : this.frame;
+    this.encoder = createEncoder(opts.outputFormat);
+    this.encoded = new Uint8Array(Math.max(4000, this.resampled.length * 2));
+  }
+
+  /** Queues engine audio of `owner`; returns the samples queued after time-stretch. */
+  enqueue(owner: U, pcm: Int16Array): number {
+    if (!this.stretch) {
+      this.chunks.push({ owner, pcm: pcm.slice(), offset: 0 });
+      return pcm.length;
+    }
+    let queued = 0;
+    for (let i = 0; i < pcm.length; i += this.chunkSamples) {
+      const n = this.stretch.process(pcm.subarray(i, Math.min(pcm.length, i + this.chunkSamples)), this.stretchOut);
+      if (n > 0) this.chunks.push({ owner, pcm: this.stretchOut.slice(0, n), offset: 0 });
+      queued += n;
+    }
+    return queued;
+  }
+
+  /** The owner's audio is complete: what the stretcher still holds is queued. */
+  finish(owner: U): number {
+    if (!this.stretch) return 0;
+    const n = this.stretch.flush(this.stretchOut);
+    this.stretch.reset();
+    if (n > 0) this.chunks.push({ owner, pcm: this.stretchOut.slice(0, n), offset: 0 });
+    return n;
+  }
+
+  /** Barge-in: drops everything queued (and a held frame) of `owner`; returns the samples dropped. */
+  clear(owner: U): number {
+    let dropped = 0;
+    for (let i = this.chunks.length - 1; i >= 0; i--) {
+      const c = this.chunks[i];
+      if (c.owner !== owner) continue;
+      dropped += c.pcm.length - c.offset;
+      this.chunks.splice(i, 1);
+    }
+    if (this.held?.owner === owner) this.held = null;
+    this.stretch?.reset();
+    this.played.delete(owner);
+    return dropped;
+  }
+
+  hasAudio(owner: U): boolean {
+    return this.held?.owner === owner || this.chunks.some((c) => c.owner === owner);
+  }
+
+  /** Pacing clock: one frame is due. */
+  tick(): void {
+    if (this.held) {
+      const h = this.held;
+      if (!this.opts.sink.frame(h.owner, h.pcm, this.encoded.subarray(0, h.bytes), h.playedEnd)) {
+        this.framesHeld++;
+        return;
+      }
+      this.held = null;
+      this.framesSent++;
+      this.afterFrame(h.owner);
+      return;
+    }
+    const head = this.chunks[0];
+    if (!head) return;
+    const owner = head.owner;
+    let filled = 0;
+    while (filled < this.frameSamples && this.chunks.length > 0 && this.chunks[0].owner === owner) {
+      const c = this.chunks[0];
+      const n = Math.min(this.frameSamples - filled, c.pcm.length - c.offset);
+      this.frame.set(c.pcm.subarray(c.offset, c.offset + n), filled);
+      c.offset += n;
+      filled += n;
+      if (c.offset === c.pcm.length) this.chunks.shift();
+    }
+    if (filled < this.frameSamples) this.frame.fill(0, filled);
+    this.noise?.process(this.frame, this.frame);
+    let pcm = this.frame;
+    if (this.resampler) {
+      const m = this.resampler.process(this.frame, this.resampled);
+      pcm = m === this.resampled.length ? this.resampled : this.resampled.subarray(0, m);
+    }
+    const bytes = this.encoder.encodeInto(pcm, this.encoded);
+    const playedEnd = (this.played.get(owner) ?? 0) + filled;
+    this.played.set(owner, playedEnd);
+    if (!this.opts.sink.frame(owner, this.frame, this.encoded.subarray(0, bytes), playedEnd)) {
+      this.heldPcm.set(this.frame);
+      this.held = { owner, bytes, pcm: this.heldPcm, playedEnd };
+      this.framesHeld++;
+      return;
+    }
+    this.framesSent++;
+    this.afterFrame(owner);
+  }
+
+  private afterFrame(owner: U): void {
+    if (!this.hasAudio(owner)) {
+      this.played.delete(owner);
+      this.opts.sink.drained(owner);
+    }
+  }
+
+  destroy(): void {
+    this.chunks.length = 0;
+    this.held = null;
+    this.resampler?.destroy();
+  }
+}

@@ -1,0 +1,62 @@
+// The settings a live conversation runs with: the agent's upsert defaults, then the stored agent's config, then
+// the inline fields of `config`, then the configuration endpoint's overrides (each later one wins).
+import { z } from 'zod';
+import { agentDefaults, type AgentConfig } from '../schemas/agents.js';
+import { configMessage, STS_DEFAULT_AUDIO_FORMAT, type ConfigMessage, type InlineWebSocketTool, type StsAudioFormat } from '../schemas/sts.js';
+import type { UrlRules } from '../schemas/common.js';
+
+export interface LiveSettings extends AgentConfig {
+  inputFormat: StsAudioFormat;
+  outputFormat: StsAudioFormat;
+  binaryAudio: boolean;
+  /** Values given for template variables (the agent's definitions hold the defaults). */
+  templateValues: Record<string, string>;
+  /** Tools given inline in `config` (run by the client). */
+  inlineTools: InlineWebSocketTool[];
+  model: string;
+}
+
+/** Fields of `config` that are not agent settings. */
+const NOT_SETTINGS = new Set(['type', 'agent', 'project', 'model', 'input_format', 'output_format', 'binary_audio', 'tools', 'template_variables', 'external_id']);
+
+export const DEFAULT_MODEL = 'merritt';
+
+/** The base: defaults, then the stored agent's config (when one is named). */
+export function baseSettings(agentConfig: Record<string, unknown> | null): LiveSettings {
+  const cfg = { ...agentDefaults(), ...(agentConfig ?? {}) } as AgentConfig;
+  return {
+    ...cfg,
+    inputFormat: STS_DEFAULT_AUDIO_FORMAT,
+    outputFormat: STS_DEFAULT_AUDIO_FORMAT,
+    binaryAudio: false,
+    templateValues: {},
+    inlineTools: [],
+    model: DEFAULT_MODEL,
+  };
+}
+
+/** Applies a `config` message (or a configuration endpoint's overrides, which take the same shape). */
+export function applyConfig(base: LiveSettings, config: Partial<ConfigMessage>): LiveSettings {
+  const out: LiveSettings = { ...base };
+  const agentFields = out as unknown as Record<string, unknown>;
+  for (const [key, value] of Object.entries(config)) {
+    if (value === undefined || NOT_SETTINGS.has(key)) continue;
+    agentFields[key] = value;
+  }
+  if (config.input_format) out.inputFormat = config.input_format;
+  if (config.output_format) out.outputFormat = config.output_format;
+  if (config.binary_audio !== undefined) out.binaryAudio = config.binary_audio;
+  if (config.model) out.model = config.model;
+  if (config.template_variables) out.templateValues = { ...out.templateValues, ...config.template_variables };
+  if (config.tools) {
+    out.tools = config.tools.filter((t): t is string => typeof t === 'string');
+    out.inlineTools = config.tools.filter((t): t is InlineWebSocketTool => typeof t !== 'string');
+  }
+  return out;
+}
+
+/** What a configuration endpoint may answer: the fields of `config` except the agent and project. */
+export function overridesSchema(rules: UrlRules) {
+  return configMessage(rules).omit({ type: true, agent: true, project: true }).partial();
+}
+export type Overrides = z.infer<ReturnType<typeof overridesSchema>>;

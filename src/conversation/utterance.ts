@@ -1,0 +1,69 @@
+// One assistant utterance (a welcome message, a reply, a `say`, a poke): from the engine's response id until its
+// audio has played out or it was interrupted. Its text is kept with the audio position it belongs to, so an
+// interrupted utterance is truncated to what was actually played. `interrupt()` is safe to call twice.
+import type { ResponseId } from '../engines/engine.js';
+import type { NewToolCall } from '../store/conversations.js';
+
+export type UtteranceKind = 'welcome' | 'reply' | 'say' | 'poke' | 'backchannel';
+export type UtteranceState = 'queued' | 'speaking' | 'finished' | 'interrupted';
+
+export class Utterance {
+  state: UtteranceState = 'queued';
+  /** The engine finished generating it (onResponseDone). */
+  generated = false;
+  /** Samples (engine rate, after time-stretch) queued for playout and played so far. */
+  queuedSamples = 0;
+  playedSamples = 0;
+  startedAtMs: number | null = null;
+  firstFrameAtMs: number | null = null;
+  readonly toolCalls: NewToolCall[] = [];
+  /** Tool calls still running; the item is written once they settle. */
+  readonly pendingTools = new Set<Promise<void>>();
+  /** The assistant chose not to respond or ended the conversation through a tool. */
+  silenced = false;
+  private readonly texts: { at: number; text: string }[] = [];
+  private textSent = 0;
+
+  constructor(
+    readonly responseId: ResponseId,
+    readonly kind: UtteranceKind,
+    readonly interruptible: boolean,
+    private readonly onInterrupt: (u: Utterance) => void,
+  ) {}
+
+  addText(delta: string): void {
+    this.texts.push({ at: this.queuedSamples, text: delta });
+  }
+
+  /** Text to send with a frame that plays samples up to `end` (each delta is sent once). */
+  takeTextUpTo(end: number): string {
+    let out = '';
+    while (this.textSent < this.texts.length && this.texts[this.textSent].at < end) out += this.texts[this.textSent++].text;
+    return out;
+  }
+
+  get fullText(): string {
+    return this.texts.map((t) => t.text).join('');
+  }
+
+  /** The text whose audio started playing (the whole text when it finished). */
+  get playedText(): string {
+    if (this.state !== 'interrupted') return this.fullText;
+    return this.texts
+      .filter((t) => t.at < this.playedSamples)
+      .map((t) => t.text)
+      .join('');
+  }
+
+  get isActive(): boolean {
+    return this.state === 'queued' || this.state === 'speaking';
+  }
+
+  /** Stops it: returns true the first time, false when it had already stopped (finished or interrupted). */
+  interrupt(): boolean {
+    if (!this.isActive) return false;
+    this.state = 'interrupted';
+    this.onInterrupt(this);
+    return true;
+  }
+}

@@ -1,0 +1,135 @@
+// The `echo` engine (DESIGN.md, "Speech engines"): offline, the embedded default. Speaks welcome, poke and say
+// text with the local text-to-speech (espeak-ng, or tones without it) and answers each user turn by playing
+// that turn's audio back. It has no speech-to-text: each turn's transcript is reported empty (unknown).
+import type { Logger } from '../log.js';
+import type { ResamplerRate } from '../media/native.js';
+import { EngineError, type EngineHooks, type EngineSessionOptions, type ResponseId, type SpeechEngine, type SpeechEngineSession } from './engine.js';
+import type { LocalTts } from './local-tts.js';
+import { Playback } from './playback.js';
+
+export const ECHO_ENGINE = 'echo';
+/** The session rate: wideband speech, what the native VAD and resampler handle best. */
+export const ECHO_SAMPLE_RATE: ResamplerRate = 16_000;
+/** What createResponse says without a model to generate anything (and after a tool output asking for a reply). */
+export const ECHO_ACKNOWLEDGEMENT = 'Okay.';
+/** Longest user turn kept for playback: 60 s; older audio of a longer turn is dropped. */
+export const ECHO_MAX_TURN_SEC = 60;
+
+export interface EchoEngineOptions {
+  tts: LocalTts;
+  /** The espeak-ng voice of a catalog voice id. */
+  voiceFor(voiceId: string): string;
+  log: Logger;
+  sampleRate?: ResamplerRate;
+}
+
+export function createEchoEngine(options: EchoEngineOptions): SpeechEngine {
+  return {
+    name: ECHO_ENGINE,
+    async open(session, hooks) {
+      if (session.signal.aborted) throw new EngineError('conversation ended while the engine opened', ECHO_ENGINE);
+      return new EchoSession(options, session, hooks);
+    },
+  };
+}
+
+/** Applies the pronunciation dictionary: each listed word is spoken as its pronunciation. */
+export function applyPronunciations(text: string, pronunciations: EngineSessionOptions['pronunciations']): string {
+  let out = text;
+  for (const { word, pronunciation } of pronunciations) {
+    const escaped = word.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    out = out.replace(new RegExp(`\\b${escaped}\\b`, 'gi'), pronunciation);
+  }
+  return out;
+}
+
+class EchoSession implements SpeechEngineSession {
+  readonly sampleRate: ResamplerRate;
+  readonly transcribesLive = false;
+  private readonly playback: Playback;
+  private readonly maxTurnSamples: number;
+  private turn: Int16Array[] = [];
+  private turnSamples = 0;
+  private closed = false;
+
+  constructor(
+    private readonly options: EchoEngineOptions,
+    private readonly session: EngineSessionOptions,
+    private readonly hooks: EngineHooks,
+  ) {
+    this.sampleRate = options.sampleRate ?? ECHO_SAMPLE_RATE;
+    this.maxTurnSamples = this.sampleRate * ECHO_MAX_TURN_SEC;
+    this.playback = new Playback('echo', this.sampleRate, hooks);
+  }
+
+  appendAudio(pcm: Int16Array): void {
+    if (this.closed) return;
+    this.turn.push(pcm.slice()); // lent: keep a copy
+    this.turnSamples += pcm.length;
+    while (this.turnSamples > this.maxTurnSamples && this.turn.length > 1) this.turnSamples -= this.turn.shift()!.length;
+  }
+
+  commitUserTurn(): void {
+    if (this.closed) return;
+    const chunks = this.turn;
+    this.turn = [];
+    this.turnSamples = 0;
+    this.hooks.onInputTranscript('', true);
+    if (chunks.length === 0) return;
+    const id = this.playback.newId();
+    this.playback.play(
+      id,
+      async () => chunks.map((pcm) => ({ kind: 'audio' as const, pcm })),
+      (err) => this.fail(err),
+    );
+  }
+
+  clearUserTurn(): void {
+    this.turn = [];
+    this.turnSamples = 0;
+  }
+
+  createResponse(): ResponseId {
+    return this.speak(ECHO_ACKNOWLEDGEMENT);
+  }
+
+  speak(text: string): ResponseId {
+    const id = this.playback.newId();
+    if (this.closed) return id;
+    const voice = this.options.voiceFor(this.session.voiceId);
+    const spoken = applyPronunciations(text, this.session.pronunciations);
+    this.playback.play(
+      id,
+      async () => [
+        { kind: 'text', text },
+        { kind: 'audio', pcm: await this.options.tts.synthesize(spoken, voice, this.sampleRate) },
+      ],
+      (err) => this.fail(err),
+    );
+    return id;
+  }
+
+  submitToolOutput(_callId: string, _output: string, respond: boolean): void {
+    if (respond) this.speak(ECHO_ACKNOWLEDGEMENT);
+  }
+
+  cancelResponse(responseId: ResponseId): void {
+    this.playback.cancel(responseId);
+  }
+
+  updateSession(): void {
+    // Echo has no model: prompt, tools and system messages change nothing it does.
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.playback.close();
+    this.turn = [];
+  }
+
+  private fail(err: unknown): void {
+    if (this.closed) return;
+    this.options.log.warn({ err, conversationId: this.session.conversationId }, 'echo engine failed');
+    this.hooks.onError(err instanceof EngineError ? err : new EngineError(`speech synthesis failed: ${(err as Error).message}`, ECHO_ENGINE, { cause: err }));
+  }
+}

@@ -1,0 +1,245 @@
+// The `scripted` engine (DESIGN.md, "Speech engines"): offline and deterministic, for tests and demos. A script
+// says, turn by turn, what the engine "heard" (reported word by word while the user speaks, so
+// min_words_to_interrupt applies), what it says (local text-to-speech: audio as long as the text), which tools it
+// calls, what it says after their output, and when it ends.
+//
+// Where the script comes from, first found wins: the conversation's `scripted_engine` setting
+// (EngineSessionOptions.engineSettings.scripted_engine), the registry's script (tests), PARLEY_SCRIPTED_ENGINE_FILE.
+import { z } from 'zod';
+import type { Logger } from '../log.js';
+import type { ResamplerRate } from '../media/native.js';
+import { applyPronunciations } from './echo.js';
+import {
+  EngineError,
+  type EngineHooks,
+  type EngineSessionOptions,
+  type EngineToolCall,
+  type ResponseId,
+  type SpeechEngine,
+  type SpeechEngineSession,
+} from './engine.js';
+import type { LocalTts } from './local-tts.js';
+import { Playback, type PlaybackStep } from './playback.js';
+
+export const SCRIPTED_ENGINE = 'scripted';
+export const SCRIPTED_SAMPLE_RATE: ResamplerRate = 16_000;
+/** User audio per word reported live, unless the script says otherwise. */
+export const DEFAULT_WORD_MS = 250;
+/** The tool `end: true` calls unless the script names another: the agent's natural-conversation-ending tool. */
+export const DEFAULT_END_TOOL = 'end_conversation';
+
+const toolCall = z.object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()).default({}) });
+
+const spoken = z.object({
+  say: z.string().optional(),
+  tool_calls: z.array(toolCall).default([]),
+  end: z.literal(true).optional(),
+});
+
+export const scriptTurn = spoken.extend({
+  /** The user's turn as transcribed (input_text). */
+  heard: z.string().default(''),
+  /** Live transcript steps while the user speaks, one per word_ms of audio; default: the words of `heard`. */
+  words: z.array(z.string()).optional(),
+  /** Said once the outputs of this turn's tool calls are in (when one of them asks for a reply). */
+  after_tool_output: spoken.omit({ tool_calls: true }).optional(),
+});
+
+export const engineScript = z
+  .object({
+    turns: z.array(scriptTurn).default([]),
+    /** Responses to createResponse (generate_reply, generated welcome or poke), in order; then its instructions. */
+    responses: z.array(spoken).default([]),
+    word_ms: z.number().int().positive().default(DEFAULT_WORD_MS),
+    end_tool: z.string().min(1).default(DEFAULT_END_TOOL),
+  })
+  .strict();
+export type EngineScript = z.infer<typeof engineScript>;
+export type ScriptTurn = z.infer<typeof scriptTurn>;
+type Spoken = z.infer<typeof spoken>;
+type After = ScriptTurn['after_tool_output'];
+
+/** Parses a script; EngineError naming the first problem. */
+export function parseScript(value: unknown): EngineScript {
+  const parsed = engineScript.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new EngineError(`invalid script at ${issue.path.join('.') || '(root)'}: ${issue.message}`, SCRIPTED_ENGINE);
+  }
+  return parsed.data;
+}
+
+export interface ScriptedEngineOptions {
+  tts: LocalTts;
+  voiceFor(voiceId: string): string;
+  log: Logger;
+  /** The script of conversations whose settings carry none. */
+  script?: EngineScript | null;
+  sampleRate?: ResamplerRate;
+}
+
+export function createScriptedEngine(options: ScriptedEngineOptions): SpeechEngine {
+  return {
+    name: SCRIPTED_ENGINE,
+    async open(session, hooks) {
+      if (session.signal.aborted) throw new EngineError('conversation ended while the engine opened', SCRIPTED_ENGINE);
+      const own = session.engineSettings?.scripted_engine;
+      const script = own !== undefined ? parseScript(own) : options.script;
+      if (!script) throw new EngineError('no script: set scripted_engine or PARLEY_SCRIPTED_ENGINE_FILE', SCRIPTED_ENGINE);
+      return new ScriptedSession(options, script, session, hooks);
+    },
+  };
+}
+
+class ScriptedSession implements SpeechEngineSession {
+  readonly sampleRate: ResamplerRate;
+  readonly transcribesLive = true;
+  private readonly playback: Playback;
+  private readonly wordSamples: number;
+  private nextTurn = 0;
+  private nextResponse = 0;
+  private heardSamples = 0;
+  private wordsReported = 0;
+  /** Tool calls awaiting output: call id -> its response and what is said once all of that response's are in. */
+  private readonly pending = new Map<string, { responseId: ResponseId; after: After; respond: boolean }>();
+  private closed = false;
+
+  constructor(
+    private readonly options: ScriptedEngineOptions,
+    private readonly script: EngineScript,
+    private readonly session: EngineSessionOptions,
+    private readonly hooks: EngineHooks,
+  ) {
+    this.sampleRate = options.sampleRate ?? SCRIPTED_SAMPLE_RATE;
+    this.wordSamples = Math.round((this.sampleRate * script.word_ms) / 1000);
+    this.playback = new Playback('scripted', this.sampleRate, hooks);
+  }
+
+  appendAudio(pcm: Int16Array): void {
+    if (this.closed) return;
+    const turn = this.script.turns[this.nextTurn];
+    if (!turn) return;
+    this.heardSamples += pcm.length;
+    const words = liveWords(turn);
+    const due = Math.min(words.length, Math.floor(this.heardSamples / this.wordSamples));
+    if (due > this.wordsReported) {
+      this.wordsReported = due;
+      this.hooks.onInputTranscript(words.slice(0, due).join(' '), false);
+    }
+  }
+
+  commitUserTurn(): void {
+    if (this.closed) return;
+    const index = this.nextTurn;
+    const turn = this.script.turns[index];
+    this.resetHearing();
+    if (!turn) {
+      this.hooks.onInputTranscript('', true);
+      this.options.log.debug({ conversationId: this.session.conversationId }, 'scripted engine: script over, turn unanswered');
+      return;
+    }
+    this.nextTurn++;
+    this.hooks.onInputTranscript(turn.heard, true);
+    this.respond(turn, `call_${index + 1}`, turn.after_tool_output);
+  }
+
+  clearUserTurn(): void {
+    this.resetHearing();
+  }
+
+  createResponse(instructions?: string): ResponseId {
+    const next = this.script.responses[this.nextResponse];
+    if (next) {
+      this.nextResponse++;
+      return this.respond(next, `call_r${this.nextResponse}`, undefined);
+    }
+    return this.respond({ say: instructions ?? 'Okay.', tool_calls: [] }, 'call_none', undefined);
+  }
+
+  speak(text: string): ResponseId {
+    return this.respond({ say: text, tool_calls: [] }, 'call_none', undefined);
+  }
+
+  submitToolOutput(callId: string, _output: string, respond: boolean): void {
+    const entry = this.pending.get(callId);
+    if (!entry) {
+      this.options.log.warn({ callId, conversationId: this.session.conversationId }, 'scripted engine: output of an unknown tool call');
+      return;
+    }
+    entry.respond = respond;
+    this.pending.delete(callId);
+    // The turn continues once every call of it has its output, if any of them asked for a reply.
+    const siblings = [...this.pending.values()].filter((p) => p.responseId === entry.responseId);
+    if (siblings.length > 0) {
+      for (const s of siblings) s.respond ||= respond;
+      return;
+    }
+    if (entry.respond && entry.after) this.respond({ ...entry.after, tool_calls: [] }, `${entry.responseId}_after`, undefined);
+  }
+
+  cancelResponse(responseId: ResponseId): void {
+    this.playback.cancel(responseId);
+  }
+
+  updateSession(): void {
+    // The script decides everything; prompt and tool changes do not alter it.
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.playback.close();
+  }
+
+  private resetHearing(): void {
+    this.heardSamples = 0;
+    this.wordsReported = 0;
+  }
+
+  /** Says `what.say`, then calls its tools (and the end tool when `end`); `after` follows their outputs. */
+  private respond(what: Spoken, callPrefix: string, after: After): ResponseId {
+    const id = this.playback.newId();
+    if (this.closed) return id;
+    const calls: EngineToolCall[] = what.tool_calls.map((call, i) => ({
+      responseId: id,
+      callId: `${callPrefix}_${i + 1}`,
+      name: call.name,
+      arguments: call.arguments,
+    }));
+    const endCallId = `${callPrefix}_end`;
+    if (what.end) calls.push({ responseId: id, callId: endCallId, name: this.script.end_tool, arguments: {} });
+    const voice = this.options.voiceFor(this.session.voiceId);
+    this.playback.play(
+      id,
+      async () => {
+        const steps: PlaybackStep[] = [];
+        if (what.say) {
+          const pcm = await this.options.tts.synthesize(applyPronunciations(what.say, this.session.pronunciations), voice, this.sampleRate);
+          steps.push({ kind: 'text', text: what.say }, { kind: 'audio', pcm });
+        }
+        if (calls.length > 0) {
+          steps.push({
+            kind: 'call',
+            run: () => {
+              // Every call of the turn is pending before the first is handed out (its output may come at once).
+              for (const call of calls) if (call.callId !== endCallId) this.pending.set(call.callId, { responseId: id, after, respond: false });
+              for (const call of calls) this.hooks.onToolCall(call);
+            },
+          });
+        }
+        return steps;
+      },
+      (err) => this.fail(err),
+    );
+    return id;
+  }
+
+  private fail(err: unknown): void {
+    if (this.closed) return;
+    this.options.log.warn({ err, conversationId: this.session.conversationId }, 'scripted engine failed');
+    this.hooks.onError(err instanceof EngineError ? err : new EngineError(`speech synthesis failed: ${(err as Error).message}`, SCRIPTED_ENGINE, { cause: err }));
+  }
+}
+
+function liveWords(turn: ScriptTurn): string[] {
+  return turn.words ?? turn.heard.split(/\s+/).filter(Boolean);
+}
