@@ -8,6 +8,7 @@ import { migrate } from './store/migrate.js';
 import { bootstrap } from './store/workspaces.js';
 import { createContext } from './api/context.js';
 import { buildApp } from './api/app.js';
+import { startWorkerPool } from './realtime/worker-pool.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
@@ -27,6 +28,9 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
     await app.listen({ host: settings.PARLEY_HOST, port: settings.PARLEY_HTTP_PORT });
     port = (app.server.address() as { port: number }).port;
     log.info({ url: ctx.publicUrl() }, 'control plane listening');
+    // Media workers (realtime port): closed before the control plane and the store, after conversations are saved.
+    const workers = await startWorkerPool({ settings, sql: store.sql, log, onWorkerLost: () => process.kill(process.pid, 'SIGTERM') });
+    closers.push(() => workers.close());
     if (first) {
       log.info({ orgId: first.orgId, projectId: first.projectId }, 'created the first workspace and its main project');
       if (!settings.PARLEY_BOOTSTRAP_API_KEY) {

@@ -1,0 +1,98 @@
+// The worker side of the worker protocol (src/realtime/worker-protocol.ts): requests to main, each with its own
+// id and a timeout, answered by one `reply`. Also the ConversationStore of src/conversation/host.ts over it.
+import type { ConversationStore } from '../conversation/host.js';
+import type { Reply, WorkerMessage, WorkerReplies, WorkerRequest } from './worker-protocol.js';
+
+/** The one error type of this boundary: main answered with an error, or did not answer in time. */
+export class MainRequestError extends Error {
+  constructor(
+    message: string,
+    readonly requestType: WorkerRequest['type'],
+    readonly status?: number,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'MainRequestError';
+  }
+}
+
+/** What a worker posts on (its parentPort, or a MessagePort in tests). */
+export interface MessageSink {
+  postMessage(message: WorkerMessage): void;
+}
+
+export const MAIN_REQUEST_DEFAULTS = {
+  /** A database round trip through main; beyond this the conversation is told it failed. */
+  timeout_ms: 10_000,
+} as const;
+
+type RequestType = WorkerRequest['type'];
+type Payload<T extends RequestType> = Omit<Extract<WorkerRequest, { type: T }>, 'type' | 'id'>;
+
+interface Pending {
+  type: RequestType;
+  resolve(value: unknown): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class MainClient {
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+
+  constructor(
+    private readonly sink: MessageSink,
+    private readonly timeoutMs: number = MAIN_REQUEST_DEFAULTS.timeout_ms,
+  ) {}
+
+  request<T extends RequestType>(type: T, payload: Payload<T>): Promise<WorkerReplies[T]> {
+    const id = this.nextId++;
+    return new Promise<WorkerReplies[T]>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new MainRequestError(`main did not answer ${type} within ${this.timeoutMs} ms`, type, 504, 'main_timeout'));
+      }, this.timeoutMs);
+      this.pending.set(id, { type, resolve: resolve as (v: unknown) => void, reject, timer });
+      this.sink.postMessage({ ...payload, type, id } as unknown as WorkerRequest);
+    });
+  }
+
+  /** A `reply` from main; an unknown id (timed out meanwhile) is ignored. */
+  handleReply(reply: Reply): void {
+    const p = this.pending.get(reply.id);
+    if (!p) return;
+    this.pending.delete(reply.id);
+    clearTimeout(p.timer);
+    if (reply.ok) p.resolve(reply.value);
+    else p.reject(new MainRequestError(reply.error.message, p.type, reply.error.status, reply.error.code));
+  }
+
+  /** Requests still waiting (shutdown waits for finish_conversation to land). */
+  get inFlight(): number {
+    return this.pending.size;
+  }
+
+  /** Fails every waiting request (main went away). */
+  failAll(message: string): void {
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new MainRequestError(message, p.type, 503, 'main_gone'));
+      this.pending.delete(id);
+    }
+  }
+}
+
+/** The conversation's store: every method one request to main. */
+export function conversationStore(main: MainClient): ConversationStore {
+  return {
+    resolveAgent: (orgId, project, agent) => main.request('resolve_agent', { orgId, project, agent }),
+    resolveProject: (orgId, project) => main.request('resolve_project', { orgId, project }),
+    resolveTools: (orgId, projectId, names) => main.request('resolve_tools', { orgId, projectId, names }),
+    admit: (orgId, projectId, conversationId) => main.request('admit', { orgId, projectId, conversationId }),
+    createConversation: (conversation) => main.request('create_conversation', { conversation }),
+    updateConversation: (conversationId, patch) => main.request('update_conversation', { conversationId, patch }),
+    appendItems: (conversationId, items) => main.request('append_items', { conversationId, items }),
+    finishConversation: (conversationId, finish, recordings) =>
+      main.request('finish_conversation', { conversationId, finish, recordings }),
+  };
+}

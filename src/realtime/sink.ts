@@ -1,0 +1,103 @@
+// Where a conversation's output goes: a WebSocket on this worker, or one on another worker reached through main
+// (a relay). The backpressure policy lives here, once, for both (docs/sts-protocol.md, "Backpressure"):
+// - audio stops being accepted once the socket holds AUDIO_HIGH_WATER_BYTES unsent; the conversation keeps
+//   the frame in its own bounded queue and offers it again on a later tick; acceptance resumes on drain;
+// - observer audio over the same mark is dropped (observers are best effort);
+// - a control event that uWS had to drop (the socket holds maxBackpressure) closes the socket: a client that
+//   misses events would misread the conversation, so it is cut off rather than served a broken stream.
+import type { WebSocket } from './uws.js';
+import { SEND_DROPPED } from './uws.js';
+
+export const BACKPRESSURE = {
+  /** uWS maxBackpressure per socket: ~3 s of 44.1 kHz PCM plus events, the most one slow client can pin. */
+  max_backpressure_bytes: 1024 * 1024,
+  /** Audio pauses above this (~370 ms of pcm_44100, 4 s of mu-law) ... */
+  audio_high_water_bytes: 32 * 1024,
+  /** ... and resumes on drain below this. */
+  audio_low_water_bytes: 8 * 1024,
+} as const;
+
+/** RFC 6455 7.4.1: 1008 policy violation (the client cannot keep up); 1001 going away (shutdown). */
+export const CLOSE_BACKPRESSURE = 1008;
+export const CLOSE_GOING_AWAY = 1001;
+
+export interface FrameSink {
+  /** Sends a text frame; false when it could not be (the sink closes itself then). */
+  text(data: string): boolean;
+  /** Sends audio unless the sink is backed up; false when not sent. */
+  audio(data: Uint8Array): boolean;
+  /** Whether audio would be accepted now. */
+  readonly writable: boolean;
+  end(code: number, reason: string): void;
+  readonly closed: boolean;
+}
+
+/** Per-socket state uWS keeps for us (copied from the upgrade request). */
+export interface SocketState {
+  closed: boolean;
+  /** Audio paused until drain (buffered above the high-water mark). */
+  paused: boolean;
+}
+
+/** A FrameSink over a uWS socket of this worker; writes are corked (one syscall per burst). */
+export class SocketSink implements FrameSink {
+  constructor(
+    private readonly ws: WebSocket<SocketState>,
+    private readonly state: SocketState,
+  ) {}
+
+  get closed(): boolean {
+    return this.state.closed;
+  }
+
+  get writable(): boolean {
+    if (this.state.closed || this.state.paused) return false;
+    if (this.ws.getBufferedAmount() > BACKPRESSURE.audio_high_water_bytes) {
+      this.state.paused = true;
+      return false;
+    }
+    return true;
+  }
+
+  text(data: string): boolean {
+    if (this.state.closed) return false;
+    let result = 0;
+    this.ws.cork(() => {
+      result = this.ws.send(data, false);
+    });
+    if (result === SEND_DROPPED) {
+      this.end(CLOSE_BACKPRESSURE, 'client too slow: backpressure limit reached');
+      return false;
+    }
+    return true;
+  }
+
+  audio(data: Uint8Array): boolean {
+    if (!this.writable) return false;
+    let result = 0;
+    this.ws.cork(() => {
+      result = this.ws.send(data, true);
+    });
+    return result !== SEND_DROPPED;
+  }
+
+  /** uWS drain: resume audio once the socket has mostly caught up. */
+  drained(): void {
+    if (this.state.paused && this.ws.getBufferedAmount() < BACKPRESSURE.audio_low_water_bytes) this.state.paused = false;
+  }
+
+  end(code: number, reason: string): void {
+    if (this.state.closed) return;
+    this.state.closed = true;
+    this.ws.end(code, reason);
+  }
+}
+
+/** A socket that dropped and may come back (reconnect grace): nothing is sent meanwhile. */
+export const DETACHED: FrameSink = {
+  text: () => false,
+  audio: () => false,
+  writable: false,
+  end: () => undefined,
+  closed: true,
+};

@@ -1,0 +1,286 @@
+// The realtime port of one media worker (DESIGN.md, "The STS WebSocket"): a uWebSockets.js app serving
+// /v1/sts/ws and /v1/conversations/:id/live/ws. Upgrades are authenticated through main before the socket
+// opens; sockets whose conversation lives on another worker are relayed through main (worker-protocol.ts).
+import type { BlockList } from 'node:net';
+import type { Auth } from '../auth/authenticate.js';
+import { bearerSecret } from '../auth/authenticate.js';
+import { clientAddress } from '../auth/addresses.js';
+import { CONVERSATION_ORIGINS } from '../schemas/conversations.js';
+import type { ConversationOrigin } from '../conversation/host.js';
+import type { Logger } from '../log.js';
+import { MainRequestError, type MainClient } from './main-client.js';
+import { LiveHost, newAttachment, CLOSE_NOT_LIVE, type Attachment } from './live-host.js';
+import { BACKPRESSURE, CLOSE_GOING_AWAY, SocketSink, type FrameSink, type SocketState } from './sink.js';
+import { App, closeListenSocket, DISABLED, listenSocketPort, text, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
+import type { RelayKind, WorkerNotice } from './worker-protocol.js';
+
+export const STS_PATH = '/v1/sts/ws';
+export const OBSERVER_PATH = '/v1/conversations/:id/live/ws';
+
+export const STS_SOCKET = {
+  /** The largest client frame: a 40 ms chunk of pcm_48000 as base64 JSON is ~5 KB; config with tools more. */
+  max_payload_bytes: 256 * 1024,
+  /** Seconds without any frame before uWS closes the socket (pings keep healthy ones open). */
+  idle_timeout_sec: 120,
+} as const;
+
+type SocketKind = 'sts' | 'observer';
+
+interface SocketData extends SocketState {
+  kind: SocketKind;
+  auth: Auth;
+  conversationId: string | null;
+  origin: ConversationOrigin['origin'];
+  att: Attachment;
+  sink: SocketSink | null;
+  /** Set when the conversation lives on another worker and this socket is relayed. */
+  relayId: number | null;
+}
+
+export interface StsServerOptions {
+  host: string;
+  port: number;
+  workerId: number;
+  main: MainClient;
+  post(notice: WorkerNotice): void;
+  trustedProxies: BlockList;
+  host_: LiveHost;
+  log: Logger;
+}
+
+interface Refusal {
+  status: string;
+  message: string;
+  code: string;
+}
+
+const UNAUTHORIZED: Refusal = { status: '401 Unauthorized', message: 'missing or invalid API key or session token', code: 'unauthorized' };
+const SCOPED_TOKEN: Refusal = {
+  status: '403 Forbidden',
+  message: 'a session token restricted to conversation_ids cannot open the STS WebSocket',
+  code: 'forbidden',
+};
+const NOT_IN_SCOPE: Refusal = { status: '403 Forbidden', message: 'the session token does not cover this conversation', code: 'forbidden' };
+
+/** A socket on another worker, reached through main: what the owner sends goes out as relay_to_socket. */
+class RelaySink implements FrameSink {
+  closed = false;
+  readonly writable = true;
+  constructor(
+    private readonly relayId: number,
+    private readonly post: (n: WorkerNotice) => void,
+  ) {}
+  text(data: string): boolean {
+    if (this.closed) return false;
+    this.post({ type: 'relay_to_socket', relayId: this.relayId, data, binary: false });
+    return true;
+  }
+  audio(data: Uint8Array): boolean {
+    if (this.closed) return false;
+    this.post({ type: 'relay_to_socket', relayId: this.relayId, data: data.slice().buffer, binary: true });
+    return true;
+  }
+  end(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.post({ type: 'relay_closed', relayId: this.relayId, code, reason });
+  }
+}
+
+export class StsServer {
+  private app: TemplatedApp | null = null;
+  private listenSocket: us_listen_socket | null = null;
+  private readonly sockets = new Set<WebSocket<SocketData>>();
+  /** Relayed sockets of this worker by relay id (this worker holds the socket, another the conversation). */
+  private readonly relayed = new Map<number, WebSocket<SocketData>>();
+  private nextRelay = 1;
+  port = 0;
+
+  constructor(private readonly opts: StsServerOptions) {}
+
+  private get host(): LiveHost {
+    return this.opts.host_;
+  }
+
+  listen(): Promise<number> {
+    const behavior = (kind: SocketKind) => ({
+      compression: DISABLED,
+      maxPayloadLength: STS_SOCKET.max_payload_bytes,
+      maxBackpressure: BACKPRESSURE.max_backpressure_bytes,
+      idleTimeout: STS_SOCKET.idle_timeout_sec,
+      sendPingsAutomatically: true,
+      upgrade: (res: import('./uws.js').HttpResponse, req: import('./uws.js').HttpRequest, context: import('./uws.js').us_socket_context_t) =>
+        this.upgrade(kind, res, req, context),
+      open: (ws: WebSocket<SocketData>) => this.opened(ws),
+      message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => this.received(ws, message, isBinary),
+      drain: (ws: WebSocket<SocketData>) => ws.getUserData().sink?.drained(),
+      close: (ws: WebSocket<SocketData>) => this.closedSocket(ws),
+    });
+    const app = App().ws<SocketData>(STS_PATH, behavior('sts')).ws<SocketData>(OBSERVER_PATH, behavior('observer'));
+    app.any('/*', (res) => {
+      res.writeStatus('404 Not Found').end('not found');
+    });
+    this.app = app;
+    return new Promise((resolve, reject) => {
+      app.listen(this.opts.host, this.opts.port, (socket) => {
+        if (!socket) return reject(new Error(`cannot listen on ${this.opts.host}:${this.opts.port}`));
+        this.listenSocket = socket;
+        this.port = listenSocketPort(socket as never);
+        resolve(this.port);
+      });
+    });
+  }
+
+  private upgrade(
+    kind: SocketKind,
+    res: import('./uws.js').HttpResponse,
+    req: import('./uws.js').HttpRequest,
+    context: import('./uws.js').us_socket_context_t,
+  ): void {
+    // The request dies with this callback: copy everything first, then register onAborted before any await.
+    const key = req.getHeader('sec-websocket-key');
+    const protocol = req.getHeader('sec-websocket-protocol');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const secret = bearerSecret(req.getHeader('authorization') || undefined) ?? req.getQuery('session_token') ?? null;
+    const forwardedFor = req.getHeader('x-forwarded-for') || undefined;
+    const reconnectId = req.getQuery('reconnect_conv_id') || null;
+    const originParam = req.getQuery('origin');
+    const observed = kind === 'observer' ? req.getParameter(0) : null;
+    const peer = text(res.getRemoteAddressAsText());
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const refuse = (r: Refusal) =>
+      res.cork(() => {
+        res.writeStatus(r.status).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: { message: r.message, code: r.code } }));
+      });
+    void this.authenticate(secret, peer, forwardedFor).then(
+      (outcome) => {
+        if (aborted) return;
+        if ('status' in outcome) return refuse(outcome);
+        const auth = outcome;
+        if (kind === 'sts' && auth.kind === 'session_token' && auth.conversationIds !== null) return refuse(SCOPED_TOKEN);
+        if (kind === 'observer' && auth.kind === 'session_token' && auth.conversationIds !== null && !auth.conversationIds.includes(observed!)) {
+          return refuse(NOT_IN_SCOPE);
+        }
+        const origin = (CONVERSATION_ORIGINS as readonly string[]).includes(originParam ?? '') ? (originParam as ConversationOrigin['origin']) : 'direct';
+        const data: SocketData = {
+          kind,
+          auth,
+          conversationId: observed ?? reconnectId,
+          origin,
+          att: newAttachment(),
+          sink: null,
+          relayId: null,
+          closed: false,
+          paused: false,
+        };
+        res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+      },
+      (err: Error) => {
+        this.opts.log.error({ err }, 'sts: authentication failed');
+        if (!aborted) refuse({ status: '503 Service Unavailable', message: 'authentication is unavailable', code: 'unavailable' });
+      },
+    );
+  }
+
+  private async authenticate(secret: string | null, peer: string, forwardedFor: string | undefined): Promise<Auth | Refusal> {
+    if (!secret) return UNAUTHORIZED;
+    const address = clientAddress(peer, forwardedFor, this.opts.trustedProxies);
+    try {
+      return (await this.opts.main.request('authenticate', { secret, clientAddress: address })) ?? UNAUTHORIZED;
+    } catch (err) {
+      if (err instanceof MainRequestError && err.status === 403) return { status: '403 Forbidden', message: err.message, code: err.code ?? 'forbidden' };
+      throw err;
+    }
+  }
+
+  private opened(ws: WebSocket<SocketData>): void {
+    const d = ws.getUserData();
+    const sink = new SocketSink(ws as unknown as WebSocket<SocketState>, d);
+    d.sink = sink;
+    this.sockets.add(ws);
+    if (d.kind === 'sts' && d.conversationId === null) return this.host.open(d.att, sink, d.auth, d.origin);
+    const id = d.conversationId!;
+    const local = d.kind === 'observer' ? this.host.observe(d.att, sink, d.auth, id) : this.host.reconnect(d.att, sink, d.auth, id);
+    if (local) return;
+    this.relay(ws, d.kind === 'observer' ? 'observer' : 'reconnect', id);
+  }
+
+  private relay(ws: WebSocket<SocketData>, kind: RelayKind, conversationId: string): void {
+    const d = ws.getUserData();
+    // Unique across workers: main keys relays by this id.
+    const relayId = this.opts.workerId * 2 ** 32 + this.nextRelay++;
+    d.relayId = relayId;
+    this.relayed.set(relayId, ws);
+    this.opts.post({ type: 'relay_request', relayId, conversationId, kind, auth: d.auth });
+  }
+
+  private received(ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean): void {
+    const d = ws.getUserData();
+    if (d.relayId !== null) {
+      // The buffer is neutered after this callback: what crosses threads is a copy.
+      const data = isBinary ? message.slice(0) : Buffer.from(message).toString('utf8');
+      this.opts.post({ type: 'relay_from_socket', relayId: d.relayId, data, binary: isBinary });
+      return;
+    }
+    if (d.kind === 'observer') return; // observers only listen
+    this.host.message(d.att, d.sink!, message, isBinary);
+  }
+
+  private closedSocket(ws: WebSocket<SocketData>): void {
+    const d = ws.getUserData();
+    d.closed = true;
+    this.sockets.delete(ws);
+    if (d.relayId !== null) {
+      this.relayed.delete(d.relayId);
+      this.opts.post({ type: 'relay_closed', relayId: d.relayId, code: CLOSE_GOING_AWAY, reason: 'socket closed' });
+      return;
+    }
+    this.host.dropped(d.att, d.sink!);
+  }
+
+  // ---- relays from main ----
+
+  /** This worker owns the conversation a socket elsewhere asked for. */
+  relayOpen(relayId: number, kind: RelayKind, auth: Auth, conversationId: string): void {
+    this.host.relayOpen(relayId, kind, auth, conversationId, new RelaySink(relayId, this.opts.post));
+  }
+
+  /** Output of a conversation on another worker, for a socket here; the backpressure policy applies here. */
+  relayToSocket(relayId: number, data: string | ArrayBuffer, binary: boolean): void {
+    const ws = this.relayed.get(relayId);
+    const sink = ws?.getUserData().sink;
+    if (!sink) return;
+    if (binary) sink.audio(new Uint8Array(data as ArrayBuffer));
+    else sink.text(data as string);
+  }
+
+  relayClosed(relayId: number, code: number, reason: string): void {
+    const ws = this.relayed.get(relayId);
+    if (ws) {
+      this.relayed.delete(relayId);
+      ws.getUserData().relayId = null;
+      ws.getUserData().sink?.end(code || CLOSE_NOT_LIVE, reason);
+      return;
+    }
+    this.host.relayClosed(relayId);
+  }
+
+  /** Shutdown, in the order uWS needs: stop accepting, end and save conversations, close sockets, close the app. */
+  async close(graceMs: number): Promise<void> {
+    if (this.listenSocket) closeListenSocket(this.listenSocket);
+    this.listenSocket = null;
+    await this.host.endAll(graceMs);
+    for (const ws of [...this.sockets]) {
+      const d = ws.getUserData();
+      if (!d.closed) {
+        d.closed = true;
+        ws.end(CLOSE_GOING_AWAY, 'server shutting down');
+      }
+    }
+    this.app?.close();
+    this.app = null;
+  }
+}

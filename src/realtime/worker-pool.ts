@@ -1,0 +1,212 @@
+// main's side of the media workers (DESIGN.md, "Process shape"): starts PARLEY_WORKERS worker threads that share
+// the realtime port, answers their requests with the store, keeps the directory conversationId -> worker, relays
+// observer and reconnect sockets that landed on another worker to the owner, and shuts them down in order.
+import { Worker } from 'node:worker_threads';
+import type { Settings } from '../config.js';
+import type { Logger } from '../log.js';
+import type { Sql } from '../store/db.js';
+import { leasePolicy, startHeartbeat } from '../store/leases.js';
+import { createRequestHandler } from './main-handlers.js';
+import type { MainMessage, WorkerMessage } from './worker-protocol.js';
+import type { WorkerData } from './worker.js';
+
+export const POOL_DEFAULTS = {
+  /** Time a worker has to end and save its live conversations at shutdown before it is terminated. */
+  shutdown_grace_ms: 10_000,
+  /** A worker that has not listened within this is taken as failed (start-up). */
+  start_timeout_ms: 30_000,
+} as const;
+
+/** Relay close codes (RFC 6455 7.4.2: 4000-4999 are for applications). */
+export const RELAY_CLOSE = { notFound: 4404, forbidden: 4403, ownerGone: 4410 } as const;
+
+export interface WorkerPoolOptions {
+  settings: Settings;
+  sql: Sql;
+  log: Logger;
+  /** Worker count; PARLEY_WORKERS by default. */
+  workers?: number;
+  now?: () => Date;
+  /** A worker ended on its own (a crash): main.ts stops the node; by default it is logged only. */
+  onWorkerLost?: (workerId: number, code: number) => void;
+}
+
+export interface WorkerPool {
+  /** The realtime port every worker listens on. */
+  readonly port: number;
+  readonly workerCount: number;
+  /** conversationId -> worker id, for the conversations live on this node. */
+  ownerOf(conversationId: string): number | undefined;
+  /** Conversations per worker, as last reported. */
+  load(): number[];
+  close(graceMs?: number): Promise<void>;
+}
+
+interface Member {
+  id: number;
+  worker: Worker;
+  exited: Promise<void>;
+  conversations: number;
+}
+
+interface Relay {
+  socketWorker: number;
+  ownerWorker: number;
+}
+
+const WORKER_URL = new URL('./worker.ts', import.meta.url);
+
+/**
+ * The worker's execArgv: the parent's TypeScript loader (tsx, or tap's) and source maps, else tsx. Other
+ * `--import` hooks of the parent (test instrumentation) stay out of the workers.
+ */
+function workerExecArgv(): string[] {
+  const out: string[] = [];
+  const args = process.execArgv;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const value = a === '--import' ? (args[++i] ?? '') : a.startsWith('--import=') ? a.slice('--import='.length) : null;
+    if (value === null) {
+      if (a === '--enable-source-maps') out.push(a);
+    } else if (/tsx|typescript/.test(value)) out.push(`--import=${value}`);
+  }
+  return out.some((a) => a.startsWith('--import=')) ? out : [...out, '--import=tsx'];
+}
+
+export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPool> {
+  const { settings, sql, log } = opts;
+  const count = opts.workers ?? settings.PARLEY_WORKERS;
+  const policy = leasePolicy(settings);
+  const handle = createRequestHandler({ sql, policy, log, now: opts.now ?? (() => new Date()) });
+  const heartbeat = startHeartbeat(sql, policy, log);
+  const members: Member[] = [];
+  const directory = new Map<string, { worker: number; orgId: string }>();
+  const relays = new Map<number, Relay>();
+  let closing = false;
+
+  const post = (workerId: number, msg: MainMessage) => {
+    const m = members[workerId];
+    if (m) m.worker.postMessage(msg);
+  };
+
+  function onNotice(from: Member, msg: WorkerMessage, ready: (port: number) => void): void {
+    switch (msg.type) {
+      case 'worker_ready':
+        ready(msg.port);
+        return;
+      case 'conversation_opened':
+        directory.set(msg.conversationId, { worker: from.id, orgId: msg.orgId });
+        return;
+      case 'conversation_closed':
+        if (directory.get(msg.conversationId)?.worker === from.id) directory.delete(msg.conversationId);
+        return;
+      case 'load':
+        from.conversations = msg.conversations;
+        return;
+      case 'relay_request': {
+        const owner = directory.get(msg.conversationId);
+        const refuse = (code: number, reason: string) =>
+          post(from.id, { type: 'relay_closed', relayId: msg.relayId, code, reason });
+        if (!owner) return refuse(RELAY_CLOSE.notFound, 'conversation is not live on this node');
+        if (owner.orgId !== msg.auth.orgId) return refuse(RELAY_CLOSE.forbidden, 'conversation belongs to another workspace');
+        relays.set(msg.relayId, { socketWorker: from.id, ownerWorker: owner.worker });
+        post(owner.worker, { type: 'relay_open', relayId: msg.relayId, conversationId: msg.conversationId, kind: msg.kind, auth: msg.auth });
+        return;
+      }
+      case 'relay_to_socket': {
+        const r = relays.get(msg.relayId);
+        if (r) post(r.socketWorker, msg);
+        return;
+      }
+      case 'relay_from_socket': {
+        const r = relays.get(msg.relayId);
+        if (r) post(r.ownerWorker, msg);
+        return;
+      }
+      case 'relay_closed': {
+        const r = relays.get(msg.relayId);
+        if (!r) return;
+        relays.delete(msg.relayId);
+        post(from.id === r.socketWorker ? r.ownerWorker : r.socketWorker, msg);
+        return;
+      }
+      default:
+        handle(msg).then(
+          (reply) => from.worker.postMessage(reply satisfies MainMessage),
+          (err: Error) => log.error({ err }, 'worker request handler failed'),
+        );
+    }
+  }
+
+  function spawn(id: number, port: number): Promise<number> {
+    const workerData: WorkerData = { workerId: id, settings, port };
+    const worker = new Worker(WORKER_URL, { workerData, execArgv: workerExecArgv() });
+    let resolveExit!: () => void;
+    const member: Member = { id, worker, conversations: 0, exited: new Promise((r) => (resolveExit = r)) };
+    members[id] = member;
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`media worker ${id} did not start within ${POOL_DEFAULTS.start_timeout_ms} ms`)), POOL_DEFAULTS.start_timeout_ms);
+      const ready = (p: number) => {
+        clearTimeout(timer);
+        resolve(p);
+      };
+      worker.on('message', (msg: WorkerMessage) => onNotice(member, msg, ready));
+      worker.on('error', (err) => {
+        clearTimeout(timer);
+        log.error({ err, workerId: id }, 'media worker failed');
+        reject(err);
+      });
+      worker.on('exit', (code) => {
+        clearTimeout(timer);
+        resolveExit();
+        for (const [cid, o] of directory) if (o.worker === id) directory.delete(cid);
+        for (const [rid, r] of relays) {
+          if (r.ownerWorker !== id && r.socketWorker !== id) continue;
+          relays.delete(rid);
+          const other = r.ownerWorker === id ? r.socketWorker : r.ownerWorker;
+          post(other, { type: 'relay_closed', relayId: rid, code: RELAY_CLOSE.ownerGone, reason: 'worker ended' });
+        }
+        if (!closing) {
+          log.fatal({ workerId: id, code }, 'media worker ended unexpectedly');
+          reject(new Error(`media worker ${id} exited with code ${code}`));
+          opts.onWorkerLost?.(id, code);
+        }
+      });
+    });
+  }
+
+  const close = async (graceMs: number = POOL_DEFAULTS.shutdown_grace_ms) => {
+    if (closing) return;
+    closing = true;
+    for (const m of members) m.worker.postMessage({ type: 'shutdown', graceMs } satisfies MainMessage);
+    await Promise.all(
+      members.map(async (m) => {
+        const killer = setTimeout(() => {
+          log.error({ workerId: m.id }, 'media worker did not end within its grace period; terminating it');
+          void m.worker.terminate();
+        }, graceMs + 2_000);
+        await m.exited;
+        clearTimeout(killer);
+      }),
+    );
+    await heartbeat.stop();
+  };
+
+  let port = settings.PARLEY_WS_PORT;
+  try {
+    // The first worker binds (port 0 picks one); the others then share that port (SO_REUSEPORT in uSockets).
+    port = await spawn(0, port);
+    await Promise.all(Array.from({ length: count - 1 }, (_, i) => spawn(i + 1, port)));
+  } catch (err) {
+    await close(1_000);
+    throw err;
+  }
+  log.info({ port, workers: count }, 'realtime workers listening');
+  return {
+    port,
+    workerCount: count,
+    ownerOf: (id) => directory.get(id)?.worker,
+    load: () => members.map((m) => m.conversations),
+    close,
+  };
+}

@@ -1,0 +1,117 @@
+// A media worker (DESIGN.md, "Process shape"): one uWebSockets.js app on the shared realtime port and every
+// conversation it accepts, with the worker's one pacing clock. It reaches the database only through main.
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Settings } from '../config.js';
+import { createLogger } from '../log.js';
+import { parseTrustedProxies } from '../auth/addresses.js';
+import { Conversation } from '../conversation/conversation.js';
+import type { ConversationTimers } from '../conversation/host.js';
+import { PacingClock } from '../media/pacing-clock.js';
+import { conversationStore, MainClient } from './main-client.js';
+import { LiveHost } from './live-host.js';
+import { StsServer } from './sts-server.js';
+import { engineLookup } from './engines.js';
+import type { MainMessage, WorkerNotice } from './worker-protocol.js';
+
+export interface WorkerData {
+  workerId: number;
+  settings: Settings;
+  /** The port to listen on (main passes the one the first worker got when the setting is 0). */
+  port: number;
+}
+
+const data = workerData as WorkerData;
+const port = parentPort!;
+const { settings, workerId } = data;
+const log = createLogger(settings.PARLEY_LOG_LEVEL).child({ worker: workerId });
+const post = (notice: WorkerNotice) => port.postMessage(notice);
+const main = new MainClient({ postMessage: (m) => port.postMessage(m) });
+const store = conversationStore(main);
+const pacing = new PacingClock();
+const timers: ConversationTimers = {
+  now: () => Date.now(),
+  set: (fn, ms) => setTimeout(fn, ms),
+  clear: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+const engineFor = engineLookup(settings, log);
+
+const host = new LiveHost({
+  workerId,
+  rules: { PARLEY_ALLOW_PRIVATE_ENDPOINTS: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS },
+  reconnectGraceMs: settings.PARLEY_RECONNECT_GRACE_SEC * 1000,
+  post,
+  log,
+  newConversation: (client, origin) =>
+    new Conversation(
+      {
+        client,
+        store,
+        engineFor,
+        timers,
+        pacing,
+        log,
+        dataDir: settings.PARLEY_DATA_DIR,
+        allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
+        nodeId: settings.PARLEY_NODE_ID ?? null,
+      },
+      origin,
+    ),
+});
+
+const server = new StsServer({
+  host: settings.PARLEY_HOST,
+  port: data.port,
+  workerId,
+  main,
+  post,
+  trustedProxies: parseTrustedProxies(settings.PARLEY_TRUSTED_PROXIES),
+  host_: host,
+  log,
+});
+
+let stopping = false;
+async function shutdown(graceMs: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  await server.close(graceMs);
+  // Let the close frames and the last finish_conversation replies go out before the thread ends.
+  const deadline = Date.now() + graceMs;
+  while (main.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  log.debug('media worker stopped');
+  port.close();
+  process.exit(0);
+}
+
+port.on('message', (msg: MainMessage) => {
+  switch (msg.type) {
+    case 'reply':
+      return main.handleReply(msg);
+    case 'relay_open':
+      return server.relayOpen(msg.relayId, msg.kind, msg.auth, msg.conversationId);
+    case 'relay_to_socket':
+      return server.relayToSocket(msg.relayId, msg.data, msg.binary);
+    case 'relay_from_socket':
+      return host.relayData(msg.relayId, msg.data, msg.binary);
+    case 'relay_closed':
+      return server.relayClosed(msg.relayId, msg.code, msg.reason);
+    case 'shutdown':
+      return void shutdown(msg.graceMs).catch((err: Error) => {
+        log.error({ err }, 'media worker shutdown failed');
+        process.exit(1);
+      });
+    case 'call_assigned':
+    case 'call_hangup':
+    case 'call_dtmf':
+      // Telephony joins here (issue: telephony); until then a call assigned to a worker is refused loudly.
+      log.error({ type: msg.type }, 'media worker: telephony messages are not handled yet');
+      return;
+  }
+});
+
+server.listen().then(
+  (p) => post({ type: 'worker_ready', workerId, port: p }),
+  (err: Error) => {
+    log.fatal({ err }, 'media worker cannot listen');
+    process.exit(1);
+  },
+);

@@ -1,0 +1,113 @@
+// Test harness for the realtime side: a control plane on PostgreSQL (startTestServer) plus the media workers
+// (src/realtime/worker-pool.ts) on a port of their own, and a small `ws` client that records what it receives.
+import WebSocket from 'ws';
+import { createLogger } from '../../src/log.js';
+import { startWorkerPool, type WorkerPool } from '../../src/realtime/worker-pool.js';
+import { startTestServer, type TestServer } from './server.js';
+
+export interface RealtimeServer extends TestServer {
+  pool: WorkerPool;
+  /** ws://127.0.0.1:<port> of the realtime port. */
+  wsUrl: string;
+}
+
+export async function startRealtimeServer(opts: { workers?: number; env?: Record<string, string> } = {}): Promise<RealtimeServer> {
+  const server = await startTestServer({ db: 'postgres', env: { PARLEY_WS_PORT: '0', ...opts.env } });
+  let pool: WorkerPool;
+  try {
+    pool = await startWorkerPool({
+      settings: { ...server.settings, PARLEY_HOST: '127.0.0.1', PARLEY_WS_PORT: 0 },
+      sql: server.sql,
+      log: createLogger(server.settings.PARLEY_LOG_LEVEL),
+      workers: opts.workers ?? 1,
+    });
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
+  return {
+    ...server,
+    pool,
+    wsUrl: `ws://127.0.0.1:${pool.port}`,
+    close: async () => {
+      try {
+        await pool.close();
+      } finally {
+        await server.close();
+      }
+    },
+  };
+}
+
+export interface Received {
+  events: Record<string, unknown>[];
+  binary: Buffer[];
+  /** Every frame in arrival order: the event type, or 'binary'. */
+  order: string[];
+}
+
+/** A connected test client: everything it receives, and waits on what it is waiting for. */
+export class TestClient {
+  readonly got: Received = { events: [], binary: [], order: [] };
+  closed: Promise<{ code: number; reason: string }>;
+  private waiters: { test: () => boolean; resolve: () => void }[] = [];
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      if (isBinary) {
+        this.got.binary.push(data);
+        this.got.order.push('binary');
+      } else {
+        const event = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+        this.got.events.push(event);
+        this.got.order.push(String(event.type));
+      }
+      this.check();
+    });
+    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => {
+      resolve({ code, reason: reason.toString() });
+      this.check();
+    }));
+  }
+
+  /** Opens a socket; rejects with the HTTP status when the upgrade is refused. */
+  static open(url: string, headers: Record<string, string> = {}): Promise<TestClient> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { headers });
+      const client = new TestClient(ws);
+      ws.once('open', () => resolve(client));
+      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })));
+      ws.once('error', reject);
+    });
+  }
+
+  send(message: Record<string, unknown>): void {
+    this.ws.send(JSON.stringify(message));
+  }
+
+  events(type: string): Record<string, unknown>[] {
+    return this.got.events.filter((e) => e.type === type);
+  }
+
+  private check(): void {
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.test()) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  /** Resolves once `test` holds (checked on every frame and on close). */
+  until(test: () => boolean): Promise<void> {
+    if (test()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ test, resolve }));
+  }
+
+  untilEvent(type: string, count = 1): Promise<void> {
+    return this.until(() => this.events(type).length >= count || this.ws.readyState === WebSocket.CLOSED);
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
