@@ -31,7 +31,7 @@ function auth(endpoint: SpeechEndpoint): Record<string, string> {
   return endpoint.apiKey ? { authorization: `Bearer ${endpoint.apiKey}` } : {};
 }
 
-async function post(endpoint: SpeechEndpoint, path: string, init: { headers?: Record<string, string>; body: BodyInit }, signal?: AbortSignal): Promise<Response> {
+async function post(endpoint: SpeechEndpoint, path: string, init: { headers?: Record<string, string>; body: string | FormData }, signal?: AbortSignal): Promise<Response> {
   const timeout = AbortSignal.timeout(endpoint.timeoutMs);
   let response: Response;
   try {
