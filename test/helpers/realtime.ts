@@ -111,3 +111,59 @@ export class TestClient {
     this.ws.close();
   }
 }
+
+/** RFC 6455 / DESIGN.md: 20 ms frames, the recommended chunk. */
+export const FRAME_MS = 20;
+
+/** 16-bit mono PCM of a WAV file's data chunk (the Allison prompts are 8 kHz mono). */
+export function wavPcm(wav: Buffer): Int16Array {
+  let off = 12;
+  while (off + 8 <= wav.length) {
+    const id = wav.toString('ascii', off, off + 4);
+    const size = wav.readUInt32LE(off + 4);
+    if (id === 'data') {
+      const bytes = wav.subarray(off + 8, off + 8 + size);
+      return new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + (bytes.length & ~1)));
+    }
+    off += 8 + size + (size & 1);
+  }
+  throw new Error('no data chunk in WAV');
+}
+
+/**
+ * Streams `pcm` to the socket in 20 ms frames at real time (deadline pacing, no drift), as base64 audio_chunk
+ * messages or as binary frames. `keepGoing` extends the stream with silence frames while it returns true.
+ */
+export async function streamAudio(
+  client: TestClient,
+  pcm: Int16Array,
+  rate: number,
+  opts: { binary?: boolean; keepGoing?: () => boolean } = {},
+): Promise<number> {
+  const perFrame = (rate * FRAME_MS) / 1000;
+  const silence = new Int16Array(perFrame);
+  const start = performance.now();
+  let sent = 0;
+  for (let i = 0; ; i++) {
+    const off = i * perFrame;
+    const frame = off < pcm.length ? pcm.subarray(off, Math.min(off + perFrame, pcm.length)) : opts.keepGoing?.() ? silence : null;
+    if (!frame || client.ws.readyState !== WebSocket.OPEN) break;
+    const bytes = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
+    if (opts.binary) client.ws.send(bytes, { binary: true });
+    else client.send({ type: 'audio_chunk', audio: bytes.toString('base64') });
+    sent++;
+    const wait = start + (i + 1) * FRAME_MS - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  return sent;
+}
+
+/** Polls GET /v1/conversations/{id} until the record has ended. */
+export async function endedConversation(get: (path: string) => Promise<{ status: number; body: any }>, id: string, tries = 300): Promise<any> {
+  for (let i = 0; i < tries; i++) {
+    const res = await get(`/v1/conversations/${id}`);
+    if (res.status === 200 && res.body.conversation.ended_by) return res.body.conversation;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`conversation ${id} did not end`);
+}
