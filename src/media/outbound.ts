@@ -20,6 +20,11 @@ import { TimeStretch } from './time-stretch.js';
 export const OUTBOUND_DEFAULT_QUEUE_MS = 4000;
 /** Chunk fed to the time-stretcher at a time (one frame's worth at the fastest speed). */
 const STRETCH_CHUNK_FRAMES = 2;
+/**
+ * Dry ticks (queue empty mid-utterance) before the time-stretcher's held tail is played out anyway: an engine
+ * streaming at real time may be a little late, and flushing at once would put a fade into the speech.
+ */
+const STRETCH_FLUSH_AFTER_DRY_TICKS = 3;
 /** RFC 4733 telephone-event packet: header + 4-byte payload. */
 const EVENT_PACKET_BYTES = RTP_HEADER_BYTES + 4;
 
@@ -62,6 +67,8 @@ export class OutboundStream implements PacedStream {
   private speed: number;
   private kind: TickKind = 'audio';
   private first = true;
+  private endOfAudio = false;
+  private dryTicks = 0;
   private ownScratch: Int16Array | undefined;
   private ownScratchFrame: Int16Array | undefined;
   /** Engine samples taken from the queue and played (barge-in truncates the assistant item to this). */
@@ -107,8 +114,15 @@ export class OutboundStream implements PacedStream {
     return ((this.queue.length + this.stretched.length) * 1000) / this.opts.engineRate;
   }
 
+  /** The engine finished an utterance: what the stretcher holds back is played out as soon as the queue is dry. */
+  markEndOfAudio(): void {
+    this.endOfAudio = true;
+  }
+
   /** Barge-in: drops everything queued and held in the stretcher; returns the samples dropped. */
   clear(): number {
+    this.endOfAudio = false;
+    this.dryTicks = 0;
     const dropped = this.queue.length;
     this.queue.clear();
     this.stretched.clear();
@@ -197,15 +211,20 @@ export class OutboundStream implements PacedStream {
     encodeOne(this.codec, this.ownScratchFrame!, this.payload);
   }
 
-  /** Runs the stretcher until a frame is ready (or the queue is dry, then flushes its tail). */
+  /** Runs the stretcher until a frame is ready; when the queue is dry, plays out its tail at the end of audio. */
   private fillStretched(n: number): void {
     while (this.stretched.length < n) {
       const k = this.queue.read(this.stretchIn, this.stretchIn.length);
       if (k === 0) {
-        const m = this.stretch.flush(this.stretchOut);
-        if (m > 0) this.stretched.write(this.stretchOut, m);
+        if (this.endOfAudio || ++this.dryTicks >= STRETCH_FLUSH_AFTER_DRY_TICKS) {
+          const m = this.stretch.flush(this.stretchOut);
+          if (m > 0) this.stretched.write(this.stretchOut, m);
+          this.endOfAudio = false;
+          this.dryTicks = 0;
+        }
         return;
       }
+      this.dryTicks = 0;
       this.playedSamples += k;
       const input = k === this.stretchIn.length ? this.stretchIn : this.stretchIn.subarray(0, k);
       const m = this.stretch.process(input, this.stretchOut);

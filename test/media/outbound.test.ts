@@ -192,3 +192,26 @@ t.test('on the pacing clock: one participant drives every stream (injected clock
   t.ok(streams.every((s) => s.packets.length === 50), '50 packets per stream per second');
   for (const s of streams) s.stream.destroy();
 });
+
+t.test('time-stretch tail: played out at once after markEndOfAudio, or after three dry ticks', async (t) => {
+  const tone = new Int16Array(8000);
+  for (let i = 0; i < tone.length; i++) tone[i] = Math.round(8000 * Math.sin((2 * Math.PI * 200 * i) / 8000));
+  const lastLoudTick = (mark: boolean) => {
+    const { stream, packets } = capture({ engineRate: 8000, wireFormat: 'mulaw_8000', payloadType: 0, speed: 1.25 });
+    stream.enqueue(tone);
+    if (mark) stream.markEndOfAudio();
+    for (let i = 0; i < 60; i++) stream.tick();
+    let last = -1;
+    packets.forEach((p, i) => {
+      decodeView(p, v);
+      if (payloadOf(p, v).some((b) => (b & 0x7f) < 0x50)) last = i;
+    });
+    stream.destroy();
+    return last;
+  };
+  const marked = lastLoudTick(true);
+  const unmarked = lastLoudTick(false);
+  // 1 s at 1.25x = 40 ticks of audio.
+  t.ok(Math.abs(marked - 39) <= 2, `marked: audio ends on tick ${marked}`);
+  t.ok(unmarked > marked && unmarked - marked <= 3, `unmarked: the tail waits for the dry ticks (${unmarked})`);
+});
