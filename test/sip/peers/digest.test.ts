@@ -1,8 +1,8 @@
 // Digest through a challenging peer: a SIPp callee that answers each INVITE with 401 and checks the
 // Authorization of the retried INVITE (RFC 3261 22.2) with its own digest code (verifyauth).
 import t from 'tap';
-import { SipError } from '../../../sip/index.js';
-import { startSipp, tempDir } from './peers.js';
+import { DigestServer, SipError } from '../../../sip/index.js';
+import { runSipp, startSipp, tempDir } from './peers.js';
 import { TestAgent } from './test-agent.js';
 
 const AGENT_PORT = 15230;
@@ -34,4 +34,16 @@ t.test('calls through a 401-challenging SIPp callee succeed with the right passw
   t.equal(Number(last[names.indexOf('SuccessfulCall(C)')]), 3, 'SIPp verified 3 digests');
   t.equal(Number(last[names.indexOf('FailedCall(C)')]), 1, 'and failed the call with the wrong one');
   t.not(code, 'timeout', 'SIPp finished');
+});
+
+t.test('the agent challenges SIPp callers (DigestServer) and accepts SIPp\'s own digest', async (t) => {
+  const auth = new DigestServer({ realm: 'parley.test', algorithms: ['MD5'], lookup: (u) => (u === 'parley' ? { password: 's3cret' } : null) });
+  const agent = await TestAgent.start({ port: AGENT_PORT + 2, auth });
+  t.teardown(() => agent.close());
+  const r = await runSipp(['-sf', `${FIXTURES}uac_digest.xml`, '-i', '127.0.0.1', '-p', `${SIPP_PORT + 2}`, '-mp', '30865', `127.0.0.1:${AGENT_PORT + 2}`, '-r', '10', '-m', '5', '-timeout', '30s'], { timeoutMs: 40_000 });
+  if (r.code !== 0) console.error(r.stdout.slice(-1500), r.errors.slice(-1000));
+  t.equal(r.code, 0, 'SIPp completed every authenticated call');
+  t.equal(Number(r.stats['SuccessfulCall(C)']), 5);
+  t.equal(agent.record.answered, 5, 'the agent answered only after verifying the digest');
+  await agent.waitFor(() => agent.record.ended === 5, 5000, 'BYEs');
 });
