@@ -193,6 +193,7 @@ export class Conversation implements LiveConversation {
           boostedKeywords: s.boosted_keywords,
           pronunciations: s.pronunciation_dictionary,
           signal: abort.signal,
+          engineSettings: s.engineSettings,
         },
         this.hooks,
       );
@@ -507,8 +508,6 @@ export class Conversation implements LiveConversation {
   private onAssistantFrame(u: Utterance, pcm: Int16Array, bytes: Uint8Array, playedEnd: number): boolean {
     if (!u.isActive) return true;
     const now = this.deps.timers.now();
-    const text = u.takeTextUpTo(playedEnd);
-    if (!this.client.sendAudio(bytes, text)) return false;
     if (u.state === 'queued') {
       u.state = 'speaking';
       u.firstFrameAtMs = now;
@@ -519,6 +518,7 @@ export class Conversation implements LiveConversation {
       }
       this.step('activity');
     }
+    if (!this.client.sendAudio(bytes, u.takeTextUpTo(playedEnd))) return false;
     u.playedSamples = playedEnd;
     this.recorder?.writeAssistant(pcm);
     for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);

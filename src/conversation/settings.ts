@@ -14,10 +14,12 @@ export interface LiveSettings extends AgentConfig {
   /** Tools given inline in `config` (run by the client). */
   inlineTools: InlineWebSocketTool[];
   model: string;
+  /** Engine-specific settings (EngineSessionOptions.engineSettings), e.g. `scripted_engine`. */
+  engineSettings: Record<string, unknown>;
 }
 
 /** Fields of `config` that are not agent settings. */
-const NOT_SETTINGS = new Set(['type', 'agent', 'project', 'model', 'input_format', 'output_format', 'binary_audio', 'tools', 'template_variables', 'external_id']);
+const NOT_SETTINGS = new Set(['type', 'agent', 'project', 'model', 'input_format', 'output_format', 'binary_audio', 'tools', 'template_variables', 'external_id', 'scripted_engine']);
 
 export const DEFAULT_MODEL = 'merritt';
 
@@ -32,6 +34,7 @@ export function baseSettings(agentConfig: Record<string, unknown> | null): LiveS
     templateValues: {},
     inlineTools: [],
     model: DEFAULT_MODEL,
+    engineSettings: {},
   };
 }
 
@@ -47,6 +50,7 @@ export function applyConfig(base: LiveSettings, config: Partial<ConfigMessage>):
   if (config.output_format) out.outputFormat = config.output_format;
   if (config.binary_audio !== undefined) out.binaryAudio = config.binary_audio;
   if (config.model) out.model = config.model;
+  if (config.scripted_engine !== undefined) out.engineSettings = { ...out.engineSettings, scripted_engine: config.scripted_engine };
   if (config.template_variables) out.templateValues = { ...out.templateValues, ...config.template_variables };
   if (config.tools) {
     out.tools = config.tools.filter((t): t is string => typeof t === 'string');

@@ -84,6 +84,8 @@ export function configMessage(rules: UrlRules) {
       tools: z.array(z.union([z.string().min(1), inlineWebSocketTool])).optional(),
       template_variables: z.record(z.string(), z.string()).optional(),
       external_id: z.string().min(1).max(500).optional(),
+      /** The scripted engine's script (src/engines/scripted.ts), for tests and demos; other engines ignore it. */
+      scripted_engine: z.unknown().optional(),
     });
 }
 export type ConfigMessage = z.infer<ReturnType<typeof configMessage>>;
