@@ -261,3 +261,25 @@ t.test('periodic keep-alive closes a connection whose peer stops answering (RFC 
   t.ok(a.hasConnection('127.0.0.1', b.port), 'the answering flow stays up');
   t.notOk(a.hasConnection('127.0.0.1', port));
 });
+
+t.test('TCP framing: a bad message is reported and skipped; a message without Content-Length closes the connection', async (t) => {
+  const b = await endpoint();
+  t.teardown(() => b.transport.close());
+  const sock = net.connect(b.transport.port, '127.0.0.1');
+  await once(sock, 'connect');
+  const closed = once(sock, 'close');
+  // framing is fine but the Request-Line is not: reported, and the next message still arrives
+  sock.write('INVITE  sip:a@b  SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKx1\r\nContent-Length: 0\r\n\r\n');
+  sock.write(request('OPTIONS', 'SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKx2'));
+  const bad = await b.nextInvalid();
+  t.equal(bad.err.status, 400);
+  t.equal(bad.source.transport, 'TCP');
+  const ok = await b.next();
+  t.ok(ok.msg.kind === 'request' && ok.msg.method === 'OPTIONS', 'the stream went on');
+  // RFC 3261 18.3: without Content-Length a stream cannot be framed: the connection is closed
+  sock.write('OPTIONS sip:a@b SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKx3\r\n\r\n');
+  const fatal = await b.nextInvalid();
+  t.match(fatal.err.message, /Content-Length/);
+  await closed;
+  t.pass('server closed the connection');
+});
