@@ -548,7 +548,6 @@ export class Conversation implements LiveConversation {
     const text = u.playedText;
     if (text) this.transcript.push(`assistant: ${text}`);
     const rate = this.session?.sampleRate ?? 16000;
-    const settle = Promise.all([...u.pendingTools]);
     this.flushUserItem();
     const item = (): NewItem => ({
       role: 'assistant',
@@ -559,7 +558,7 @@ export class Conversation implements LiveConversation {
       audio_speed: s.audio_speed,
       tool_calls: u.toolCalls,
     });
-    this.writes = this.writes.then(() => settle).then(() => this.deps.store.appendItems(this.id!, [item()])).catch((err: unknown) =>
+    this.writes = this.writes.then(() => Promise.all([...u.pendingTools])).then(() => this.deps.store.appendItems(this.id!, [item()])).catch((err: unknown) =>
       this.deps.log.error({ err, conversationId: this.id }, 'appending an item failed'),
     );
   }
@@ -665,6 +664,7 @@ export class Conversation implements LiveConversation {
             u.state = 'finished';
             this.playout?.clear(u);
             this.session?.cancelResponse(responseId, 0);
+            this.writeAssistantItem(u);
           }
         }
         this.emit({ type: 'assistant_chose_not_to_respond' });
