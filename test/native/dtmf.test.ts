@@ -6,6 +6,9 @@ import t from 'tap';
 import { DtmfDetector } from '../../src/media/native.js';
 import { addWhiteNoise, listPrompts, loadPrompt, PROMPT_COUNT } from './speech-corpus.js';
 
+// The talk-off pass reads all 568 prompts: allow for a loaded CI machine.
+t.setTimeout(300_000);
+
 const RATE = 8000;
 const ROWS = [697, 770, 852, 941]; // ITU-T Q.23
 const COLS = [1209, 1336, 1477, 1633];

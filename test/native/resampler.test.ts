@@ -4,6 +4,9 @@
 import t from 'tap';
 import { RESAMPLER_RATES, Resampler, resampleBatch, type ResamplerRate } from '../../src/media/native.js';
 
+// 30 rate pairs, each measured with many tones: allow for a loaded CI machine.
+t.setTimeout(300_000);
+
 const AMPLITUDE = 16384; // -6 dBFS
 const SECONDS = 0.5;
 const PASS_EDGE = 0.42; // of the lower rate, as designed

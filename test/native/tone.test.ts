@@ -5,6 +5,9 @@ import t from 'tap';
 import { TONE_END, TONE_START, ToneDetector } from '../../src/media/native.js';
 import { TONE_PROMPTS, addWhiteNoise, listPrompts, loadPrompt } from './speech-corpus.js';
 
+// One pass over all 568 prompts: allow for a loaded CI machine.
+t.setTimeout(300_000);
+
 const RATE = 8000;
 
 function beep(hz: number, ms: number, lead = 1000, amplitude = 8000): Int16Array {

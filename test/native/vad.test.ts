@@ -7,6 +7,9 @@ import t from 'tap';
 import { VAD_DEFAULTS, VAD_SPEECH_END, VAD_SPEECH_START, Vad } from '../../src/media/native.js';
 import { addWhiteNoise, isSpeechPrompt, listPrompts, loadPrompt, pad, PROMPT_RATE, truthOf } from './speech-corpus.js';
 
+// The whole corpus twice: allow for a loaded CI machine (tap's default is 60 s per file).
+t.setTimeout(600_000);
+
 const PAD = PROMPT_RATE; // 1 s
 const FRAME = 160; // 20 ms
 const START_TOLERANCE = (100 * PROMPT_RATE) / 1000;
