@@ -1,0 +1,134 @@
+import t from 'tap';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { createEchoEngine, ECHO_ACKNOWLEDGEMENT } from '../../src/engines/echo.js';
+import { EngineError } from '../../src/engines/engine.js';
+import { createLocalTts, parseWav, resample, TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
+import { energy, Recorder, sessionOptions } from './recorder.js';
+
+const log = pino({ level: 'silent' });
+const ALLISON = '/usr/share/asterisk/sounds/en_US_f_Allison';
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'parley-echo-'));
+  dirs.push(d);
+  return d;
+};
+t.teardown(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+t.setTimeout(60_000);
+
+t.test('echo plays each user turn back, sample for sample, and reports its transcript as unknown', async (t) => {
+  const wav = parseWav(readFileSync(join(ALLISON, 'hello-world.wav')));
+  t.equal(wav.sampleRate, 8000, 'the prompt is 8 kHz');
+  const speech = resample(wav.pcm, 8000, 16000);
+  const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: tempDir() }), voiceFor: () => 'en-us', log });
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions(), hooks);
+  t.equal(session.sampleRate, 16000);
+  t.equal(session.transcribesLive, false);
+
+  // A dropped turn is forgotten: only what follows the clear is echoed.
+  session.appendAudio(new Int16Array(320).fill(1234));
+  session.clearUserTurn();
+  for (let at = 0; at < speech.length; at += 320) session.appendAudio(speech.subarray(at, Math.min(speech.length, at + 320)));
+  session.commitUserTurn();
+  t.same(hooks.events[0], { kind: 'transcript', text: '', final: true }, 'the transcript is final and empty at once');
+  await hooks.untilKind('done');
+  const responseId = (hooks.events.find((e) => e.kind === 'done') as { responseId: string }).responseId;
+  const echoed = hooks.samplesOf(responseId);
+  t.equal(echoed.length, speech.length, 'as long as the turn');
+  t.same(Array.from(echoed), Array.from(speech), 'the very samples of the turn');
+  t.ok(energy(echoed) > 100, 'real speech, not silence');
+  t.equal(hooks.kinds().filter((k) => k === 'text').length, 0, 'no text: echo has no words');
+  await session.close();
+});
+
+t.test('echo speaks text with espeak-ng, cached on disk and in memory per text and voice', async (t) => {
+  const cacheDir = tempDir();
+  const tts = createLocalTts({ cacheDir });
+  const engine = createEchoEngine({ tts, voiceFor: (id) => (id === 'sabrina' ? 'en-us+f3' : 'en-us'), log });
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions({ voiceId: 'sabrina' }), hooks);
+  const id = session.speak('Welcome to Parley. How can I help you today?');
+  t.equal(hooks.events.length, 0, 'nothing happens inside the call that returns the response id');
+  await hooks.untilDone(id);
+  t.equal(tts.backend, 'espeak');
+  t.equal(hooks.events[0].kind, 'text', 'the text comes before its audio');
+  t.same(hooks.events[0], { kind: 'text', responseId: id, delta: 'Welcome to Parley. How can I help you today?' });
+  const spoken = hooks.samplesOf(id);
+  t.ok(spoken.length > 16000, `more than a second of speech (${spoken.length} samples at 16 kHz)`);
+  t.ok(energy(spoken) > 100, 'audible');
+  t.equal(tts.synthesisRuns, 1);
+  t.equal(readdirSync(cacheDir).filter((f) => f.endsWith('.wav')).length, 1, 'one WAV in the disk cache');
+
+  const again = session.speak('Welcome to Parley. How can I help you today?');
+  await hooks.untilDone(again);
+  t.equal(tts.synthesisRuns, 1, 'the memory cache answers the same text');
+  t.same(Array.from(hooks.samplesOf(again)), Array.from(spoken));
+
+  const fresh = createLocalTts({ cacheDir });
+  const fromDisk = await fresh.synthesize('Welcome to Parley. How can I help you today?', 'en-us+f3', 16000);
+  t.equal(fresh.synthesisRuns, 0, 'a new process finds it on disk');
+  t.same(Array.from(fromDisk), Array.from(spoken));
+  const otherVoice = await fresh.synthesize('Welcome to Parley. How can I help you today?', 'en-us+m3', 16000);
+  t.equal(fresh.synthesisRuns, 1, 'another voice is another entry');
+  t.not(otherVoice.length === spoken.length && otherVoice.every((v, i) => v === spoken[i]), true, 'and sounds different');
+  const at8k = await fresh.synthesize('Welcome to Parley. How can I help you today?', 'en-us+f3', 8000);
+  t.ok(Math.abs(at8k.length * 2 - spoken.length) <= 2, 'resampled to the session rate');
+  await session.close();
+});
+
+t.test('without espeak-ng, echo speaks a tone pattern as long as the text', async (t) => {
+  const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+  const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log });
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions(), hooks);
+  const id = session.speak('one two three four');
+  await hooks.untilDone(id);
+  t.equal(tts.backend, 'tones');
+  const pcm = hooks.samplesOf(id);
+  t.equal(pcm.length, (4 * (TONE_WORD_MS + TONE_GAP_MS) * 16000) / 1000, 'four words of tone and gap');
+  t.ok(energy(pcm) > 1000, 'audible tones');
+  const ack = session.createResponse('ignored without a model');
+  await hooks.untilDone(ack);
+  t.ok(hooks.events.some((e) => e.kind === 'text' && e.responseId === ack && e.delta === ECHO_ACKNOWLEDGEMENT), 'createResponse speaks the fixed acknowledgement');
+  await session.close();
+});
+
+t.test('a canceled response says nothing more, not even done', async (t) => {
+  const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+  const hooks = new Recorder();
+  const session = await createEchoEngine({ tts, voiceFor: () => 'en-us', log }).open(sessionOptions(), hooks);
+  const id = session.speak('a long sentence of many words that takes several seconds to play out');
+  hooks.onEvent = (e) => {
+    if (e.kind === 'audio') session.cancelResponse(id, 0);
+  };
+  await hooks.untilKind('audio');
+  const next = session.speak('next');
+  await hooks.untilDone(next);
+  t.equal(hooks.events.filter((e) => e.kind === 'audio' && e.responseId === id).length, 1, 'one chunk, then silence');
+  t.notOk(hooks.events.some((e) => e.kind === 'done' && e.responseId === id), 'no done for the canceled response');
+  await session.close();
+});
+
+t.test('a text-to-speech failure surfaces as onError, never a throw', async (t) => {
+  const tts = createLocalTts({ cacheDir: null, espeakBinary: '/bin/false' });
+  const hooks = new Recorder();
+  const session = await createEchoEngine({ tts, voiceFor: () => 'en-us', log }).open(sessionOptions(), hooks);
+  session.speak('this fails');
+  await hooks.untilKind('error');
+  const e = hooks.events.find((x) => x.kind === 'error') as { error: EngineError };
+  t.ok(e.error instanceof EngineError);
+  t.equal(e.error.engine, 'echo');
+  t.match(e.error.message, /espeak-ng failed/);
+  await session.close();
+});
+
+t.test('open rejects with EngineError once the conversation has ended', async (t) => {
+  const ac = new AbortController();
+  ac.abort();
+  const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
+  await t.rejects(engine.open(sessionOptions({ signal: ac.signal }), new Recorder()), EngineError);
+});
