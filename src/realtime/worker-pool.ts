@@ -1,13 +1,14 @@
 // main's side of the media workers (DESIGN.md, "Process shape"): starts PARLEY_WORKERS worker threads that share
 // the realtime port, answers their requests with the store, keeps the directory conversationId -> worker, relays
 // observer and reconnect sockets that landed on another worker to the owner, and shuts them down in order.
+import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import type { Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { leasePolicy, startHeartbeat } from '../store/leases.js';
 import { createRequestHandler } from './main-handlers.js';
-import type { MainMessage, WorkerMessage } from './worker-protocol.js';
+import type { MainMessage, RelayKind, WorkerMessage } from './worker-protocol.js';
 import type { WorkerData } from './worker.js';
 
 export const POOL_DEFAULTS = {
@@ -39,6 +40,8 @@ export interface WorkerPool {
   ownerOf(conversationId: string): number | undefined;
   /** Conversations per worker, as last reported. */
   load(): number[];
+  /** Sockets relayed to another worker's conversation since start, by kind. */
+  readonly relayed: Record<RelayKind, number>;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -57,20 +60,23 @@ interface Relay {
 const WORKER_URL = new URL('./worker.ts', import.meta.url);
 
 /**
- * The worker's execArgv: the parent's TypeScript loader (tsx, or tap's) and source maps, else tsx. Other
- * `--import` hooks of the parent (test instrumentation) stay out of the workers.
+ * Workers run TypeScript as main does, through tsx: a `--import tsx` passed down in execArgv does not reach a
+ * worker's entry module on Node 20 (checked here: ERR_UNKNOWN_FILE_EXTENSION), so a tiny evaluated bootstrap
+ * registers tsx's loader in the worker and then imports the entry.
  */
-function workerExecArgv(): string[] {
-  const out: string[] = [];
-  const args = process.execArgv;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const value = a === '--import' ? (args[++i] ?? '') : a.startsWith('--import=') ? a.slice('--import='.length) : null;
-    if (value === null) {
-      if (a === '--enable-source-maps') out.push(a);
-    } else if (/tsx|typescript/.test(value)) out.push(`--import=${value}`);
-  }
-  return out.some((a) => a.startsWith('--import=')) ? out : [...out, '--import=tsx'];
+const TSX_API = import.meta.resolve('tsx/esm/api');
+const BOOTSTRAP = `import(${JSON.stringify(TSX_API)}).then((m) => { m.register(); return import(${JSON.stringify(WORKER_URL.href)}); });`;
+
+/** A free TCP port on `host`: uSockets shares a port between workers only when it is given, not for port 0. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }
 
 export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPool> {
@@ -82,6 +88,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const members: Member[] = [];
   const directory = new Map<string, { worker: number; orgId: string }>();
   const relays = new Map<number, Relay>();
+  const relayed: Record<RelayKind, number> = { observer: 0, reconnect: 0 };
   let closing = false;
 
   const post = (workerId: number, msg: MainMessage) => {
@@ -110,6 +117,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         if (!owner) return refuse(RELAY_CLOSE.notFound, 'conversation is not live on this node');
         if (owner.orgId !== msg.auth.orgId) return refuse(RELAY_CLOSE.forbidden, 'conversation belongs to another workspace');
         relays.set(msg.relayId, { socketWorker: from.id, ownerWorker: owner.worker });
+        relayed[msg.kind]++;
         post(owner.worker, { type: 'relay_open', relayId: msg.relayId, conversationId: msg.conversationId, kind: msg.kind, auth: msg.auth });
         return;
       }
@@ -140,7 +148,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
 
   function spawn(id: number, port: number): Promise<number> {
     const workerData: WorkerData = { workerId: id, settings, port };
-    const worker = new Worker(WORKER_URL, { workerData, execArgv: workerExecArgv() });
+    const worker = new Worker(BOOTSTRAP, { eval: true, workerData, execArgv: process.execArgv.filter((a) => a === '--enable-source-maps') });
     let resolveExit!: () => void;
     const member: Member = { id, worker, conversations: 0, exited: new Promise((r) => (resolveExit = r)) };
     members[id] = member;
@@ -194,7 +202,8 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
 
   let port = settings.PARLEY_WS_PORT;
   try {
-    // The first worker binds (port 0 picks one); the others then share that port (SO_REUSEPORT in uSockets).
+    // Every worker binds the same port (SO_REUSEPORT in uSockets); the kernel spreads connections among them.
+    if (port === 0 && count > 1) port = await freePort(settings.PARLEY_HOST);
     port = await spawn(0, port);
     await Promise.all(Array.from({ length: count - 1 }, (_, i) => spawn(i + 1, port)));
   } catch (err) {
@@ -207,6 +216,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     workerCount: count,
     ownerOf: (id) => directory.get(id)?.worker,
     load: () => members.map((m) => m.conversations),
+    relayed,
     close,
   };
 }

@@ -49,6 +49,7 @@ export interface Received {
 /** A connected test client: everything it receives, and waits on what it is waiting for. */
 export class TestClient {
   readonly got: Received = { events: [], binary: [], order: [] };
+
   closed: Promise<{ code: number; reason: string }>;
   private waiters: { test: () => boolean; resolve: () => void }[] = [];
 
