@@ -27,6 +27,10 @@ import { substitute, systemVariables, templateValues } from './variables.js';
 const CLOSE_NORMAL = 1000;
 const CLOSE_POLICY = 1008;
 const CLOSE_ERROR = 1011;
+/** Backchannel: user speech between two acknowledgements, from aggressiveness 1 (shortest) to 0 (longest). */
+const BACKCHANNEL_MIN_INTERVAL_MS = 2000;
+const BACKCHANNEL_MAX_INTERVAL_MS = 8000;
+export const BACKCHANNEL_TEXT = 'Mm-hmm.';
 
 interface UserTurn {
   startedAtMs: number;
@@ -34,6 +38,8 @@ interface UserTurn {
   words: number;
   /** Barge-in waits for min_words_to_interrupt words of this turn. */
   bargeInPending: Utterance | null;
+  /** User samples heard since the last backchannel (or the turn's start). */
+  sinceBackchannel: number;
 }
 
 export class Conversation implements LiveConversation {
@@ -408,7 +414,22 @@ export class Conversation implements LiveConversation {
     this.samplesFed += frame.length;
     this.recorder?.writeUser(frame);
     for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
-    if (this.userTurn) this.session?.appendAudio(frame);
+    if (!this.userTurn) return;
+    this.session?.appendAudio(frame);
+    this.backchannel(frame.length);
+  }
+
+  /** enable_assistant_backchannel: a short acknowledgement, uninterruptible, during long user speech. */
+  private backchannel(samples: number): void {
+    const s = this.settings!;
+    const turn = this.userTurn!;
+    if (!s.enable_assistant_backchannel || !this.session) return;
+    turn.sinceBackchannel += samples;
+    const a = s.assistant_backchannel_aggressiveness;
+    const intervalMs = BACKCHANNEL_MAX_INTERVAL_MS - a * (BACKCHANNEL_MAX_INTERVAL_MS - BACKCHANNEL_MIN_INTERVAL_MS);
+    if ((turn.sinceBackchannel * 1000) / this.session.sampleRate < intervalMs || this.speakingUtterance()) return;
+    turn.sinceBackchannel = 0;
+    this.track(this.session.speak(BACKCHANNEL_TEXT), 'backchannel', false);
   }
 
   private onVad(events: number): void {
@@ -431,7 +452,7 @@ export class Conversation implements LiveConversation {
     this.flushUserItem();
     this.poke.cancel();
     this.silence.cancel();
-    this.userTurn = { startedAtMs: this.deps.timers.now(), transcript: '', words: 0, bargeInPending: null };
+    this.userTurn = { startedAtMs: this.deps.timers.now(), transcript: '', words: 0, bargeInPending: null, sinceBackchannel: 0 };
     this.emit({ type: 'user_started_speaking' });
     const pre = new Int16Array(this.vad!.prebufferCapacity);
     const n = this.vad!.readPrebuffer(pre);
@@ -540,7 +561,7 @@ export class Conversation implements LiveConversation {
       void this.end('assistant');
       return;
     }
-    if (u.kind !== 'poke' && !this.speakingUtterance()) this.startSilenceTimers();
+    if (u.kind !== 'poke' && !this.userTurn && !this.speakingUtterance()) this.startSilenceTimers();
   }
 
   private writeAssistantItem(u: Utterance): void {

@@ -1,0 +1,114 @@
+// Turn-taking: min_words_to_interrupt, uninterruptible speech, push-to-talk and mute, say and generate_reply,
+// backchannel, a backed-up client.
+import t from 'tap';
+import { config, setup, speak, speechFrames, tickUntil, until } from './harness.js';
+import { BACKCHANNEL_TEXT } from '../../src/conversation/conversation.js';
+
+t.setTimeout(120_000);
+
+const LONG = 'Welcome to the test line. This message is long on purpose, so that there is time to speak over it while it plays out to the caller, and then some more words to be sure.';
+
+t.test('min_words_to_interrupt: fewer words are cancelled, enough words interrupt', async (t) => {
+  const s = setup();
+  await s.conv.start({
+    kind: 'config',
+    config: config({
+      welcome_message: LONG,
+      min_words_to_interrupt: 3,
+      vad_prebuffer_duration_ms: 0,
+      scripted_engine: { word_ms: 400, turns: [{ heard: 'one two three four five six', say: 'Okay.' }] },
+    }),
+  });
+  await tickUntil(s, () => s.client.count('audio') >= 10, 'welcome playing');
+  await speak(s, speechFrames('hello', 1000));
+  t.equal(s.client.count('user_started_speaking'), 1);
+  t.equal(s.client.count('input_cancelled'), 1, 'a short utterance does not interrupt: input_cancelled');
+  t.equal(s.client.count('assistant_finished_speaking'), 0, 'the welcome goes on');
+  const before = s.client.count('audio');
+  await speak(s, speechFrames('demo-thanks', 200));
+  t.equal(s.client.count('user_started_speaking'), 2);
+  t.equal(s.client.count('assistant_finished_speaking'), 1, 'enough words interrupt');
+  const fin = s.client.index('assistant_finished_speaking');
+  const start2 = s.client.log.lastIndexOf(s.client.events('user_started_speaking')[1]);
+  t.ok(fin > start2, 'the interruption follows the second user_started_speaking');
+  t.ok(s.client.log.slice(start2, fin).filter((e) => e.type === 'audio').length > 0, 'the assistant kept talking until the words were heard');
+  t.equal(s.client.log.slice(fin).filter((e) => e.type === 'audio' ).length > 0 ? s.client.index('assistant_started_speaking', fin) > 0 : true, true, 'no welcome audio after the interruption');
+  t.ok(s.client.count('audio') > before);
+  await s.conv.end('user');
+  t.equal(s.store.only().finish?.interruptions_count, 1);
+});
+
+t.test('an uninterruptible welcome is not cut by user speech', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ welcome_message: LONG, is_welcome_message_interruptible: false, scripted_engine: {} }) });
+  await tickUntil(s, () => s.client.count('audio') >= 10, 'welcome playing');
+  await speak(s, speechFrames('hello', 100));
+  t.equal(s.client.count('user_started_speaking'), 1);
+  t.equal(s.client.count('assistant_finished_speaking'), 0);
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'the whole welcome');
+  await s.conv.end('user');
+  t.equal(s.store.only().finish?.interruptions_count, 0);
+  t.equal(s.store.only().items[0].live_transcript, LONG);
+});
+
+t.test('push-to-talk: mute ends the turn and it is answered; without it, mute drops the turn', async (t) => {
+  const ptt = setup();
+  await ptt.conv.start({ kind: 'config', config: config({ push_to_talk: true, scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  await speak(ptt, speechFrames('hello', 100));
+  t.equal(ptt.client.count('user_finished_speaking'), 0, 'the VAD has not ended the turn yet');
+  ptt.conv.handle({ type: 'mute' });
+  t.equal(ptt.client.count('user_finished_speaking'), 1, 'releasing the button ends it');
+  await until(() => ptt.client.count('input_text') === 1, 'the transcript');
+  await speak(ptt, speechFrames('hello', 200));
+  t.equal(ptt.client.count('user_started_speaking'), 1, 'muted audio is not heard');
+  await ptt.conv.end('user');
+
+  const plain = setup();
+  await plain.conv.start({ kind: 'config', config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  await speak(plain, speechFrames('hello', 100));
+  plain.conv.handle({ type: 'mute' });
+  t.equal(plain.client.count('input_cancelled'), 1);
+  t.equal(plain.client.count('input_text'), 0);
+  plain.conv.handle({ type: 'unmute' });
+  await speak(plain, speechFrames('hello', 1200));
+  await until(() => plain.client.count('input_text') === 1, 'answered after unmute');
+  await plain.conv.end('user');
+});
+
+t.test('say and generate_reply; update_system_prompt and set_external_id reach engine and store', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ scripted_engine: { responses: [{ say: 'Generated line.' }] } }) });
+  s.conv.handle({ type: 'say', text: 'Said verbatim.' });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'say');
+  s.conv.handle({ type: 'generate_reply', system_message: 'Be brief.' });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 2, 'generate_reply');
+  s.conv.handle({ type: 'set_external_id', external_id: 'crm-7' });
+  s.conv.handle({ type: 'update_system_prompt', system_prompt: 'New prompt' });
+  await s.conv.end('user');
+  const rec = s.store.only();
+  t.same(rec.items.map((i) => i.live_transcript), ['Said verbatim.', 'Generated line.']);
+  t.ok(rec.patches.some((p) => (p as { external_id?: string }).external_id === 'crm-7'));
+  t.equal(s.conv.settings?.system_prompt, 'New prompt');
+});
+
+t.test('backchannel: a short acknowledgement during long user speech', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ enable_assistant_backchannel: true, assistant_backchannel_aggressiveness: 1, scripted_engine: {} }) });
+  await speak(s, speechFrames('demo-thanks', 100));
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') >= 1, 'the backchannel');
+  t.match(s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), BACKCHANNEL_TEXT);
+  await s.conv.end('user');
+});
+
+t.test('a backed-up client: frames are held, not lost, and resume in order', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ welcome_message: 'Hello there, this is a test.', scripted_engine: {} }) });
+  await tickUntil(s, () => s.client.count('audio') >= 5, 'welcome playing');
+  s.client.backpressure = true;
+  for (let i = 0; i < 20; i++) s.pacing.tick();
+  s.client.backpressure = false;
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'the rest');
+  await s.conv.end('user');
+  const playedMs = s.store.only().items[0].duration_ms;
+  t.equal(Math.ceil(playedMs / 20), s.client.count('audio'), 'every frame sent once (the last one partly filled)');
+});
