@@ -1,5 +1,6 @@
 // Module entry: registers each DSP module's bindings.
 #include "handle.h"
+#include "udp_io.h"
 
 namespace {
 
@@ -8,6 +9,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   parley::InitResampler(env, exports);
   parley::InitVad(env, exports);
   parley::InitDetectors(env, exports);
+  parley::InitUdp(env, exports);
   return exports;
 }
 
