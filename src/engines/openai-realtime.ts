@@ -102,6 +102,9 @@ class RealtimeSession implements SpeechEngineSession {
     if (this.options.model) url.searchParams.set('model', this.options.model);
     const headers: Record<string, string> = { 'OpenAI-Beta': 'realtime=v1' };
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    if (this.session.signal.aborted) {
+      return Promise.reject(new EngineError('conversation ended while the engine opened', OPENAI_REALTIME_ENGINE));
+    }
     return new Promise<void>((resolve, reject) => {
       const ws = new WebSocket(url, { headers });
       this.ws = ws;
@@ -122,7 +125,6 @@ class RealtimeSession implements SpeechEngineSession {
         () => settle(new EngineError(`no configured session within ${this.options.openTimeoutMs ?? REALTIME_OPEN_TIMEOUT_MS} ms`, OPENAI_REALTIME_ENGINE)),
         this.options.openTimeoutMs ?? REALTIME_OPEN_TIMEOUT_MS,
       );
-      if (this.session.signal.aborted) return onAbort();
       this.session.signal.addEventListener('abort', onAbort, { once: true });
       ws.on('open', () => this.send({ type: 'session.update', session: this.sessionConfig() }));
       ws.on('message', (data, isBinary) => {
