@@ -6,6 +6,8 @@ import t from 'tap';
 import dgram from 'node:dgram';
 import { createUserAgent, DigestServer, SipError, TransactionTimeoutError, type Dialog, type LocalMedia, type UserAgent } from '../../../sip/index.js';
 
+t.setTimeout(60_000); // real sockets: two user agents per test
+
 const media = (port: number): LocalMedia => ({ address: '127.0.0.1', port, codecs: ['PCMU', 'PCMA'], telephoneEvent: true });
 
 async function pair(t: { teardown(fn: () => unknown): void }, opts: { auth?: DigestServer } = {}): Promise<{ a: UserAgent; b: UserAgent; answered: Dialog[] }> {
