@@ -1,0 +1,267 @@
+// Batched UDP I/O for RTP through the native addon (native/src/udp_io.h, bind_udp.cc): recvmmsg/sendmmsg.
+//
+// Issue 3 item 3: node:dgram costs ~7 us per packet (bench/results/udp-io.json), more than a third of a core at 500
+// calls, so RTP sockets live in the addon. One NativeUdpSocket per RTP port, i.e. per call stream: SDP gives each
+// stream its own port and symmetric RTP needs packets to leave from that same port. The per-worker pacing tick
+// then sends for all its streams with one crossing into C++ (sendMany), and each socket's receive side calls back
+// once per batch of datagrams.
+//
+// Shared buffers, no per-packet JS objects:
+// - receive ring: `slots` slots of `slotBytes` bytes in rxData; packet i of a batch starts at i * slotBytes and
+//   its rxMeta words are [length, IPv4 address as uint32, port, flags (1 = truncated)]. The ring is reused by the
+//   next batch: read (or copy) the packets inside the onBatch callback.
+// - send table: write payloads anywhere in txData and, per packet i, txMeta words [offset, length, address, port];
+//   then send(count). If the kernel's send buffer is full (EAGAIN) the rest of the batch is dropped and counted
+//   (stats().txDropped): RTP is real time, a late packet is worth less than a lost one.
+// IPv4 only. Errors from the kernel are UdpIoError with the errno name as `code`; misuse (wrong sizes, closed
+// socket) is a RangeError / TypeError / UdpIoError('EBADF').
+import { createRequire } from 'node:module';
+
+const ADDON_PATH = '../../native/build/Release/parley_dsp.node';
+
+/** Words per rxMeta / txMeta entry. */
+export const UDP_META_WORDS = 4;
+/** rxMeta flag: the datagram was longer than slotBytes and was cut. */
+export const UDP_FLAG_TRUNCATED = 1;
+/** Ethernet MTU: an RTP packet (RFC 3550) over UDP/IPv4 on a LAN fits 1500 bytes. */
+export const DEFAULT_SLOT_BYTES = 1500;
+/** At 50 packets/s per stream a batch is rarely more than a few packets; 16 covers a 300 ms stall. */
+export const DEFAULT_RX_SLOTS = 16;
+export const DEFAULT_TX_SLOTS = 8;
+/** Linux UIO_MAXIOV caps sendmmsg's vector; the addon checks it too. */
+export const MAX_BATCH = 1024;
+
+/** An opaque native UDP endpoint (an External); only NativeUdpSocket creates it. */
+export type UdpHandle = { readonly __udpHandle: unique symbol };
+
+/** A socket error from the kernel (or use after close), named after errno. */
+export class UdpIoError extends Error {
+  override readonly name = 'UdpIoError';
+  constructor(
+    message: string,
+    /** errno name, e.g. 'EADDRINUSE' */
+    readonly code: string,
+    /** negative errno, as libuv and Node report it */
+    readonly errno: number,
+    readonly syscall: string,
+    /** for send errors: the packet that failed (the ones before it were sent) */
+    readonly index?: number,
+    /** for sendMany errors: the socket whose send failed */
+    readonly handleIndex?: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+interface NativeErrno extends Error {
+  code: string;
+  errno: number;
+  syscall: string;
+  index?: number;
+  handleIndex?: number;
+}
+
+interface UdpAddon {
+  udpOpen(
+    host: string,
+    port: number,
+    rxData: Uint8Array,
+    rxMeta: Uint32Array,
+    slotBytes: number,
+    txData: Uint8Array,
+    txMeta: Uint32Array,
+    onBatch: (count: number, err?: NativeErrno) => void,
+  ): UdpHandle;
+  udpSend(handle: UdpHandle, count: number): number;
+  udpSendMany(handles: readonly UdpHandle[], counts: Uint32Array, sent: Uint32Array): void;
+  udpLocalPort(handle: UdpHandle): number;
+  udpStats(handle: UdpHandle, out: Float64Array): void;
+  udpClose(handle: UdpHandle): void;
+}
+
+const addon = createRequire(import.meta.url)(ADDON_PATH) as UdpAddon;
+
+function isNativeErrno(err: unknown): err is NativeErrno {
+  return err instanceof Error && typeof (err as NativeErrno).code === 'string' && typeof (err as NativeErrno).errno === 'number';
+}
+
+/** Native errno errors become UdpIoError; anything else (TypeError, RangeError) is rethrown as is. */
+function translate(err: unknown): never {
+  if (isNativeErrno(err)) {
+    throw new UdpIoError(err.message, err.code, err.errno, err.syscall, err.index, err.handleIndex, { cause: err });
+  }
+  throw err;
+}
+
+/** '192.0.2.1' -> 0xc0000201 (host order, as in rxMeta/txMeta). */
+export function ipv4ToUint32(address: string): number {
+  const parts = address.split('.');
+  if (parts.length !== 4) throw new RangeError(`not an IPv4 address: ${address}`);
+  let n = 0;
+  for (const p of parts) {
+    const b = Number(p);
+    if (!/^\d{1,3}$/.test(p) || b > 255) throw new RangeError(`not an IPv4 address: ${address}`);
+    n = n * 256 + b;
+  }
+  return n;
+}
+
+export function uint32ToIpv4(n: number): string {
+  return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}`;
+}
+
+export interface NativeUdpOptions {
+  host: string;
+  /** 0 for any free port */
+  port: number;
+  /** receive ring slots (max datagrams per batch) */
+  slots?: number;
+  slotBytes?: number;
+  /** send table entries (max packets per send) */
+  txSlots?: number;
+  /** send buffer size; default txSlots x slotBytes */
+  txBytes?: number;
+}
+
+export interface UdpStats {
+  rxPackets: number;
+  rxBatches: number;
+  rxTruncated: number;
+  txPackets: number;
+  /** dropped because the socket send buffer was full (EAGAIN) */
+  txDropped: number;
+  /** received while no onBatch listener was set */
+  rxUnhandled: number;
+}
+
+export type BatchListener = (count: number, socket: NativeUdpSocket) => void;
+export type ErrorListener = (err: UdpIoError) => void;
+
+export class NativeUdpSocket {
+  readonly handle: UdpHandle;
+  readonly host: string;
+  readonly port: number;
+  readonly slotBytes: number;
+  readonly rxData: Uint8Array;
+  readonly rxMeta: Uint32Array;
+  readonly txData: Uint8Array;
+  readonly txMeta: Uint32Array;
+  private batchListener: BatchListener | undefined;
+  private errorListener: ErrorListener | undefined;
+  private unhandled = 0;
+  private closed = false;
+  private readonly statsOut = new Float64Array(5);
+
+  private constructor(options: NativeUdpOptions) {
+    const slots = options.slots ?? DEFAULT_RX_SLOTS;
+    const txSlots = options.txSlots ?? DEFAULT_TX_SLOTS;
+    this.slotBytes = options.slotBytes ?? DEFAULT_SLOT_BYTES;
+    this.rxData = new Uint8Array(slots * this.slotBytes);
+    this.rxMeta = new Uint32Array(slots * UDP_META_WORDS);
+    this.txData = new Uint8Array(options.txBytes ?? txSlots * this.slotBytes);
+    this.txMeta = new Uint32Array(txSlots * UDP_META_WORDS);
+    this.host = options.host;
+    try {
+      this.handle = addon.udpOpen(options.host, options.port, this.rxData, this.rxMeta, this.slotBytes, this.txData, this.txMeta, (count, err) =>
+        this.dispatch(count, err),
+      );
+    } catch (err) {
+      translate(err);
+    }
+    this.port = addon.udpLocalPort(this.handle);
+  }
+
+  /** Binds a socket (port 0: any free port; see .port). Throws UdpIoError (EADDRINUSE, EADDRNOTAVAIL, EINVAL...). */
+  static open(options: NativeUdpOptions): NativeUdpSocket {
+    return new NativeUdpSocket(options);
+  }
+
+  /** One call per received batch: packets 0..count-1 are in the ring until the callback returns. */
+  onBatch(listener: BatchListener): this {
+    this.batchListener = listener;
+    return this;
+  }
+
+  /** Receive errors; without a listener they are thrown (an uncaught exception), never dropped. */
+  onError(listener: ErrorListener): this {
+    this.errorListener = listener;
+    return this;
+  }
+
+  private dispatch(count: number, err: NativeErrno | undefined): void {
+    if (err !== undefined) {
+      const e = new UdpIoError(err.message, err.code, err.errno, err.syscall, undefined, undefined, { cause: err });
+      if (this.errorListener === undefined) throw e;
+      this.errorListener(e);
+      return;
+    }
+    if (this.batchListener === undefined) this.unhandled += count;
+    else this.batchListener(count, this);
+  }
+
+  rxOffset(i: number): number {
+    return i * this.slotBytes;
+  }
+  rxLength(i: number): number {
+    return this.rxMeta[i * UDP_META_WORDS];
+  }
+  rxAddress(i: number): number {
+    return this.rxMeta[i * UDP_META_WORDS + 1];
+  }
+  rxPort(i: number): number {
+    return this.rxMeta[i * UDP_META_WORDS + 2];
+  }
+  rxTruncated(i: number): boolean {
+    return (this.rxMeta[i * UDP_META_WORDS + 3] & UDP_FLAG_TRUNCATED) !== 0;
+  }
+  /** A view of packet i of the current batch (allocates a view: for tests and edges, not per packet). */
+  packet(i: number): Uint8Array {
+    const o = i * this.slotBytes;
+    return this.rxData.subarray(o, o + this.rxLength(i));
+  }
+
+  /** Fills send-table entry i; the payload must already be at txData[offset, offset + length). */
+  setTx(i: number, offset: number, length: number, address: number, port: number): void {
+    const w = i * UDP_META_WORDS;
+    this.txMeta[w] = offset;
+    this.txMeta[w + 1] = length;
+    this.txMeta[w + 2] = address;
+    this.txMeta[w + 3] = port;
+  }
+
+  /** Sends table entries 0..count-1 with one sendmmsg; returns how many left (fewer on EAGAIN, see stats). */
+  send(count: number): number {
+    try {
+      return addon.udpSend(this.handle, count);
+    } catch (err) {
+      translate(err);
+    }
+  }
+
+  /** One crossing for many sockets' tables: sent[i] = packets sent by handles[i]. Keep `handles` between ticks. */
+  static sendMany(handles: readonly UdpHandle[], counts: Uint32Array, sent: Uint32Array): void {
+    try {
+      addon.udpSendMany(handles, counts, sent);
+    } catch (err) {
+      translate(err);
+    }
+  }
+
+  stats(): UdpStats {
+    addon.udpStats(this.handle, this.statsOut);
+    const s = this.statsOut;
+    return { rxPackets: s[0], rxBatches: s[1], rxTruncated: s[2], txPackets: s[3], txDropped: s[4], rxUnhandled: this.unhandled };
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** Stops receiving and closes the socket (idempotent; safe inside onBatch). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    addon.udpClose(this.handle);
+  }
+}
