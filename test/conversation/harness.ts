@@ -7,7 +7,8 @@ import { pino } from 'pino';
 import { Conversation } from '../../src/conversation/conversation.js';
 import type { ConversationClient, ConversationStore, ConversationTimers, PacingRegistry } from '../../src/conversation/host.js';
 import { createLocalTts } from '../../src/engines/local-tts.js';
-import { createScriptedEngine } from '../../src/engines/scripted.js';
+import { createScriptedEngine, parseScript, type EngineScript } from '../../src/engines/scripted.js';
+export { parseScript };
 import type { PacedStream } from '../../src/media/pacing-clock.js';
 import type { ServerEvent, ConfigMessage } from '../../src/schemas/sts.js';
 import type { ResolvedAgent } from '../../src/realtime/worker-protocol.js';
@@ -173,13 +174,13 @@ export interface Setup {
   dataDir: string;
 }
 
-export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch } = {}): Setup {
+export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?: EngineScript } = {}): Setup {
   const timers = new ManualTimers();
   const pacing = new ManualPacing(timers);
   const client = new RecordingClient();
   const store = opts.store ?? new MemoryStore();
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-conv-'));
-  const engine = createScriptedEngine({ tts, voiceFor: () => 'en-us', log });
+  const engine = createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null });
   const conv = new Conversation(
     { client, store, engineFor: () => engine, timers, pacing, log, dataDir, allowPrivateEndpoints: true, fetch: opts.fetch },
     { orgId: 'org_test', origin: 'web' },
@@ -206,7 +207,8 @@ export async function tickUntil(s: Setup, cond: () => boolean, what: string, max
   for (let i = 0; i < maxTicks; i++) {
     if (cond()) return i;
     s.pacing.tick();
-    await new Promise((r) => setImmediate(r));
+    // A real millisecond per tick: local speech synthesis runs in a child process.
+    await new Promise((r) => setTimeout(r, 1));
   }
   throw new Error(`no ${what} after ${maxTicks} ticks`);
 }

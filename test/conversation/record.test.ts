@@ -1,0 +1,71 @@
+// The record and its audio: a stored agent (template defaults, its tools), zero data retention, observers,
+// a generated welcome, a telephony start from a resolved agent.
+import t from 'tap';
+import { readdirSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { config, parseScript, setup, speak, speechFrames, tickUntil, until } from './harness.js';
+import type { ServerEvent } from '../../src/schemas/sts.js';
+
+t.setTimeout(120_000);
+
+const agent = (config: Record<string, unknown>) => ({
+  orgId: 'org_test', project: { id: 'proj_main', name: 'main' }, agent: { id: 'agent_support', name: 'support', enabled: true }, config, tools: [],
+});
+
+t.test('a stored agent: its defaults for template variables, config overrides, record names the agent', async (t) => {
+  const s = setup();
+  s.store.agents.set('support', agent({ welcome_message: 'Welcome to {{shop}}.', template_variables: { shop: { default_value: 'the shop' } } }));
+  await s.conv.start({ kind: 'config', config: config({ agent: 'support', external_id: 'ext-1', scripted_engine: {} }) });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
+  await s.conv.end('user');
+  const rec = s.store.only();
+  t.same(rec.conversation.agent, { id: 'agent_support', name: 'support' });
+  t.equal(rec.conversation.external_id, 'ext-1');
+  t.equal(rec.conversation.origin, 'web');
+  t.equal(rec.items[0].live_transcript, 'Welcome to the shop.');
+  t.equal(rec.items[0].voice_id, 'grant');
+});
+
+t.test('a disabled agent is refused', async (t) => {
+  const s = setup();
+  s.store.agents.set('off', { ...agent({}), agent: { id: 'agent_off', name: 'off', enabled: false } });
+  await s.conv.start({ kind: 'config', config: config({ agent: 'off' }) });
+  t.equal(s.client.events('error')[0].error.code, 'agent_disabled');
+});
+
+t.test('zero data retention: no recording is kept', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ data_retention_policy: { zero_data_retention: true }, welcome_message: 'Hi.', scripted_engine: {} }) });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
+  await s.conv.end('user');
+  t.same(s.store.only().recordings, []);
+  t.notOk(existsSync(join(s.dataDir, 'recordings')) && readdirSync(join(s.dataDir, 'recordings')).length > 0, 'no file written');
+});
+
+t.test('observers see events and both sides of the audio; a generated welcome', async (t) => {
+  const s = setup();
+  const seen: ServerEvent[] = [];
+  const audio = { user: 0, assistant: 0 };
+  let closedWith = '';
+  await s.conv.start({ kind: 'config', config: config({ generate_welcome_message: true, scripted_engine: { responses: [{ say: 'Hello from the model.' }], turns: [{ heard: 'hello', say: 'Yes.' }] } }) });
+  s.conv.observe({ event: (e) => seen.push(e), audio: (side) => audio[side]++, closed: (e) => (closedWith = e) });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'generated welcome');
+  t.equal(s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), 'Hello from the model.');
+  await speak(s, speechFrames('hello', 1200));
+  await until(() => seen.some((e) => e.type === 'input_text'), 'observer transcript');
+  await s.conv.end('user');
+  t.ok(audio.user > 50 && audio.assistant > 10, 'audio of both sides');
+  t.ok(seen.some((e) => e.type === 'assistant_started_speaking') && seen.some((e) => e.type === 'user_started_speaking'));
+  t.equal(closedWith, 'user');
+});
+
+t.test('telephony start: a resolved agent, G.711 mu-law both ways, 160-byte frames', async (t) => {
+  const s = setup({ script: parseScript({}) });
+  await s.conv.start({ kind: 'agent', agent: agent({ welcome_message: 'Thanks for calling.' }), inputFormat: 'mulaw_8000', outputFormat: 'mulaw_8000' });
+  t.equal(s.conv.state, 'ready');
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
+  const frames = s.client.log.filter((e) => e.type === 'audio') as { bytes: number }[];
+  t.ok(frames.length > 10 && frames.every((f) => f.bytes === 160), '20 ms mu-law frames');
+  await s.conv.end('user');
+  t.same(s.store.only().conversation.agent, { id: 'agent_support', name: 'support' });
+});
