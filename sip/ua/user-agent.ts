@@ -194,7 +194,8 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
 
   #incomingInvite(req: InviteRequest, tx: ServerTx): void {
     const callId = req.headers.get('Call-ID') ?? '';
-    if (this.#pending.has(callId)) return; // the same call forked back to us; its first INVITE is being handled
+    // RFC 3261 8.2.2.2: a second INVITE of a call still being answered (a merged request) gets 482.
+    if (this.#pending.has(callId)) return tx.respond(buildResponse(req, 482, 'Loop Detected', { toTag: newTag() }));
     // RFC 3261 22.1: challenge when the UA was given a digest server.
     if (this.#auth) {
       const check = this.#auth.verify('INVITE', serializeUri(req.uri), req.headers.getAll('Authorization'));
