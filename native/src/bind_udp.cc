@@ -1,7 +1,7 @@
 // N-API bindings: batched UDP endpoints (udp_io.h) driven by a uv_poll_t on the Node event loop.
 //
 // udpOpen(host, port, rxData: Uint8Array, rxMeta: Uint32Array, slotBytes, txData: Uint8Array, txMeta: Uint32Array,
-//         onBatch: (count, error?) => void) -> handle
+//         onBatch: (count, error?) => void, rcvbufBytes = 0, sndbufBytes = 0) -> handle
 //   The buffers are JavaScript's, kept alive by references until close. When the socket is readable the poll
 //   callback drains it with recvmmsg into the ring and calls onBatch(count) once per batch; JavaScript must read
 //   the packets before returning (the next batch reuses the ring). A receive error other than EAGAIN is passed as
@@ -136,6 +136,13 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     return ThrowRange(env, "slotBytes must be 1..65536");
   size_t slots = rx_meta.length / kUdpMetaWords;
   size_t tx_slots = tx_meta.length / kUdpMetaWords;
+  int bufs[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    if (info[8 + i].IsUndefined()) continue;
+    double v = info[8 + i].IsNumber() ? info[8 + i].As<Napi::Number>().DoubleValue() : -1;
+    if (!(v >= 0 && v <= (1 << 30))) return ThrowRange(env, "socket buffer sizes must be 0..2^30 bytes");
+    bufs[i] = static_cast<int>(v);
+  }
   if (slots == 0 || slots > kUdpMaxBatch || rx_meta.length % kUdpMetaWords != 0)
     return ThrowRange(env, "rxMeta must hold 4 words per slot, 1..1024 slots");
   if (rx_data.length < slots * static_cast<size_t>(slot_bytes)) return ThrowRange(env, "rxData must hold slots x slotBytes");
@@ -144,12 +151,12 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
 
   Endpoint* ep = new Endpoint();
   ep->env = env;
-  int err = ep->socket.Open(host.c_str(), static_cast<uint16_t>(port), rx_data.data, rx_meta.data,
+  int err = ep->socket.Open(host.c_str(), static_cast<uint16_t>(port), bufs[0], bufs[1], rx_data.data, rx_meta.data,
                             static_cast<uint32_t>(slots), static_cast<uint32_t>(slot_bytes), tx_data.data, tx_data.length,
                             tx_meta.data, static_cast<uint32_t>(tx_slots));
   if (err != 0) {
     delete ep;
-    ErrnoError(env, err, err == EINVAL ? "inet_pton" : "bind").ThrowAsJavaScriptException();
+    ErrnoError(env, err, err == EINVAL ? "inet_pton" : "socket").ThrowAsJavaScriptException();
     return env.Undefined();
   }
   uv_loop_t* loop = nullptr;

@@ -28,7 +28,7 @@ void UdpSocket::FreeTables() {
   rx_addr_ = tx_addr_ = nullptr;
 }
 
-int UdpSocket::Open(const char* host, uint16_t port, uint8_t* rx_data, uint32_t* rx_meta, uint32_t slots,
+int UdpSocket::Open(const char* host, uint16_t port, int rcvbuf, int sndbuf, uint8_t* rx_data, uint32_t* rx_meta, uint32_t slots,
                     uint32_t slot_bytes, uint8_t* tx_data, size_t tx_bytes, uint32_t* tx_meta, uint32_t tx_slots) {
   if (fd_ >= 0) return EISCONN;
   struct sockaddr_in local;
@@ -39,6 +39,12 @@ int UdpSocket::Open(const char* host, uint16_t port, uint8_t* rx_data, uint32_t*
 
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return errno;
+  if ((rcvbuf > 0 && ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) != 0) ||
+      (sndbuf > 0 && ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf) != 0)) {
+    int err = errno;
+    ::close(fd);
+    return err;
+  }
   if (::bind(fd, reinterpret_cast<struct sockaddr*>(&local), sizeof local) != 0) {
     int err = errno;
     ::close(fd);

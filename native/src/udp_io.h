@@ -49,8 +49,9 @@ class UdpSocket {
   UdpSocket& operator=(const UdpSocket&) = delete;
 
   // Creates, configures and binds the socket and attaches the buffers. Returns 0 or an errno value (the socket
-  // is closed again on failure). `host` must be a dotted IPv4 address (EINVAL otherwise).
-  int Open(const char* host, uint16_t port, uint8_t* rx_data, uint32_t* rx_meta, uint32_t slots, uint32_t slot_bytes,
+  // is closed again on failure). `host` must be a dotted IPv4 address (EINVAL otherwise). `rcvbuf` / `sndbuf`:
+  // SO_RCVBUF / SO_SNDBUF in bytes (0 keeps the system default; the kernel caps them at net.core.rmem_max/wmem_max).
+  int Open(const char* host, uint16_t port, int rcvbuf, int sndbuf, uint8_t* rx_data, uint32_t* rx_meta, uint32_t slots, uint32_t slot_bytes,
            uint8_t* tx_data, size_t tx_bytes, uint32_t* tx_meta, uint32_t tx_slots);
 
   // One recvmmsg(2) into the ring. Returns the number of datagrams (0 when nothing is waiting) or -errno.

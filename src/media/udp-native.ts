@@ -72,6 +72,8 @@ interface UdpAddon {
     txData: Uint8Array,
     txMeta: Uint32Array,
     onBatch: (count: number, err?: NativeErrno) => void,
+    rcvbufBytes?: number,
+    sndbufBytes?: number,
   ): UdpHandle;
   udpSend(handle: UdpHandle, count: number): number;
   udpSendMany(handles: readonly UdpHandle[], counts: Uint32Array, sent: Uint32Array): void;
@@ -122,6 +124,10 @@ export interface NativeUdpOptions {
   txSlots?: number;
   /** send buffer size; default txSlots x slotBytes */
   txBytes?: number;
+  /** kernel receive buffer (SO_RCVBUF) in bytes; default: the system's (net.core.rmem_default) */
+  recvBufferBytes?: number;
+  /** kernel send buffer (SO_SNDBUF) in bytes; default: the system's */
+  sendBufferBytes?: number;
 }
 
 export interface UdpStats {
@@ -164,7 +170,7 @@ export class NativeUdpSocket {
     this.host = options.host;
     try {
       this.handle = addon.udpOpen(options.host, options.port, this.rxData, this.rxMeta, this.slotBytes, this.txData, this.txMeta, (count, err) =>
-        this.dispatch(count, err),
+        this.dispatch(count, err), options.recvBufferBytes ?? 0, options.sendBufferBytes ?? 0,
       );
     } catch (err) {
       translate(err);

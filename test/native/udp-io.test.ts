@@ -1,0 +1,278 @@
+// Native batched UDP I/O (recvmmsg/sendmmsg endpoints of the addon, src/media/udp-native.ts) against real
+// node:dgram peers on 127.0.0.1: received bursts (counts, contents, source address and port, batching,
+// truncation), sent batches (contents, destinations, source port), a 1024-packet sendmmsg, closing while packets
+// arrive, kernel errors as UdpIoError with errno names, and many sockets served by one sendMany call.
+import t from 'tap';
+import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
+import { setImmediate as immediate } from 'node:timers/promises';
+import { NativeUdpSocket, UdpIoError, ipv4ToUint32, uint32ToIpv4, type UdpHandle } from '../../src/media/udp-native.js';
+
+const HOST = '127.0.0.1';
+const LOOPBACK = ipv4ToUint32(HOST);
+
+async function dgramSocket(t: Tap.Test, recvBufferSize?: number): Promise<dgram.Socket> {
+  const s = dgram.createSocket({ type: 'udp4', recvBufferSize });
+  s.on('error', (err) => t.error(err, 'dgram peer error'));
+  await new Promise<void>((resolve) => s.bind(0, HOST, resolve));
+  t.teardown(() => s.close());
+  return s;
+}
+
+function open(t: Tap.Test, options: Partial<Parameters<typeof NativeUdpSocket.open>[0]> = {}): NativeUdpSocket {
+  const s = NativeUdpSocket.open({ host: HOST, port: 0, ...options });
+  t.teardown(() => s.close());
+  return s;
+}
+
+/** Kernel drop counter of a local UDP socket (/proc/net/udp, last column): for failure messages. */
+function kernelDrops(port: number): number {
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  for (const line of readFileSync('/proc/net/udp', 'utf8').split('\n')) {
+    const cols = line.trim().split(/\s+/);
+    if (cols[1] === local) return Number(cols[cols.length - 1]);
+  }
+  return -1;
+}
+
+async function until(cond: () => boolean, what: string, spins = 2000): Promise<void> {
+  for (let i = 0; i < spins && !cond(); i++) await new Promise((r) => setTimeout(r, i < 100 ? 0 : 5));
+  if (!cond()) throw new Error(`timed out waiting for ${what}`);
+}
+
+t.setTimeout(60_000);
+
+t.test('receives a burst from a dgram sender in batches, with contents and the source address and port', async (t) => {
+  const rx = open(t, { slots: 64, recvBufferBytes: 2 * 1024 * 1024 });
+  t.ok(rx.port > 0, 'bound to a free port');
+  const tx = await dgramSocket(t);
+  const N = 300;
+  const seen = new Map<number, number>();
+  const batches: number[] = [];
+  rx.onBatch((count, s) => {
+    batches.push(count);
+    for (let i = 0; i < count; i++) {
+      const o = s.rxOffset(i);
+      const len = s.rxLength(i);
+      t.equal(uint32ToIpv4(s.rxAddress(i)), HOST, 'source address');
+      t.equal(s.rxPort(i), tx.address().port, 'source port');
+      t.notOk(s.rxTruncated(i));
+      const seq = s.rxData[o] * 256 + s.rxData[o + 1];
+      t.equal(len, 20 + (seq % 100), `length of packet ${seq}`);
+      let ok = true;
+      for (let k = 2; k < len; k++) ok &&= s.rxData[o + k] === ((seq + k) & 255);
+      if (!ok) t.fail(`payload of packet ${seq}`);
+      seen.set(seq, (seen.get(seq) ?? 0) + 1);
+    }
+  });
+  for (let seq = 0; seq < N; seq++) {
+    const p = Buffer.alloc(20 + (seq % 100));
+    p[0] = seq >> 8;
+    p[1] = seq & 255;
+    for (let k = 2; k < p.length; k++) p[k] = (seq + k) & 255;
+    tx.send(p, rx.port, HOST);
+  }
+  await until(() => seen.size === N, `${N} packets (have ${seen.size}, drops ${kernelDrops(rx.port)})`);
+  t.equal(seen.size, N, 'every packet arrived');
+  t.ok([...seen.values()].every((c) => c === 1), 'each exactly once');
+  t.equal(batches.reduce((a, b) => a + b, 0), N, 'batch counts add up');
+  t.ok(batches.every((b) => b >= 1 && b <= 64), 'no batch larger than the ring');
+  t.ok(batches.length < N, `packets were batched (${N} packets in ${batches.length} callbacks)`);
+  const st = rx.stats();
+  t.equal(st.rxPackets, N);
+  t.equal(st.rxBatches, batches.length);
+  t.equal(st.rxUnhandled, 0);
+});
+
+t.test('a datagram longer than a slot is cut to the slot and flagged', async (t) => {
+  const rx = open(t, { slots: 4, slotBytes: 100 });
+  const tx = await dgramSocket(t);
+  const lengths: number[] = [];
+  const flags: boolean[] = [];
+  rx.onBatch((count, s) => {
+    for (let i = 0; i < count; i++) {
+      lengths.push(s.rxLength(i));
+      flags.push(s.rxTruncated(i));
+    }
+  });
+  tx.send(Buffer.alloc(250, 7), rx.port, HOST);
+  await until(() => lengths.length === 1, 'the long datagram');
+  tx.send(Buffer.alloc(100, 7), rx.port, HOST);
+  await until(() => lengths.length === 2, 'the fitting datagram');
+  t.same(lengths, [100, 100]);
+  t.same(flags, [true, false]);
+  t.equal(rx.stats().rxTruncated, 1);
+});
+
+t.test('sends one batch to several dgram receivers from the bound port', async (t) => {
+  const a = await dgramSocket(t);
+  const b = await dgramSocket(t);
+  const s = open(t, { txSlots: 64, txBytes: 64 * 200 });
+  const got = new Map<string, { from: number; dest: string }>();
+  for (const [name, r] of [['a', a], ['b', b]] as const) {
+    r.on('message', (msg, info) => {
+      t.equal(info.address, HOST);
+      got.set(msg.toString('latin1'), { from: info.port, dest: name });
+    });
+  }
+  // Payloads written at scattered offsets (backwards) to show the table, not the order, defines the packets.
+  const expected = new Map<string, string>();
+  for (let i = 0; i < 64; i++) {
+    const text = `packet-${i}-${'x'.repeat(i)}`;
+    const offset = (63 - i) * 200;
+    s.txData.set(Buffer.from(text, 'latin1'), offset);
+    const dest = i % 2 === 0 ? a : b;
+    s.setTx(i, offset, text.length, LOOPBACK, dest.address().port);
+    expected.set(text, i % 2 === 0 ? 'a' : 'b');
+  }
+  t.equal(s.send(64), 64, 'all 64 accepted by one sendmmsg');
+  await until(() => got.size === 64, '64 datagrams');
+  for (const [text, dest] of expected) {
+    t.same(got.get(text), { from: s.port, dest }, text);
+  }
+  t.equal(s.send(0), 0, 'an empty batch is a no-op');
+  t.equal(s.stats().txPackets, 64);
+  t.equal(s.stats().txDropped, 0);
+});
+
+t.test('a 1024-packet batch (the sendmmsg maximum) reaches the receiver', async (t) => {
+  const r = await dgramSocket(t, 4 * 1024 * 1024);
+  const s = open(t, { txSlots: 1024, slotBytes: 172 });
+  const seen = new Set<number>();
+  r.on('message', (msg) => seen.add(msg.readUInt32BE(0)));
+  for (let i = 0; i < 1024; i++) {
+    const o = i * 172;
+    s.txData[o] = i >>> 24;
+    s.txData[o + 1] = (i >>> 16) & 255;
+    s.txData[o + 2] = (i >>> 8) & 255;
+    s.txData[o + 3] = i & 255;
+    s.setTx(i, o, 172, LOOPBACK, r.address().port);
+  }
+  t.equal(s.send(1024), 1024, 'sent');
+  await until(() => seen.size === 1024, `1024 datagrams (have ${seen.size}, receiver drops ${kernelDrops(r.address().port)})`);
+  t.equal(seen.size, 1024);
+  t.throws(() => s.send(1025), RangeError, 'more than the table holds is a RangeError');
+});
+
+t.test('closing inside onBatch while a sender keeps sending stops the callbacks at once', async (t) => {
+  const rx = open(t, { slots: 8 });
+  const tx = await dgramSocket(t);
+  let sending = true;
+  const payload = Buffer.alloc(172, 0x55);
+  const pump = async () => {
+    while (sending) {
+      for (let i = 0; i < 50; i++) tx.send(payload, rx.port, HOST);
+      await immediate();
+    }
+  };
+  let calls = 0;
+  rx.onBatch(() => {
+    calls++;
+    rx.close();
+    rx.close(); // idempotent, even inside the callback
+  });
+  const pumping = pump();
+  await until(() => calls > 0, 'the first batch');
+  // Keep sending for a while: the closed socket must not call back again (its port is gone).
+  for (let i = 0; i < 50; i++) await immediate();
+  sending = false;
+  await pumping;
+  t.equal(calls, 1, 'exactly one batch before close');
+  t.ok(rx.isClosed);
+  t.throws(() => rx.send(0), { name: 'UdpIoError', code: 'EBADF' }, 'send after close');
+  // The port is free again: another socket can bind it.
+  const again = open(t, { port: rx.port });
+  t.equal(again.port, rx.port, 'port released by close');
+});
+
+t.test('closing from outside while packets stream in, then the process stays clean', async (t) => {
+  const rx = open(t, { slots: 4 });
+  const tx = await dgramSocket(t);
+  let received = 0;
+  rx.onBatch((count) => {
+    received += count;
+  });
+  let sending = true;
+  const pump = async () => {
+    while (sending) {
+      for (let i = 0; i < 20; i++) tx.send(Buffer.alloc(40), rx.port, HOST);
+      await immediate();
+    }
+  };
+  const pumping = pump();
+  await until(() => received >= 100, '100 packets');
+  rx.close();
+  const atClose = received;
+  for (let i = 0; i < 50; i++) await immediate();
+  sending = false;
+  await pumping;
+  t.equal(received, atClose, 'nothing delivered after close');
+  t.equal(rx.stats().rxPackets, atClose, 'stats readable after close');
+});
+
+t.test('kernel errors surface as UdpIoError with errno names', async (t) => {
+  t.throws(() => NativeUdpSocket.open({ host: 'not-an-address', port: 0 }), { name: 'UdpIoError', code: 'EINVAL' });
+  const first = open(t);
+  t.throws(() => NativeUdpSocket.open({ host: HOST, port: first.port }), { name: 'UdpIoError', code: 'EADDRINUSE' });
+  // RFC 5737 TEST-NET-1: never a local address.
+  t.throws(() => NativeUdpSocket.open({ host: '192.0.2.1', port: 0 }), { name: 'UdpIoError', code: 'EADDRNOTAVAIL' });
+  t.throws(() => NativeUdpSocket.open({ host: HOST, port: 70000 }), RangeError);
+
+  const r = await dgramSocket(t);
+  const got: string[] = [];
+  r.on('message', (m) => got.push(m.toString()));
+  const s = open(t);
+  s.txData.set(Buffer.from('ok'), 0);
+  s.setTx(0, 0, 2, LOOPBACK, r.address().port);
+  // Limited broadcast without SO_BROADCAST: the kernel refuses with EACCES.
+  s.setTx(1, 0, 2, ipv4ToUint32('255.255.255.255'), 9);
+  s.setTx(2, 0, 2, LOOPBACK, r.address().port);
+  const err = t.throws(() => s.send(3), { name: 'UdpIoError', code: 'EACCES', syscall: 'sendmmsg', index: 1 }) as unknown;
+  t.ok(err instanceof UdpIoError);
+  await until(() => got.length === 1, 'the packet before the failing one');
+  t.same(got, ['ok'], 'packets before the failure were sent, the one after was not');
+
+  s.setTx(0, s.txData.length - 1, 2, LOOPBACK, r.address().port);
+  t.throws(() => s.send(1), RangeError, 'entry outside the send buffer');
+  s.setTx(0, 0, 2, LOOPBACK, 0);
+  t.throws(() => s.send(1), RangeError, 'port 0');
+  t.throws(() => ipv4ToUint32('1.2.3.256'), RangeError);
+});
+
+t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from its neighbour\'s port', async (t) => {
+  const N = 200;
+  const sockets: NativeUdpSocket[] = [];
+  const received: Array<{ from: number; value: number } | undefined> = new Array(N);
+  for (let i = 0; i < N; i++) {
+    const s = open(t, { slots: 4, txSlots: 2, slotBytes: 64 });
+    const me = i;
+    s.onBatch((count, sock) => {
+      for (let k = 0; k < count; k++) {
+        t.equal(received[me], undefined, `socket ${me} receives once`);
+        received[me] = { from: sock.rxPort(k), value: sock.rxData[sock.rxOffset(k)] + 256 * sock.rxData[sock.rxOffset(k) + 1] };
+      }
+    });
+    sockets.push(s);
+  }
+  const handles: UdpHandle[] = sockets.map((s) => s.handle);
+  const counts = new Uint32Array(N);
+  const sent = new Uint32Array(N);
+  for (let i = 0; i < N; i++) {
+    const s = sockets[i];
+    s.txData[0] = i & 255;
+    s.txData[1] = i >> 8;
+    s.setTx(0, 0, 2, LOOPBACK, sockets[(i + 1) % N].port);
+    counts[i] = 1;
+  }
+  NativeUdpSocket.sendMany(handles, counts, sent);
+  t.ok(sent.every((n) => n === 1), 'each socket sent its packet');
+  await until(() => received.filter(Boolean).length === N, `${N} packets`);
+  for (let i = 0; i < N; i++) {
+    const prev = (i + N - 1) % N;
+    t.same(received[i], { from: sockets[prev].port, value: prev }, `socket ${i}`);
+  }
+  sockets[5].close();
+  t.throws(() => NativeUdpSocket.sendMany(handles, counts, sent), { name: 'UdpIoError', code: 'EBADF' }, 'a closed socket in the group');
+  t.same([...sent.subarray(0, 5)], [1, 1, 1, 1, 1], 'the sockets before it sent');
+  t.equal(sent[5], 0);
+});
