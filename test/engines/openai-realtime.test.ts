@@ -56,7 +56,7 @@ t.test('a user turn: audio appended, committed, transcribed, answered with audio
   session.appendAudio(pcm);
   session.commitUserTurn();
   await hooks.untilKind('done');
-  const append = fake.events.find((e) => e.type === 'input_audio_buffer.append') as { audio: string };
+  const append = fake.events.find((e) => e.type === 'input_audio_buffer.append') as unknown as { audio: string };
   const sent = Buffer.from(append.audio, 'base64');
   t.same(Array.from(new Int16Array(sent.buffer, sent.byteOffset, sent.length / 2)), Array.from(pcm), 'the very samples, base64 PCM16');
   t.same(fake.events.map((e) => e.type).slice(1), ['input_audio_buffer.append', 'input_audio_buffer.commit', 'response.create']);
@@ -96,7 +96,7 @@ t.test('function calls reach onToolCall; their output goes back as an item and a
   t.same(tool.call, { responseId: first, callId: 'call_abc', name: 'get_weather', arguments: { city: 'Oslo' } });
   const create = fake.events.find((e) => e.type === 'response.create') as { response?: { instructions?: string } };
   t.match(create.response?.instructions, /Greet the caller\.$/, 'createResponse instructions ride on response.create');
-  const output = fake.events.find((e) => e.type === 'conversation.item.create') as { item: unknown };
+  const output = fake.events.find((e) => e.type === 'conversation.item.create') as unknown as { item: unknown };
   t.same(output.item, { type: 'function_call_output', call_id: 'call_abc', output: '{"sky":"snow"}' });
   t.equal(fake.events.filter((e) => e.type === 'response.create').length, 2, 'respond: a new response');
   await session.close();
@@ -116,14 +116,14 @@ t.test('barge-in cancels the response and truncates its item to what was played'
   t.same(truncate, { type: 'conversation.item.truncate', item_id: 'item_1', content_index: 0, audio_end_ms: 40 });
   t.equal(hooks.events.filter((e) => e.kind === 'audio' && e.responseId === id).length, 1, 'no audio after the cancel');
   t.notOk(hooks.events.some((e) => e.kind === 'done' && e.responseId === id), 'no done for it');
-  t.match((fake.events.find((e) => e.type === 'response.create') as { response: { instructions: string } }).response.instructions, /A long answer\./);
+  t.match((fake.events.find((e) => e.type === 'response.create') as unknown as { response: { instructions: string } }).response.instructions, /A long answer\./);
   t.notOk(hooks.events.some((e) => e.kind === 'error'));
   await session.close();
 });
 
 t.test('server VAD: commit is left to the server', async (t) => {
   const { session } = await open({}, 'server');
-  t.same((fake.events[0] as { session: { turn_detection: unknown } }).session.turn_detection, { type: 'server_vad' });
+  t.same((fake.events[0] as unknown as { session: { turn_detection: unknown } }).session.turn_detection, { type: 'server_vad' });
   session.appendAudio(new Int16Array(480));
   session.commitUserTurn();
   session.clearUserTurn();
