@@ -276,3 +276,60 @@ t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from i
   t.same([...sent.subarray(0, 5)], [1, 1, 1, 1, 1], 'the sockets before it sent');
   t.equal(sent[5], 0);
 });
+
+/** Runs a script in a child Node (with tsx) and returns its exit code and stderr. */
+async function runChild(source: string): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], {
+    cwd: new URL('../..', import.meta.url).pathname,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, stderr })),
+  );
+}
+
+t.test('an exception thrown by onBatch is an uncaught exception, not swallowed', async (t) => {
+  const r = await runChild(`
+    import dgram from 'node:dgram';
+    import { NativeUdpSocket } from './src/media/udp-native.ts';
+    const s = NativeUdpSocket.open({ host: '127.0.0.1', port: 0 });
+    s.onBatch(() => { throw new Error('thrown-from-onBatch'); });
+    const d = dgram.createSocket('udp4');
+    d.send(Buffer.from('x'), s.port, '127.0.0.1', () => d.close());
+  `);
+  t.not(r.code, 0, 'the process failed');
+  t.match(r.stderr, /thrown-from-onBatch/, 'with the thrown error');
+});
+
+const UDP_MODULE = new URL('../../src/media/udp-native.ts', import.meta.url).href;
+const TSX_API = import.meta.resolve('tsx/esm/api');
+
+t.test('open sockets are closed cleanly when a worker thread ends and when the process exits', async (t) => {
+  // Workers need tsx registered by an evaluated bootstrap (see src/realtime/worker-pool.ts).
+  const workerSource = `import(${JSON.stringify(TSX_API)}).then(async (m) => {
+    m.register();
+    const { NativeUdpSocket } = await import(${JSON.stringify(UDP_MODULE)});
+    const { parentPort } = await import('node:worker_threads');
+    const sockets = [];
+    for (let i = 0; i < 20; i++) sockets.push(NativeUdpSocket.open({ host: '127.0.0.1', port: 0 }).onBatch(() => {}));
+    parentPort.postMessage(sockets.map((s) => s.port));
+  });`;
+  const r = await runChild(`
+    import { Worker } from 'node:worker_threads';
+    import { NativeUdpSocket } from ${JSON.stringify(UDP_MODULE)};
+    const w = new Worker(${JSON.stringify(workerSource)}, { eval: true });
+    const ports = await new Promise((resolve, reject) => { w.once('message', resolve); w.once('error', reject); });
+    await w.terminate();
+    // The worker's ports are free again: its environment's cleanup hook closed them.
+    const again = ports.map((port) => NativeUdpSocket.open({ host: '127.0.0.1', port }));
+    process.stderr.write('rebound ' + again.length + '\\n');
+    // Exit with these sockets still open.
+    setTimeout(() => process.exit(0), 10);
+  `);
+  t.equal(r.signal, null, 'no crash');
+  t.equal(r.code, 0, `clean exit (stderr: ${r.stderr.slice(0, 500)})`);
+  t.match(r.stderr, /rebound 20/, "the worker's 20 ports were released");
+});
