@@ -10,7 +10,7 @@ import { pino } from 'pino';
 
 t.setTimeout(120_000);
 
-async function endpointServer(t: Tap.Test) {
+async function endpointServer(t: { teardown(fn: () => unknown): void }) {
   const hits: { path: string; body: Record<string, unknown>; auth?: string }[] = [];
   const server = createServer((req, res) => {
     let data = '';

@@ -14,7 +14,7 @@ interface Seen {
   body: Record<string, unknown>;
 }
 
-async function webhookServer(t: Tap.Test, hang = false) {
+async function webhookServer(t: { teardown(fn: () => unknown): void }, hang = false) {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
     let data = '';
