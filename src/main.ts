@@ -9,6 +9,7 @@ import { bootstrap } from './store/workspaces.js';
 import { createContext } from './api/context.js';
 import { buildApp } from './api/app.js';
 import { startWorkerPool } from './realtime/worker-pool.js';
+import { parseTrustedProxies } from './auth/addresses.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
@@ -49,6 +50,11 @@ const log = createLogger();
 let settings: Settings;
 try {
   settings = loadSettings();
+  try {
+    parseTrustedProxies(settings.PARLEY_TRUSTED_PROXIES);
+  } catch (err) {
+    throw new ConfigError([{ setting: 'PARLEY_TRUSTED_PROXIES', message: (err as Error).message }]);
+  }
 } catch (err) {
   if (err instanceof ConfigError) {
     log.fatal({ problems: err.problems }, err.message);
@@ -58,24 +64,31 @@ try {
 }
 log.level = settings.PARLEY_LOG_LEVEL;
 
-start(settings, log).then(
-  (close) => {
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      log.info({ signal }, 'shutting down');
-      close().then(
-        () => process.exit(0),
-        (err) => {
-          log.error({ err }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-    };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
-  },
+// Signals are handled from the first moment: one that arrives during start-up stops the node once it is up.
+const startup = start(settings, log);
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) {
+    log.info({ signal }, 'already shutting down');
+    return;
+  }
+  stopping = true;
+  log.info({ signal }, 'shutting down');
+  startup
+    .then((close) => close())
+    .then(
+      () => process.exit(0),
+      (err: Error) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+
+startup.then(
+  () => log.info('parley ready'),
   (err: Error) => {
     log.fatal({ err: err instanceof StoreError ? { message: err.message } : err }, `start-up failed: ${err.message}`);
     process.exit(1);

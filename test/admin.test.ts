@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { api, startTestServer } from './helpers/server.js';
+import { api, startTestServer, USER_NODE, userEnv } from './helpers/server.js';
 
 // Real databases (and a PGlite template made on first use) under a parallel suite: more than tap's default.
 // Each admin run is a fresh Node process (tsx start-up): slow on a loaded 2-core machine.
@@ -17,9 +17,10 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 function admin(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const childEnv: NodeJS.ProcessEnv = { ...process.env, PARLEY_LOG_LEVEL: 'warn', ...env };
+    const childEnv = userEnv({ PARLEY_LOG_LEVEL: 'warn', ...env });
     if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
-    execFile(process.execPath, ['--import', 'tsx', 'src/admin.ts', ...args], { cwd: ROOT, env: childEnv }, (err, stdout, stderr) => {
+    const [cmd, ...pre] = USER_NODE;
+    execFile(cmd, [...pre, '--import', 'tsx', 'src/admin.ts', ...args], { cwd: ROOT, env: childEnv }, (err, stdout, stderr) => {
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import t from 'tap';
-import { POSTGRES_ADMIN_URL } from './helpers/server.js';
+import { POSTGRES_ADMIN_URL, USER_NODE, userEnv } from './helpers/server.js';
 
 // Three real start-ups (one initialises a fresh embedded database): slow on a loaded machine.
 t.setTimeout(600_000);
@@ -21,9 +21,10 @@ interface Running {
 }
 
 function startMain(env: Record<string, string>): Running {
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, PARLEY_HTTP_PORT: '0', PARLEY_LOG_LEVEL: 'info', ...env };
+  const childEnv = userEnv({ PARLEY_HTTP_PORT: '0', PARLEY_LOG_LEVEL: 'info', PARLEY_WORKERS: '1', ...env });
   if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv });
+  const [cmd, ...pre] = USER_NODE;
+  const child = spawn(cmd, [...pre, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv });
   let out = '';
   const waiters: (() => void)[] = [];
   const onData = (d: Buffer) => {
@@ -72,7 +73,7 @@ t.test('starts on PostgreSQL with PARLEY_BOOTSTRAP_API_KEY, serves it, stops on 
   t.equal(((await res.json()) as { projects: { name: string }[] }).projects[0].name, 'main');
   t.notMatch(main.output(), /shown once/, 'a given bootstrap key is not printed');
   main.kill('SIGTERM');
-  t.equal(await main.exited, 0, 'clean exit');
+  t.equal(await main.exited, 0, 'clean exit', { output: main.output().slice(-1500) });
 });
 
 t.test('an empty embedded database: prints a working key once; the lock is released at exit', async (t) => {
@@ -99,6 +100,9 @@ t.test('a bad setting stops start-up naming it', async (t) => {
   const main = startMain({ PARLEY_HTTP_PORT: 'eighty', DATABASE_URL: 'postgres://127.0.0.1:1/none' });
   t.equal(await main.exited, 1);
   t.match(main.output(), /PARLEY_HTTP_PORT/);
+  const proxies = startMain({ PARLEY_TRUSTED_PROXIES: '10.0.0.0/99', DATABASE_URL: 'postgres://127.0.0.1:1/none' });
+  t.equal(await proxies.exited, 1);
+  t.match(proxies.output(), /PARLEY_TRUSTED_PROXIES/);
   const db = startMain({ DATABASE_URL: 'mysql://x' });
   t.equal(await db.exited, 1);
   t.match(db.output(), /DATABASE_URL: must be a postgres/);

@@ -214,3 +214,20 @@ export function api(server: { url: string; apiKey: string }) {
 }
 export type ApiClient = ReturnType<typeof api>;
 
+
+/**
+ * The environment for a child process that runs Parley as a user would (`npm start`, `npm run admin`): this
+ * process's, without tap's instrumentation (NODE_OPTIONS with tap's loader, TAP_* and _TAPJS_* variables).
+ * tap puts its NODE_OPTIONS back into every child it sees spawned, so start the child through
+ * `USER_NODE` (`env -u NODE_OPTIONS node`) as well.
+ */
+export const USER_NODE = ['env', '-u', 'NODE_OPTIONS', process.execPath] as const;
+
+export function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k === 'NODE_OPTIONS' || k.startsWith('TAP') || k.startsWith('_TAPJS')) continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
