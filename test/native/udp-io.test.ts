@@ -2,7 +2,7 @@
 // node:dgram peers on 127.0.0.1: received bursts (counts, contents, source address and port, batching,
 // truncation), sent batches (contents, destinations, source port), a 1024-packet sendmmsg, closing while packets
 // arrive, kernel errors as UdpIoError with errno names, and many sockets served by one sendMany call.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { setImmediate as immediate } from 'node:timers/promises';
@@ -11,7 +11,7 @@ import { NativeUdpSocket, UdpIoError, ipv4ToUint32, uint32ToIpv4, type UdpHandle
 const HOST = '127.0.0.1';
 const LOOPBACK = ipv4ToUint32(HOST);
 
-async function dgramSocket(t: Tap.Test, recvBufferSize?: number): Promise<dgram.Socket> {
+async function dgramSocket(t: Test, recvBufferSize?: number): Promise<dgram.Socket> {
   const s = dgram.createSocket({ type: 'udp4', recvBufferSize });
   s.on('error', (err) => t.error(err, 'dgram peer error'));
   await new Promise<void>((resolve) => s.bind(0, HOST, resolve));
@@ -19,7 +19,7 @@ async function dgramSocket(t: Tap.Test, recvBufferSize?: number): Promise<dgram.
   return s;
 }
 
-function open(t: Tap.Test, options: Partial<Parameters<typeof NativeUdpSocket.open>[0]> = {}): NativeUdpSocket {
+function open(t: Test, options: Partial<Parameters<typeof NativeUdpSocket.open>[0]> = {}): NativeUdpSocket {
   const s = NativeUdpSocket.open({ host: HOST, port: 0, ...options });
   t.teardown(() => s.close());
   return s;
