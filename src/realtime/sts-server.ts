@@ -14,6 +14,9 @@ import { BACKPRESSURE, CLOSE_GOING_AWAY, SocketSink, type FrameSink, type Socket
 import { App, closeListenSocket, DISABLED, listenSocketPort, text, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 import type { RelayKind, WorkerNotice } from './worker-protocol.js';
 
+/** RFC 6455 7.4.1: 1011, the server met an unexpected condition. */
+const CLOSE_INTERNAL = 1011;
+
 export const STS_PATH = '/v1/sts/ws';
 export const OBSERVER_PATH = '/v1/conversations/:id/live/ws';
 
@@ -226,7 +229,14 @@ export class StsServer {
       return;
     }
     if (d.kind === 'observer') return; // observers only listen
-    this.host.message(d.att, d.sink!, message, isBinary);
+    try {
+      this.host.message(d.att, d.sink!, message, isBinary);
+    } catch (err) {
+      // A fault of ours while handling the client's frame: logged, told to the client, socket closed.
+      this.opts.log.error({ err, conversationId: d.att.entry?.id ?? null }, 'sts: handling a client frame failed');
+      d.sink!.text(JSON.stringify({ type: 'error', error: { message: 'internal error', code: 'internal_error' } }));
+      d.sink!.end(CLOSE_INTERNAL, 'internal error');
+    }
   }
 
   private closedSocket(ws: WebSocket<SocketData>): void {

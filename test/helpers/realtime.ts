@@ -168,3 +168,17 @@ export async function endedConversation(get: (path: string) => Promise<{ status:
   }
   throw new Error(`conversation ${id} did not end`);
 }
+
+/** The HTTP status that refused an upgrade, or 101 when the socket opened (it is closed again at once). */
+export async function upgradeStatus(url: string, headers: Record<string, string> = {}): Promise<number> {
+  try {
+    const c = await TestClient.open(url, headers);
+    c.close();
+    await c.closed;
+    return 101;
+  } catch (err) {
+    const status = (err as { status?: number }).status;
+    if (status === undefined) throw err;
+    return status;
+  }
+}
