@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EngineError, type EngineHooks, type EngineToolCall, type ResponseId, type SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio } from '../media/inbound.js';
+import { formatInfo } from '../media/format.js';
 import { Vad, VAD_SPEECH_END, VAD_SPEECH_START, type ResamplerRate } from '../media/native.js';
 import { StereoRecorder } from '../media/recording.js';
 import type { PacedStream } from '../media/pacing-clock.js';
@@ -65,6 +66,8 @@ export class Conversation implements LiveConversation {
   private pendingUserItem: NewItem | null = null;
   private muted = false;
   private samplesFed = 0;
+  /** Largest payload fed to the inbound chain at once: 60 ms of the input format (Opus: one packet, unbounded). */
+  private maxChunkBytes = 0;
   private startedAtMs = 0;
   private endAfter: string | null = null;
   private tools!: ToolRunner;
@@ -220,6 +223,8 @@ export class Conversation implements LiveConversation {
       minSpeechMs: s.vad_min_speech_duration_ms,
       minSilenceMs: s.vad_min_silence_duration_ms,
     });
+    const inInfo = formatInfo(s.inputFormat);
+    this.maxChunkBytes = inInfo.bytesPerFrame > 0 ? inInfo.bytesPerFrame * 3 : Number.MAX_SAFE_INTEGER;
     this.inbound = new InboundAudio({
       format: s.inputFormat,
       engineRate: rate,
@@ -377,8 +382,13 @@ export class Conversation implements LiveConversation {
     this.idleTimer.start();
     this.step('activity');
     if (this.muted) return;
-    this.inbound.pushPayload(bytes, bytes.length);
+    const max = this.maxChunkBytes;
+    if (bytes.length <= max) return this.inbound.pushPayload(bytes, bytes.length);
+    // A chunk larger than the chain's buffers (over 60 ms): fed in pieces of whole samples.
+    for (let i = 0; i < bytes.length; i += max) this.inbound.pushPayload(bytes.subarray(i, i + max), Math.min(max, bytes.length - i));
   }
+
+
 
   pushDtmf(digits: string): void {
     if (!this.session) return;

@@ -55,6 +55,8 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private readonly played = new Map<U, number>();
   framesSent = 0;
   framesHeld = 0;
+  /** Views of the first n encoded bytes, made once per distinct n (a stream has one or two frame sizes). */
+  private readonly encodedViews = new Map<number, Uint8Array>();
 
   constructor(private readonly opts: PlayoutOptions<U>) {
     const rate = opts.engineRate;
@@ -119,7 +121,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   tick(): void {
     if (this.held) {
       const h = this.held;
-      if (!this.opts.sink.frame(h.owner, h.pcm, this.encoded.subarray(0, h.bytes), h.playedEnd)) {
+      if (!this.opts.sink.frame(h.owner, h.pcm, this.encodedView(h.bytes), h.playedEnd)) {
         this.framesHeld++;
         return;
       }
@@ -150,7 +152,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     const bytes = this.encoder.encodeInto(pcm, this.encoded);
     const playedEnd = (this.played.get(owner) ?? 0) + filled;
     this.played.set(owner, playedEnd);
-    if (!this.opts.sink.frame(owner, this.frame, this.encoded.subarray(0, bytes), playedEnd)) {
+    if (!this.opts.sink.frame(owner, this.frame, this.encodedView(bytes), playedEnd)) {
       this.heldPcm.set(this.frame);
       this.held = { owner, bytes, pcm: this.heldPcm, playedEnd };
       this.framesHeld++;
@@ -158,6 +160,12 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     }
     this.framesSent++;
     this.afterFrame(owner);
+  }
+
+  private encodedView(n: number): Uint8Array {
+    let v = this.encodedViews.get(n);
+    if (!v) this.encodedViews.set(n, (v = this.encoded.subarray(0, n)));
+    return v;
   }
 
   private afterFrame(owner: U): void {

@@ -112,3 +112,23 @@ t.test('a backed-up client: frames are held, not lost, and resume in order', asy
   const playedMs = s.store.only().items[0].duration_ms;
   t.equal(Math.ceil(playedMs / 20), s.client.count('audio'), 'every frame sent once (the last one partly filled)');
 });
+
+t.test('audio chunks longer than the chain takes at once (100 ms) are heard whole', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  const frames = speechFrames('hello', 1200);
+  const chunks: Uint8Array[] = [];
+  for (let i = 0; i < frames.length; i += 5) {
+    const group = frames.slice(i, i + 5);
+    const c = new Uint8Array(group.reduce((n, f) => n + f.length, 0));
+    group.reduce((o, f) => (c.set(f, o), o + f.length), 0);
+    chunks.push(c);
+  }
+  for (const c of chunks) {
+    s.conv.pushAudio(c);
+    for (let k = 0; k < 5; k++) s.pacing.tick();
+  }
+  await until(() => s.client.count('input_text') === 1, 'the turn answered');
+  t.equal(s.client.count('user_started_speaking'), 1);
+  await s.conv.end('user');
+});
