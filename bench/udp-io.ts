@@ -1,14 +1,23 @@
-// Item 3 of issue 3: what a call's UDP I/O costs through node:dgram.
+// Item 3 of issue 3: what a call's UDP I/O costs through node:dgram, and through the native addon's batched
+// recvmmsg/sendmmsg endpoints (src/media/udp-native.ts) that replaced it.
 // N calls, each one UDP socket in the "gateway" process (pinned to core 1) exchanging 50 packets/s each way of
 // 172 bytes (12 RTP + 160 G.711) with a generator process (pinned to core 0) on 127.0.0.1.
+// Gateway modes: 'dgram' (one dgram socket per call, connected, one send() per packet) and 'native' (one native
+// socket per call, one sendMany() crossing per 20 ms tick for all calls, one callback per received batch).
+// The generator is always native (the lighter one), so both modes face the same load.
 // Measured: CPU time of the gateway process (process.cpuUsage) over a fixed window, as a fraction of one core.
-// Usage: node --import tsx bench/udp-io.ts [calls...] (default 250 500); env UDP_RUNS (5), UDP_WINDOW_SEC (5).
+// Usage: node --import tsx bench/udp-io.ts [calls...] (default 250 500); env UDP_RUNS (5), UDP_WINDOW_SEC (5),
+// UDP_MODES ("dgram,native").
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
+import { NativeUdpSocket, ipv4ToUint32, type UdpHandle } from '../src/media/udp-native.js';
+
+export type UdpMode = 'dgram' | 'native';
+const GENERATOR_MODE: UdpMode = 'native';
 
 export const PACKET_BYTES = 172;
 export const PACKETS_PER_SEC = 50;
@@ -25,29 +34,80 @@ type Msg =
   | { type: 'halt' }
   | { type: 'stop' };
 
-/** One side: N sockets, each sending PACKETS_PER_SEC packets to its peer socket, deadline-paced. */
-async function side(calls: number): Promise<void> {
-  const send = (m: Msg) => process.send!(m);
+/** The per-mode socket work of a side: bind N sockets, learn the peers, send one packet per call. */
+interface SideIo {
+  ports(): number[];
+  peer(ports: number[]): Promise<void>;
+  sendAll(): void;
+  close(): void;
+}
+
+async function dgramIo(calls: number, onReceive: (n: number) => void, isStopping: () => boolean): Promise<SideIo> {
   const sockets: dgram.Socket[] = [];
-  let received = 0;
-  let sent = 0;
-  let stopping = false;
   for (let i = 0; i < calls; i++) {
     const s = dgram.createSocket('udp4');
-    s.on('message', () => {
-      received++;
-    });
+    s.on('message', () => onReceive(1));
     s.on('error', (err: NodeJS.ErrnoException) => {
       // After the peer closed its sockets, ICMP port-unreachable surfaces as ECONNREFUSED: expected then only.
-      if (stopping && err.code === 'ECONNREFUSED') return;
+      if (isStopping() && err.code === 'ECONNREFUSED') return;
       throw err;
     });
     await new Promise<void>((r) => s.bind(0, HOST, r));
     sockets.push(s);
   }
-  send({ type: 'ports', ports: sockets.map((s) => s.address().port) });
   const packet = Buffer.alloc(PACKET_BYTES, 0xd5);
   packet[0] = 0x80;
+  return {
+    ports: () => sockets.map((s) => s.address().port),
+    peer: async (ports) => {
+      await Promise.all(sockets.map((s, i) => new Promise<void>((r) => s.connect(ports[i], HOST, r))));
+    },
+    sendAll: () => {
+      for (let i = 0; i < sockets.length; i++) sockets[i].send(packet);
+    },
+    close: () => {
+      for (const s of sockets) s.close();
+    },
+  };
+}
+
+function nativeIo(calls: number, onReceive: (n: number) => void): SideIo {
+  const sockets: NativeUdpSocket[] = [];
+  for (let i = 0; i < calls; i++) {
+    // Small rings: 50 packets/s per call; the kernel buffer absorbs bursts beyond a batch.
+    const s = NativeUdpSocket.open({ host: HOST, port: 0, slots: 16, txSlots: 1, slotBytes: PACKET_BYTES });
+    s.onBatch((count) => onReceive(count));
+    s.txData.fill(0xd5);
+    s.txData[0] = 0x80;
+    sockets.push(s);
+  }
+  const handles: UdpHandle[] = sockets.map((s) => s.handle);
+  const counts = new Uint32Array(calls).fill(1);
+  const sent = new Uint32Array(calls);
+  const loopback = ipv4ToUint32(HOST);
+  return {
+    ports: () => sockets.map((s) => s.port),
+    peer: async (ports) => {
+      for (let i = 0; i < calls; i++) sockets[i].setTx(0, 0, PACKET_BYTES, loopback, ports[i]);
+    },
+    sendAll: () => NativeUdpSocket.sendMany(handles, counts, sent),
+    close: () => {
+      for (const s of sockets) s.close();
+    },
+  };
+}
+
+/** One side: N sockets, each sending PACKETS_PER_SEC packets to its peer socket, deadline-paced. */
+async function side(calls: number, mode: UdpMode): Promise<void> {
+  const send = (m: Msg) => process.send!(m);
+  let received = 0;
+  let sent = 0;
+  let stopping = false;
+  const onReceive = (n: number) => {
+    received += n;
+  };
+  const io = mode === 'native' ? nativeIo(calls, onReceive) : await dgramIo(calls, onReceive, () => stopping);
+  send({ type: 'ports', ports: io.ports() });
   let timer: NodeJS.Timeout | undefined;
   let next = 0;
   const tick = () => {
@@ -60,14 +120,14 @@ async function side(calls: number): Promise<void> {
     }
     if (next <= now) next = now + TICK_MS;
     for (let d = 0; d < due; d++) {
-      for (let i = 0; i < sockets.length; i++) sockets[i].send(packet);
-      sent += sockets.length;
+      io.sendAll();
+      sent += calls;
     }
     timer = setTimeout(tick, Math.max(0, next - performance.now()));
   };
   process.on('message', async (m: Msg) => {
     if (m.type === 'peer') {
-      await Promise.all(sockets.map((s, i) => new Promise<void>((r) => s.connect(m.ports[i], HOST, r))));
+      await io.peer(m.ports);
       send({ type: 'ports', ports: [] });
     } else if (m.type === 'start') {
       next = performance.now() + TICK_MS * Math.random();
@@ -88,15 +148,15 @@ async function side(calls: number): Promise<void> {
     } else if (m.type === 'stop') {
       stopping = true;
       clearTimeout(timer);
-      for (const s of sockets) s.close();
+      io.close();
       process.disconnect();
     }
   });
 }
 
-function startSide(core: number, calls: number): ChildProcess {
+function startSide(core: number, calls: number, mode: UdpMode): ChildProcess {
   const file = fileURLToPath(import.meta.url);
-  return spawn('taskset', ['-c', String(core), process.execPath, '--import', 'tsx', file, '--side', String(calls)], {
+  return spawn('taskset', ['-c', String(core), process.execPath, '--import', 'tsx', file, '--side', String(calls), mode], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 }
@@ -117,6 +177,7 @@ function next<T extends Msg['type']>(p: ChildProcess, type: T): Promise<Extract<
 }
 
 export interface UdpRun {
+  mode: UdpMode;
   calls: number;
   coreFraction: number;
   userMs: number;
@@ -127,9 +188,9 @@ export interface UdpRun {
 }
 
 /** One run: gateway on core 1, generator on core 0; returns the gateway's CPU over `windowMs`. */
-export async function runOnce(calls: number, windowMs: number): Promise<UdpRun> {
-  const gw = startSide(1, calls);
-  const gen = startSide(0, calls);
+export async function runOnce(calls: number, windowMs: number, mode: UdpMode = 'dgram'): Promise<UdpRun> {
+  const gw = startSide(1, calls, mode);
+  const gen = startSide(0, calls, GENERATOR_MODE);
   try {
     const [gwPorts, genPorts] = await Promise.all([next(gw, 'ports'), next(gen, 'ports')]);
     gw.send({ type: 'peer', ports: genPorts.ports } satisfies Msg);
@@ -142,6 +203,7 @@ export async function runOnce(calls: number, windowMs: number): Promise<UdpRun> 
     const r = await next(gw, 'result');
     const sec = r.wallMs / 1000;
     return {
+      mode,
       calls,
       coreFraction: (r.cpuUserMs + r.cpuSystemMs) / r.wallMs,
       userMs: r.cpuUserMs,
@@ -166,6 +228,7 @@ export function median(xs: number[]): number {
 }
 
 export interface UdpSummary {
+  mode: UdpMode;
   calls: number;
   runs: number;
   windowSec: number;
@@ -183,29 +246,39 @@ export interface UdpSummary {
   allCoreFractions: number[];
 }
 
-export async function measureUdpIo(callCounts: number[], runs: number, windowSec: number): Promise<UdpSummary[]> {
+function summarize(mode: UdpMode, calls: number, rs: UdpRun[], windowSec: number): UdpSummary {
+  const frac = median(rs.map((r) => r.coreFraction));
+  const pps = median(rs.map((r) => r.receivedPerSec + r.sentPerSec));
+  const usPerPacket = median(rs.map((r) => (r.coreFraction * 1e6) / (r.receivedPerSec + r.sentPerSec)));
+  const nominal = calls * PACKETS_PER_SEC * 2;
+  return {
+    mode,
+    calls,
+    runs: rs.length,
+    windowSec,
+    medianCoreFraction: frac,
+    medianCpuUsPerCallPerSec: (frac * 1e6) / calls,
+    medianUsPerPacket: usPerPacket,
+    nominalPacketsPerSec: nominal,
+    deliveredFraction: pps / nominal,
+    projectedCoreFraction: (usPerPacket * nominal) / 1e6,
+    medianReceivedPerSec: median(rs.map((r) => r.receivedPerSec)),
+    medianSentPerSec: median(rs.map((r) => r.sentPerSec)),
+    allCoreFractions: rs.map((r) => Number(r.coreFraction.toFixed(4))),
+  };
+}
+
+export async function measureUdpIo(
+  callCounts: number[],
+  runs: number,
+  windowSec: number,
+  mode: UdpMode = 'dgram',
+): Promise<UdpSummary[]> {
   const out: UdpSummary[] = [];
   for (const calls of callCounts) {
     const rs: UdpRun[] = [];
-    for (let i = 0; i < runs; i++) rs.push(await runOnce(calls, windowSec * 1000));
-    const frac = median(rs.map((r) => r.coreFraction));
-    const pps = median(rs.map((r) => r.receivedPerSec + r.sentPerSec));
-    const usPerPacket = median(rs.map((r) => (r.coreFraction * 1e6) / (r.receivedPerSec + r.sentPerSec)));
-    const nominal = calls * PACKETS_PER_SEC * 2;
-    out.push({
-      calls,
-      runs,
-      windowSec,
-      medianCoreFraction: frac,
-      medianCpuUsPerCallPerSec: (frac * 1e6) / calls,
-      medianUsPerPacket: usPerPacket,
-      nominalPacketsPerSec: nominal,
-      deliveredFraction: pps / nominal,
-      projectedCoreFraction: (usPerPacket * nominal) / 1e6,
-      medianReceivedPerSec: median(rs.map((r) => r.receivedPerSec)),
-      medianSentPerSec: median(rs.map((r) => r.sentPerSec)),
-      allCoreFractions: rs.map((r) => Number(r.coreFraction.toFixed(4))),
-    });
+    for (let i = 0; i < runs; i++) rs.push(await runOnce(calls, windowSec * 1000, mode));
+    out.push(summarize(mode, calls, rs, windowSec));
   }
   return out;
 }
@@ -218,30 +291,68 @@ async function main(): Promise<void> {
   const callCounts = args.length ? args : [250, 500];
   const runs = Number(process.env.UDP_RUNS ?? 5);
   const windowSec = Number(process.env.UDP_WINDOW_SEC ?? 5);
-  const results = await measureUdpIo(callCounts, runs, windowSec);
+  const modes = (process.env.UDP_MODES ?? 'dgram,native').split(',') as UdpMode[];
+  const results: UdpSummary[] = [];
+  for (const calls of callCounts) {
+    // Modes interleaved run by run, so a change in the machine's load hits both alike.
+    const byMode = new Map<UdpMode, UdpRun[]>(modes.map((m) => [m, []]));
+    for (let i = 0; i < runs; i++) for (const m of modes) byMode.get(m)!.push(await runOnce(calls, windowSec * 1000, m));
+    for (const m of modes) results.push(summarize(m, calls, byMode.get(m)!, windowSec));
+  }
   for (const r of results) {
     console.log(
-      `${r.calls} calls: ${(r.medianCoreFraction * 100).toFixed(1)}% of a core (median of ${r.runs}: ${r.allCoreFractions.join(', ')}), ` +
+      `${r.mode} ${r.calls} calls: ${(r.medianCoreFraction * 100).toFixed(1)}% of a core (median of ${r.runs}: ${r.allCoreFractions.join(', ')}), ` +
         `${r.medianUsPerPacket.toFixed(2)} us/packet, rx ${r.medianReceivedPerSec.toFixed(0)}/s tx ${r.medianSentPerSec.toFixed(0)}/s ` +
         `(${(r.deliveredFraction * 100).toFixed(0)}% of nominal), projected at full rate ${(r.projectedCoreFraction * 100).toFixed(1)}% of a core`,
     );
   }
-  const at500 = results.find((r) => r.calls === 500);
+  const ratios = callCounts.flatMap((calls) => {
+    const d = results.find((r) => r.calls === calls && r.mode === 'dgram');
+    const n = results.find((r) => r.calls === calls && r.mode === 'native');
+    if (!d || !n) return [];
+    return [{ calls, usPerPacketDgramOverNative: d.medianUsPerPacket / n.medianUsPerPacket, projectedCoreDgramOverNative: d.projectedCoreFraction / n.projectedCoreFraction }];
+  });
+  for (const r of ratios) {
+    console.log(`${r.calls} calls: dgram/native ${r.usPerPacketDgramOverNative.toFixed(2)}x per packet, ${r.projectedCoreDgramOverNative.toFixed(2)}x projected core share`);
+  }
+  const at500 = results.find((r) => r.calls === 500 && r.mode === 'dgram');
   const verdict = at500
     ? Math.max(at500.medianCoreFraction, at500.projectedCoreFraction) > NATIVE_IO_THRESHOLD_CORE_FRACTION
       ? 'move socket I/O into the native addon (recvmmsg/sendmmsg)'
       : 'keep node:dgram'
-    : 'n/a (500 calls not measured)';
+    : 'n/a (dgram at 500 calls not measured)';
   console.log(`verdict: ${verdict}`);
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(
     new URL('./results/udp-io.json', import.meta.url),
-    JSON.stringify({ bench: 'udp-io', date: new Date().toISOString(), loadAverage: os.loadavg(), packetBytes: PACKET_BYTES, packetsPerSecEachWay: PACKETS_PER_SEC, host: HOST, gatewayCore: 1, generatorCore: 0, socketsConnected: true, results, thresholdCoreFraction: NATIVE_IO_THRESHOLD_CORE_FRACTION, verdict }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        bench: 'udp-io',
+        date: new Date().toISOString(),
+        loadAverage: os.loadavg(),
+        packetBytes: PACKET_BYTES,
+        packetsPerSecEachWay: PACKETS_PER_SEC,
+        host: HOST,
+        gatewayCore: 1,
+        generatorCore: 0,
+        generatorMode: GENERATOR_MODE,
+        gatewayModes: {
+          dgram: 'one connected dgram socket per call, one send() per packet',
+          native: 'one native socket per call, one sendMany() per tick for all calls, one callback per received batch',
+        },
+        results,
+        ratios,
+        thresholdCoreFraction: NATIVE_IO_THRESHOLD_CORE_FRACTION,
+        verdict,
+      },
+      null,
+      2,
+    ) + '\n',
   );
 }
 
 if (process.argv[2] === '--side') {
-  void side(Number(process.argv[3]));
+  void side(Number(process.argv[3]), (process.argv[4] ?? 'dgram') as UdpMode);
 } else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   main().catch((err) => {
     console.error(err);
