@@ -14,6 +14,10 @@ export const ECHO_SAMPLE_RATE: ResamplerRate = 16_000;
 export const ECHO_ACKNOWLEDGEMENT = 'Okay.';
 /** Longest user turn kept for playback: 60 s; older audio of a longer turn is dropped. */
 export const ECHO_MAX_TURN_SEC = 60;
+/** User audio is kept in blocks of 1 s, reused once played: no allocation per frame in steady state. */
+const BLOCK_SEC = 1;
+/** Free blocks kept per session for reuse. */
+const MAX_FREE_BLOCKS = 8;
 
 export interface EchoEngineOptions {
   tts: LocalTts;
@@ -48,8 +52,11 @@ class EchoSession implements SpeechEngineSession {
   readonly transcribesLive = false;
   private readonly playback: Playback;
   private readonly maxTurnSamples: number;
+  private readonly blockSamples: number;
+  /** The open turn: full blocks, and the block being filled (`fill` samples of it). */
   private turn: Int16Array[] = [];
-  private turnSamples = 0;
+  private fill = 0;
+  private readonly free: Int16Array[] = [];
   private closed = false;
 
   constructor(
@@ -59,34 +66,52 @@ class EchoSession implements SpeechEngineSession {
   ) {
     this.sampleRate = options.sampleRate ?? ECHO_SAMPLE_RATE;
     this.maxTurnSamples = this.sampleRate * ECHO_MAX_TURN_SEC;
+    this.blockSamples = this.sampleRate * BLOCK_SEC;
     this.playback = new Playback('echo', this.sampleRate, hooks);
   }
 
   appendAudio(pcm: Int16Array): void {
     if (this.closed) return;
-    this.turn.push(pcm.slice()); // lent: keep a copy
-    this.turnSamples += pcm.length;
-    while (this.turnSamples > this.maxTurnSamples && this.turn.length > 1) this.turnSamples -= this.turn.shift()!.length;
+    // pcm is lent: copied into the turn's blocks.
+    for (let at = 0; at < pcm.length; ) {
+      if (this.turn.length === 0 || this.fill === this.blockSamples) {
+        if ((this.turn.length + 1) * this.blockSamples > this.maxTurnSamples) this.recycle(this.turn.shift()!);
+        this.turn.push(this.free.pop() ?? new Int16Array(this.blockSamples));
+        this.fill = 0;
+      }
+      const n = Math.min(pcm.length - at, this.blockSamples - this.fill);
+      this.turn[this.turn.length - 1].set(pcm.subarray(at, at + n), this.fill);
+      this.fill += n;
+      at += n;
+    }
   }
 
   commitUserTurn(): void {
     if (this.closed) return;
-    const chunks = this.turn;
+    const blocks = this.turn;
+    const lastFill = this.fill;
     this.turn = [];
-    this.turnSamples = 0;
+    this.fill = 0;
     this.hooks.onInputTranscript('', true);
-    if (chunks.length === 0) return;
+    if (blocks.length === 0) return;
     const id = this.playback.newId();
     this.playback.play(
       id,
-      async () => chunks.map((pcm) => ({ kind: 'audio' as const, pcm })),
+      async () => blocks.map((block, i) => ({ kind: 'audio' as const, pcm: i === blocks.length - 1 ? block.subarray(0, lastFill) : block })),
       (err) => this.fail(err),
+      true,
+      () => blocks.forEach((b) => this.recycle(b)),
     );
   }
 
   clearUserTurn(): void {
+    this.turn.forEach((b) => this.recycle(b));
     this.turn = [];
-    this.turnSamples = 0;
+    this.fill = 0;
+  }
+
+  private recycle(block: Int16Array): void {
+    if (!this.closed && this.free.length < MAX_FREE_BLOCKS) this.free.push(block);
   }
 
   createResponse(): ResponseId {
@@ -125,6 +150,7 @@ class EchoSession implements SpeechEngineSession {
     this.closed = true;
     this.playback.close();
     this.turn = [];
+    this.free.length = 0;
   }
 
   private fail(err: unknown): void {

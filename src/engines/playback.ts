@@ -15,6 +15,8 @@ export type PlaybackStep =
 export class Playback {
   private tail: Promise<void> = Promise.resolve();
   private readonly canceled = new Set<ResponseId>();
+  /** Responses queued or playing (a cancel of any other is a no-op). */
+  private readonly queued = new Set<ResponseId>();
   private closed = false;
   private seq = 0;
 
@@ -30,38 +32,52 @@ export class Playback {
 
   /**
    * Queues a response: `steps` resolves to what it says and does (text, audio, calls); done follows unless
-   * `done` is false. A rejection of `steps` is handed to `fail` (the response says nothing more).
+   * `done` is false. A rejection of `steps` is handed to `fail` (the response says nothing more). `finished`
+   * runs once the response has played or stopped (its audio may be reused then).
    */
-  play(id: ResponseId, steps: () => Promise<PlaybackStep[]>, fail: (err: unknown) => void, done = true): void {
+  play(id: ResponseId, steps: () => Promise<PlaybackStep[]>, fail: (err: unknown) => void, done = true, finished?: () => void): void {
+    this.queued.add(id);
+    this.tail = this.tail
+      .then(async () => {
+        try {
+          await this.run(id, steps, fail, done);
+        } finally {
+          this.queued.delete(id);
+          this.canceled.delete(id);
+          finished?.();
+        }
+      })
+      .catch(fail); // keeps the queue going; hooks should not throw, but if one does it is reported, not lost
+  }
+
+  private async run(id: ResponseId, steps: () => Promise<PlaybackStep[]>, fail: (err: unknown) => void, done: boolean): Promise<void> {
     const chunk = Math.round((this.sampleRate * PLAYBACK_CHUNK_MS) / 1000);
-    this.tail = this.tail.then(async () => {
-      let list: PlaybackStep[];
-      try {
-        list = await steps();
-      } catch (err) {
-        if (!this.isStopped(id)) fail(err);
-        return;
-      }
-      for (const step of list) {
-        await nextTurn();
-        if (this.isStopped(id)) return;
-        if (step.kind === 'text') this.hooks.onAssistantText(id, step.text);
-        else if (step.kind === 'call') step.run();
-        else {
-          for (let at = 0; at < step.pcm.length; at += chunk) {
-            if (this.isStopped(id)) return;
-            this.hooks.onAssistantAudio(id, step.pcm.subarray(at, Math.min(step.pcm.length, at + chunk)));
-            if (at + chunk < step.pcm.length) await nextTurn();
-          }
+    let list: PlaybackStep[];
+    try {
+      list = await steps();
+    } catch (err) {
+      if (!this.isStopped(id)) fail(err);
+      return;
+    }
+    for (const step of list) {
+      await nextTurn();
+      if (this.isStopped(id)) return;
+      if (step.kind === 'text') this.hooks.onAssistantText(id, step.text);
+      else if (step.kind === 'call') step.run();
+      else {
+        for (let at = 0; at < step.pcm.length; at += chunk) {
+          if (this.isStopped(id)) return;
+          this.hooks.onAssistantAudio(id, step.pcm.subarray(at, Math.min(step.pcm.length, at + chunk)));
+          if (at + chunk < step.pcm.length) await nextTurn();
         }
       }
-      await nextTurn();
-      if (done && !this.isStopped(id)) this.hooks.onResponseDone(id);
-    });
+    }
+    await nextTurn();
+    if (done && !this.isStopped(id)) this.hooks.onResponseDone(id);
   }
 
   cancel(id: ResponseId): void {
-    this.canceled.add(id);
+    if (this.queued.has(id)) this.canceled.add(id);
   }
 
   close(): void {

@@ -132,3 +132,31 @@ t.test('open rejects with EngineError once the conversation has ended', async (t
   const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
   await t.rejects(engine.open(sessionOptions({ signal: ac.signal }), new Recorder()), EngineError);
 });
+
+t.test('turn blocks are reused without mixing turns; a turn over the cap keeps its latest audio', async (t) => {
+  const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions(), hooks);
+  const turnOf = (value: number, samples: number) => {
+    for (let at = 0; at < samples; at += 320) session.appendAudio(new Int16Array(Math.min(320, samples - at)).fill(value));
+    session.commitUserTurn();
+  };
+  turnOf(1000, 40_000); // 2.5 blocks
+  await hooks.untilKind('done', 1);
+  turnOf(-2000, 17_000); // reuses the first turn's blocks
+  await hooks.untilKind('done', 2);
+  const [a, b] = hooks.events.filter((e) => e.kind === 'done').map((e) => hooks.samplesOf((e as { responseId: string }).responseId));
+  t.equal(a.length, 40_000);
+  t.ok(a.every((v) => v === 1000), 'first turn intact');
+  t.equal(b.length, 17_000);
+  t.ok(b.every((v) => v === -2000), 'second turn holds none of the first');
+
+  for (let s = 0; s < 62; s++) for (let f = 0; f < 50; f++) session.appendAudio(new Int16Array(320).fill(s));
+  session.commitUserTurn();
+  await hooks.untilKind('done', 3);
+  const long = hooks.samplesOf((hooks.events.filter((e) => e.kind === 'done')[2] as { responseId: string }).responseId);
+  t.equal(long.length, 60 * 16000, 'at most 60 s');
+  t.equal(long[0], 2, 'the oldest seconds were dropped');
+  t.equal(long.at(-1), 61, 'the latest kept');
+  await session.close();
+});
