@@ -18,6 +18,7 @@ import type { ConversationClient, ConversationDeps, ConversationObserver, Conver
 import { turnLatencyMs, type TurnEnd } from './latency.js';
 import { Playout } from './playout.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
+import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
 import { ownedTimer, type OwnedTimer } from './timer.js';
 import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
 import { ToolRunner } from './tools/runner.js';
@@ -114,34 +115,14 @@ export class Conversation implements LiveConversation {
   private async configure(start: ConversationStart): Promise<void> {
     const { store } = this.deps;
     const rules = { PARLEY_ALLOW_PRIVATE_ENDPOINTS: this.deps.allowPrivateEndpoints };
-    let storedTools: { id: string; name: string; definition: Record<string, unknown> }[] = [];
-    let externalId: string | null = null;
-    if (start.kind === 'config') {
-      const cfg = start.config;
-      this.projectName = cfg.project ?? 'main';
-      let agentConfig: Record<string, unknown> | null = null;
-      if (cfg.agent) {
-        const resolved = await store.resolveAgent(this.who.orgId, this.projectName, cfg.agent);
-        if (!resolved) return this.refuse(`agent ${cfg.agent} not found in project ${this.projectName}`, 'not_found');
-        if (!resolved.agent.enabled) return this.refuse(`agent ${cfg.agent} is disabled`, 'agent_disabled');
-        this.agent = { id: resolved.agent.id, name: resolved.agent.name };
-        this.projectId = resolved.project.id;
-        agentConfig = resolved.config;
-        storedTools = resolved.tools;
-      } else {
-        const project = await store.resolveProject(this.who.orgId, this.projectName);
-        if (!project) return this.refuse(`project ${this.projectName} not found`, 'not_found');
-        this.projectId = project.id;
-      }
-      this.settings = applyConfig(baseSettings(agentConfig), cfg);
-      externalId = cfg.external_id ?? null;
-    } else {
-      this.agent = { id: start.agent.agent.id, name: start.agent.agent.name };
-      this.projectId = start.agent.project.id;
-      this.projectName = start.agent.project.name;
-      storedTools = start.agent.tools;
-      this.settings = { ...baseSettings(start.agent.config), inputFormat: start.inputFormat, outputFormat: start.outputFormat };
-    }
+    const resolved = await resolveStart(store, this.who.orgId, start);
+    if (!resolved.ok) return this.refuse(resolved.message, resolved.code);
+    this.settings = resolved.settings;
+    this.agent = resolved.agent;
+    this.projectId = resolved.project.id;
+    this.projectName = resolved.project.name;
+    let storedTools = resolved.storedTools;
+    const externalId = resolved.externalId;
     const id = newId('conv');
     const admission = await store.admit(this.who.orgId, this.projectId, id);
     if (!admission.admitted) {
@@ -160,7 +141,7 @@ export class Conversation implements LiveConversation {
       origin: this.who.origin,
       call_info: this.who.callInfo ?? null,
       nodeId: this.deps.nodeId ?? null,
-      settings: this.recordSettings(),
+      settings: recordSettings(this.settings),
     });
     this.id = id;
     this.emit({ type: 'conversation_created', conversation_id: id });
@@ -181,7 +162,7 @@ export class Conversation implements LiveConversation {
     await this.openEngine(storedTools);
   }
 
-  private async openEngine(storedTools: { id: string; name: string; definition: Record<string, unknown> }[]): Promise<void> {
+  private async openEngine(storedTools: StoredTool[]): Promise<void> {
     const s = this.settings!;
     const tools = new Map<string, LiveTool>();
     for (const t of storedTools) if (s.tools.includes(t.name)) tools.set(t.name, fromStored(t));
@@ -765,30 +746,6 @@ export class Conversation implements LiveConversation {
       project: { id: this.projectId, name: this.projectName },
       call_info: this.who.callInfo ?? null,
       template_variables: this.settings!.templateValues,
-    };
-  }
-
-  private recordSettings() {
-    const s = this.settings!;
-    return {
-      model: s.model,
-      voice_id: s.voice_id,
-      audio_speed: s.audio_speed,
-      welcome_message: s.welcome_message,
-      generate_welcome_message: s.generate_welcome_message,
-      is_welcome_message_interruptible: s.is_welcome_message_interruptible,
-      system_prompt: s.system_prompt,
-      template_variables: s.templateValues,
-      input_format: s.inputFormat,
-      output_format: s.outputFormat,
-      min_words_to_interrupt: s.min_words_to_interrupt,
-      no_input_poke_sec: s.no_input_poke_sec,
-      no_input_poke_text: s.no_input_poke_text,
-      no_input_end_conversation_sec: s.no_input_end_conversation_sec,
-      websocket_timeout_sec: s.websocket_timeout_sec,
-      push_to_talk: s.push_to_talk,
-      vendor_model: s.vendor_model,
-      tools: s.tools,
     };
   }
 }
