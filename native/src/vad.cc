@@ -17,12 +17,15 @@ constexpr float kSmoothing = 0.7f;
 // plus the current one, i.e. 1.5 to 1.8 s of history.
 constexpr int kSubWindows = 5;
 constexpr int kSubWindowSteps = 30;
-// Steps within 6 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95).
-constexpr float kNearFloorRatio = 4.f;
+// Steps within 10 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95). A
+// narrower gate (6 dB) leaves out the upper half of the noise's own fluctuation and biases the mean low: at
+// 10 dB SNR white noise alone then scored near the threshold (false starts).
+constexpr float kNearFloorRatio = 10.f;
 constexpr float kNoiseMeanSmoothing = 0.95f;
-// For the first 300 ms the noise estimate is the plain mean of all steps (nothing better is known yet), and
-// no step is voiced: a stream's first 300 ms only teach the noise floor.
-constexpr int64_t kInitSteps = 30;
+// For the first 500 ms the noise estimate is the plain mean of all steps (nothing better is known yet), and
+// no step is voiced: a stream's first 500 ms only teach the noise floor (300 ms left the mean of the
+// narrow bands too uncertain in noise).
+constexpr int64_t kInitSteps = 50;
 // Absolute floor of band power, -60 dBFS (a full-scale sine has power 32768^2 / 2): digital silence and
 // dither never count as speech.
 constexpr float kMinBandPower = 32768.f * 32768.f / 2.f * 1e-6f;
@@ -34,9 +37,10 @@ constexpr float kBestWeight = 1.0;
 constexpr float kScoreMidDb = 5.f;
 constexpr float kScoreScaleDb = 2.f;
 // End refinement, with hindsight once the hangover is over: hangover steps whose band power, averaged over
-// +-4 steps, stays 1 dB above the noise in some band extend the speech (contiguously from the last voiced step).
-constexpr int64_t kRefineHalfWidth = 4;
-constexpr float kRefineRatio = 1.26f;  // 1 dB
+// +-10 steps, stays 0.3 dB above the noise in some band extend the speech (contiguously from the last voiced
+// step). The long average finds weak final sounds 10-20 dB under white noise that single steps cannot.
+constexpr int64_t kRefineHalfWidth = 10;
+constexpr float kRefineRatio = 1.07f;  // 0.3 dB
 // Voiced steps in a row that end a hangover (30 ms).
 constexpr int kResumeSteps = 3;
 // Speech level: the peak band power of voiced steps while speaking, decaying 3 dB per second; steps more than

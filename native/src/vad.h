@@ -3,17 +3,17 @@
 //
 // Every 10 ms the last 20 ms are Hann-windowed and transformed; the power in five telephone bands (200 Hz to
 // 3.8 kHz) is smoothed across steps and compared with each band's noise: the running mean of the steps near
-// the band's minimum over the last ~1.5 s (minimum statistics, Martin 2001), kept 0 to 6 dB above that
+// the band's minimum over the last ~1.5 s (minimum statistics, Martin 2001), kept 0 to 10 dB above that
 // minimum so it follows drops at once and rises within the window. The best band SNR is the step's score,
 // mapped by a logistic to a probability; a step is voiced when it reaches vad_threshold (while speaking:
 // vad_threshold - 0.15, the hysteresis of Silero VAD's VADIterator) and is within 25 dB of the speaker's
-// recent level. The first 300 ms of a stream only teach the noise.
+// recent level. The first 500 ms of a stream only teach the noise.
 //
 // Timing (the agent's vad_* settings): speech starts after min_speech_ms of consecutive voiced steps (the
 // start is placed at the first of them); it ends after min_silence_ms without speech (inside that hangover
 // speech resumes only after 30 ms of voiced steps), and the end is placed after the LAST VOICED STEP, not
 // after the hangover. Once the hangover is over, the last voiced step is extended over the following steps
-// whose band power, averaged over +-40 ms, still stands 1 dB above the noise (weak tails). The last
+// whose band power, averaged over +-100 ms, still stands 0.3 dB above the noise (weak tails). The last
 // prebuffer_ms of audio are kept in a ring so the caller can fetch the audio leading into speech.
 #pragma once
 

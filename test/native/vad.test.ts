@@ -16,14 +16,11 @@ const START_TOLERANCE = (100 * PROMPT_RATE) / 1000;
 const END_TOLERANCE = (150 * PROMPT_RATE) / 1000;
 const SNR_DB = 10;
 // Required share of prompts meeting both tolerances. The issue asks for 95 % in both conditions; this VAD
-// reaches it clean (~97 %) but not at 10 dB SNR in white noise (~91 %): final weak sounds (plosive releases,
-// decays 20-30 dB below the peak) lie 10-20 dB under the noise there. The noisy bar below guards what is
-// reached; the gap is reported, not hidden.
+// reaches it clean (96.9 %) but not yet at 10 dB SNR in white noise (93.5 %; 93.3 % with other noise seeds):
+// final weak sounds (plosive releases, decays 20-30 dB below the peak) lie 10-20 dB under the noise there, and
+// weak onsets are found late. The noisy bar below guards what is reached; the gap is reported, not hidden.
 const MIN_SHARE_CLEAN = 0.95;
-const MIN_SHARE_NOISY = 0.9;
-// Likewise nothing is reported in the added silence, but in the added noise a few quiet prompts (3 of 553,
-// always 300-400 ms into the stream) get a false start; at most 1 % is allowed here and the gap reported.
-const MAX_STRAY_SHARE_NOISY = 0.01;
+const MIN_SHARE_NOISY = 0.93;
 
 interface Outcome {
   starts: number[];
@@ -88,7 +85,7 @@ t.test('speech prompts in white noise at 10 dB SNR: start within 100 ms, last vo
   const r = corpus(true);
   t.comment(`noisy: ${r.ok}/${r.total} = ${((100 * r.ok) / r.total).toFixed(1)} % within tolerance`);
   t.ok(r.ok / r.total >= MIN_SHARE_NOISY, `${r.ok}/${r.total} within tolerance; misses: ${r.failures.slice(0, 20).join('; ')}`);
-  t.ok(r.inPadding.length / r.total <= MAX_STRAY_SHARE_NOISY, `speech reported in the added noise: ${r.inPadding.join('; ')}`);
+  t.same(r.inPadding, [], 'no speech reported in the added noise');
 });
 
 t.test('silence prompts, digital silence and white noise alone never start speech', async (t) => {
