@@ -14,9 +14,9 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
-import { NativeUdpSocket, ipv4ToUint32, type UdpHandle } from '../src/media/udp-native.js';
+import { NativeUdpGroup, NativeUdpSocket, ipv4ToUint32, type UdpHandle } from '../src/media/udp-native.js';
 
-export type UdpMode = 'dgram' | 'native';
+export type UdpMode = 'dgram' | 'native' | 'native-ungrouped';
 const GENERATOR_MODE: UdpMode = 'native';
 
 export const PACKET_BYTES = 172;
@@ -71,11 +71,12 @@ async function dgramIo(calls: number, onReceive: (n: number) => void, isStopping
   };
 }
 
-function nativeIo(calls: number, onReceive: (n: number) => void): SideIo {
+function nativeIo(calls: number, onReceive: (n: number) => void, grouped: boolean): SideIo {
   const sockets: NativeUdpSocket[] = [];
+  const group = grouped ? new NativeUdpGroup(calls) : undefined;
   for (let i = 0; i < calls; i++) {
     // Small rings: 50 packets/s per call; the kernel buffer absorbs bursts beyond a batch.
-    const s = NativeUdpSocket.open({ host: HOST, port: 0, slots: 16, txSlots: 1, slotBytes: PACKET_BYTES });
+    const s = NativeUdpSocket.open({ host: HOST, port: 0, slots: 16, txSlots: 1, slotBytes: PACKET_BYTES, group });
     s.onBatch((count) => onReceive(count));
     s.txData.fill(0xd5);
     s.txData[0] = 0x80;
@@ -93,6 +94,7 @@ function nativeIo(calls: number, onReceive: (n: number) => void): SideIo {
     sendAll: () => NativeUdpSocket.sendMany(handles, counts, sent),
     close: () => {
       for (const s of sockets) s.close();
+      group?.close();
     },
   };
 }
@@ -106,7 +108,7 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
   const onReceive = (n: number) => {
     received += n;
   };
-  const io = mode === 'native' ? nativeIo(calls, onReceive) : await dgramIo(calls, onReceive, () => stopping);
+  const io = mode === 'dgram' ? await dgramIo(calls, onReceive, () => stopping) : nativeIo(calls, onReceive, mode === 'native');
   send({ type: 'ports', ports: io.ports() });
   let timer: NodeJS.Timeout | undefined;
   let next = 0;
@@ -338,7 +340,8 @@ async function main(): Promise<void> {
         generatorMode: GENERATOR_MODE,
         gatewayModes: {
           dgram: 'one connected dgram socket per call, one send() per packet',
-          native: 'one native socket per call, one sendMany() per tick for all calls, one callback per received batch',
+          native: 'one native socket per call, one sendMany() per tick for all calls, one NativeUdpGroup dispatch per loop iteration for all sockets that received',
+          'native-ungrouped': 'as native, but one JS callback per socket per received batch',
         },
         results,
         ratios,

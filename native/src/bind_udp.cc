@@ -6,6 +6,13 @@
 //   callback drains it with recvmmsg into the ring and calls onBatch(count) once per batch; JavaScript must read
 //   the packets before returning (the next batch reuses the ring). A receive error other than EAGAIN is passed as
 //   onBatch(0, error) with error.code the errno name; an exception thrown by onBatch is re-raised as uncaught.
+// udpGroupCreate(ready: Uint32Array, onReady: (n) => void) -> group
+//   Per-worker receive dispatch for many low-rate sockets: an endpoint opened with a group (udpOpen's onBatch
+//   argument replaced by the group and an id) receives one batch per readable event into its ring and appends
+//   [id, count, errno] to `ready`; after the loop's poll phase a uv_check_t calls onReady(n) ONCE for all
+//   endpoints that received. At 50 packets/s per call a socket mostly holds one packet per wake, so this replaces
+//   one JS callback per packet with one per loop iteration. Capacity: ready.length / 3 endpoints.
+// udpGroupClose(group): stops the dispatch; its endpoints stop polling.
 // udpSend(handle, count) -> sent           packets [0, count) of the tx table; EAGAIN drops the rest (counted)
 // udpSendMany(handles[], counts: Uint32Array, sent: Uint32Array)   one crossing for many endpoints
 // udpLocalPort(handle), udpStats(handle, out: Float64Array(5)), udpClose(handle)
@@ -36,8 +43,44 @@ Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall) {
   return e;
 }
 
+constexpr uint32_t kGroupTag = 0x55445047;  // "UDPG"
+constexpr size_t kGroupWords = 3;           // [id, count, errno] per ready entry
+
+struct Group {
+  uint32_t tag = kGroupTag;
+  napi_env env = nullptr;
+  uv_check_t* check = nullptr;  // owned until its uv_close callback
+  uint32_t* ready = nullptr;
+  uint32_t capacity = 0;
+  uint32_t count = 0;
+  uint32_t members = 0;
+  uint64_t generation = 1;  // advanced by each check callback: one ready entry per endpoint per generation
+  bool closed = false;
+  bool in_callback = false;
+  Napi::Reference<Napi::Uint32Array> ready_ref;
+  Napi::FunctionReference on_ready;
+
+  void Close() {
+    if (closed) return;
+    closed = true;
+    uv_check_stop(check);
+    uv_close(reinterpret_cast<uv_handle_t*>(check), [](uv_handle_t* h) { delete reinterpret_cast<uv_check_t*>(h); });
+    check = nullptr;
+    napi_remove_env_cleanup_hook(env, CleanupHook, this);
+    if (!in_callback) {
+      ready_ref.Reset();
+      on_ready.Reset();
+    }
+  }
+  static void CleanupHook(void* arg) { static_cast<Group*>(arg)->Close(); }
+};
+
 struct Endpoint {
   uint32_t tag = kEndpointTag;
+  Group* group = nullptr;  // kept alive by group_ref
+  uint32_t id = 0;
+  uint64_t queued_generation = 0;
+  Napi::ObjectReference group_ref;
   napi_env env = nullptr;
   UdpSocket socket;
   uv_poll_t* poll = nullptr;  // owned until its uv_close callback
@@ -53,6 +96,7 @@ struct Endpoint {
     rx_meta.Reset();
     tx_meta.Reset();
     on_batch.Reset();
+    group_ref.Reset();
   }
 
   // Stops polling, closes the descriptor and hands the poll handle to uv_close. Safe to call twice, from onBatch,
@@ -66,6 +110,7 @@ struct Endpoint {
       poll = nullptr;
     }
     socket.Close();
+    if (group != nullptr) group->members--;
     napi_remove_env_cleanup_hook(env, CleanupHook, this);
     if (!in_callback) ReleaseReferences();  // else after onBatch returns: it is running
   }
@@ -73,9 +118,52 @@ struct Endpoint {
   static void CleanupHook(void* arg) { static_cast<Endpoint*>(arg)->Close(); }
 };
 
+// Group mode: one batch into the ring, queued for the group's check callback (which runs before the next poll).
+void OnReadableGrouped(Endpoint* ep, int status) {
+  Group* g = ep->group;
+  if (g->closed) {
+    uv_poll_stop(ep->poll);
+    return;
+  }
+  // libuv may poll again within one iteration (more than 1024 ready descriptors): the ring still holds the batch
+  // not yet handed to JavaScript, so the rest waits in the kernel until after the check callback.
+  if (ep->queued_generation == g->generation) return;
+  int n = status < 0 ? status : ep->socket.Receive();
+  if (n == 0) return;
+  uint32_t* entry = g->ready + static_cast<size_t>(g->count) * kGroupWords;
+  entry[0] = ep->id;
+  entry[1] = n > 0 ? static_cast<uint32_t>(n) : 0;
+  entry[2] = n > 0 ? 0 : static_cast<uint32_t>(status < 0 ? -status : -n);
+  g->count++;  // never beyond capacity: one entry per member per generation, members <= capacity
+  ep->queued_generation = g->generation;
+}
+
+void OnCheck(uv_check_t* handle) {
+  Group* g = static_cast<Group*>(handle->data);
+  if (g->count == 0 || g->closed) return;
+  g->generation++;
+  Napi::Env env(g->env);
+  Napi::HandleScope scope(env);
+  uint32_t n = g->count;
+  napi_value args[1] = {Napi::Number::New(env, n)};
+  g->in_callback = true;
+  g->on_ready.MakeCallback(env.Global(), 1, args);
+  g->in_callback = false;
+  g->count = 0;
+  if (env.IsExceptionPending()) {
+    Napi::Error err = env.GetAndClearPendingException();
+    napi_fatal_exception(env, err.Value());
+  }
+  if (g->closed) {
+    g->ready_ref.Reset();
+    g->on_ready.Reset();
+  }
+}
+
 void OnReadable(uv_poll_t* handle, int status, int events) {
   Endpoint* ep = static_cast<Endpoint*>(handle->data);
   if (ep->closed) return;
+  if (ep->group != nullptr) return OnReadableGrouped(ep, status);
   Napi::Env env(ep->env);
   Napi::HandleScope scope(env);
   ep->in_callback = true;
@@ -118,8 +206,18 @@ Endpoint* Unwrap(Napi::Env env, const Napi::Value& v, bool require_open) {
 
 Napi::Value Open(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsString() || !info[1].IsNumber() || !info[4].IsNumber() || !info[7].IsFunction())
-    return ThrowType(env, "udpOpen(host, port, rxData, rxMeta, slotBytes, txData, txMeta, onBatch)");
+  Group* group = nullptr;
+  if (info[7].IsExternal()) {
+    group = info[7].As<Napi::External<Group>>().Data();
+    if (group == nullptr || group->tag != kGroupTag) return ThrowType(env, "onBatch must be a function or a UDP group");
+    if (group->closed) return ThrowType(env, "UDP group is closed");
+    if (group->members >= group->capacity) return ThrowRange(env, "UDP group is full");
+    if (!info[10].IsNumber()) return ThrowType(env, "a grouped endpoint needs an id");
+  } else if (!info[7].IsFunction()) {
+    return ThrowType(env, "udpOpen(host, port, rxData, rxMeta, slotBytes, txData, txMeta, onBatch | group, rcvbuf, sndbuf, id)");
+  }
+  if (!info[0].IsString() || !info[1].IsNumber() || !info[4].IsNumber())
+    return ThrowType(env, "udpOpen(host, port, rxData, rxMeta, slotBytes, txData, txMeta, onBatch | group, rcvbuf, sndbuf, id)");
   std::string host = info[0].As<Napi::String>().Utf8Value();
   double port = info[1].As<Napi::Number>().DoubleValue();
   double slot_bytes = info[4].As<Napi::Number>().DoubleValue();
@@ -184,7 +282,14 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   ep->rx_meta = Napi::Persistent(info[3].As<Napi::Uint32Array>());
   ep->tx_data = Napi::Persistent(info[5].As<Napi::Uint8Array>());
   ep->tx_meta = Napi::Persistent(info[6].As<Napi::Uint32Array>());
-  ep->on_batch = Napi::Persistent(info[7].As<Napi::Function>());
+  if (group != nullptr) {
+    ep->group = group;
+    ep->id = info[10].As<Napi::Number>().Uint32Value();
+    ep->group_ref = Napi::Persistent(info[7].As<Napi::Object>());
+    group->members++;
+  } else {
+    ep->on_batch = Napi::Persistent(info[7].As<Napi::Function>());
+  }
   napi_add_env_cleanup_hook(env, Endpoint::CleanupHook, ep);
   return Napi::External<Endpoint>::New(env, ep, [](Napi::Env, Endpoint* e) {
     e->Close();
@@ -252,6 +357,44 @@ Napi::Value SendMany(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  View<uint32_t> ready = GetArray<uint32_t>(env, info[0], napi_uint32_array, "ready must be a Uint32Array");
+  if (ready.data == nullptr) return env.Undefined();
+  if (!info[1].IsFunction()) return ThrowType(env, "udpGroupCreate(ready, onReady)");
+  if (ready.length < kGroupWords || ready.length % kGroupWords != 0) return ThrowRange(env, "ready must hold 3 words per endpoint");
+  uv_loop_t* loop = nullptr;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
+    Napi::Error::New(env, "no libuv loop for this environment").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  Group* g = new Group();
+  g->env = env;
+  g->ready = ready.data;
+  g->capacity = static_cast<uint32_t>(ready.length / kGroupWords);
+  g->check = new uv_check_t;
+  uv_check_init(loop, g->check);  // cannot fail
+  g->check->data = g;
+  uv_check_start(g->check, OnCheck);
+  uv_unref(reinterpret_cast<uv_handle_t*>(g->check));  // the endpoints' polls keep the loop alive, not the group
+  g->ready_ref = Napi::Persistent(info[0].As<Napi::Uint32Array>());
+  g->on_ready = Napi::Persistent(info[1].As<Napi::Function>());
+  napi_add_env_cleanup_hook(env, Group::CleanupHook, g);
+  return Napi::External<Group>::New(env, g, [](Napi::Env, Group* group) {
+    group->Close();
+    delete group;
+  });
+}
+
+Napi::Value GroupClose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsExternal()) return ThrowType(env, "expected a UDP group");
+  Group* g = info[0].As<Napi::External<Group>>().Data();
+  if (g == nullptr || g->tag != kGroupTag) return ThrowType(env, "expected a UDP group");
+  g->Close();
+  return env.Undefined();
+}
+
 Napi::Value LocalPort(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Endpoint* ep = Unwrap(env, info[0], false);
@@ -293,6 +436,8 @@ void InitUdp(Napi::Env env, Napi::Object exports) {
   exports.Set("udpLocalPort", Napi::Function::New(env, LocalPort));
   exports.Set("udpStats", Napi::Function::New(env, Stats));
   exports.Set("udpClose", Napi::Function::New(env, Close));
+  exports.Set("udpGroupCreate", Napi::Function::New(env, GroupCreate));
+  exports.Set("udpGroupClose", Napi::Function::New(env, GroupClose));
 }
 
 }  // namespace parley

@@ -13,9 +13,12 @@
 // - send table: write payloads anywhere in txData and, per packet i, txMeta words [offset, length, address, port];
 //   then send(count). If the kernel's send buffer is full (EAGAIN) the rest of the batch is dropped and counted
 //   (stats().txDropped): RTP is real time, a late packet is worth less than a lost one.
+// Many low-rate sockets (one per call, ~1 packet per wake) should share a NativeUdpGroup: their batches are handed
+// to JavaScript with ONE callback per event-loop iteration for all of them instead of one per socket and packet.
 // IPv4 only. Errors from the kernel are UdpIoError with the errno name as `code`; misuse (wrong sizes, closed
 // socket) is a RangeError / TypeError / UdpIoError('EBADF').
 import { createRequire } from 'node:module';
+import { constants } from 'node:os';
 
 const ADDON_PATH = '../../native/build/Release/parley_dsp.node';
 
@@ -33,6 +36,9 @@ export const MAX_BATCH = 1024;
 
 /** An opaque native UDP endpoint (an External); only NativeUdpSocket creates it. */
 export type UdpHandle = { readonly __udpHandle: unique symbol };
+type GroupHandle = { readonly __udpGroupHandle: unique symbol };
+/** Words per group ready entry: [socket id, count, errno]. */
+const GROUP_WORDS = 3;
 
 /** A socket error from the kernel (or use after close), named after errno. */
 export class UdpIoError extends Error {
@@ -71,10 +77,13 @@ interface UdpAddon {
     slotBytes: number,
     txData: Uint8Array,
     txMeta: Uint32Array,
-    onBatch: (count: number, err?: NativeErrno) => void,
+    onBatch: ((count: number, err?: NativeErrno) => void) | GroupHandle,
     rcvbufBytes?: number,
     sndbufBytes?: number,
+    groupId?: number,
   ): UdpHandle;
+  udpGroupCreate(ready: Uint32Array, onReady: (n: number) => void): GroupHandle;
+  udpGroupClose(group: GroupHandle): void;
   udpSend(handle: UdpHandle, count: number): number;
   udpSendMany(handles: readonly UdpHandle[], counts: Uint32Array, sent: Uint32Array): void;
   udpLocalPort(handle: UdpHandle): number;
@@ -128,6 +137,74 @@ export interface NativeUdpOptions {
   recvBufferBytes?: number;
   /** kernel send buffer (SO_SNDBUF) in bytes; default: the system's */
   sendBufferBytes?: number;
+  /** receive through this group's per-iteration dispatch instead of a callback per socket */
+  group?: NativeUdpGroup;
+}
+
+const ERRNO_NAMES = new Map<number, string>(Object.entries(constants.errno).map(([name, n]) => [n, name]));
+
+/**
+ * One receive dispatch for many sockets (a worker's RTP ports): after each event-loop poll phase, one crossing
+ * from C++ delivers every socket that received, and each socket's onBatch listener runs. Capacity is fixed at
+ * creation (one ready entry per socket). Close the group after its sockets.
+ */
+export class NativeUdpGroup {
+  readonly capacity: number;
+  private readonly handle: GroupHandle;
+  private readonly ready: Uint32Array;
+  private readonly sockets: Array<NativeUdpSocket | undefined>;
+  private readonly freeIds: number[] = [];
+  private closed = false;
+  /** Crossings from C++ so far (each delivers every socket that received in one loop iteration). */
+  dispatches = 0;
+
+  constructor(capacity: number) {
+    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('group capacity must be a positive integer');
+    this.capacity = capacity;
+    this.ready = new Uint32Array(capacity * GROUP_WORDS);
+    this.sockets = new Array<NativeUdpSocket | undefined>(capacity);
+    for (let id = capacity - 1; id >= 0; id--) this.freeIds.push(id);
+    this.handle = addon.udpGroupCreate(this.ready, (n) => this.dispatch(n));
+  }
+
+  private dispatch(n: number): void {
+    this.dispatches++;
+    const r = this.ready;
+    for (let i = 0; i < n; i++) {
+      const w = i * GROUP_WORDS;
+      const socket = this.sockets[r[w]];
+      // A socket closed earlier in this same dispatch has nothing more to deliver.
+      if (socket === undefined || socket.isClosed) continue;
+      const errno = r[w + 2];
+      if (errno === 0) socket.deliver(r[w + 1], undefined);
+      else {
+        const code = ERRNO_NAMES.get(errno) ?? `ERRNO_${errno}`;
+        socket.deliver(0, { name: 'Error', message: `recvmmsg ${code}`, code, errno: -errno, syscall: 'recvmmsg' });
+      }
+    }
+  }
+
+  /** @internal NativeUdpSocket's side of membership. */
+  attach(socket: NativeUdpSocket): { handle: GroupHandle; id: number } {
+    if (this.closed) throw new UdpIoError('UDP group is closed', 'EBADF', -constants.errno.EBADF, 'udp (group closed)');
+    const id = this.freeIds.pop();
+    if (id === undefined) throw new RangeError(`UDP group is full (${this.capacity} sockets)`);
+    this.sockets[id] = socket;
+    return { handle: this.handle, id };
+  }
+
+  /** @internal */
+  detach(id: number): void {
+    if (this.sockets[id] === undefined) return;
+    this.sockets[id] = undefined;
+    this.freeIds.push(id);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    addon.udpGroupClose(this.handle);
+  }
 }
 
 export interface UdpStats {
@@ -158,6 +235,8 @@ export class NativeUdpSocket {
   private unhandled = 0;
   private closed = false;
   private readonly statsOut = new Float64Array(5);
+  private readonly group: NativeUdpGroup | undefined;
+  private readonly groupId: number;
 
   private constructor(options: NativeUdpOptions) {
     const slots = options.slots ?? DEFAULT_RX_SLOTS;
@@ -168,11 +247,25 @@ export class NativeUdpSocket {
     this.txData = new Uint8Array(options.txBytes ?? txSlots * this.slotBytes);
     this.txMeta = new Uint32Array(txSlots * UDP_META_WORDS);
     this.host = options.host;
+    this.group = options.group;
+    const member = this.group?.attach(this);
+    this.groupId = member?.id ?? -1;
     try {
-      this.handle = addon.udpOpen(options.host, options.port, this.rxData, this.rxMeta, this.slotBytes, this.txData, this.txMeta, (count, err) =>
-        this.dispatch(count, err), options.recvBufferBytes ?? 0, options.sendBufferBytes ?? 0,
+      this.handle = addon.udpOpen(
+        options.host,
+        options.port,
+        this.rxData,
+        this.rxMeta,
+        this.slotBytes,
+        this.txData,
+        this.txMeta,
+        member?.handle ?? ((count, err) => this.deliver(count, err)),
+        options.recvBufferBytes ?? 0,
+        options.sendBufferBytes ?? 0,
+        member?.id,
       );
     } catch (err) {
+      if (member) this.group!.detach(member.id);
       translate(err);
     }
     this.port = addon.udpLocalPort(this.handle);
@@ -195,7 +288,8 @@ export class NativeUdpSocket {
     return this;
   }
 
-  private dispatch(count: number, err: NativeErrno | undefined): void {
+  /** @internal Called by the addon (or the group) with a received batch or a receive error. */
+  deliver(count: number, err: NativeErrno | undefined): void {
     if (err !== undefined) {
       const e = new UdpIoError(err.message, err.code, err.errno, err.syscall, undefined, undefined, { cause: err });
       if (this.errorListener === undefined) throw e;
@@ -269,5 +363,6 @@ export class NativeUdpSocket {
     if (this.closed) return;
     this.closed = true;
     addon.udpClose(this.handle);
+    this.group?.detach(this.groupId);
   }
 }

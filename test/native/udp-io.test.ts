@@ -6,7 +6,7 @@ import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { setImmediate as immediate } from 'node:timers/promises';
-import { NativeUdpSocket, UdpIoError, ipv4ToUint32, uint32ToIpv4, type UdpHandle } from '../../src/media/udp-native.js';
+import { NativeUdpGroup, NativeUdpSocket, UdpIoError, ipv4ToUint32, uint32ToIpv4, type UdpHandle } from '../../src/media/udp-native.js';
 
 const HOST = '127.0.0.1';
 const LOOPBACK = ipv4ToUint32(HOST);
@@ -275,6 +275,40 @@ t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from i
   t.throws(() => NativeUdpSocket.sendMany(handles, counts, sent), { name: 'UdpIoError', code: 'EBADF' }, 'a closed socket in the group');
   t.same([...sent.subarray(0, 5)], [1, 1, 1, 1, 1], 'the sockets before it sent');
   t.equal(sent[5], 0);
+});
+
+t.test('a group hands many sockets\' batches to JavaScript in a few dispatches, each to its socket', async (t) => {
+  const N = 100;
+  const group = new NativeUdpGroup(N);
+  t.teardown(() => group.close());
+  const sockets: NativeUdpSocket[] = [];
+  const got: Array<{ from: number; value: number } | undefined> = new Array(N);
+  for (let i = 0; i < N; i++) {
+    const me = i;
+    const s = open(t, { group, slots: 4 });
+    s.onBatch((count, sock) => {
+      t.equal(count, 1, `socket ${me}: one packet`);
+      t.equal(got[me], undefined, `socket ${me} receives once`);
+      got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
+    });
+    sockets.push(s);
+  }
+  t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'a full group refuses another socket');
+  const tx = await dgramSocket(t);
+  for (let i = 0; i < N; i++) tx.send(Buffer.from([i]), sockets[i].port, HOST);
+  await until(() => got.filter(Boolean).length === N, `${N} packets`);
+  for (let i = 0; i < N; i++) t.same(got[i], { from: tx.address().port, value: i }, `socket ${i}`);
+  t.ok(group.dispatches >= 1 && group.dispatches < N, `${N} sockets served in ${group.dispatches} dispatches`);
+
+  // Closing a member frees its place; the newcomer receives through the same group.
+  sockets[0].close();
+  let late = -1;
+  const s = open(t, { group }).onBatch((count, sock) => {
+    late = sock.rxData[0];
+  });
+  tx.send(Buffer.from([42]), s.port, HOST);
+  await until(() => late === 42, 'the newcomer\'s packet');
+  t.equal(late, 42);
 });
 
 /** Runs a script in a child Node (with tsx) and returns its exit code and stderr. */
