@@ -3,7 +3,7 @@
 // voice and rate), resampled to the session rate with the native Resampler. Without espeak-ng: a deterministic
 // tone pattern, a tone per word, so the audio is as long as the text would be spoken.
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,7 +68,8 @@ export function createLocalTts(options: LocalTtsOptions): LocalTts {
     }
     const dir = options.cacheDir ?? tmpdir();
     await mkdir(dir, { recursive: true });
-    const tmp = join(dir, `${key}.${process.pid}.${runs}.tmp`);
+    // Unique per run: worker threads of one process share its pid and the cache directory.
+    const tmp = join(dir, `${key}.${randomUUID()}.tmp`);
     runs++;
     try {
       // `--` ends options, so a text starting with '-' is spoken, not parsed.

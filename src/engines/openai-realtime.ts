@@ -317,6 +317,14 @@ class RealtimeSession implements SpeechEngineSession {
         const code = (event.error as { code?: string } | undefined)?.code;
         if (code && BENIGN_ERROR_CODES.has(code)) {
           this.options.log.debug({ code, conversationId: this.session.conversationId }, 'realtime: request raced with the response end');
+          if (code === 'conversation_already_has_active_response') {
+            // The latest response.create was refused: it will never be created; it is done, having said nothing.
+            const refused = this.awaiting.pop();
+            if (refused) {
+              this.byId.delete(refused.id);
+              if (!refused.canceled) this.hooks.onResponseDone(refused.id);
+            }
+          }
           return;
         }
         return this.fail(new EngineError(`server error: ${errorText(event)}`, OPENAI_REALTIME_ENGINE));

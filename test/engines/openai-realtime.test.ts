@@ -121,6 +121,19 @@ t.test('barge-in cancels the response and truncates its item to what was played'
   await session.close();
 });
 
+t.test('a response.create the server refuses (one already active) is done, having said nothing', async (t) => {
+  const { hooks, session } = await open();
+  fake.script({ error: { code: 'conversation_already_has_active_response', message: 'busy' } }, { transcript: 'Later' });
+  const refused = session.createResponse();
+  await hooks.untilDone(refused);
+  t.equal(hooks.samplesOf(refused).length, 0);
+  const next = session.createResponse();
+  await hooks.untilDone(next);
+  t.ok(hooks.events.some((e) => e.kind === 'text' && e.responseId === next && e.delta === 'Later'), 'the next response is bound to its own id');
+  t.notOk(hooks.events.some((e) => e.kind === 'error'));
+  await session.close();
+});
+
 t.test('server VAD: commit is left to the server', async (t) => {
   const { session } = await open({}, 'server');
   t.same((fake.events[0] as unknown as { session: { turn_detection: unknown } }).session.turn_detection, { type: 'server_vad' });
