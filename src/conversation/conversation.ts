@@ -331,7 +331,11 @@ export class Conversation implements LiveConversation {
         }
         return;
       case 'set_external_id':
-        this.write(() => this.deps.store.updateConversation(this.id!, { external_id: message.external_id }));
+        this.write(async () => {
+          const { updated } = await this.deps.store.updateConversation(this.id!, { external_id: message.external_id });
+          // Canceled through the API meanwhile (docs/CONTRACTS.md): stop.
+          if (!updated) void this.end('user_canceled');
+        });
         return;
       case 'update_system_prompt':
         this.settings!.system_prompt = message.system_prompt;

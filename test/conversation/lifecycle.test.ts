@@ -124,3 +124,52 @@ t.test('an engine that fails to open ends the conversation with ended_by error a
   t.equal(s.store.only().finish?.ended_by, 'error');
   t.equal(s.client.closed?.code, 1011);
 });
+
+t.test('canceled through the API: the next store write answers false and the conversation stops', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
+  s.store.canceled.add(s.conv.id!);
+  s.conv.handle({ type: 'set_external_id', external_id: 'x' });
+  t.equal(await s.conv.ended, 'user_canceled');
+});
+
+t.test('an engine error mid-conversation ends it with ended_by error and the record saved', async (t) => {
+  const s = setup();
+  let fail: (() => void) | null = null;
+  const engine: SpeechEngine = {
+    name: 'flaky',
+    open: async (_o, hooks) => {
+      fail = () => hooks.onError(new EngineError('lost the model', 'flaky'));
+      return {
+        sampleRate: 16000, transcribesLive: false,
+        appendAudio() {}, commitUserTurn() {}, clearUserTurn() {},
+        createResponse: () => 'r1', speak: () => 'r2', submitToolOutput() {}, cancelResponse() {}, updateSession() {},
+        close: async () => {},
+      };
+    },
+  };
+  const conv = new Conversation(
+    { client: s.client, store: s.store, engineFor: () => engine, timers: s.timers, pacing: s.pacing, log: pino({ level: 'silent' }), dataDir: s.dataDir, allowPrivateEndpoints: true },
+    { orgId: 'org_test', origin: 'web' },
+  );
+  await conv.start({ kind: 'config', config: config({}) });
+  t.equal(conv.state, 'ready');
+  fail!();
+  t.equal(await conv.ended, 'error');
+  t.equal(s.store.only().finish?.ended_by, 'error');
+  t.equal(s.client.events('error')[0].error.code, 'engine_error');
+});
+
+t.test('a reconnecting client takes over: later events go to the new client', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
+  const { RecordingClient } = await import('./harness.js');
+  const next = new RecordingClient();
+  s.conv.replaceClient(next);
+  s.conv.handle({ type: 'say', text: 'Still here.' });
+  await tickUntil(s, () => next.count('assistant_finished_speaking') === 1, 'speech on the new client');
+  t.equal(s.client.count('assistant_started_speaking'), 0, 'nothing more to the old client');
+  await s.conv.end('user');
+  t.equal(next.closed?.code, 1000);
+  t.equal(s.client.closed, null);
+});
