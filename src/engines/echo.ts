@@ -80,7 +80,8 @@ class EchoSession implements SpeechEngineSession {
         this.fill = 0;
       }
       const n = Math.min(pcm.length - at, this.blockSamples - this.fill);
-      this.turn[this.turn.length - 1].set(pcm.subarray(at, at + n), this.fill);
+      // The whole frame when it fits (the usual case): no view to allocate.
+      this.turn[this.turn.length - 1].set(n === pcm.length ? pcm : pcm.subarray(at, at + n), this.fill);
       this.fill += n;
       at += n;
     }
