@@ -11,7 +11,8 @@
 // Usage: node --import tsx bench/sts.ts      Env: STS_N ("100,250,500,1000"), STS_WINDOW_SEC (15), STS_BARGE (0.2)
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -143,7 +144,7 @@ type Phase = 'connecting' | 'configuring' | 'speaking' | 'waiting';
 class Conn {
   phase: Phase = 'connecting';
   sock: net.Socket;
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private handshaken = false;
   prompt = 0;
   frame = 0;
@@ -362,6 +363,19 @@ function cpuTicks(pid: number): number {
   return Number(f[11]) + Number(f[12]); // utime + stime (proc(5), fields 14 and 15)
 }
 
+/** Nanoseconds the process's threads spent runnable but waiting for a CPU (schedstat field 2, summed). */
+function runqueueWaitNs(pid: number): number {
+  let sum = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      sum += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]);
+    } catch {
+      // the thread ended meanwhile: its wait is no longer counted (small against the window)
+    }
+  }
+  return sum;
+}
+
 function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 }
@@ -407,10 +421,13 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
   await new Promise((r) => setTimeout(r, 3000)); // warm-up: turns under way
   const t0 = performance.now();
   const c0 = cpuTicks(pid);
+  const w0 = runqueueWaitNs(pid);
   g.measuring = true;
   await new Promise((r) => setTimeout(r, WINDOW_SEC * 1000));
   g.measuring = false;
-  const cpu = ((cpuTicks(pid) - c0) / CLK_TCK / ((performance.now() - t0) / 1000)) * 100;
+  const windowSec = (performance.now() - t0) / 1000;
+  const cpu = ((cpuTicks(pid) - c0) / CLK_TCK / windowSec) * 100;
+  const waitPct = ((runqueueWaitNs(pid) - w0) / 1e9 / windowSec) * 100;
   const rss = rssKb(pid);
   g.stop();
   await stopServer(child);
@@ -422,6 +439,9 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
     failed: g.failed,
     errors: g.errors,
     server_cpu_pct_of_core: Math.round(cpu * 10) / 10,
+    // Time the server's threads were runnable but not running (other work on core 0): high means starved.
+    server_runqueue_wait_pct: Math.round(waitPct * 10) / 10,
+    load_average_1m: Math.round(os.loadavg()[0] * 100) / 100,
     rss_mb: Math.round(rss / 1024),
     rss_per_conversation_kb: Math.round((rss - rssBase) / n),
     turns: g.turns,

@@ -29,6 +29,9 @@ export const STS_SOCKET = {
 
 type SocketKind = 'sts' | 'observer';
 
+/** Shutdown: how long sockets get to answer our close frame before they are closed by force. */
+const SOCKET_CLOSE_GRACE_MS = 1_000;
+
 interface SocketData extends SocketState {
   kind: SocketKind;
   auth: Auth;
@@ -63,6 +66,7 @@ const SCOPED_TOKEN: Refusal = {
   message: 'a session token restricted to conversation_ids cannot open the STS WebSocket',
   code: 'forbidden',
 };
+const SHUTTING_DOWN: Refusal = { status: '503 Service Unavailable', message: 'the node is shutting down', code: 'unavailable' };
 const NOT_IN_SCOPE: Refusal = { status: '403 Forbidden', message: 'the session token does not cover this conversation', code: 'forbidden' };
 
 /** A socket on another worker, reached through main: what the owner sends goes out as relay_to_socket. */
@@ -97,6 +101,9 @@ export class StsServer {
   /** Relayed sockets of this worker by relay id (this worker holds the socket, another the conversation). */
   private readonly relayed = new Map<number, WebSocket<SocketData>>();
   private nextRelay = 1;
+  /** Upgrades waiting on authentication: closed at shutdown so no socket opens after it. */
+  private readonly pendingUpgrades = new Set<import('./uws.js').HttpResponse>();
+  private closing = false;
   port = 0;
 
   constructor(private readonly opts: StsServerOptions) {}
@@ -153,7 +160,9 @@ export class StsServer {
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
+      this.pendingUpgrades.delete(res);
     });
+    this.pendingUpgrades.add(res);
     const refuse = (r: Refusal) =>
       res.cork(() => {
         res.writeStatus(r.status).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: { message: r.message, code: r.code } }));
@@ -161,6 +170,8 @@ export class StsServer {
     void this.authenticate(secret, peer, forwardedFor).then(
       (outcome) => {
         if (aborted) return;
+        this.pendingUpgrades.delete(res);
+        if (this.closing) return refuse(SHUTTING_DOWN);
         if ('status' in outcome) return refuse(outcome);
         const auth = outcome;
         if (kind === 'sts' && auth.kind === 'session_token' && auth.conversationIds !== null) return refuse(SCOPED_TOKEN);
@@ -183,6 +194,7 @@ export class StsServer {
       },
       (err: Error) => {
         this.opts.log.error({ err }, 'sts: authentication failed');
+        this.pendingUpgrades.delete(res);
         if (!aborted) refuse({ status: '503 Service Unavailable', message: 'authentication is unavailable', code: 'unavailable' });
       },
     );
@@ -278,10 +290,17 @@ export class StsServer {
     this.host.relayClosed(relayId);
   }
 
-  /** Shutdown, in the order uWS needs: stop accepting, end and save conversations, close sockets, close the app. */
+  /**
+   * Shutdown, in the order uWS needs (DESIGN.md, "Process shape": a worker ending with an open socket aborts
+   * Node): stop accepting, drop upgrades still authenticating, end and save conversations, close every socket
+   * (gracefully, then by force after SOCKET_CLOSE_GRACE_MS), close the app.
+   */
   async close(graceMs: number): Promise<void> {
+    this.closing = true;
     if (this.listenSocket) closeListenSocket(this.listenSocket);
     this.listenSocket = null;
+    for (const res of this.pendingUpgrades) res.close();
+    this.pendingUpgrades.clear();
     await this.host.endAll(graceMs);
     for (const ws of [...this.sockets]) {
       const d = ws.getUserData();
@@ -290,6 +309,9 @@ export class StsServer {
         ws.end(CLOSE_GOING_AWAY, 'server shutting down');
       }
     }
+    const deadline = Date.now() + SOCKET_CLOSE_GRACE_MS;
+    while (this.sockets.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    for (const ws of [...this.sockets]) ws.close();
     this.app?.close();
     this.app = null;
   }

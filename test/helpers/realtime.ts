@@ -1,9 +1,14 @@
 // Test harness for the realtime side: a control plane on PostgreSQL (startTestServer) plus the media workers
 // (src/realtime/worker-pool.ts) on a port of their own, and a small `ws` client that records what it receives.
 import WebSocket from 'ws';
+import type { Settings } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startWorkerPool, type WorkerPool } from '../../src/realtime/worker-pool.js';
 import { startTestServer, type TestServer } from './server.js';
+
+function realtimeLogLevel(level: Settings['PARLEY_LOG_LEVEL']): Settings['PARLEY_LOG_LEVEL'] {
+  return level === 'silent' ? 'error' : level;
+}
 
 export interface RealtimeServer extends TestServer {
   pool: WorkerPool;
@@ -16,9 +21,10 @@ export async function startRealtimeServer(opts: { workers?: number; env?: Record
   let pool: WorkerPool;
   try {
     pool = await startWorkerPool({
-      settings: { ...server.settings, PARLEY_HOST: '127.0.0.1', PARLEY_WS_PORT: 0 },
+      // Errors of the realtime side show in the test output (a failing test then says why); the rest is quiet.
+      settings: { ...server.settings, PARLEY_HOST: '127.0.0.1', PARLEY_WS_PORT: 0, PARLEY_LOG_LEVEL: realtimeLogLevel(server.settings.PARLEY_LOG_LEVEL) },
       sql: server.sql,
-      log: createLogger(server.settings.PARLEY_LOG_LEVEL),
+      log: createLogger(realtimeLogLevel(server.settings.PARLEY_LOG_LEVEL)),
       workers: opts.workers ?? 1,
     });
   } catch (err) {
