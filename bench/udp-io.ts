@@ -235,6 +235,8 @@ export interface UdpSummary {
   runs: number;
   windowSec: number;
   medianCoreFraction: number;
+  /** user-space share of the gateway's CPU (JS, libuv, addon); the rest is the kernel's UDP path */
+  medianUserFraction: number;
   medianCpuUsPerCallPerSec: number;
   medianUsPerPacket: number;
   medianReceivedPerSec: number;
@@ -259,6 +261,7 @@ function summarize(mode: UdpMode, calls: number, rs: UdpRun[], windowSec: number
     runs: rs.length,
     windowSec,
     medianCoreFraction: frac,
+    medianUserFraction: median(rs.map((r) => r.userMs / (r.userMs + r.systemMs))),
     medianCpuUsPerCallPerSec: (frac * 1e6) / calls,
     medianUsPerPacket: usPerPacket,
     nominalPacketsPerSec: nominal,
@@ -304,7 +307,7 @@ async function main(): Promise<void> {
   for (const r of results) {
     console.log(
       `${r.mode} ${r.calls} calls: ${(r.medianCoreFraction * 100).toFixed(1)}% of a core (median of ${r.runs}: ${r.allCoreFractions.join(', ')}), ` +
-        `${r.medianUsPerPacket.toFixed(2)} us/packet, rx ${r.medianReceivedPerSec.toFixed(0)}/s tx ${r.medianSentPerSec.toFixed(0)}/s ` +
+        `${r.medianUsPerPacket.toFixed(2)} us/packet (${(r.medianUserFraction * 100).toFixed(0)}% user), rx ${r.medianReceivedPerSec.toFixed(0)}/s tx ${r.medianSentPerSec.toFixed(0)}/s ` +
         `(${(r.deliveredFraction * 100).toFixed(0)}% of nominal), projected at full rate ${(r.projectedCoreFraction * 100).toFixed(1)}% of a core`,
     );
   }
