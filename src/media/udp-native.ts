@@ -154,6 +154,9 @@ export class NativeUdpGroup {
   private readonly ready: Uint32Array;
   private readonly sockets: Array<NativeUdpSocket | undefined>;
   private readonly freeIds: number[] = [];
+  /** ids freed during a dispatch: reused only after it, so a later entry of that dispatch cannot reach a newcomer */
+  private readonly releasedIds: number[] = [];
+  private dispatching = false;
   private closed = false;
   /** Crossings from C++ so far (each delivers every socket that received in one loop iteration). */
   dispatches = 0;
@@ -170,6 +173,16 @@ export class NativeUdpGroup {
   private dispatch(n: number): void {
     this.dispatches++;
     const r = this.ready;
+    this.dispatching = true;
+    try {
+      this.deliverAll(r, n);
+    } finally {
+      this.dispatching = false;
+      while (this.releasedIds.length > 0) this.freeIds.push(this.releasedIds.pop()!);
+    }
+  }
+
+  private deliverAll(r: Uint32Array, n: number): void {
     for (let i = 0; i < n; i++) {
       const w = i * GROUP_WORDS;
       const socket = this.sockets[r[w]];
@@ -197,7 +210,7 @@ export class NativeUdpGroup {
   detach(id: number): void {
     if (this.sockets[id] === undefined) return;
     this.sockets[id] = undefined;
-    this.freeIds.push(id);
+    (this.dispatching ? this.releasedIds : this.freeIds).push(id);
   }
 
   close(): void {
