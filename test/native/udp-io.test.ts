@@ -311,6 +311,33 @@ t.test('a group hands many sockets\' batches to JavaScript in a few dispatches, 
   t.equal(late, 42);
 });
 
+t.test('a socket closed during a group dispatch gets no more batches, and its place is not reused in it', async (t) => {
+  const group = new NativeUdpGroup(2);
+  t.teardown(() => group.close());
+  const a = open(t, { group });
+  const b = open(t, { group });
+  const tx = await dgramSocket(t);
+  const seen: string[] = [];
+  const onBatch = (name: string) => () => {
+    seen.push(name);
+    if (seen.length === 1) {
+      // Whichever comes first closes the other; its place is not free until the dispatch ends.
+      (name === 'a' ? b : a).close();
+      t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'no place during the dispatch');
+    }
+  };
+  a.onBatch(onBatch('a'));
+  b.onBatch(onBatch('b'));
+  // Both packets sent before the loop polls: both sockets are ready in the same iteration.
+  tx.send(Buffer.from([1]), a.port, HOST);
+  tx.send(Buffer.from([2]), b.port, HOST);
+  await until(() => seen.length >= 1, 'the first batch');
+  for (let i = 0; i < 20; i++) await immediate();
+  t.equal(seen.length, 1, `only the first socket's batch was delivered (${seen.join(', ')})`);
+  const newcomer = open(t, { group });
+  t.ok(newcomer.port > 0, 'after the dispatch the freed place takes a newcomer');
+});
+
 /** Runs a script in a child Node (with tsx) and returns its exit code and stderr. */
 async function runChild(source: string): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   const { spawn } = await import('node:child_process');
