@@ -18,6 +18,9 @@ export const POOL_DEFAULTS = {
   start_timeout_ms: 30_000,
 } as const;
 
+/** Beyond the worker's own shutdown bounds, before main terminates it. */
+const WORKER_EXIT_SLACK_MS = 5_000;
+
 /** Relay close codes (RFC 6455 7.4.2: 4000-4999 are for applications). */
 export const RELAY_CLOSE = { notFound: 4404, forbidden: 4403, ownerGone: 4410 } as const;
 
@@ -189,10 +192,12 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     for (const m of members) m.worker.postMessage({ type: 'shutdown', graceMs } satisfies MainMessage);
     await Promise.all(
       members.map(async (m) => {
+        // Last resort only: terminating a worker whose uWS sockets are still open aborts Node. The worker bounds
+        // its own shutdown (graceMs to save conversations, 1 s for sockets, graceMs for the last replies).
         const killer = setTimeout(() => {
           log.error({ workerId: m.id }, 'media worker did not end within its grace period; terminating it');
           void m.worker.terminate();
-        }, graceMs + 2_000);
+        }, 2 * graceMs + WORKER_EXIT_SLACK_MS);
         await m.exited;
         clearTimeout(killer);
       }),
