@@ -244,7 +244,10 @@ export async function startKamailio(listenPort: number, nodes: string[]): Promis
   mkdirSync(join(dir, 'run'));
   const cfg = readFileSync(join(PEERS_DIR, 'kamailio/kamailio.cfg'), 'utf8')
     .replaceAll('@DIR@', dir)
-    .replace(/127\.0\.0\.1:15070/g, `127.0.0.1:${listenPort}`);
+    .replace(/127\.0\.0\.1:15070/g, `127.0.0.1:${listenPort}`)
+    // One UDP worker: with two, the 100 Trying one child sends and the 200 OK another relays can reach SIPp in
+    // reverse order, and SIPp's built-in uac aborts the call on the late 100 (seen on a quiet machine).
+    .replace(/^children=\d+$/m, 'children=1');
   writeFileSync(join(dir, 'kamailio.cfg'), cfg);
   writeFileSync(join(dir, 'dispatcher.list'), nodes.map((n) => `1 ${n}`).join('\n') + '\n');
   const peer = new Peer('kamailio', spawn('kamailio', ['-DD', '-E', '-f', join(dir, 'kamailio.cfg'), '-P', join(dir, 'kam.pid'), '-Y', join(dir, 'run'), '-m', '64', '-M', '8'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
