@@ -1,75 +1,32 @@
 // INVITE client transaction (RFC 3261 17.1.1, RFC 6026 7.2): sends the INVITE, retransmits it over UDP on
 // Timer A, ACKs non-2xx final responses itself (17.1.1.3), passes 1xx and every 2xx to the TU.
 // Transitions are in client-invite.fsm.ts.
-import { TransactionTimeoutError, TransportError } from '../errors.js';
+import { TransactionTimeoutError } from '../errors.js';
 import { Headers } from '../message/headers.js';
 import { serializeMessage } from '../message/serializer.js';
 import { SIP_VERSION, type SipRequest, type SipResponse } from '../message/types.js';
-import type { PreparedRequest } from '../transport/transport.js';
 import type { Target } from '../transport/types.js';
 import { clientInviteTransition, type ClientInviteAction, type ClientInviteInput, type ClientInviteState } from './client-invite.fsm.js';
-import { Machine, type TransactionContext } from './machine.js';
+import { ClientMachine, type ClientTransactionHandlers } from './client-machine.js';
+import type { TransactionContext } from './machine.js';
 import { backoff, initialDuration } from './timers.js';
 
-export interface ClientTransactionHandlers {
-  /** Responses for the TU: provisional, every 2xx, the first non-2xx final. */
-  response(res: SipResponse): void;
-  /** Timer B or F fired without a final response. */
-  timeout?(err: TransactionTimeoutError): void;
-  transportError?(err: TransportError): void;
-  terminated?(): void;
-}
+export { responseInput, type ClientTransactionHandlers } from './client-machine.js';
 
-/** Map a response status to the transaction input (RFC 3261 17.1.1.2). */
-export function responseInput(status: number): 'response_1xx' | 'response_2xx' | 'response_300_699' {
-  return status < 200 ? 'response_1xx' : status < 300 ? 'response_2xx' : 'response_300_699';
-}
-
-export class ClientInviteTransaction extends Machine<ClientInviteState, ClientInviteInput, ClientInviteAction> {
+export class ClientInviteTransaction extends ClientMachine<ClientInviteState, ClientInviteInput, ClientInviteAction> {
   readonly kind = 'client-invite' as const;
-  private prepared!: PreparedRequest;
   private intervalA = 0;
-  private response: SipResponse | undefined;
   private ackBytes: Buffer | undefined;
-  private error: TransportError | undefined;
   /** Called on the first provisional response (CANCEL waits for it, RFC 3261 9.1). */
   onProvisional: (() => void) | undefined;
 
-  constructor(
-    ctx: TransactionContext,
-    key: string,
-    readonly request: SipRequest,
-    private readonly target: Target,
-    private readonly handlers: ClientTransactionHandlers,
-  ) {
-    super('calling', key, ctx);
-  }
-
-  /** Whether the request went over a reliable transport (no retransmissions then). */
-  get reliable(): boolean {
-    return this.prepared.reliable;
-  }
-
-  /** Where the request went (after the 18.1.1 size rule). */
-  get sentTo(): Target {
-    return this.prepared.target;
+  constructor(ctx: TransactionContext, key: string, request: SipRequest, target: Target, handlers: ClientTransactionHandlers) {
+    super('calling', ctx, key, request, target, handlers);
   }
 
   /** Send the INVITE; start Timer A (unreliable only) and Timer B (RFC 3261 17.1.1.2). */
   start(): void {
-    this.prepared = this.ctx.transport.prepareRequest(this.request, this.target);
-    this.send(this.prepared.bytes);
-    if (!this.prepared.reliable) {
-      this.intervalA = initialDuration('A', this.ctx.timers, false);
-      this.startTimer('A', this.intervalA);
-    }
-    this.startTimer('B', initialDuration('B', this.ctx.timers, this.prepared.reliable));
-  }
-
-  /** A response matched to this transaction (RFC 3261 17.1.3). */
-  receive(res: SipResponse): void {
-    this.response = res;
-    this.input(responseInput(res.status));
+    this.intervalA = this.sendFirst('A', 'B');
   }
 
   protected transition(state: ClientInviteState, input: ClientInviteInput) {
@@ -79,7 +36,7 @@ export class ClientInviteTransaction extends Machine<ClientInviteState, ClientIn
   protected execute(action: ClientInviteAction): void {
     switch (action.do) {
       case 'retransmit':
-        this.send(this.prepared.bytes);
+        this.sendBytes(this.prepared.bytes);
         this.intervalA = backoff('A', this.intervalA, this.ctx.timers);
         this.startTimer('A', this.intervalA);
         return;
@@ -95,7 +52,7 @@ export class ClientInviteTransaction extends Machine<ClientInviteState, ClientIn
       }
       case 'send_ack':
         this.ackBytes ??= serializeMessage(buildAck(this.request, this.response!));
-        this.send(this.ackBytes);
+        this.sendBytes(this.ackBytes);
         return;
       case 'start':
         this.startTimer(action.timer, initialDuration(action.timer, this.ctx.timers, this.prepared.reliable));
@@ -107,7 +64,7 @@ export class ClientInviteTransaction extends Machine<ClientInviteState, ClientIn
         this.handlers.timeout?.(new TransactionTimeoutError('B'));
         return;
       case 'transport_failed':
-        this.handlers.transportError?.(this.error ?? new TransportError('transport error'));
+        this.reportTransportError();
         return;
     }
   }
@@ -115,13 +72,6 @@ export class ClientInviteTransaction extends Machine<ClientInviteState, ClientIn
   protected onTerminated(): void {
     this.onProvisional = undefined;
     this.handlers.terminated?.();
-  }
-
-  private send(bytes: Buffer): void {
-    this.ctx.transport.sendBytes(bytes, this.prepared.target).catch((err: unknown) => {
-      this.error = err instanceof TransportError ? err : new TransportError('send failed', err);
-      this.input('transport_error');
-    });
   }
 }
 
