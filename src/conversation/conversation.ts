@@ -1,22 +1,19 @@
 // One live conversation, independent of its transport (issue 4): configuration, admission, the engine session,
 // turn-taking from the VAD, barge-in, assistant playout on the pacing clock, timers, tools and the record.
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { EngineError, type EngineHooks, type EngineToolCall, type ResponseId, type SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
 import { Vad, VAD_SPEECH_END, VAD_SPEECH_START, type ResamplerRate } from '../media/native.js';
-import { StereoRecorder } from '../media/recording.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import type { EndedBy } from '../schemas/conversations.js';
 import type { ServerEvent, SessionMessage } from '../schemas/sts.js';
-import type { NewItem, NewRecording } from '../store/conversations.js';
 import { newId } from '../store/ids.js';
 import { callConfigurationEndpoint } from './config-endpoint.js';
 import { transition, isLive, type ConversationInput, type ConversationState } from './conversation.fsm.js';
 import type { ConversationClient, ConversationDeps, ConversationObserver, ConversationOrigin, ConversationStart, LiveConversation } from './host.js';
 import { turnLatencyMs, type TurnEnd } from './latency.js';
 import { Playout } from './playout.js';
+import { ConversationRecord } from './record.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
 import { ownedTimer, type OwnedTimer } from './timer.js';
@@ -49,8 +46,6 @@ export class Conversation implements LiveConversation {
   id: string | null = null;
   readonly ended: Promise<EndedBy>;
   settings: LiveSettings | null = null;
-  readonly latencies: number[] = [];
-  interruptions = 0;
   private resolveEnded!: (e: EndedBy) => void;
   private client: ConversationClient;
   private projectId = '';
@@ -60,11 +55,10 @@ export class Conversation implements LiveConversation {
   private vad: Vad | null = null;
   private inbound: InboundAudio | null = null;
   private playout: Playout<Utterance> | null = null;
-  private recorder: StereoRecorder | null = null;
+  private readonly record: ConversationRecord;
   private readonly utterances = new Map<ResponseId, Utterance>();
   private userTurn: UserTurn | null = null;
   private lastTurnEnd: TurnEnd | null = null;
-  private pendingUserItem: NewItem | null = null;
   private muted = false;
   private samplesFed = 0;
   /** Largest payload fed to the inbound chain at once: 60 ms of the input format (Opus: one packet, unbounded). */
@@ -73,8 +67,6 @@ export class Conversation implements LiveConversation {
   private endAfter: string | null = null;
   private tools!: ToolRunner;
   private readonly observers = new Set<ConversationObserver>();
-  private writes: Promise<unknown> = Promise.resolve();
-  private transcript: string[] = [];
   private idleTimer: OwnedTimer;
   private poke: OwnedTimer;
   private silence: OwnedTimer;
@@ -88,6 +80,7 @@ export class Conversation implements LiveConversation {
     this.client = deps.client;
     this.fetch = deps.fetch ?? globalThis.fetch;
     this.ended = new Promise((r) => (this.resolveEnded = r));
+    this.record = new ConversationRecord(deps.store, deps.log);
     this.idleTimer = ownedTimer(deps.timers, null, () => undefined);
     this.poke = this.idleTimer;
     this.silence = this.idleTimer;
@@ -144,6 +137,7 @@ export class Conversation implements LiveConversation {
       settings: recordSettings(this.settings),
     });
     this.id = id;
+    this.record.bind(id);
     this.emit({ type: 'conversation_created', conversation_id: id });
     this.step('configure');
     await this.writeState('configuring');
@@ -219,11 +213,7 @@ export class Conversation implements LiveConversation {
       noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null,
       sink: { frame: (u, pcm, bytes, end) => this.onAssistantFrame(u, pcm, bytes, end), drained: (u) => this.onDrained(u) },
     });
-    if (!s.data_retention_policy.zero_data_retention) {
-      const dir = join(this.deps.dataDir, 'recordings');
-      await mkdir(dir, { recursive: true });
-      this.recorder = await StereoRecorder.open(join(dir, `${this.id}.wav.gz`), { sampleRate: rate, format: 'wav.gz' });
-    }
+    if (!s.data_retention_policy.zero_data_retention) await this.record.openRecording(this.deps.dataDir, rate);
     const t = this.deps.timers;
     this.idleTimer = ownedTimer(t, s.websocket_timeout_sec * 1000, () => void this.end('user'));
     this.poke = ownedTimer(t, s.no_input_poke_sec === null ? null : s.no_input_poke_sec * 1000, () => this.pokeUser());
@@ -271,38 +261,12 @@ export class Conversation implements LiveConversation {
     this.deps.pacing.unregister(this.paced);
     this.tools?.cancelAll();
     for (const u of this.utterances.values()) if (u.isActive) this.finishUtterance(u);
-    this.flushUserItem();
+    this.record.flushUserItem();
     const session = this.session;
     this.session = null;
     if (session) await session.close().catch((err: unknown) => this.deps.log.warn({ err, conversationId: this.id }, 'engine close failed'));
     await Promise.all([...this.utterances.values()].flatMap((u) => [...u.pendingTools]));
-    await this.writes;
-    const recordings: NewRecording[] = [];
-    if (this.recorder) {
-      try {
-        const r = await this.recorder.finish();
-        recordings.push({ side: 'both', path: `${this.id}.wav.gz`, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes });
-      } catch (err) {
-        this.deps.log.error({ err, conversationId: this.id }, 'recording failed');
-      }
-    }
-    if (this.id) {
-      const now = this.deps.timers.now();
-      await this.deps.store
-        .finishConversation(
-          this.id,
-          {
-            ended_by: endedBy,
-            ended_at: new Date(now),
-            duration_ms: this.startedAtMs ? now - this.startedAtMs : 0,
-            live_transcript: this.transcript.join('\n') || null,
-            latencies_ms: this.latencies,
-            interruptions_count: this.interruptions,
-          },
-          recordings,
-        )
-        .catch((err: unknown) => this.deps.log.error({ err, conversationId: this.id }, 'finishing the record failed'));
-    }
+    await this.record.finish(endedBy, this.startedAtMs, this.deps.timers.now());
     this.inbound?.destroy();
     this.playout?.destroy();
     this.step('saved');
@@ -331,7 +295,7 @@ export class Conversation implements LiveConversation {
         }
         return;
       case 'set_external_id':
-        this.write(async () => {
+        this.record.write(async () => {
           const { updated } = await this.deps.store.updateConversation(this.id!, { external_id: message.external_id });
           // Canceled through the API meanwhile (docs/CONTRACTS.md): stop.
           if (!updated) void this.end('user_canceled');
@@ -407,7 +371,7 @@ export class Conversation implements LiveConversation {
 
   private onUserFrame(frame: Int16Array): void {
     this.samplesFed += frame.length;
-    this.recorder?.writeUser(frame);
+    this.record.recordUser(frame);
     for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
     if (!this.userTurn) return;
     this.session?.appendAudio(frame);
@@ -444,7 +408,7 @@ export class Conversation implements LiveConversation {
 
   private userStarted(): void {
     const session = this.session!;
-    this.flushUserItem();
+    this.record.flushUserItem();
     this.poke.cancel();
     this.silence.cancel();
     this.userTurn = { startedAtMs: this.deps.timers.now(), transcript: '', words: 0, bargeInPending: null, sinceBackchannel: 0 };
@@ -459,7 +423,7 @@ export class Conversation implements LiveConversation {
   }
 
   private bargeIn(u: Utterance): void {
-    if (u.interrupt()) this.interruptions++;
+    if (u.interrupt()) this.record.countInterruption();
   }
 
   private endUserTurn(end: TurnEnd): void {
@@ -473,12 +437,12 @@ export class Conversation implements LiveConversation {
       return;
     }
     this.lastTurnEnd = end;
-    this.pendingUserItem = {
+    this.record.holdUserItem({
       role: 'user',
       live_transcript: turn.transcript || null,
       duration_ms: Math.max(0, end.reportedAtMs - turn.startedAtMs),
       started_at: new Date(turn.startedAtMs),
-    };
+    });
     if (!this.settings!.listen_only_inbound_enabled) this.session!.commitUserTurn();
     else this.session!.clearUserTurn();
   }
@@ -487,14 +451,6 @@ export class Conversation implements LiveConversation {
     this.userTurn = null;
     this.session?.clearUserTurn();
     this.emit({ type: 'input_cancelled' });
-  }
-
-  private flushUserItem(): void {
-    const item = this.pendingUserItem;
-    if (!item) return;
-    this.pendingUserItem = null;
-    if (item.live_transcript) this.transcript.push(`user: ${item.live_transcript}`);
-    this.appendItem(item);
   }
 
   // ---- assistant utterances ----
@@ -529,14 +485,14 @@ export class Conversation implements LiveConversation {
       u.firstFrameAtMs = now;
       this.emit({ type: 'assistant_started_speaking' });
       if (this.lastTurnEnd && u.kind === 'reply') {
-        this.latencies.push(turnLatencyMs(this.lastTurnEnd, now));
+        this.record.addLatency(turnLatencyMs(this.lastTurnEnd, now));
         this.lastTurnEnd = null;
       }
       this.step('activity');
     }
     if (!this.client.sendAudio(bytes, u.takeTextUpTo(playedEnd))) return false;
     u.playedSamples = playedEnd;
-    this.recorder?.writeAssistant(pcm);
+    this.record.recordAssistant(pcm);
     for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
     return true;
   }
@@ -560,23 +516,7 @@ export class Conversation implements LiveConversation {
   }
 
   private writeAssistantItem(u: Utterance): void {
-    const s = this.settings!;
-    const text = u.playedText;
-    if (text) this.transcript.push(`assistant: ${text}`);
-    const rate = this.session?.sampleRate ?? 16000;
-    this.flushUserItem();
-    const item = (): NewItem => ({
-      role: 'assistant',
-      live_transcript: text || null,
-      duration_ms: (u.playedSamples * 1000) / rate,
-      started_at: new Date(u.firstFrameAtMs ?? u.startedAtMs ?? this.deps.timers.now()),
-      voice_id: s.voice_id,
-      audio_speed: s.audio_speed,
-      tool_calls: u.toolCalls,
-    });
-    this.writes = this.writes.then(() => Promise.all([...u.pendingTools])).then(() => this.deps.store.appendItems(this.id!, [item()])).catch((err: unknown) =>
-      this.deps.log.error({ err, conversationId: this.id }, 'appending an item failed'),
-    );
+    this.record.appendAssistantItem(u, this.settings!, this.session?.sampleRate ?? 16000, this.deps.timers.now());
   }
 
   private startSilenceTimers(): void {
@@ -609,7 +549,7 @@ export class Conversation implements LiveConversation {
         }
       }
       if (!final) return;
-      if (this.pendingUserItem) this.pendingUserItem.live_transcript = text;
+      this.record.finalUserTranscript(text);
       this.emit({ type: 'input_text', text, ...(language ? { language } : {}) });
     },
     onAssistantAudio: (responseId, pcm) => {
@@ -712,7 +652,7 @@ export class Conversation implements LiveConversation {
 
   private tick(): void {
     this.playout?.tick();
-    this.recorder?.tick();
+    this.record.tick();
   }
 
   private emit(event: ServerEvent): void {
@@ -727,15 +667,6 @@ export class Conversation implements LiveConversation {
       ...systemVariables(new Date(this.startedAtMs || this.deps.timers.now()), s.timezone),
     };
     return substitute(text, values);
-  }
-
-  private appendItem(item: NewItem): void {
-    if (!this.id) return;
-    this.write(() => this.deps.store.appendItems(this.id!, [item]));
-  }
-
-  private write(fn: () => Promise<unknown>): void {
-    this.writes = this.writes.then(fn).catch((err: unknown) => this.deps.log.error({ err, conversationId: this.id }, 'store write failed'));
   }
 
   private async writeState(state: 'configuring' | 'ready' | 'active'): Promise<void> {

@@ -1,0 +1,146 @@
+// The record a live conversation leaves behind (issue 4, "the record"): its items in order, the live transcript,
+// analysis.latencies_ms and interruptions_count, and the stereo recording. Store writes run one after another, so
+// items land in the order they happened. A user item is held until its final transcript is known (the reply, or the
+// next turn, flushes it).
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { EndedBy } from '../schemas/conversations.js';
+import { StereoRecorder } from '../media/recording.js';
+import type { Logger } from '../log.js';
+import type { NewItem, NewRecording } from '../store/conversations.js';
+import type { ConversationStore } from './host.js';
+import type { Utterance } from './utterance.js';
+
+/** Recordings are stored under `<dataDir>/recordings/` as `<conversation id>.wav.gz`. */
+const RECORDINGS_SUBDIR = 'recordings';
+const RECORDING_FORMAT = 'wav.gz';
+
+/** How the assistant sounded while an utterance played (stored on its item). */
+export interface AssistantVoice {
+  voice_id: string;
+  audio_speed: number;
+}
+
+export class ConversationRecord {
+  readonly latencies: number[] = [];
+  interruptions = 0;
+  private id: string | null = null;
+  private readonly transcript: string[] = [];
+  private pendingUserItem: NewItem | null = null;
+  private writes: Promise<unknown> = Promise.resolve();
+  private recorder: StereoRecorder | null = null;
+
+  constructor(
+    private readonly store: ConversationStore,
+    private readonly log: Logger,
+  ) {}
+
+  /** The stored conversation this record writes to (after `createConversation`). */
+  bind(conversationId: string): void {
+    this.id = conversationId;
+  }
+
+  /** Opens the stereo recording (user left, assistant right). */
+  async openRecording(dataDir: string, sampleRate: number): Promise<void> {
+    if (!this.id) return;
+    const dir = join(dataDir, RECORDINGS_SUBDIR);
+    await mkdir(dir, { recursive: true });
+    this.recorder = await StereoRecorder.open(join(dir, `${this.id}.${RECORDING_FORMAT}`), { sampleRate, format: RECORDING_FORMAT });
+  }
+
+  recordUser(pcm: Int16Array): void {
+    this.recorder?.writeUser(pcm);
+  }
+
+  recordAssistant(pcm: Int16Array): void {
+    this.recorder?.writeAssistant(pcm);
+  }
+
+  /** Pacing clock: the recording advances one frame (silence where a side said nothing). */
+  tick(): void {
+    this.recorder?.tick();
+  }
+
+  countInterruption(): void {
+    this.interruptions++;
+  }
+
+  addLatency(ms: number): void {
+    this.latencies.push(ms);
+  }
+
+  /** A finished user turn: held until its final transcript is known. */
+  holdUserItem(item: NewItem): void {
+    this.pendingUserItem = item;
+  }
+
+  /** The engine's final transcript of the held user turn. */
+  finalUserTranscript(text: string): void {
+    if (this.pendingUserItem) this.pendingUserItem.live_transcript = text;
+  }
+
+  flushUserItem(): void {
+    const item = this.pendingUserItem;
+    if (!item) return;
+    this.pendingUserItem = null;
+    if (item.live_transcript) this.transcript.push(`user: ${item.live_transcript}`);
+    if (!this.id) return;
+    this.write(() => this.store.appendItems(this.id!, [item]));
+  }
+
+  /** An utterance stopped (played out, interrupted or silenced): its item, once its tool calls have settled. */
+  appendAssistantItem(u: Utterance, voice: AssistantVoice, sampleRate: number, nowMs: number): void {
+    const text = u.playedText;
+    if (text) this.transcript.push(`assistant: ${text}`);
+    this.flushUserItem();
+    const item = (): NewItem => ({
+      role: 'assistant',
+      live_transcript: text || null,
+      duration_ms: (u.playedSamples * 1000) / sampleRate,
+      started_at: new Date(u.firstFrameAtMs ?? u.startedAtMs ?? nowMs),
+      voice_id: voice.voice_id,
+      audio_speed: voice.audio_speed,
+      tool_calls: u.toolCalls,
+    });
+    const id = this.id;
+    if (!id) return;
+    this.writes = this.writes
+      .then(() => Promise.all([...u.pendingTools]))
+      .then(() => this.store.appendItems(id, [item()]))
+      .catch((err: unknown) => this.log.error({ err, conversationId: id }, 'appending an item failed'));
+  }
+
+  /** Another store write, after those already queued; failures are logged. */
+  write(fn: () => Promise<unknown>): void {
+    this.writes = this.writes.then(fn).catch((err: unknown) => this.log.error({ err, conversationId: this.id }, 'store write failed'));
+  }
+
+  /** Waits for queued writes, closes the recording and stores how the conversation ended. */
+  async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number): Promise<void> {
+    await this.writes;
+    const recordings: NewRecording[] = [];
+    if (this.recorder) {
+      try {
+        const r = await this.recorder.finish();
+        recordings.push({ side: 'both', path: `${this.id}.${RECORDING_FORMAT}`, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes });
+      } catch (err) {
+        this.log.error({ err, conversationId: this.id }, 'recording failed');
+      }
+    }
+    if (!this.id) return;
+    await this.store
+      .finishConversation(
+        this.id,
+        {
+          ended_by: endedBy,
+          ended_at: new Date(nowMs),
+          duration_ms: startedAtMs ? nowMs - startedAtMs : 0,
+          live_transcript: this.transcript.join('\n') || null,
+          latencies_ms: this.latencies,
+          interruptions_count: this.interruptions,
+        },
+        recordings,
+      )
+      .catch((err: unknown) => this.log.error({ err, conversationId: this.id }, 'finishing the record failed'));
+  }
+}
