@@ -16,7 +16,8 @@ import { Playout } from './playout.js';
 import { ConversationRecord } from './record.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
-import { ownedTimer, type OwnedTimer } from './timer.js';
+import { SilenceTimers } from './silence-timers.js';
+import { ownedTimer } from './timer.js';
 import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
 import { ToolRunner } from './tools/runner.js';
 import { Utterance, type UtteranceKind } from './utterance.js';
@@ -67,9 +68,7 @@ export class Conversation implements LiveConversation {
   private endAfter: string | null = null;
   private tools!: ToolRunner;
   private readonly observers = new Set<ConversationObserver>();
-  private idleTimer: OwnedTimer;
-  private poke: OwnedTimer;
-  private silence: OwnedTimer;
+  private silence: SilenceTimers;
   private readonly fetch: typeof fetch;
   private readonly paced: PacedStream = { tick: () => this.tick() };
 
@@ -81,9 +80,7 @@ export class Conversation implements LiveConversation {
     this.fetch = deps.fetch ?? globalThis.fetch;
     this.ended = new Promise((r) => (this.resolveEnded = r));
     this.record = new ConversationRecord(deps.store, deps.log);
-    this.idleTimer = ownedTimer(deps.timers, null, () => undefined);
-    this.poke = this.idleTimer;
-    this.silence = this.idleTimer;
+    this.silence = SilenceTimers.disabled(deps.timers);
   }
 
   // ---- lifecycle ----
@@ -178,6 +175,7 @@ export class Conversation implements LiveConversation {
           pronunciations: s.pronunciation_dictionary,
           signal: abort.signal,
           engineSettings: s.engineSettings,
+          clientSampleRate: formatInfo(s.inputFormat).sampleRate,
         },
         this.hooks,
       );
@@ -214,15 +212,16 @@ export class Conversation implements LiveConversation {
       sink: { frame: (u, pcm, bytes, end) => this.onAssistantFrame(u, pcm, bytes, end), drained: (u) => this.onDrained(u) },
     });
     if (!s.data_retention_policy.zero_data_retention) await this.record.openRecording(this.deps.dataDir, rate);
-    const t = this.deps.timers;
-    this.idleTimer = ownedTimer(t, s.websocket_timeout_sec * 1000, () => void this.end('user'));
-    this.poke = ownedTimer(t, s.no_input_poke_sec === null ? null : s.no_input_poke_sec * 1000, () => this.pokeUser());
-    this.silence = ownedTimer(t, s.no_input_end_conversation_sec * 1000, () => void this.end('assistant_silence_limit_reached'));
+    this.silence = new SilenceTimers(this.deps.timers, s, {
+      clientIdle: () => void this.end('user'),
+      poke: () => this.pokeUser(),
+      silenceLimit: () => void this.end('assistant_silence_limit_reached'),
+    });
     this.step('configured');
     await this.writeState('ready');
     this.deps.pacing.register(this.paced);
     this.emit({ type: 'ready_to_start_conversation' });
-    this.idleTimer.start();
+    this.silence.clientActive();
     this.welcome();
   }
 
@@ -236,7 +235,7 @@ export class Conversation implements LiveConversation {
     } else if (s.welcome_message) {
       this.track(session.speak(this.resolve(s.welcome_message)), 'welcome', s.is_welcome_message_interruptible);
     } else {
-      this.startSilenceTimers();
+      this.silence.nobodySpeaking();
     }
   }
 
@@ -255,8 +254,6 @@ export class Conversation implements LiveConversation {
       await this.ended;
       return;
     }
-    this.idleTimer.cancel();
-    this.poke.cancel();
     this.silence.cancel();
     this.deps.pacing.unregister(this.paced);
     this.tools?.cancelAll();
@@ -279,7 +276,7 @@ export class Conversation implements LiveConversation {
 
   handle(message: SessionMessage): void {
     if (!isLive(this.state)) return;
-    this.idleTimer.start();
+    this.silence.clientActive();
     const session = this.session!;
     switch (message.type) {
       case 'audio_chunk':
@@ -328,7 +325,7 @@ export class Conversation implements LiveConversation {
 
   pushAudio(bytes: Uint8Array): void {
     if (!isLive(this.state) || !this.inbound) return;
-    this.idleTimer.start();
+    this.silence.clientActive();
     this.step('activity');
     if (this.muted) return;
     const max = this.maxChunkBytes;
@@ -409,8 +406,7 @@ export class Conversation implements LiveConversation {
   private userStarted(): void {
     const session = this.session!;
     this.record.flushUserItem();
-    this.poke.cancel();
-    this.silence.cancel();
+    this.silence.userSpeaking();
     this.userTurn = { startedAtMs: this.deps.timers.now(), transcript: '', words: 0, bargeInPending: null, sinceBackchannel: 0 };
     this.emit({ type: 'user_started_speaking' });
     const pre = new Int16Array(this.vad!.prebufferCapacity);
@@ -512,16 +508,11 @@ export class Conversation implements LiveConversation {
       void this.end('assistant');
       return;
     }
-    if (u.kind !== 'poke' && !this.userTurn && !this.speakingUtterance()) this.startSilenceTimers();
+    if (u.kind !== 'poke' && !this.userTurn && !this.speakingUtterance()) this.silence.nobodySpeaking();
   }
 
   private writeAssistantItem(u: Utterance): void {
     this.record.appendAssistantItem(u, this.settings!, this.session?.sampleRate ?? 16000, this.deps.timers.now());
-  }
-
-  private startSilenceTimers(): void {
-    this.poke.start();
-    this.silence.start();
   }
 
   private pokeUser(): void {
