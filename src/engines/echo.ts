@@ -10,6 +10,12 @@ import { Playback } from './playback.js';
 export const ECHO_ENGINE = 'echo';
 /** The session rate: wideband speech, what the native VAD and resampler handle best. */
 export const ECHO_SAMPLE_RATE: ResamplerRate = 16_000;
+/**
+ * A narrowband client (8 kHz) gets a session at its own rate: echo plays the user back, so a higher rate adds
+ * nothing but an upsampling of every inbound frame and a VAD over twice the samples (most of a conversation's
+ * CPU at 8 kHz in bench/sts.ts).
+ */
+export const ECHO_NARROWBAND_RATE: ResamplerRate = 8_000;
 /** What createResponse says without a model to generate anything (and after a tool output asking for a reply). */
 export const ECHO_ACKNOWLEDGEMENT = 'Okay.';
 /** Longest user turn kept for playback: 60 s; older audio of a longer turn is dropped. */
@@ -24,7 +30,14 @@ export interface EchoEngineOptions {
   /** The espeak-ng voice of a catalog voice id. */
   voiceFor(voiceId: string): string;
   log: Logger;
+  /** A fixed session rate; by default ECHO_SAMPLE_RATE, or the client's own rate when it is narrowband. */
   sampleRate?: ResamplerRate;
+}
+
+/** The rate of an echo session: the configured one, else the client's when narrowband, else wideband. */
+export function echoSampleRate(configured: ResamplerRate | undefined, clientSampleRate: number | undefined): ResamplerRate {
+  if (configured !== undefined) return configured;
+  return clientSampleRate === ECHO_NARROWBAND_RATE ? ECHO_NARROWBAND_RATE : ECHO_SAMPLE_RATE;
 }
 
 export function createEchoEngine(options: EchoEngineOptions): SpeechEngine {
@@ -64,7 +77,7 @@ class EchoSession implements SpeechEngineSession {
     private readonly session: EngineSessionOptions,
     private readonly hooks: EngineHooks,
   ) {
-    this.sampleRate = options.sampleRate ?? ECHO_SAMPLE_RATE;
+    this.sampleRate = echoSampleRate(options.sampleRate, session.clientSampleRate);
     this.maxTurnSamples = this.sampleRate * ECHO_MAX_TURN_SEC;
     this.blockSamples = this.sampleRate * BLOCK_SEC;
     this.playback = new Playback('echo', this.sampleRate, hooks);

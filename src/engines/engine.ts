@@ -27,6 +27,11 @@ export interface EngineSessionOptions {
    * `scripted_engine` key holds the scripted engine's script (src/engines/scripted.ts). Other engines ignore it.
    */
   engineSettings?: Readonly<Record<string, unknown>>;
+  /**
+   * The sample rate of the client's audio (its input format), when known. An engine free to pick its own rate
+   * may run at it, so the conversation resamples nothing on the way in (echo does, for 8 kHz clients).
+   */
+  clientSampleRate?: number;
 }
 
 /** A response is one assistant utterance: from createResponse or speak until onResponseDone. */

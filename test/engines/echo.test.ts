@@ -45,6 +45,35 @@ t.test('echo plays each user turn back, sample for sample, and reports its trans
   await session.close();
 });
 
+t.test('an echo session runs at an 8 kHz client\'s own rate, at 16 kHz for any other, at a configured rate always', async (t) => {
+  const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+  const rateFor = async (clientSampleRate: number | undefined, sampleRate?: 8000 | 16000 | 24000) => {
+    const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log, sampleRate });
+    const session = await engine.open(sessionOptions({ clientSampleRate }), new Recorder());
+    await session.close();
+    return session.sampleRate;
+  };
+  t.equal(await rateFor(8000), 8000, 'pcm_8000 / G.711 clients: no resampling in or out');
+  t.equal(await rateFor(16000), 16000);
+  t.equal(await rateFor(48000), 16000, 'wideband clients get the wideband default');
+  t.equal(await rateFor(undefined), 16000, 'unknown client rate: the default');
+  t.equal(await rateFor(8000, 24000), 24000, 'a configured rate wins');
+
+  // An 8 kHz session echoes 8 kHz samples as they came and speaks at 8 kHz.
+  const hooks = new Recorder();
+  const session = await createEchoEngine({ tts, voiceFor: () => 'en-us', log }).open(sessionOptions({ clientSampleRate: 8000 }), hooks);
+  const turn = Int16Array.from({ length: 800 }, (_, i) => (i * 37) % 2000);
+  for (let at = 0; at < turn.length; at += 160) session.appendAudio(turn.subarray(at, at + 160));
+  session.commitUserTurn();
+  await hooks.untilKind('done');
+  const echoedId = (hooks.events.find((e) => e.kind === 'done') as { responseId: string }).responseId;
+  t.same(Array.from(hooks.samplesOf(echoedId)), Array.from(turn), 'the very 8 kHz samples');
+  const id = session.speak('one two');
+  await hooks.untilDone(id);
+  t.equal(hooks.samplesOf(id).length, (2 * (TONE_WORD_MS + TONE_GAP_MS) * 8000) / 1000, 'speech synthesized at 8 kHz');
+  await session.close();
+});
+
 t.test('echo speaks text with espeak-ng, cached on disk and in memory per text and voice', async (t) => {
   const cacheDir = tempDir();
   const tts = createLocalTts({ cacheDir });
