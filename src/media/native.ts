@@ -61,10 +61,10 @@ interface Addon {
   toneReset(handle: Handle): void;
 }
 
-function load(): Addon {
+function load(): unknown {
   const require = createRequire(import.meta.url);
   try {
-    return require(ADDON_PATH) as Addon;
+    return require(ADDON_PATH) as unknown;
   } catch (err) {
     throw new NativeDspLoadError(`native DSP addon not loadable from ${ADDON_PATH} (build it with npm install)`, {
       cause: err,
@@ -72,7 +72,16 @@ function load(): Addon {
   }
 }
 
-const addon = load();
+const loaded = load();
+const addon = loaded as Addon;
+
+/**
+ * The loaded addon module as is, for the typed wrappers of its other parts (src/media/udp-native.ts declares the
+ * udp* functions): one loader, one load error.
+ */
+export function nativeAddon(): unknown {
+  return loaded;
+}
 
 // ---- G.711 (ITU-T G.711, tables from the ITU-T G.191 reference) ----
 
