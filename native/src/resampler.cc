@@ -17,10 +17,15 @@ namespace {
 constexpr int kRates[] = {8000, 16000, 22050, 24000, 44100, 48000};
 
 constexpr double kPassEdge = 0.42;   // of the lower rate
-constexpr double kStopEdge = 0.50;   // of the lower rate: the lower Nyquist frequency
+constexpr double kStopEdgeDown = 0.50;  // of the output rate when down-sampling: its Nyquist frequency
 constexpr double kAttenuationDb = 80.0;
-// Taps per phase are rounded up to whole iterations of the vector kernel (no scalar tail).
-constexpr int kTapAlign = 16;
+// Taps per phase are rounded up to whole vectors of the kernel (no scalar tail).
+constexpr int kVector = 8;
+// Outputs computed together against one coefficient phase (their loads of it shared).
+constexpr int kBlock = 4;
+// Prototype taps this small (relative to a peak near 1) are rounding noise of sin(pi m), exactly zero in theory:
+// flushed, so that a Nyquist filter's phase 0 is exactly one tap.
+constexpr double kZeroTap = 1e-9;
 
 // Kaiser (1974) window design: beta for a stop band attenuation A > 50 dB.
 double KaiserBeta(double a) { return 0.1102 * (a - 8.7); }
@@ -42,18 +47,21 @@ std::shared_ptr<const PolyphaseTable> BuildTable(int fromHz, int toHz) {
   table->L = toHz / g;
   table->M = fromHz / g;
   const int L = table->L;
-  const double lower = std::min(fromHz, toHz);
+  // Band edges in Hz (see resampler.h): the stop edge is the output Nyquist frequency when down-sampling and the
+  // first image of the pass band when up-sampling.
+  const double passHz = kPassEdge * std::min(fromHz, toHz);
+  const double stopHz = toHz < fromHz ? kStopEdgeDown * toHz : fromHz - passHz;
   // Transition width in cycles per sample at the input rate; Kaiser's length formula
   // N = (A - 7.95) / (2.285 * delta_omega) gives taps per input sample, i.e. per phase.
-  const double delta = (kStopEdge - kPassEdge) * lower / fromHz;
+  const double delta = (stopHz - passHz) / fromHz;
   int taps = static_cast<int>(std::ceil((kAttenuationDb - 7.95) / (2.285 * 2.0 * M_PI * delta)));
-  taps = (taps + kTapAlign - 1) / kTapAlign * kTapAlign;
+  taps = (taps + kVector - 1) / kVector * kVector;
   table->taps = taps;
 
   // Prototype at L * fromHz, cut off midway through the transition band, centred at K * L / 2 so the group
   // delay is exactly K / 2 input samples. DC gain L, so each phase has unit gain.
   const int length = taps * L;
-  const double cutoff = (kPassEdge + kStopEdge) / 2.0 * lower / (static_cast<double>(L) * fromHz);
+  const double cutoff = (passHz + stopHz) / 2.0 / (static_cast<double>(L) * fromHz);
   const double center = length / 2.0;
   const double beta = KaiserBeta(kAttenuationDb);
   const double i0beta = BesselI0(beta);
@@ -68,12 +76,21 @@ std::shared_ptr<const PolyphaseTable> BuildTable(int fromHz, int toHz) {
     sum += h[j];
   }
   table->coeffs.resize(static_cast<size_t>(length));
+  table->single.assign(static_cast<size_t>(L), -1);
   for (int phase = 0; phase < L; phase++) {
+    int nonZero = 0, last = -1;
     for (int k = 0; k < taps; k++) {
       // y[n] = sum_k h[phase + k L] x[i - k]; stored reversed so that c[j] multiplies history[i + j].
-      table->coeffs[static_cast<size_t>(phase) * taps + (taps - 1 - k)] =
-          static_cast<float>(h[phase + static_cast<size_t>(k) * L] * L / sum);
+      double c = h[phase + static_cast<size_t>(k) * L] * L / sum;
+      if (std::fabs(c) < kZeroTap) c = 0.0;
+      const int j = taps - 1 - k;
+      table->coeffs[static_cast<size_t>(phase) * taps + j] = static_cast<float>(c);
+      if (c != 0.0) {
+        nonZero++;
+        last = j;
+      }
     }
+    if (nonZero == 1) table->single[static_cast<size_t>(phase)] = last;
   }
   return table;
 }
@@ -90,49 +107,99 @@ std::shared_ptr<const PolyphaseTable> TableFor(int fromHz, int toHz) {
   return table;
 }
 
-// The inner kernel: 8-wide vectors (GCC/Clang vector extensions) with two independent accumulators. Built twice
-// (target_clones): an AVX2+FMA clone and a baseline (SSE2 / NEON) clone, one chosen once at load by the dynamic
-// linker, never per sample. Taps are a multiple of 16.
+// The kernel: 8-wide vectors (GCC/Clang vector extensions). Built twice (target_clones): an AVX2 clone and a
+// baseline (SSE2 / NEON) clone, one chosen once at load by the dynamic linker from the CPU's features, never per
+// sample. Every output is one accumulator over the taps in order and the same final reduction, whichever path
+// computes it, so blocked and single outputs are bit-identical (no FMA contraction: -std=c++17 keeps
+// -ffp-contract=off).
 typedef float Vec8 __attribute__((vector_size(32)));
 
+// The helpers below take and return Vec8 by value; they are always inlined, so the AVX calling convention that
+// -Wpsabi warns about never applies.
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define PARLEY_INLINE inline __attribute__((always_inline))
+#else
+#define PARLEY_INLINE inline
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__)
-#define PARLEY_KERNEL_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#define PARLEY_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define PARLEY_KERNEL_CLONES
 #endif
 
+PARLEY_INLINE Vec8 Load8(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+PARLEY_INLINE float Sum8(const Vec8& a) { return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7])); }
+
+PARLEY_INLINE float Dot(const float* c, const float* x, int K) {
+  Vec8 a = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int j = 0; j < K; j += kVector) a += Load8(c + j) * Load8(x + j);
+  return Sum8(a);
+}
+
+// Four outputs of one phase: inputs x, x + xs, x + 2 xs, x + 3 xs; outputs o, o + os, o + 2 os, o + 3 os.
+PARLEY_INLINE void Dot4(const float* c, const float* x, int64_t xs, int K, int16_t* o, int os) {
+  Vec8 a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+  const float* x1 = x + xs;
+  const float* x2 = x1 + xs;
+  const float* x3 = x2 + xs;
+  for (int j = 0; j < K; j += kVector) {
+    const Vec8 cj = Load8(c + j);
+    a0 += cj * Load8(x + j);
+    a1 += cj * Load8(x1 + j);
+    a2 += cj * Load8(x2 + j);
+    a3 += cj * Load8(x3 + j);
+  }
+  o[0] = SaturateToI16(Sum8(a0));
+  o[os] = SaturateToI16(Sum8(a1));
+  o[2 * os] = SaturateToI16(Sum8(a2));
+  o[3 * os] = SaturateToI16(Sum8(a3));
+}
+
 // Computes the outputs at positions pos, pos + M, ... below end; returns the next position.
+// Outputs n and n + L use the same phase against inputs M apart, so whole blocks of kBlock * L outputs run as L
+// calls of Dot4 (one coefficient load per four products); the remainder one output at a time. A phase that is a
+// single tap (an up-sampler's phase 0) is one multiply: the dot product's other terms are exact zeros.
 PARLEY_KERNEL_CLONES
-int64_t RunPolyphase(const float* coeffs, int K, int L, int M, const float* buf, int64_t pos, int64_t end,
-                     int16_t* out, size_t* written) {
+int64_t RunPolyphase(const PolyphaseTable& t, const float* buf, int64_t pos, int64_t end, int16_t* out,
+                     size_t* written) {
+  const int K = t.taps;
+  const int L = t.L;
+  const int M = t.M;
+  const float* coeffs = t.coeffs.data();
+  const int* single = t.single.data();
   size_t w = 0;
-  int64_t index = pos / L;
-  int phase = static_cast<int>(pos - index * L);
-  const int64_t step_index = M / L;
-  const int step_phase = M % L;
+  const int64_t blockSpan = static_cast<int64_t>(kBlock) * L * M;
+  while (pos + blockSpan - M < end) {
+    for (int k = 0; k < L; k++) {
+      const int64_t p = pos + static_cast<int64_t>(k) * M;
+      const int64_t index = p / L;
+      const int phase = static_cast<int>(p - index * L);
+      const float* c = coeffs + static_cast<size_t>(phase) * K;
+      int16_t* o = out + w + k;
+      const int s = single[phase];
+      if (s >= 0) {
+        for (int b = 0; b < kBlock; b++) o[b * L] = SaturateToI16(c[s] * buf[index + s + static_cast<int64_t>(b) * M]);
+      } else {
+        Dot4(c, buf + index, M, K, o, L);
+      }
+    }
+    pos += blockSpan;
+    w += static_cast<size_t>(kBlock) * L;
+  }
   while (pos < end) {
+    const int64_t index = pos / L;
+    const int phase = static_cast<int>(pos - index * L);
     const float* c = coeffs + static_cast<size_t>(phase) * K;
-    const float* x = buf + index;
-    Vec8 a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int j = 0; j < K; j += 16) {
-      Vec8 c0, c1, x0, x1;
-      std::memcpy(&c0, c + j, sizeof c0);
-      std::memcpy(&c1, c + j + 8, sizeof c1);
-      std::memcpy(&x0, x + j, sizeof x0);
-      std::memcpy(&x1, x + j + 8, sizeof x1);
-      a0 += c0 * x0;
-      a1 += c1 * x1;
-    }
-    Vec8 a = a0 + a1;
-    float s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
-    out[w++] = SaturateToI16(s);
+    const int s = single[phase];
+    out[w++] = SaturateToI16(s >= 0 ? c[s] * buf[index + s] : Dot(c, buf + index, K));
     pos += M;
-    index += step_index;
-    phase += step_phase;
-    if (phase >= L) {
-      phase -= L;
-      index++;
-    }
   }
   *written = w;
   return pos;
@@ -167,14 +234,13 @@ void Resampler::Reset() {
 size_t Resampler::Process(const int16_t* in, size_t n, int16_t* out) {
   const int K = table_->taps;
   const int L = table_->L;
-  const int M = table_->M;
   float* buf = history_.data();
   float* fresh = buf + (K - 1);
   for (size_t i = 0; i < n; i++) fresh[i] = static_cast<float>(in[i]);
 
   const int64_t end = static_cast<int64_t>(n) * L;
   size_t written = 0;
-  position_ = RunPolyphase(table_->coeffs.data(), K, L, M, buf, position_, end, out, &written) - end;
+  position_ = RunPolyphase(*table_, buf, position_, end, out, &written) - end;
   // Carry the last K - 1 samples (of history + fresh) to the front.
   const size_t total = static_cast<size_t>(K - 1) + n;
   std::copy(buf + (total - (K - 1)), buf + total, buf);
