@@ -1,6 +1,6 @@
 // One live conversation, independent of its transport (issue 4): configuration, admission, the engine session,
 // turn-taking from the VAD, barge-in, assistant playout on the pacing clock, timers, tools and the record.
-import { EngineError, type EngineHooks, type EngineToolCall, type ResponseId, type SpeechEngineSession } from '../engines/engine.js';
+import { EngineError, type EngineHooks, type EngineToolCall, type SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
 import { Vad, VAD_SPEECH_END, VAD_SPEECH_START, type ResamplerRate } from '../media/native.js';
@@ -12,7 +12,7 @@ import { callConfigurationEndpoint } from './config-endpoint.js';
 import { transition, isLive, type ConversationInput, type ConversationState } from './conversation.fsm.js';
 import type { ConversationClient, ConversationDeps, ConversationObserver, ConversationOrigin, ConversationStart, LiveConversation } from './host.js';
 import { turnLatencyMs, type TurnEnd } from './latency.js';
-import { Playout } from './playout.js';
+import { AssistantSpeech } from './assistant-speech.js';
 import { ConversationRecord } from './record.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
@@ -20,7 +20,7 @@ import { SilenceTimers } from './silence-timers.js';
 import { ownedTimer } from './timer.js';
 import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
 import { ToolRunner } from './tools/runner.js';
-import { Utterance, type UtteranceKind } from './utterance.js';
+import type { Utterance } from './utterance.js';
 import { substitute, systemVariables, templateValues } from './variables.js';
 
 /** WebSocket close code 1000 (RFC 6455 7.4.1): normal closure; 1008: policy violation; 1011: server error. */
@@ -55,9 +55,8 @@ export class Conversation implements LiveConversation {
   private session: SpeechEngineSession | null = null;
   private vad: Vad | null = null;
   private inbound: InboundAudio | null = null;
-  private playout: Playout<Utterance> | null = null;
   private readonly record: ConversationRecord;
-  private readonly utterances = new Map<ResponseId, Utterance>();
+  private readonly speech: AssistantSpeech;
   private userTurn: UserTurn | null = null;
   private lastTurnEnd: TurnEnd | null = null;
   private muted = false;
@@ -80,6 +79,19 @@ export class Conversation implements LiveConversation {
     this.fetch = deps.fetch ?? globalThis.fetch;
     this.ended = new Promise((r) => (this.resolveEnded = r));
     this.record = new ConversationRecord(deps.store, deps.log);
+    this.speech = new AssistantSpeech(
+      {
+        emit: (e) => this.emit(e),
+        session: () => this.session,
+        audioSpeed: () => this.settings!.audio_speed,
+        sendFrame: (pcm, encoded, text) => this.sendAssistantFrame(pcm, encoded, text),
+        started: (u, atMs) => this.assistantStarted(u, atMs),
+        interrupted: (u) => this.tools.interruptResponse(u.responseId),
+        stopped: (u) => this.writeAssistantItem(u),
+        finished: (u) => this.assistantFinished(u),
+      },
+      deps.timers,
+    );
     this.silence = SilenceTimers.disabled(deps.timers);
   }
 
@@ -204,12 +216,11 @@ export class Conversation implements LiveConversation {
       vad: this.vad,
       sink: { onAudio: (frame) => this.onUserFrame(frame), onVad: (events) => this.onVad(events) },
     });
-    this.playout = new Playout<Utterance>({
+    this.speech.attach({
       engineRate: rate,
       outputFormat: s.outputFormat,
       speed: s.audio_speed,
       noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null,
-      sink: { frame: (u, pcm, bytes, end) => this.onAssistantFrame(u, pcm, bytes, end), drained: (u) => this.onDrained(u) },
     });
     if (!s.data_retention_policy.zero_data_retention) await this.record.openRecording(this.deps.dataDir, rate);
     this.silence = new SilenceTimers(this.deps.timers, s, {
@@ -229,11 +240,11 @@ export class Conversation implements LiveConversation {
     const s = this.settings!;
     const session = this.session!;
     if (s.listen_only_inbound_enabled && s.listen_only_inbound_message) {
-      this.track(session.speak(this.resolve(s.listen_only_inbound_message)), 'welcome', false);
+      this.speech.track(session.speak(this.resolve(s.listen_only_inbound_message)), 'welcome', false);
     } else if (s.generate_welcome_message) {
-      this.track(session.createResponse('Greet the user and open the conversation.'), 'welcome', s.is_welcome_message_interruptible);
+      this.speech.track(session.createResponse('Greet the user and open the conversation.'), 'welcome', s.is_welcome_message_interruptible);
     } else if (s.welcome_message) {
-      this.track(session.speak(this.resolve(s.welcome_message)), 'welcome', s.is_welcome_message_interruptible);
+      this.speech.track(session.speak(this.resolve(s.welcome_message)), 'welcome', s.is_welcome_message_interruptible);
     } else {
       this.silence.nobodySpeaking();
     }
@@ -257,15 +268,15 @@ export class Conversation implements LiveConversation {
     this.silence.cancel();
     this.deps.pacing.unregister(this.paced);
     this.tools?.cancelAll();
-    for (const u of this.utterances.values()) if (u.isActive) this.finishUtterance(u);
+    this.speech.finishAll();
     this.record.flushUserItem();
     const session = this.session;
     this.session = null;
     if (session) await session.close().catch((err: unknown) => this.deps.log.warn({ err, conversationId: this.id }, 'engine close failed'));
-    await Promise.all([...this.utterances.values()].flatMap((u) => [...u.pendingTools]));
+    await Promise.all(this.speech.pendingTools());
     await this.record.finish(endedBy, this.startedAtMs, this.deps.timers.now());
     this.inbound?.destroy();
-    this.playout?.destroy();
+    this.speech.destroy();
     this.step('saved');
     this.client.close(endedBy === 'error' ? CLOSE_ERROR : CLOSE_NORMAL, endedBy);
     for (const o of this.observers) o.closed(endedBy);
@@ -309,14 +320,14 @@ export class Conversation implements LiveConversation {
       }
       case 'generate_reply': {
         const parts = [message.system_message, message.user_message ? `The user said: ${message.user_message}` : null].filter(Boolean);
-        this.track(session.createResponse(parts.length ? parts.join('\n') : undefined), 'reply', true);
+        this.speech.track(session.createResponse(parts.length ? parts.join('\n') : undefined), 'reply', true);
         return;
       }
       case 'say':
-        this.track(session.speak(message.text), 'say', message.interruptible ?? true);
+        this.speech.track(session.speak(message.text), 'say', message.interruptible ?? true);
         return;
       case 'reset':
-        for (const u of this.utterances.values()) u.interrupt();
+        this.speech.interruptAll();
         if (this.userTurn) this.dropUserTurn();
         this.vad?.reset();
         return;
@@ -383,9 +394,9 @@ export class Conversation implements LiveConversation {
     turn.sinceBackchannel += samples;
     const a = s.assistant_backchannel_aggressiveness;
     const intervalMs = BACKCHANNEL_MAX_INTERVAL_MS - a * (BACKCHANNEL_MAX_INTERVAL_MS - BACKCHANNEL_MIN_INTERVAL_MS);
-    if ((turn.sinceBackchannel * 1000) / this.session.sampleRate < intervalMs || this.speakingUtterance()) return;
+    if ((turn.sinceBackchannel * 1000) / this.session.sampleRate < intervalMs || this.speech.speaking()) return;
     turn.sinceBackchannel = 0;
-    this.track(this.session.speak(BACKCHANNEL_TEXT), 'backchannel', false);
+    this.speech.track(this.session.speak(BACKCHANNEL_TEXT), 'backchannel', false);
   }
 
   private onVad(events: number): void {
@@ -412,7 +423,7 @@ export class Conversation implements LiveConversation {
     const pre = new Int16Array(this.vad!.prebufferCapacity);
     const n = this.vad!.readPrebuffer(pre);
     if (n > 0) session.appendAudio(pre.subarray(0, n));
-    const speaking = this.speakingUtterance();
+    const speaking = this.speech.speaking();
     if (!speaking || !speaking.interruptible) return;
     if (this.settings!.min_words_to_interrupt > 1 && session.transcribesLive) this.userTurn.bargeInPending = speaking;
     else this.bargeIn(speaking);
@@ -449,66 +460,32 @@ export class Conversation implements LiveConversation {
     this.emit({ type: 'input_cancelled' });
   }
 
-  // ---- assistant utterances ----
+  // ---- assistant speech ----
 
-  private track(responseId: ResponseId, kind: UtteranceKind, interruptible: boolean): Utterance {
-    const u = new Utterance(responseId, kind, interruptible, (x) => this.onInterrupted(x));
-    this.utterances.set(responseId, u);
-    u.startedAtMs = this.deps.timers.now();
-    return u;
-  }
-
-  private speakingUtterance(): Utterance | null {
-    for (const u of this.utterances.values()) if (u.isActive) return u;
-    return null;
-  }
-
-  private onInterrupted(u: Utterance): void {
-    this.playout?.clear(u);
-    const speed = this.settings!.audio_speed;
-    const playedMs = ((u.playedSamples * 1000) / (this.session?.sampleRate ?? 16000)) * speed;
-    this.session?.cancelResponse(u.responseId, playedMs);
-    this.tools.interruptResponse(u.responseId);
-    if (u.firstFrameAtMs !== null && !u.silenced) this.emit({ type: 'assistant_finished_speaking' });
-    this.writeAssistantItem(u);
-  }
-
-  private onAssistantFrame(u: Utterance, pcm: Int16Array, bytes: Uint8Array, playedEnd: number): boolean {
-    if (!u.isActive) return true;
-    const now = this.deps.timers.now();
-    if (u.state === 'queued') {
-      u.state = 'speaking';
-      u.firstFrameAtMs = now;
-      this.emit({ type: 'assistant_started_speaking' });
-      if (this.lastTurnEnd && u.kind === 'reply') {
-        this.record.addLatency(turnLatencyMs(this.lastTurnEnd, now));
-        this.lastTurnEnd = null;
-      }
-      this.step('activity');
+  private assistantStarted(u: Utterance, atMs: number): void {
+    if (this.lastTurnEnd && u.kind === 'reply') {
+      this.record.addLatency(turnLatencyMs(this.lastTurnEnd, atMs));
+      this.lastTurnEnd = null;
     }
-    if (!this.client.sendAudio(bytes, u.takeTextUpTo(playedEnd))) return false;
-    u.playedSamples = playedEnd;
+    this.step('activity');
+  }
+
+  private sendAssistantFrame(pcm: Int16Array, encoded: Uint8Array, text: string): boolean {
+    if (!this.client.sendAudio(encoded, text)) return false;
     this.record.recordAssistant(pcm);
     for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
     return true;
   }
 
-  private onDrained(u: Utterance): void {
-    if (u.generated) this.finishUtterance(u);
-  }
-
-  private finishUtterance(u: Utterance): void {
-    if (!u.isActive) return;
-    const spoke = u.state === 'speaking';
-    u.state = 'finished';
-    if (spoke) this.emit({ type: 'assistant_finished_speaking' });
-    this.writeAssistantItem(u);
+  private assistantFinished(u: Utterance): void {
     if (this.endAfter === u.responseId) {
       this.emit({ type: 'assistant_ended_conversation' });
       void this.end('assistant');
       return;
     }
-    if (u.kind !== 'poke' && !this.userTurn && !this.speakingUtterance()) this.silence.nobodySpeaking();
+    // Ending: the silence timers stay cancelled.
+    if (!isLive(this.state)) return;
+    if (u.kind !== 'poke' && !this.userTurn && !this.speech.speaking()) this.silence.nobodySpeaking();
   }
 
   private writeAssistantItem(u: Utterance): void {
@@ -522,7 +499,7 @@ export class Conversation implements LiveConversation {
     const id = s.generate_no_input_poke_text
       ? session.createResponse('The user has not said anything for a while: check, briefly, whether they are still there.')
       : session.speak(this.resolve(s.no_input_poke_text));
-    this.track(id, 'poke', true);
+    this.speech.track(id, 'poke', true);
   }
 
   // ---- engine hooks ----
@@ -543,25 +520,10 @@ export class Conversation implements LiveConversation {
       this.record.finalUserTranscript(text);
       this.emit({ type: 'input_text', text, ...(language ? { language } : {}) });
     },
-    onAssistantAudio: (responseId, pcm) => {
-      let u = this.utterances.get(responseId);
-      if (!u) u = this.track(responseId, 'reply', true);
-      if (!u.isActive || !this.playout) return;
-      u.queuedSamples += this.playout.enqueue(u, pcm);
-    },
-    onAssistantText: (responseId, delta) => {
-      let u = this.utterances.get(responseId);
-      if (!u) u = this.track(responseId, 'reply', true);
-      if (u.isActive) u.addText(delta);
-    },
+    onAssistantAudio: (responseId, pcm) => this.speech.audio(responseId, pcm),
+    onAssistantText: (responseId, delta) => this.speech.text(responseId, delta),
     onToolCall: (call) => this.onToolCall(call),
-    onResponseDone: (responseId) => {
-      const u = this.utterances.get(responseId);
-      if (!u || !u.isActive) return;
-      u.generated = true;
-      if (this.playout) u.queuedSamples += this.playout.finish(u);
-      if (!this.playout?.hasAudio(u)) this.finishUtterance(u);
-    },
+    onResponseDone: (responseId) => this.speech.generated(responseId),
     onError: (error: EngineError) => {
       this.deps.log.error({ err: error, conversationId: this.id }, 'engine failed');
       this.emit({ type: 'error', error: { message: `speech engine: ${error.message}`, code: 'engine_error' } });
@@ -570,9 +532,7 @@ export class Conversation implements LiveConversation {
   };
 
   private onToolCall(call: EngineToolCall): void {
-    let u = this.utterances.get(call.responseId);
-    if (!u) u = this.track(call.responseId, 'reply', true);
-    const owner = u;
+    const owner = this.speech.of(call.responseId);
     const p = this.tools
       .run(call)
       .then((entry) => void owner.toolCalls.push(entry))
@@ -597,27 +557,18 @@ export class Conversation implements LiveConversation {
       }),
       endAfterResponse: (responseId: string) => {
         this.endAfter = responseId;
-        const u = this.utterances.get(responseId);
+        const u = this.speech.find(responseId);
         if (u && !u.isActive) {
           this.emit({ type: 'assistant_ended_conversation' });
           void this.end('assistant');
         }
       },
       chooseNotToRespond: (responseId: string, respondAfterSec: number | null) => {
-        const u = this.utterances.get(responseId);
-        if (u) {
-          u.silenced = true;
-          if (u.isActive) {
-            u.state = 'finished';
-            this.playout?.clear(u);
-            this.session?.cancelResponse(responseId, 0);
-            this.writeAssistantItem(u);
-          }
-        }
+        this.speech.silence(responseId);
         this.emit({ type: 'assistant_chose_not_to_respond' });
         if (respondAfterSec !== null) {
           const later = ownedTimer(this.deps.timers, respondAfterSec * 1000, () => {
-            if (this.session && !this.userTurn) this.track(this.session.createResponse(), 'reply', true);
+            if (this.session && !this.userTurn) this.speech.track(this.session.createResponse(), 'reply', true);
           });
           later.start();
         }
@@ -642,7 +593,7 @@ export class Conversation implements LiveConversation {
   // ---- output, record ----
 
   private tick(): void {
-    this.playout?.tick();
+    this.speech.tick();
     this.record.tick();
   }
 

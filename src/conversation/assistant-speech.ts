@@ -1,0 +1,166 @@
+// The assistant's side of a live conversation (issue 4): one Utterance per engine response (welcome, reply, say,
+// poke, backchannel), its audio through the playout on the pacing clock, and how each one stops: played out,
+// interrupted (barge-in: its queued audio dropped at once and the engine told how much was heard) or silenced (the
+// assistant chose not to respond). Emits assistant_started_speaking / assistant_finished_speaking.
+import type { ResponseId, SpeechEngineSession } from '../engines/engine.js';
+import type { ServerEvent } from '../schemas/sts.js';
+import type { ConversationTimers } from './host.js';
+import { Playout, type PlayoutOptions } from './playout.js';
+import { Utterance, type UtteranceKind } from './utterance.js';
+
+const MS_PER_SEC = 1000;
+
+/** What the assistant's speech needs of its conversation. */
+export interface SpeechHost {
+  emit(event: ServerEvent): void;
+  session(): SpeechEngineSession | null;
+  /** audio_speed in force (the engine is told heard time, not played time). */
+  audioSpeed(): number;
+  /** One frame to the client (and the recording and observers); false: the client is backed up, offer it again. */
+  sendFrame(pcm: Int16Array, encoded: Uint8Array, text: string): boolean;
+  /** `u`'s first frame is about to go out. */
+  started(u: Utterance, atMs: number): void;
+  /** `u` was interrupted (before `stopped`). */
+  interrupted(u: Utterance): void;
+  /** `u` stopped (played out, interrupted or silenced): its item is due. */
+  stopped(u: Utterance): void;
+  /** `u` played to its end (after `stopped`). */
+  finished(u: Utterance): void;
+}
+
+export type SpeechPlayoutOptions = Omit<PlayoutOptions<Utterance>, 'sink'>;
+
+export class AssistantSpeech {
+  private readonly utterances = new Map<ResponseId, Utterance>();
+  private playout: Playout<Utterance> | null = null;
+
+  constructor(
+    private readonly host: SpeechHost,
+    private readonly timers: ConversationTimers,
+  ) {}
+
+  /** The engine is open: audio goes out through a playout at its rate. */
+  attach(options: SpeechPlayoutOptions): void {
+    this.playout = new Playout<Utterance>({
+      ...options,
+      sink: { frame: (u, pcm, encoded, playedEnd) => this.frame(u, pcm, encoded, playedEnd), drained: (u) => this.drained(u) },
+    });
+  }
+
+  /** A new utterance for an engine response. */
+  track(responseId: ResponseId, kind: UtteranceKind, interruptible: boolean): Utterance {
+    const u = new Utterance(responseId, kind, interruptible, (x) => this.onInterrupted(x));
+    this.utterances.set(responseId, u);
+    u.startedAtMs = this.timers.now();
+    return u;
+  }
+
+  /** The utterance of a response; one the engine started on its own (a reply to the user) is tracked on first sight. */
+  of(responseId: ResponseId): Utterance {
+    return this.utterances.get(responseId) ?? this.track(responseId, 'reply', true);
+  }
+
+  find(responseId: ResponseId): Utterance | undefined {
+    return this.utterances.get(responseId);
+  }
+
+  /** The utterance queued or playing now, if any. */
+  speaking(): Utterance | null {
+    for (const u of this.utterances.values()) if (u.isActive) return u;
+    return null;
+  }
+
+  /** Engine audio of a response (lent: the playout copies it). */
+  audio(responseId: ResponseId, pcm: Int16Array): void {
+    const u = this.of(responseId);
+    if (!u.isActive || !this.playout) return;
+    u.queuedSamples += this.playout.enqueue(u, pcm);
+  }
+
+  text(responseId: ResponseId, delta: string): void {
+    const u = this.of(responseId);
+    if (u.isActive) u.addText(delta);
+  }
+
+  /** The engine finished generating a response: it stops once its queued audio has played. */
+  generated(responseId: ResponseId): void {
+    const u = this.utterances.get(responseId);
+    if (!u || !u.isActive) return;
+    u.generated = true;
+    if (this.playout) u.queuedSamples += this.playout.finish(u);
+    if (!this.playout?.hasAudio(u)) this.finish(u);
+  }
+
+  /** The assistant chose not to respond: the response is dropped unheard, without assistant_finished_speaking. */
+  silence(responseId: ResponseId): void {
+    const u = this.utterances.get(responseId);
+    if (!u) return;
+    u.silenced = true;
+    if (!u.isActive) return;
+    u.state = 'finished';
+    this.playout?.clear(u);
+    this.host.session()?.cancelResponse(responseId, 0);
+    this.host.stopped(u);
+  }
+
+  /** `reset`: every utterance stops. */
+  interruptAll(): void {
+    for (const u of this.utterances.values()) u.interrupt();
+  }
+
+  /** The conversation ends: what is still active is finished as heard so far. */
+  finishAll(): void {
+    for (const u of this.utterances.values()) if (u.isActive) this.finish(u);
+  }
+
+  /** Tool calls still running on any utterance. */
+  pendingTools(): Promise<void>[] {
+    return [...this.utterances.values()].flatMap((u) => [...u.pendingTools]);
+  }
+
+  /** Pacing clock: one frame is due. */
+  tick(): void {
+    this.playout?.tick();
+  }
+
+  destroy(): void {
+    this.playout?.destroy();
+  }
+
+  private onInterrupted(u: Utterance): void {
+    this.playout?.clear(u);
+    const session = this.host.session();
+    const heardMs = ((u.playedSamples * MS_PER_SEC) / (session?.sampleRate ?? 16000)) * this.host.audioSpeed();
+    session?.cancelResponse(u.responseId, heardMs);
+    this.host.interrupted(u);
+    if (u.firstFrameAtMs !== null && !u.silenced) this.host.emit({ type: 'assistant_finished_speaking' });
+    this.host.stopped(u);
+  }
+
+  private frame(u: Utterance, pcm: Int16Array, encoded: Uint8Array, playedEnd: number): boolean {
+    if (!u.isActive) return true;
+    if (u.state === 'queued') {
+      const now = this.timers.now();
+      u.state = 'speaking';
+      u.firstFrameAtMs = now;
+      this.host.emit({ type: 'assistant_started_speaking' });
+      this.host.started(u, now);
+    }
+    if (!this.host.sendFrame(pcm, encoded, u.takeTextUpTo(playedEnd))) return false;
+    u.playedSamples = playedEnd;
+    return true;
+  }
+
+  private drained(u: Utterance): void {
+    if (u.generated) this.finish(u);
+  }
+
+  private finish(u: Utterance): void {
+    if (!u.isActive) return;
+    const spoke = u.state === 'speaking';
+    u.state = 'finished';
+    if (spoke) this.host.emit({ type: 'assistant_finished_speaking' });
+    this.host.stopped(u);
+    this.host.finished(u);
+  }
+}
