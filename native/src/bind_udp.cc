@@ -6,13 +6,19 @@
 //   callback drains it with recvmmsg into the ring and calls onBatch(count) once per batch; JavaScript must read
 //   the packets before returning (the next batch reuses the ring). A receive error other than EAGAIN is passed as
 //   onBatch(0, error) with error.code the errno name; an exception thrown by onBatch is re-raised as uncaught.
-// udpGroupCreate(ready: Uint32Array, onReady: (n) => void) -> group
+// udpGroupCreate(ready: Uint32Array, onReady: (n) => void, backend = 0, payloadBytes = 1500, sendEntries = 4096)
 //   Per-worker receive dispatch for many low-rate sockets: an endpoint opened with a group (udpOpen's onBatch
-//   argument replaced by the group and an id) receives one batch per readable event into its ring and appends
-//   [id, count, errno] to `ready`; after the loop's poll phase a uv_check_t calls onReady(n) ONCE for all
-//   endpoints that received. At 50 packets/s per call a socket mostly holds one packet per wake, so this replaces
-//   one JS callback per packet with one per loop iteration. Capacity: ready.length / 3 endpoints.
-// udpGroupClose(group): stops the dispatch; its endpoints stop polling.
+//   argument replaced by the group and an id) has its datagrams put in its own ring, and [id, count, errno] is
+//   appended to `ready`; onReady(n) then runs ONCE for all endpoints that received. Capacity: ready.length / 3.
+//   Two backends (backend 0 = the first that works, 1 = io_uring only, 2 = poll only):
+//   - io_uring (udp_ring.h): every member's receive is a multishot recvmsg on the group's ring; one uv_poll on the
+//     ring's eventfd reaps all of them (one io_uring_enter) and dispatches; members' sends submitted together.
+//   - poll: one uv_poll per endpoint, one recvmmsg per readable event, and a uv_check_t after the poll phase
+//     calls onReady; sends are one sendmmsg per endpoint. Used where io_uring is missing or blocked.
+// udpGroupBackend(group) -> 'io_uring' | 'poll'
+// udpGroupSendMany(group, ids: Uint32Array, counts: Uint32Array, sent: Uint32Array, n)
+//   as udpSendMany for members ids[0..n) of the group, without a handle per endpoint
+// udpGroupClose(group): stops the dispatch; its endpoints stop receiving.
 // udpSend(handle, count) -> sent           packets [0, count) of the tx table; EAGAIN drops the rest (counted)
 // udpSendMany(handles[], counts: Uint32Array, sent: Uint32Array)   one crossing for many endpoints
 // udpLocalPort(handle), udpStats(handle, out: Float64Array(5)), udpClose(handle)
@@ -22,9 +28,11 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "handle.h"
 #include "udp_io.h"
+#include "udp_ring.h"
 
 namespace parley {
 namespace {
@@ -46,10 +54,22 @@ Napi::Error ErrnoError(Napi::Env env, int err, const char* syscall) {
 constexpr uint32_t kGroupTag = 0x55445047;  // "UDPG"
 constexpr size_t kGroupWords = 3;           // [id, count, errno] per ready entry
 
+enum class GroupBackend : uint32_t { Auto = 0, Ring = 1, Poll = 2 };
+// Provided receive buffers of the io_uring backend per member (a burst of a few packets per socket between two
+// reaps), within the ring's limits.
+constexpr uint32_t kRingBuffersPerMember = 4;
+constexpr uint32_t kRingMinBuffers = 256;
+
+struct Endpoint;
+
 struct Group {
   uint32_t tag = kGroupTag;
   napi_env env = nullptr;
-  uv_check_t* check = nullptr;  // owned until its uv_close callback
+  UdpRing* ring = nullptr;        // io_uring backend; null: the poll backend (uv_poll per endpoint + check)
+  uv_poll_t* ring_poll = nullptr;  // on the ring's eventfd; owned until its uv_close callback
+  std::vector<Endpoint*> by_id;    // members by id (both backends), for udpGroupSendMany and the ring's completions
+  uint32_t serial = 0;             // advanced per member opened: stale ring completions of a reused id are ignored
+  uv_check_t* check = nullptr;  // owned until its uv_close callback (poll backend)
   uint32_t* ready = nullptr;
   uint32_t capacity = 0;
   uint32_t count = 0;
@@ -63,9 +83,18 @@ struct Group {
   void Close() {
     if (closed) return;
     closed = true;
-    uv_check_stop(check);
-    uv_close(reinterpret_cast<uv_handle_t*>(check), [](uv_handle_t* h) { delete reinterpret_cast<uv_check_t*>(h); });
-    check = nullptr;
+    if (check != nullptr) {
+      uv_check_stop(check);
+      uv_close(reinterpret_cast<uv_handle_t*>(check), [](uv_handle_t* h) { delete reinterpret_cast<uv_check_t*>(h); });
+      check = nullptr;
+    }
+    if (ring_poll != nullptr) {
+      uv_poll_stop(ring_poll);
+      uv_close(reinterpret_cast<uv_handle_t*>(ring_poll), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
+      ring_poll = nullptr;
+    }
+    // Closing the ring ends every member's receive; the members' sockets stay open until they are closed.
+    if (ring != nullptr) ring->Close();
     napi_remove_env_cleanup_hook(env, CleanupHook, this);
     if (!in_callback) {
       ready_ref.Reset();
@@ -73,12 +102,27 @@ struct Group {
     }
   }
   static void CleanupHook(void* arg) { static_cast<Group*>(arg)->Close(); }
+
+  // The member's receive: a live ring has it, else the endpoint's own uv_poll.
+  bool RingActive() const { return ring != nullptr && ring->open() && !closed; }
+
+  // Keeps the loop alive while the ring has members (the poll backend's endpoints hold their own polls).
+  void UpdateRef() {
+    if (ring_poll == nullptr) return;
+    if (members > 0) uv_ref(reinterpret_cast<uv_handle_t*>(ring_poll));
+    else uv_unref(reinterpret_cast<uv_handle_t*>(ring_poll));
+  }
+
+  ~Group() { delete ring; }
 };
 
 struct Endpoint {
   uint32_t tag = kEndpointTag;
   Group* group = nullptr;  // kept alive by group_ref
   uint32_t id = 0;
+  uint32_t serial = 0;       // ring completions carry (serial << 32 | id)
+  uint32_t ready_index = 0;  // this generation's entry in group->ready
+  bool on_ring = false;      // receives through group->ring
   uint64_t queued_generation = 0;
   Napi::ObjectReference group_ref;
   napi_env env = nullptr;
@@ -109,8 +153,14 @@ struct Endpoint {
       uv_close(reinterpret_cast<uv_handle_t*>(poll), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
       poll = nullptr;
     }
+    if (group != nullptr) {
+      // The ring lets go of the socket before it is closed, so its port can be bound again at once.
+      if (on_ring && group->RingActive()) group->ring->CancelRecv(socket.fd());
+      if (id < group->by_id.size() && group->by_id[id] == this) group->by_id[id] = nullptr;
+      group->members--;
+      group->UpdateRef();
+    }
     socket.Close();
-    if (group != nullptr) group->members--;
     napi_remove_env_cleanup_hook(env, CleanupHook, this);
     if (!in_callback) ReleaseReferences();  // else after onBatch returns: it is running
   }
@@ -138,9 +188,8 @@ void OnReadableGrouped(Endpoint* ep, int status) {
   ep->queued_generation = g->generation;
 }
 
-void OnCheck(uv_check_t* handle) {
-  Group* g = static_cast<Group*>(handle->data);
-  if (g->count == 0 || g->closed) return;
+// Hands the ready entries to JavaScript (one crossing) and starts a new generation.
+void DispatchReady(Group* g) {
   g->generation++;
   Napi::Env env(g->env);
   Napi::HandleScope scope(env);
@@ -157,6 +206,71 @@ void OnCheck(uv_check_t* handle) {
   if (g->closed) {
     g->ready_ref.Reset();
     g->on_ready.Reset();
+  }
+}
+
+void OnCheck(uv_check_t* handle) {
+  Group* g = static_cast<Group*>(handle->data);
+  if (g->count == 0 || g->closed) return;
+  DispatchReady(g);
+}
+
+constexpr uint64_t RingUserData(const Endpoint* ep) { return (static_cast<uint64_t>(ep->serial) << 32) | ep->id; }
+
+// This generation's ready entry of ep (appended on first use).
+uint32_t* ReadyEntry(Group* g, Endpoint* ep) {
+  if (ep->queued_generation != g->generation) {
+    ep->queued_generation = g->generation;
+    ep->ready_index = g->count++;  // never beyond capacity: one entry per member per generation
+    uint32_t* e = g->ready + static_cast<size_t>(ep->ready_index) * kGroupWords;
+    e[0] = ep->id;
+    e[1] = 0;
+    e[2] = 0;
+  }
+  return g->ready + static_cast<size_t>(ep->ready_index) * kGroupWords;
+}
+
+void ArmOrReport(Group* g, Endpoint* ep) {
+  int rc = g->ring->ArmRecv(ep->socket.fd(), RingUserData(ep));
+  if (rc < 0) ReadyEntry(g, ep)[2] = static_cast<uint32_t>(-rc);
+}
+
+// One ring completion: copied into its endpoint's ring (the provided buffer goes straight back). Returns false,
+// leaving the completion queued, when that ring is full for this generation.
+bool OnRingDatagram(void* ctx, const RingDatagram& d) {
+  Group* g = static_cast<Group*>(ctx);
+  uint32_t id = static_cast<uint32_t>(d.user_data);
+  Endpoint* ep = id < g->by_id.size() ? g->by_id[id] : nullptr;
+  bool live = ep != nullptr && !ep->closed && ep->on_ring && ep->serial == static_cast<uint32_t>(d.user_data >> 32);
+  if (live && d.has_buffer && ep->queued_generation == g->generation &&
+      g->ready[static_cast<size_t>(ep->ready_index) * kGroupWords + 1] >= ep->socket.slots()) {
+    return false;
+  }
+  if (live && d.has_buffer) {
+    uint32_t* e = ReadyEntry(g, ep);
+    ep->socket.Store(e[1], d.payload, d.length, d.address, d.port, d.truncated);
+    e[1]++;
+  }
+  if (d.has_buffer) g->ring->ReturnBuffer(d.buffer_id);
+  if (!live) return true;
+  // ENOBUFS (all provided buffers in use) only pauses the receive: re-arm, the datagrams wait in the socket.
+  if (d.error != 0 && d.error != ENOBUFS && d.error != ECANCELED) ReadyEntry(g, ep)[2] = static_cast<uint32_t>(d.error);
+  if (d.ended && d.error != ECANCELED) ArmOrReport(g, ep);
+  return true;
+}
+
+void OnRingReadable(uv_poll_t* handle, int status, int events) {
+  Group* g = static_cast<Group*>(handle->data);
+  while (!g->closed) {
+    int n = g->ring->Reap(OnRingDatagram, g);
+    if (n < 0) {
+      Napi::Env env(g->env);
+      Napi::HandleScope scope(env);
+      napi_fatal_exception(env, ErrnoError(env, -n, "io_uring_enter").Value());
+      return;
+    }
+    if (g->count > 0) DispatchReady(g);
+    if (g->closed || !g->ring->Pending()) return;
   }
 }
 
@@ -207,12 +321,17 @@ Endpoint* Unwrap(Napi::Env env, const Napi::Value& v, bool require_open) {
 Napi::Value Open(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Group* group = nullptr;
+  uint32_t group_id = 0;
   if (info[7].IsExternal()) {
     group = info[7].As<Napi::External<Group>>().Data();
     if (group == nullptr || group->tag != kGroupTag) return ThrowType(env, "onBatch must be a function or a UDP group");
     if (group->closed) return ThrowType(env, "UDP group is closed");
     if (group->members >= group->capacity) return ThrowRange(env, "UDP group is full");
     if (!info[10].IsNumber()) return ThrowType(env, "a grouped endpoint needs an id");
+    double id = info[10].As<Napi::Number>().DoubleValue();
+    if (!(id >= 0 && id < group->capacity) || id != static_cast<uint32_t>(id)) return ThrowRange(env, "group id out of range");
+    group_id = static_cast<uint32_t>(id);
+    if (group->by_id[group_id] != nullptr) return ThrowRange(env, "group id in use");
   } else if (!info[7].IsFunction()) {
     return ThrowType(env, "udpOpen(host, port, rxData, rxMeta, slotBytes, txData, txMeta, onBatch | group, rcvbuf, sndbuf, id)");
   }
@@ -263,30 +382,44 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     Napi::Error::New(env, "no libuv loop for this environment").ThrowAsJavaScriptException();
     return env.Undefined();
   }
-  ep->poll = new uv_poll_t;
-  int rc = uv_poll_init(loop, ep->poll, ep->socket.fd());
-  if (rc != 0) {
-    delete ep->poll;  // never initialised: not known to the loop
-    ep->poll = nullptr;
-  } else if ((rc = uv_poll_start(ep->poll, UV_READABLE, OnReadable)) != 0) {
-    uv_close(reinterpret_cast<uv_handle_t*>(ep->poll), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
-    ep->poll = nullptr;
+  if (group != nullptr && group->RingActive()) {
+    ep->id = group_id;
+    ep->serial = ++group->serial & 0x7fffffff;  // user_data stays below the ring's internal bit
+    ep->on_ring = true;
+    int rc = group->ring->ArmRecv(ep->socket.fd(), RingUserData(ep));
+    if (rc < 0) {
+      delete ep;
+      ErrnoError(env, -rc, "io_uring recvmsg").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+  } else {
+    ep->poll = new uv_poll_t;
+    int rc = uv_poll_init(loop, ep->poll, ep->socket.fd());
+    if (rc != 0) {
+      delete ep->poll;  // never initialised: not known to the loop
+      ep->poll = nullptr;
+    } else if ((rc = uv_poll_start(ep->poll, UV_READABLE, OnReadable)) != 0) {
+      uv_close(reinterpret_cast<uv_handle_t*>(ep->poll), [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
+      ep->poll = nullptr;
+    }
+    if (rc != 0) {
+      delete ep;
+      ErrnoError(env, -rc, "uv_poll_start").ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    ep->poll->data = ep;
   }
-  if (rc != 0) {
-    delete ep;
-    ErrnoError(env, -rc, "uv_poll_start").ThrowAsJavaScriptException();
-    return env.Undefined();
-  }
-  ep->poll->data = ep;
   ep->rx_data = Napi::Persistent(info[2].As<Napi::Uint8Array>());
   ep->rx_meta = Napi::Persistent(info[3].As<Napi::Uint32Array>());
   ep->tx_data = Napi::Persistent(info[5].As<Napi::Uint8Array>());
   ep->tx_meta = Napi::Persistent(info[6].As<Napi::Uint32Array>());
   if (group != nullptr) {
     ep->group = group;
-    ep->id = info[10].As<Napi::Number>().Uint32Value();
+    ep->id = group_id;
     ep->group_ref = Napi::Persistent(info[7].As<Napi::Object>());
+    group->by_id[group_id] = ep;
     group->members++;
+    group->UpdateRef();
   } else {
     ep->on_batch = Napi::Persistent(info[7].As<Napi::Function>());
   }
@@ -297,8 +430,9 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   });
 }
 
-// Sends one endpoint's table; returns the count sent or -1 with a pending exception.
-int SendOne(Napi::Env env, Endpoint* ep, double count_value) {
+// Sends one endpoint's table; returns the count sent or -1 with a pending exception (and *sent_before: the
+// packets sent before the failing one).
+int SendOne(Napi::Env env, Endpoint* ep, double count_value, uint32_t* sent_before = nullptr) {
   if (!(count_value >= 0) || count_value != static_cast<uint32_t>(count_value)) {
     ThrowRange(env, "count must be a non-negative integer");
     return -1;
@@ -312,6 +446,7 @@ int SendOne(Napi::Env env, Endpoint* ep, double count_value) {
   uint32_t failed = 0;
   int n = ep->socket.Send(count, &failed);
   if (n < 0) {
+    if (sent_before != nullptr) *sent_before = failed;
     Napi::Error e = ErrnoError(env, -n, "sendmmsg");
     e.Set("index", Napi::Number::New(env, failed));
     e.ThrowAsJavaScriptException();
@@ -329,8 +464,107 @@ Napi::Value Send(const Napi::CallbackInfo& info) {
   return n < 0 ? env.Undefined() : Napi::Number::New(env, n);
 }
 
-// udpSendMany(handles, counts, sent): on an error, sent[] holds what went out so far and the error names the
-// endpoint (`handleIndex`) besides the packet (`index`).
+// A send call's packets through io_uring: queued per endpoint, submitted together, counted per endpoint.
+class RingSend {
+ public:
+  RingSend(uint32_t* sent) : sent_(sent) {}
+
+  // Queues endpoint `index`'s table (already checked); submits first whenever the ring changes or fills.
+  // Returns false with *err set if a submit failed.
+  bool Queue(Napi::Env env, Endpoint* ep, uint32_t index, uint32_t count) {
+    UdpRing* ring = ep->group->ring;
+    if (ring_ != nullptr && ring_ != ring && !Flush(env)) return false;
+    ring_ = ring;
+    if (index >= endpoints_.size()) endpoints_.resize(index + 1);
+    endpoints_[index] = ep;
+    const uint32_t* table = ep->socket.tx_meta();
+    for (uint32_t p = 0; p < count; p++) {
+      const uint32_t* m = table + static_cast<size_t>(p) * kUdpMetaWords;
+      uint64_t user_data = (static_cast<uint64_t>(index) << 32) | p;
+      const uint8_t* data = ep->socket.tx_data() + m[0];
+      if (!ring->QueueSend(ep->socket.fd(), data, m[1], m[2], static_cast<uint16_t>(m[3]), user_data)) {
+        if (!Flush(env)) return false;
+        ring_ = ring;
+        ring->QueueSend(ep->socket.fd(), data, m[1], m[2], static_cast<uint16_t>(m[3]), user_data);
+      }
+    }
+    return true;
+  }
+
+  // Submits what is queued. Returns false with a pending exception if the submit failed or a packet failed with
+  // anything but EAGAIN (dropped and counted, as sendmmsg does): the first such packet names the error.
+  bool Flush(Napi::Env env) {
+    if (ring_ == nullptr) return true;
+    UdpRing* ring = ring_;
+    ring_ = nullptr;
+    int rc = ring->SubmitSends(OnSent, this);
+    if (rc < 0) {
+      ErrnoError(env, -rc, "io_uring_enter").ThrowAsJavaScriptException();
+      return false;
+    }
+    if (failed_errno_ != 0) {
+      Napi::Error e = ErrnoError(env, failed_errno_, "send");
+      e.Set("index", Napi::Number::New(env, failed_packet_));
+      e.Set("handleIndex", Napi::Number::New(env, failed_endpoint_));
+      e.ThrowAsJavaScriptException();
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  static void OnSent(void* ctx, uint64_t user_data, int result) {
+    RingSend* self = static_cast<RingSend*>(ctx);
+    uint32_t index = static_cast<uint32_t>(user_data >> 32);
+    Endpoint* ep = self->endpoints_[index];
+    if (result >= 0) {
+      self->sent_[index]++;
+      ep->socket.CountSent(1, 0);
+    } else if (result == -EAGAIN || result == -EWOULDBLOCK) {
+      ep->socket.CountSent(0, 1);
+    } else if (self->failed_errno_ == 0 || index < self->failed_endpoint_) {
+      self->failed_errno_ = -result;
+      self->failed_endpoint_ = index;
+      self->failed_packet_ = static_cast<uint32_t>(user_data);
+    }
+  }
+
+  uint32_t* sent_;
+  UdpRing* ring_ = nullptr;
+  // Endpoint per call index, reused across calls (grows to the largest call; no allocation per tick after that).
+  static thread_local std::vector<Endpoint*> endpoints_;
+  int failed_errno_ = 0;
+  uint32_t failed_endpoint_ = 0;
+  uint32_t failed_packet_ = 0;
+};
+thread_local std::vector<Endpoint*> RingSend::endpoints_;
+
+// Sends endpoint `index` of a many-endpoint call: through the ring when it is a live ring member, else sendmmsg.
+// Returns false with a pending exception (naming handleIndex).
+bool SendEndpoint(Napi::Env env, RingSend& ring_send, Endpoint* ep, uint32_t index, uint32_t count_value, uint32_t* sent) {
+  if (ep->on_ring && ep->group->RingActive()) {
+    const char* bad = ep->socket.CheckTx(count_value);
+    if (bad == nullptr) return ring_send.Queue(env, ep, index, count_value);
+    if (!ring_send.Flush(env)) return false;
+    Napi::RangeError e = Napi::RangeError::New(env, bad);
+    e.Set("handleIndex", Napi::Number::New(env, index));
+    e.ThrowAsJavaScriptException();
+    return false;
+  }
+  if (!ring_send.Flush(env)) return false;  // keeps the order of the call
+  int r = SendOne(env, ep, count_value, &sent[index]);
+  if (r < 0) {
+    Napi::Error e = env.GetAndClearPendingException();
+    e.Set("handleIndex", Napi::Number::New(env, index));
+    e.ThrowAsJavaScriptException();
+    return false;
+  }
+  sent[index] = static_cast<uint32_t>(r);
+  return true;
+}
+
+// udpSendMany(handles, counts, sent): on an error, sent[] holds what went out and the error names the endpoint
+// (`handleIndex`) besides the packet (`index`). Endpoints before it were sent; those after it were not.
 Napi::Value SendMany(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsArray()) return ThrowType(env, "udpSendMany(handles: array, counts: Uint32Array, sent: Uint32Array)");
@@ -342,18 +576,65 @@ Napi::Value SendMany(const Napi::CallbackInfo& info) {
   uint32_t n = handles.Length();
   if (counts.length < n || sent.length < n) return ThrowRange(env, "counts and sent must hold one entry per handle");
   for (uint32_t i = 0; i < n; i++) sent.data[i] = 0;
+  RingSend ring_send(sent.data);
   for (uint32_t i = 0; i < n; i++) {
     Endpoint* ep = Unwrap(env, handles.Get(i), true);
-    if (ep == nullptr) return env.Undefined();
-    int r = SendOne(env, ep, counts.data[i]);
-    if (r < 0) {
+    if (ep == nullptr) {
       Napi::Error e = env.GetAndClearPendingException();
-      e.Set("handleIndex", Napi::Number::New(env, i));
-      e.ThrowAsJavaScriptException();
+      if (ring_send.Flush(env)) {
+        e.Set("handleIndex", Napi::Number::New(env, i));
+        e.ThrowAsJavaScriptException();
+      }
       return env.Undefined();
     }
-    sent.data[i] = static_cast<uint32_t>(r);
+    if (!SendEndpoint(env, ring_send, ep, i, counts.data[i], sent.data)) return env.Undefined();
   }
+  ring_send.Flush(env);
+  return env.Undefined();
+}
+
+Group* UnwrapGroup(Napi::Env env, const Napi::Value& v) {
+  Group* g = v.IsExternal() ? v.As<Napi::External<Group>>().Data() : nullptr;
+  if (g == nullptr || g->tag != kGroupTag) {
+    Napi::TypeError::New(env, "expected a UDP group").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return g;
+}
+
+// udpGroupSendMany(group, ids, counts, sent, n): udpSendMany for members by id (no handle to unwrap per member);
+// errors name the position in ids as handleIndex.
+Napi::Value GroupSendMany(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Group* g = UnwrapGroup(env, info[0]);
+  if (g == nullptr) return env.Undefined();
+  View<uint32_t> ids = GetArray<uint32_t>(env, info[1], napi_uint32_array, "ids must be a Uint32Array");
+  if (ids.data == nullptr) return env.Undefined();
+  View<uint32_t> counts = GetArray<uint32_t>(env, info[2], napi_uint32_array, "counts must be a Uint32Array");
+  if (counts.data == nullptr) return env.Undefined();
+  View<uint32_t> sent = GetArray<uint32_t>(env, info[3], napi_uint32_array, "sent must be a Uint32Array");
+  if (sent.data == nullptr) return env.Undefined();
+  if (!info[4].IsNumber()) return ThrowType(env, "udpGroupSendMany(group, ids, counts, sent, n)");
+  double nv = info[4].As<Napi::Number>().DoubleValue();
+  if (!(nv >= 0) || nv != static_cast<uint32_t>(nv)) return ThrowRange(env, "n must be a non-negative integer");
+  uint32_t n = static_cast<uint32_t>(nv);
+  if (ids.length < n || counts.length < n || sent.length < n) return ThrowRange(env, "ids, counts and sent must hold n entries");
+  for (uint32_t i = 0; i < n; i++) sent.data[i] = 0;
+  RingSend ring_send(sent.data);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t id = ids.data[i];
+    Endpoint* ep = id < g->by_id.size() ? g->by_id[id] : nullptr;
+    if (ep == nullptr || ep->closed) {
+      if (ring_send.Flush(env)) {
+        Napi::Error e = ErrnoError(env, EBADF, "udp (closed)");
+        e.Set("handleIndex", Napi::Number::New(env, i));
+        e.ThrowAsJavaScriptException();
+      }
+      return env.Undefined();
+    }
+    if (!SendEndpoint(env, ring_send, ep, i, counts.data[i], sent.data)) return env.Undefined();
+  }
+  ring_send.Flush(env);
   return env.Undefined();
 }
 
@@ -361,8 +642,18 @@ Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   View<uint32_t> ready = GetArray<uint32_t>(env, info[0], napi_uint32_array, "ready must be a Uint32Array");
   if (ready.data == nullptr) return env.Undefined();
-  if (!info[1].IsFunction()) return ThrowType(env, "udpGroupCreate(ready, onReady)");
+  if (!info[1].IsFunction()) return ThrowType(env, "udpGroupCreate(ready, onReady, backend, payloadBytes, sendEntries)");
   if (ready.length < kGroupWords || ready.length % kGroupWords != 0) return ThrowRange(env, "ready must hold 3 words per endpoint");
+  auto number_or = [&](size_t i, double fallback) { return info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : fallback; };
+  double backend_value = number_or(2, 0);
+  double payload_bytes = number_or(3, 1500);
+  double send_entries = number_or(4, 4096);
+  if (backend_value != 0 && backend_value != 1 && backend_value != 2) return ThrowRange(env, "backend must be 0 (auto), 1 (io_uring) or 2 (poll)");
+  if (!(payload_bytes >= 1 && payload_bytes <= kUdpMaxPayload) || payload_bytes != static_cast<uint32_t>(payload_bytes))
+    return ThrowRange(env, "payloadBytes must be 1..65507");
+  if (!(send_entries >= 1 && send_entries <= 32768) || send_entries != static_cast<uint32_t>(send_entries))
+    return ThrowRange(env, "sendEntries must be 1..32768");
+  GroupBackend backend = static_cast<GroupBackend>(static_cast<uint32_t>(backend_value));
   uv_loop_t* loop = nullptr;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
     Napi::Error::New(env, "no libuv loop for this environment").ThrowAsJavaScriptException();
@@ -372,11 +663,42 @@ Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
   g->env = env;
   g->ready = ready.data;
   g->capacity = static_cast<uint32_t>(ready.length / kGroupWords);
-  g->check = new uv_check_t;
-  uv_check_init(loop, g->check);  // cannot fail
-  g->check->data = g;
-  uv_check_start(g->check, OnCheck);
-  uv_unref(reinterpret_cast<uv_handle_t*>(g->check));  // the endpoints' polls keep the loop alive, not the group
+  g->by_id.assign(g->capacity, nullptr);
+  if (backend != GroupBackend::Poll) {
+    uint32_t buffers = g->capacity * kRingBuffersPerMember;
+    g->ring = new UdpRing();
+    int err = g->ring->Open(buffers < kRingMinBuffers ? kRingMinBuffers : buffers, static_cast<uint32_t>(payload_bytes),
+                            static_cast<uint32_t>(send_entries));
+    int rc = err == 0 ? 0 : -err;
+    if (rc == 0) {
+      g->ring_poll = new uv_poll_t;
+      rc = uv_poll_init(loop, g->ring_poll, g->ring->event_fd());
+      if (rc != 0) {
+        delete g->ring_poll;
+        g->ring_poll = nullptr;
+      } else {
+        g->ring_poll->data = g;
+        uv_poll_start(g->ring_poll, UV_READABLE, OnRingReadable);  // cannot fail on an initialised eventfd poll
+        g->UpdateRef();
+      }
+    }
+    if (rc != 0) {
+      delete g->ring;  // closes what was opened
+      g->ring = nullptr;
+      if (backend == GroupBackend::Ring) {
+        delete g;
+        ErrnoError(env, -rc, "io_uring_setup").ThrowAsJavaScriptException();
+        return env.Undefined();
+      }
+    }
+  }
+  if (g->ring == nullptr) {
+    g->check = new uv_check_t;
+    uv_check_init(loop, g->check);  // cannot fail
+    g->check->data = g;
+    uv_check_start(g->check, OnCheck);
+    uv_unref(reinterpret_cast<uv_handle_t*>(g->check));  // the endpoints' polls keep the loop alive, not the group
+  }
   g->ready_ref = Napi::Persistent(info[0].As<Napi::Uint32Array>());
   g->on_ready = Napi::Persistent(info[1].As<Napi::Function>());
   napi_add_env_cleanup_hook(env, Group::CleanupHook, g);
@@ -386,11 +708,17 @@ Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value GroupBackendName(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Group* g = UnwrapGroup(env, info[0]);
+  if (g == nullptr) return env.Undefined();
+  return Napi::String::New(env, g->ring != nullptr ? "io_uring" : "poll");
+}
+
 Napi::Value GroupClose(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsExternal()) return ThrowType(env, "expected a UDP group");
-  Group* g = info[0].As<Napi::External<Group>>().Data();
-  if (g == nullptr || g->tag != kGroupTag) return ThrowType(env, "expected a UDP group");
+  Group* g = UnwrapGroup(env, info[0]);
+  if (g == nullptr) return env.Undefined();
   g->Close();
   return env.Undefined();
 }
@@ -438,6 +766,8 @@ void InitUdp(Napi::Env env, Napi::Object exports) {
   exports.Set("udpClose", Napi::Function::New(env, Close));
   exports.Set("udpGroupCreate", Napi::Function::New(env, GroupCreate));
   exports.Set("udpGroupClose", Napi::Function::New(env, GroupClose));
+  exports.Set("udpGroupBackend", Napi::Function::New(env, GroupBackendName));
+  exports.Set("udpGroupSendMany", Napi::Function::New(env, GroupSendMany));
 }
 
 }  // namespace parley

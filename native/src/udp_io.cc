@@ -125,6 +125,22 @@ int UdpSocket::Receive() {
   return n;
 }
 
+void UdpSocket::Store(uint32_t slot, const uint8_t* data, uint32_t length, uint32_t address, uint16_t port, bool truncated) {
+  uint32_t* meta = rx_meta_ + static_cast<size_t>(slot) * kUdpMetaWords;
+  if (length > slot_bytes_) {
+    length = slot_bytes_;
+    truncated = true;
+  }
+  std::memcpy(rx_data_ + static_cast<size_t>(slot) * slot_bytes_, data, length);
+  meta[0] = length;
+  meta[1] = address;
+  meta[2] = port;
+  meta[3] = truncated ? kUdpFlagTruncated : 0;
+  if (truncated) counters_.rx_truncated++;
+  counters_.rx_packets++;
+  if (slot == 0) counters_.rx_batches++;
+}
+
 const char* UdpSocket::CheckTx(uint32_t count) const {
   if (count > tx_slots_) return "count exceeds the send table";
   for (uint32_t i = 0; i < count; i++) {

@@ -57,6 +57,10 @@ class UdpSocket {
   // One recvmmsg(2) into the ring. Returns the number of datagrams (0 when nothing is waiting) or -errno.
   int Receive();
 
+  // Stores one datagram received elsewhere (the io_uring path, udp_ring.h) in ring slot `slot` (< slots()), with
+  // the same meta layout as Receive(); `length` beyond slot_bytes is cut and flagged truncated.
+  void Store(uint32_t slot, const uint8_t* data, uint32_t length, uint32_t address, uint16_t port, bool truncated);
+
   // Sends tx entries [0, count) with sendmmsg(2), looping on partial sends. The table must have been checked with
   // CheckTx(). Returns the number sent. On EAGAIN (send buffer full) the rest is dropped and counted in
   // counters().tx_dropped: RTP is real time, a packet sent late is worth less than one not sent, and holding it
@@ -73,6 +77,12 @@ class UdpSocket {
   int fd() const { return fd_; }
   uint16_t local_port() const { return local_port_; }
   uint32_t slots() const { return slots_; }
+  const uint8_t* tx_data() const { return tx_data_; }
+  const uint32_t* tx_meta() const { return tx_meta_; }
+  void CountSent(uint32_t sent, uint32_t dropped) {
+    counters_.tx_packets += sent;
+    counters_.tx_dropped += dropped;
+  }
   const UdpCounters& counters() const { return counters_; }
 
  private:

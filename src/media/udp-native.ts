@@ -1,26 +1,29 @@
-// Batched UDP I/O for RTP through the native addon (native/src/udp_io.h, bind_udp.cc): recvmmsg/sendmmsg.
+// Batched UDP I/O for RTP through the native addon: recvmmsg/sendmmsg endpoints (native/src/udp_io.h) and, for a
+// worker's many call sockets, io_uring (native/src/udp_ring.h).
 //
 // Issue 3 item 3: node:dgram costs ~7 us per packet (bench/results/udp-io.json), more than a third of a core at 500
 // calls, so RTP sockets live in the addon. One NativeUdpSocket per RTP port, i.e. per call stream: SDP gives each
-// stream its own port and symmetric RTP needs packets to leave from that same port. The per-worker pacing tick
-// then sends for all its streams with one crossing into C++ (sendMany), and each socket's receive side calls back
-// once per batch of datagrams.
+// stream its own port and symmetric RTP needs packets to leave from that same port.
+//
+// A worker's sockets share one NativeUdpGroup. Its io_uring backend (the default where the kernel allows it)
+// arms one multishot receive per socket on the group's ring and sends every socket's packets of a tick with one
+// io_uring_enter (group.sendMany): the kernel is entered a few times per loop iteration, not once per packet, and
+// one crossing into JavaScript delivers every socket that received. Measured against the alternatives (one
+// recvmmsg per readable socket under libuv's epoll and one sendmmsg per socket; node:dgram) in
+// bench/results/udp-io.json. Where io_uring is missing or blocked (a container's seccomp profile) the group falls
+// back to the poll backend: one uv_poll and recvmmsg per socket, one sendmmsg per socket, the same dispatch.
 //
 // Shared buffers, no per-packet JS objects:
 // - receive ring: `slots` slots of `slotBytes` bytes in rxData; packet i of a batch starts at i * slotBytes and
 //   its rxMeta words are [length, IPv4 address as uint32, port, flags (1 = truncated)]. The ring is reused by the
 //   next batch: read (or copy) the packets inside the onBatch callback.
 // - send table: write payloads anywhere in txData and, per packet i, txMeta words [offset, length, address, port];
-//   then send(count). If the kernel's send buffer is full (EAGAIN) the rest of the batch is dropped and counted
+//   then send(count). If the kernel's send buffer is full (EAGAIN) the packet is dropped and counted
 //   (stats().txDropped): RTP is real time, a late packet is worth less than a lost one.
-// Many low-rate sockets (one per call, ~1 packet per wake) should share a NativeUdpGroup: their batches are handed
-// to JavaScript with ONE callback per event-loop iteration for all of them instead of one per socket and packet.
 // IPv4 only. Errors from the kernel are UdpIoError with the errno name as `code`; misuse (wrong sizes, closed
 // socket) is a RangeError / TypeError / UdpIoError('EBADF').
-import { createRequire } from 'node:module';
 import { constants } from 'node:os';
-
-const ADDON_PATH = '../../native/build/Release/parley_dsp.node';
+import { nativeAddon } from './native.js';
 
 /** Words per rxMeta / txMeta entry. */
 export const UDP_META_WORDS = 4;
@@ -31,6 +34,8 @@ export const DEFAULT_SLOT_BYTES = 1500;
 /** At 50 packets/s per stream a batch is rarely more than a few packets; 16 covers a 300 ms stall. */
 export const DEFAULT_RX_SLOTS = 16;
 export const DEFAULT_TX_SLOTS = 8;
+/** io_uring sends per submission: a tick of 4096 calls in one io_uring_enter. */
+export const DEFAULT_GROUP_SEND_ENTRIES = 4096;
 /** Linux UIO_MAXIOV caps sendmmsg's vector; the addon checks it too. */
 export const MAX_BATCH = 1024;
 
@@ -82,7 +87,15 @@ interface UdpAddon {
     sndbufBytes?: number,
     groupId?: number,
   ): UdpHandle;
-  udpGroupCreate(ready: Uint32Array, onReady: (n: number) => void): GroupHandle;
+  udpGroupCreate(
+    ready: Uint32Array,
+    onReady: (n: number) => void,
+    backend: number,
+    payloadBytes: number,
+    sendEntries: number,
+  ): GroupHandle;
+  udpGroupBackend(group: GroupHandle): UdpGroupBackend;
+  udpGroupSendMany(group: GroupHandle, ids: Uint32Array, counts: Uint32Array, sent: Uint32Array, n: number): void;
   udpGroupClose(group: GroupHandle): void;
   udpSend(handle: UdpHandle, count: number): number;
   udpSendMany(handles: readonly UdpHandle[], counts: Uint32Array, sent: Uint32Array): void;
@@ -91,7 +104,7 @@ interface UdpAddon {
   udpClose(handle: UdpHandle): void;
 }
 
-const addon = createRequire(import.meta.url)(ADDON_PATH) as UdpAddon;
+const addon = nativeAddon() as UdpAddon;
 
 function isNativeErrno(err: unknown): err is NativeErrno {
   return err instanceof Error && typeof (err as NativeErrno).code === 'string' && typeof (err as NativeErrno).errno === 'number';
@@ -143,6 +156,19 @@ export interface NativeUdpOptions {
 
 const ERRNO_NAMES = new Map<number, string>(Object.entries(constants.errno).map(([name, n]) => [n, name]));
 
+/** How a group's sockets reach the kernel: see the file header. */
+export type UdpGroupBackend = 'io_uring' | 'poll';
+const BACKEND_CODES = { auto: 0, io_uring: 1, poll: 2 } as const satisfies Record<UdpGroupBackend | 'auto', number>;
+
+export interface NativeUdpGroupOptions {
+  /** 'auto' (default): io_uring where the kernel allows it, else poll. 'io_uring' fails where it cannot. */
+  backend?: UdpGroupBackend | 'auto';
+  /** io_uring: largest datagram received whole (longer ones are cut and flagged truncated); default 1500 */
+  payloadBytes?: number;
+  /** io_uring: sends submitted per io_uring_enter (more are submitted in several); default 4096 */
+  sendEntries?: number;
+}
+
 /**
  * One receive dispatch for many sockets (a worker's RTP ports): after each event-loop poll phase, one crossing
  * from C++ delivers every socket that received, and each socket's onBatch listener runs. Capacity is fixed at
@@ -161,13 +187,40 @@ export class NativeUdpGroup {
   /** Crossings from C++ so far (each delivers every socket that received in one loop iteration). */
   dispatches = 0;
 
-  constructor(capacity: number) {
+  /** Which backend serves this group (see the file header). */
+  readonly backend: UdpGroupBackend;
+
+  constructor(capacity: number, options: NativeUdpGroupOptions = {}) {
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('group capacity must be a positive integer');
     this.capacity = capacity;
     this.ready = new Uint32Array(capacity * GROUP_WORDS);
     this.sockets = new Array<NativeUdpSocket | undefined>(capacity);
     for (let id = capacity - 1; id >= 0; id--) this.freeIds.push(id);
-    this.handle = addon.udpGroupCreate(this.ready, (n) => this.dispatch(n));
+    try {
+      this.handle = addon.udpGroupCreate(
+        this.ready,
+        (n) => this.dispatch(n),
+        BACKEND_CODES[options.backend ?? 'auto'],
+        options.payloadBytes ?? DEFAULT_SLOT_BYTES,
+        options.sendEntries ?? DEFAULT_GROUP_SEND_ENTRIES,
+      );
+    } catch (err) {
+      translate(err);
+    }
+    this.backend = addon.udpGroupBackend(this.handle);
+  }
+
+  /**
+   * Sends the tables of members ids[0..n) (NativeUdpSocket.groupId) in one crossing: sent[i] = packets sent by
+   * ids[i]. With io_uring all of them go to the kernel in one io_uring_enter. Errors as NativeUdpSocket.sendMany
+   * (handleIndex: the position in ids).
+   */
+  sendMany(ids: Uint32Array, counts: Uint32Array, sent: Uint32Array, n = ids.length): void {
+    try {
+      addon.udpGroupSendMany(this.handle, ids, counts, sent, n);
+    } catch (err) {
+      translate(err);
+    }
   }
 
   private dispatch(n: number): void {
@@ -188,11 +241,13 @@ export class NativeUdpGroup {
       const socket = this.sockets[r[w]];
       // A socket closed earlier in this same dispatch has nothing more to deliver.
       if (socket === undefined || socket.isClosed) continue;
+      const count = r[w + 1];
       const errno = r[w + 2];
-      if (errno === 0) socket.deliver(r[w + 1], undefined);
-      else {
+      // A batch and then an error can share an entry (io_uring: packets, then the receive failed).
+      if (count > 0 || errno === 0) socket.deliver(count, undefined);
+      if (errno !== 0 && !socket.isClosed) {
         const code = ERRNO_NAMES.get(errno) ?? `ERRNO_${errno}`;
-        socket.deliver(0, { name: 'Error', message: `recvmmsg ${code}`, code, errno: -errno, syscall: 'recvmmsg' });
+        socket.deliver(0, { name: 'Error', message: `receive ${code}`, code, errno: -errno, syscall: 'recvmsg' });
       }
     }
   }
@@ -249,7 +304,8 @@ export class NativeUdpSocket {
   private closed = false;
   private readonly statsOut = new Float64Array(5);
   private readonly group: NativeUdpGroup | undefined;
-  private readonly groupId: number;
+  /** This socket's id in its group (for NativeUdpGroup.sendMany); -1 without a group. */
+  readonly groupId: number;
 
   private constructor(options: NativeUdpOptions) {
     const slots = options.slots ?? DEFAULT_RX_SLOTS;

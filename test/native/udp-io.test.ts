@@ -1,12 +1,22 @@
 // Native batched UDP I/O (recvmmsg/sendmmsg endpoints of the addon, src/media/udp-native.ts) against real
 // node:dgram peers on 127.0.0.1: received bursts (counts, contents, source address and port, batching,
 // truncation), sent batches (contents, destinations, source port), a 1024-packet sendmmsg, closing while packets
-// arrive, kernel errors as UdpIoError with errno names, and many sockets served by one sendMany call.
+// arrive, kernel errors as UdpIoError with errno names, and many sockets served by one sendMany call; groups on
+// both backends (io_uring where the kernel allows it, and poll): dispatch, bursts beyond a socket's ring and the
+// group's receive buffers, truncation, sends by member id with their errors, and closing a member mid-stream.
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
 import { setImmediate as immediate } from 'node:timers/promises';
-import { NativeUdpGroup, NativeUdpSocket, UdpIoError, ipv4ToUint32, uint32ToIpv4, type UdpHandle } from '../../src/media/udp-native.js';
+import {
+  NativeUdpGroup,
+  NativeUdpSocket,
+  UdpIoError,
+  ipv4ToUint32,
+  uint32ToIpv4,
+  type UdpGroupBackend,
+  type UdpHandle,
+} from '../../src/media/udp-native.js';
 
 const HOST = '127.0.0.1';
 const LOOPBACK = ipv4ToUint32(HOST);
@@ -277,66 +287,228 @@ t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from i
   t.equal(sent[5], 0);
 });
 
-t.test('a group hands many sockets\' batches to JavaScript in a few dispatches, each to its socket', async (t) => {
-  const N = 100;
-  const group = new NativeUdpGroup(N);
-  t.teardown(() => group.close());
-  const sockets: NativeUdpSocket[] = [];
-  const got: Array<{ from: number; value: number } | undefined> = new Array(N);
-  for (let i = 0; i < N; i++) {
-    const me = i;
-    const s = open(t, { group, slots: 4 });
-    s.onBatch((count, sock) => {
-      t.equal(count, 1, `socket ${me}: one packet`);
-      t.equal(got[me], undefined, `socket ${me} receives once`);
-      got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
-    });
-    sockets.push(s);
+/** io_uring where this kernel allows it (a container's seccomp profile may not): its tests are skipped otherwise. */
+function uringAvailable(): boolean {
+  try {
+    new NativeUdpGroup(1, { backend: 'io_uring' }).close();
+    return true;
+  } catch (err) {
+    if (err instanceof UdpIoError) return false;
+    throw err;
   }
-  t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'a full group refuses another socket');
-  const tx = await dgramSocket(t);
-  for (let i = 0; i < N; i++) tx.send(Buffer.from([i]), sockets[i].port, HOST);
-  await until(() => got.filter(Boolean).length === N, `${N} packets`);
-  for (let i = 0; i < N; i++) t.same(got[i], { from: tx.address().port, value: i }, `socket ${i}`);
-  t.ok(group.dispatches >= 1 && group.dispatches < N, `${N} sockets served in ${group.dispatches} dispatches`);
+}
+const BACKENDS: UdpGroupBackend[] = uringAvailable() ? ['io_uring', 'poll'] : ['poll'];
 
-  // Closing a member frees its place; the newcomer receives through the same group.
-  sockets[0].close();
-  let late = -1;
-  const s = open(t, { group }).onBatch((count, sock) => {
-    late = sock.rxData[0];
-  });
-  tx.send(Buffer.from([42]), s.port, HOST);
-  await until(() => late === 42, 'the newcomer\'s packet');
-  t.equal(late, 42);
+t.test('a group picks io_uring where it can and poll when asked', async (t) => {
+  const auto = new NativeUdpGroup(1);
+  t.teardown(() => auto.close());
+  t.equal(auto.backend, BACKENDS[0], `auto chose ${auto.backend}`);
+  const poll = new NativeUdpGroup(1, { backend: 'poll' });
+  t.teardown(() => poll.close());
+  t.equal(poll.backend, 'poll');
+  t.throws(() => new NativeUdpGroup(1, { payloadBytes: 0 }), RangeError);
 });
 
-t.test('a socket closed during a group dispatch gets no more batches, and its place is not reused in it', async (t) => {
-  const group = new NativeUdpGroup(2);
-  t.teardown(() => group.close());
-  const a = open(t, { group });
-  const b = open(t, { group });
-  const tx = await dgramSocket(t);
-  const seen: string[] = [];
-  const onBatch = (name: string) => () => {
-    seen.push(name);
-    if (seen.length === 1) {
-      // Whichever comes first closes the other; its place is not free until the dispatch ends.
-      (name === 'a' ? b : a).close();
-      t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'no place during the dispatch');
+for (const backend of BACKENDS) {
+  t.test(`${backend}: a group hands many sockets' batches to JavaScript in a few dispatches, each to its socket`, async (t) => {
+    const N = 100;
+    const group = new NativeUdpGroup(N, { backend });
+    t.equal(group.backend, backend);
+    t.teardown(() => group.close());
+    const sockets: NativeUdpSocket[] = [];
+    const got: Array<{ from: number; value: number } | undefined> = new Array(N);
+    for (let i = 0; i < N; i++) {
+      const me = i;
+      const s = open(t, { group, slots: 4 });
+      s.onBatch((count, sock) => {
+        t.equal(count, 1, `socket ${me}: one packet`);
+        t.equal(got[me], undefined, `socket ${me} receives once`);
+        got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
+      });
+      sockets.push(s);
     }
-  };
-  a.onBatch(onBatch('a'));
-  b.onBatch(onBatch('b'));
-  // Both packets sent before the loop polls: both sockets are ready in the same iteration.
-  tx.send(Buffer.from([1]), a.port, HOST);
-  tx.send(Buffer.from([2]), b.port, HOST);
-  await until(() => seen.length >= 1, 'the first batch');
-  for (let i = 0; i < 20; i++) await immediate();
-  t.equal(seen.length, 1, `only the first socket's batch was delivered (${seen.join(', ')})`);
-  const newcomer = open(t, { group });
-  t.ok(newcomer.port > 0, 'after the dispatch the freed place takes a newcomer');
-});
+    t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'a full group refuses another socket');
+    const tx = await dgramSocket(t);
+    for (let i = 0; i < N; i++) tx.send(Buffer.from([i]), sockets[i].port, HOST);
+    await until(() => got.filter(Boolean).length === N, `${N} packets`);
+    for (let i = 0; i < N; i++) t.same(got[i], { from: tx.address().port, value: i }, `socket ${i}`);
+    t.ok(group.dispatches >= 1 && group.dispatches < N, `${N} sockets served in ${group.dispatches} dispatches`);
+
+    // Closing a member frees its place; the newcomer receives through the same group.
+    sockets[0].close();
+    let late = -1;
+    const s = open(t, { group }).onBatch((count, sock) => {
+      late = sock.rxData[0];
+    });
+    tx.send(Buffer.from([42]), s.port, HOST);
+    await until(() => late === 42, 'the newcomer\'s packet');
+    t.equal(late, 42);
+  });
+
+  t.test(`${backend}: a socket closed during a group dispatch gets no more batches, and its place is not reused in it`, async (t) => {
+    const group = new NativeUdpGroup(2, { backend });
+    t.teardown(() => group.close());
+    const a = open(t, { group });
+    const b = open(t, { group });
+    const tx = await dgramSocket(t);
+    const seen: string[] = [];
+    const onBatch = (name: string) => () => {
+      seen.push(name);
+      if (seen.length === 1) {
+        // Whichever comes first closes the other; its place is not free until the dispatch ends.
+        (name === 'a' ? b : a).close();
+        t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'no place during the dispatch');
+      }
+    };
+    a.onBatch(onBatch('a'));
+    b.onBatch(onBatch('b'));
+    // Both packets sent before the loop polls: both sockets are ready in the same iteration.
+    tx.send(Buffer.from([1]), a.port, HOST);
+    tx.send(Buffer.from([2]), b.port, HOST);
+    await until(() => seen.length >= 1, 'the first batch');
+    for (let i = 0; i < 20; i++) await immediate();
+    t.equal(seen.length, 1, `only the first socket's batch was delivered (${seen.join(', ')})`);
+    const newcomer = open(t, { group });
+    t.ok(newcomer.port > 0, 'after the dispatch the freed place takes a newcomer');
+  });
+
+  t.test(`${backend}: a burst larger than a socket's ring and than the group's receive buffers arrives whole, in ring-sized batches`, async (t) => {
+    // 1024 packets sent synchronously before the loop runs: the io_uring backend has 256 provided buffers here, so
+    // its receive stops for lack of buffers (ENOBUFS) and is re-armed; the socket's 16-slot ring fills many times.
+    const group = new NativeUdpGroup(2, { backend, payloadBytes: 172 });
+    t.teardown(() => group.close());
+    const rx = open(t, { group, slots: 16, slotBytes: 172, recvBufferBytes: 4 * 1024 * 1024 });
+    const tx = open(t, { txSlots: 1024, slotBytes: 172 });
+    const seen = new Set<number>();
+    const batches: number[] = [];
+    let bad = 0;
+    rx.onBatch((count, s) => {
+      batches.push(count);
+      for (let i = 0; i < count; i++) {
+        const o = s.rxOffset(i);
+        const seq = s.rxData[o] * 256 + s.rxData[o + 1];
+        if (s.rxLength(i) !== 172 || s.rxPort(i) !== tx.port || s.rxData[o + 171] !== (seq & 255)) bad++;
+        seen.add(seq);
+      }
+    });
+    for (let i = 0; i < 1024; i++) {
+      const o = i * 172;
+      tx.txData[o] = i >> 8;
+      tx.txData[o + 1] = i & 255;
+      tx.txData[o + 171] = i & 255;
+      tx.setTx(i, o, 172, LOOPBACK, rx.port);
+    }
+    t.equal(tx.send(1024), 1024);
+    await until(() => seen.size === 1024, `1024 packets (have ${seen.size}, drops ${kernelDrops(rx.port)})`);
+    t.equal(bad, 0, 'lengths, source port and contents');
+    t.ok(batches.every((b) => b >= 1 && b <= 16), 'no batch larger than the socket\'s ring');
+    t.equal(batches.reduce((a, b) => a + b, 0), 1024, 'each packet once');
+    t.equal(rx.stats().rxPackets, 1024);
+  });
+
+  t.test(`${backend}: a datagram longer than the socket's slot is cut and flagged`, async (t) => {
+    const group = new NativeUdpGroup(1, { backend, payloadBytes: 1500 });
+    t.teardown(() => group.close());
+    const rx = open(t, { group, slots: 4, slotBytes: 100 });
+    const tx = await dgramSocket(t);
+    const got: Array<[number, boolean, number]> = [];
+    rx.onBatch((count, s) => {
+      for (let i = 0; i < count; i++) got.push([s.rxLength(i), s.rxTruncated(i), s.rxData[s.rxOffset(i) + 99]]);
+    });
+    tx.send(Buffer.alloc(250, 7), rx.port, HOST);
+    await until(() => got.length === 1, 'the long datagram');
+    tx.send(Buffer.alloc(100, 8), rx.port, HOST);
+    await until(() => got.length === 2, 'the fitting datagram');
+    t.same(got, [[100, true, 7], [100, false, 8]]);
+    t.equal(rx.stats().rxTruncated, 1);
+  });
+
+  t.test(`${backend}: group.sendMany sends each member's table by id, and names the member and packet that failed`, async (t) => {
+    const N = 50;
+    const group = new NativeUdpGroup(N, { backend });
+    t.teardown(() => group.close());
+    const sockets: NativeUdpSocket[] = [];
+    const got: Array<{ from: number; value: number } | undefined> = new Array(N);
+    for (let i = 0; i < N; i++) {
+      const me = i;
+      const s = open(t, { group, txSlots: 2 }).onBatch((count, sock) => {
+        got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
+      });
+      sockets.push(s);
+    }
+    const ids = Uint32Array.from(sockets, (s) => s.groupId);
+    const counts = new Uint32Array(N).fill(1);
+    const sent = new Uint32Array(N);
+    for (let i = 0; i < N; i++) {
+      sockets[i].txData[0] = i;
+      sockets[i].setTx(0, 0, 1, LOOPBACK, sockets[(i + 1) % N].port);
+    }
+    group.sendMany(ids, counts, sent);
+    t.ok(sent.every((n) => n === 1), 'each member sent its packet');
+    await until(() => got.filter(Boolean).length === N, `${N} packets`);
+    for (let i = 0; i < N; i++) t.same(got[i], { from: sockets[(i + N - 1) % N].port, value: (i + N - 1) % N }, `socket ${i}`);
+    t.equal(sockets[0].stats().txPackets, 1);
+
+    // Member 3's second packet goes to the limited broadcast address without SO_BROADCAST: EACCES.
+    got.fill(undefined);
+    sockets[3].setTx(1, 0, 1, ipv4ToUint32('255.255.255.255'), 9);
+    counts[3] = 2;
+    const err = t.throws(() => group.sendMany(ids, counts, sent), { name: 'UdpIoError', code: 'EACCES', handleIndex: 3, index: 1 });
+    t.ok(err instanceof UdpIoError);
+    t.equal(sent[3], 1, 'its first packet went out');
+    t.ok(sent.subarray(0, 3).every((n) => n === 1), 'the members before it sent');
+    await until(() => got[4] !== undefined, 'the packet of member 3 before the failing one');
+
+    // A closed member: EBADF naming its position; the members before it sent.
+    counts[3] = 1;
+    sockets[10].close();
+    t.throws(() => group.sendMany(ids, counts, sent, 20), { name: 'UdpIoError', code: 'EBADF', handleIndex: 10 });
+    t.ok(sent.subarray(0, 10).every((n) => n === 1), 'the members before it sent');
+    t.equal(sent[10], 0);
+    t.throws(() => group.sendMany(ids, counts, sent, N + 1), RangeError, 'n beyond the arrays');
+  });
+
+  t.test(`${backend}: a member closed while packets stream in gets nothing more and its port is free at once`, async (t) => {
+    const group = new NativeUdpGroup(4, { backend });
+    t.teardown(() => group.close());
+    const rx = open(t, { group, slots: 4 });
+    const other = open(t, { group, slots: 4 });
+    const tx = await dgramSocket(t);
+    let received = 0;
+    let otherReceived = 0;
+    rx.onBatch((count) => {
+      received += count;
+    });
+    other.onBatch((count) => {
+      otherReceived += count;
+    });
+    let sending = true;
+    const pump = async () => {
+      while (sending) {
+        for (let i = 0; i < 20; i++) {
+          tx.send(Buffer.alloc(40), rx.port, HOST);
+          tx.send(Buffer.alloc(40), other.port, HOST);
+        }
+        await immediate();
+      }
+    };
+    const pumping = pump();
+    await until(() => received >= 100, '100 packets');
+    const port = rx.port;
+    rx.close();
+    const atClose = received;
+    const again = open(t, { port });
+    t.equal(again.port, port, 'the port binds again right after close');
+    again.close();
+    const otherAtClose = otherReceived;
+    for (let i = 0; i < 50; i++) await immediate();
+    sending = false;
+    await pumping;
+    t.equal(received, atClose, 'nothing delivered after close');
+    await until(() => otherReceived > otherAtClose, 'the other member still receiving');
+    t.ok(otherReceived > otherAtClose, 'the other member kept receiving');
+  });
+}
 
 /** Runs a script in a child Node (with tsx) and returns its exit code and stderr. */
 async function runChild(source: string): Promise<{ code: number | null; signal: string | null; stderr: string }> {
