@@ -38,15 +38,3 @@ export async function defaultAgents(sql: Sql, rows: ProjectRow[]): Promise<Map<s
   for (const a of agents) out.set(a.id, { id: a.id, name: a.name });
   return out;
 }
-
-/** Conversations in progress per project (leases of the conversations engine), 0 when none. */
-export async function activeConversationCounts(sql: Sql, projectIds: string[]): Promise<Map<string, number>> {
-  const out = new Map<string, number>(projectIds.map((id) => [id, 0]));
-  if (projectIds.length === 0) return out;
-  // Leases of live conversations (conversations migration); an expired lease is a dead node's and not counted.
-  const rows = await sql<{ project_id: string; n: number }[]>`
-    select project_id, count(*)::int as n from conversation_leases
-    where project_id = any(${projectIds}) and expires_at > now() group by project_id`;
-  for (const r of rows) out.set(r.project_id, r.n);
-  return out;
-}
