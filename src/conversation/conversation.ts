@@ -3,7 +3,7 @@
 import { EngineError, type EngineHooks, type EngineToolCall, type SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
-import { Vad, VAD_SPEECH_END, VAD_SPEECH_START, type ResamplerRate } from '../media/native.js';
+import { Vad, type ResamplerRate } from '../media/native.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import type { EndedBy } from '../schemas/conversations.js';
 import type { ServerEvent, SessionMessage } from '../schemas/sts.js';
@@ -11,13 +11,14 @@ import { newId } from '../store/ids.js';
 import { callConfigurationEndpoint } from './config-endpoint.js';
 import { transition, isLive, type ConversationInput, type ConversationState } from './conversation.fsm.js';
 import type { ConversationClient, ConversationDeps, ConversationObserver, ConversationOrigin, ConversationStart, LiveConversation } from './host.js';
-import { turnLatencyMs, type TurnEnd } from './latency.js';
+import { turnLatencyMs } from './latency.js';
 import { AssistantSpeech } from './assistant-speech.js';
 import { ConversationRecord } from './record.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
 import { SilenceTimers } from './silence-timers.js';
 import { ownedTimer } from './timer.js';
+import { TurnTaking } from './turn-taking.js';
 import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
 import { ToolRunner } from './tools/runner.js';
 import type { Utterance } from './utterance.js';
@@ -27,20 +28,6 @@ import { substitute, systemVariables, templateValues } from './variables.js';
 const CLOSE_NORMAL = 1000;
 const CLOSE_POLICY = 1008;
 const CLOSE_ERROR = 1011;
-/** Backchannel: user speech between two acknowledgements, from aggressiveness 1 (shortest) to 0 (longest). */
-const BACKCHANNEL_MIN_INTERVAL_MS = 2000;
-const BACKCHANNEL_MAX_INTERVAL_MS = 8000;
-export const BACKCHANNEL_TEXT = 'Mm-hmm.';
-
-interface UserTurn {
-  startedAtMs: number;
-  transcript: string;
-  words: number;
-  /** Barge-in waits for min_words_to_interrupt words of this turn. */
-  bargeInPending: Utterance | null;
-  /** User samples heard since the last backchannel (or the turn's start). */
-  sinceBackchannel: number;
-}
 
 export class Conversation implements LiveConversation {
   state: ConversationState = 'created';
@@ -53,14 +40,11 @@ export class Conversation implements LiveConversation {
   private projectName = 'main';
   private agent: { id: string; name: string } | null = null;
   private session: SpeechEngineSession | null = null;
-  private vad: Vad | null = null;
   private inbound: InboundAudio | null = null;
   private readonly record: ConversationRecord;
   private readonly speech: AssistantSpeech;
-  private userTurn: UserTurn | null = null;
-  private lastTurnEnd: TurnEnd | null = null;
-  private muted = false;
-  private samplesFed = 0;
+  /** Set once the engine is open (the conversation is live from then on). */
+  private turns: TurnTaking | null = null;
   /** Largest payload fed to the inbound chain at once: 60 ms of the input format (Opus: one packet, unbounded). */
   private maxChunkBytes = 0;
   private startedAtMs = 0;
@@ -202,7 +186,7 @@ export class Conversation implements LiveConversation {
     }
     this.session = session;
     const rate = session.sampleRate as ResamplerRate;
-    this.vad = new Vad(rate, {
+    const vad = new Vad(rate, {
       threshold: s.vad_threshold,
       prebufferMs: s.vad_prebuffer_duration_ms,
       minSpeechMs: s.vad_min_speech_duration_ms,
@@ -213,8 +197,8 @@ export class Conversation implements LiveConversation {
     this.inbound = new InboundAudio({
       format: s.inputFormat,
       engineRate: rate,
-      vad: this.vad,
-      sink: { onAudio: (frame) => this.onUserFrame(frame), onVad: (events) => this.onVad(events) },
+      vad,
+      sink: { onAudio: (frame) => this.onUserFrame(frame), onVad: (events) => this.turns!.vad(events) },
     });
     this.speech.attach({
       engineRate: rate,
@@ -227,6 +211,16 @@ export class Conversation implements LiveConversation {
       clientIdle: () => void this.end('user'),
       poke: () => this.pokeUser(),
       silenceLimit: () => void this.end('assistant_silence_limit_reached'),
+    });
+    this.turns = new TurnTaking({
+      session,
+      vad,
+      settings: s,
+      timers: this.deps.timers,
+      record: this.record,
+      silence: this.silence,
+      assistant: { speaking: () => this.speech.speaking(), backchannel: (text) => void this.speech.track(session.speak(text), 'backchannel', false) },
+      emit: (e) => this.emit(e),
     });
     this.step('configured');
     await this.writeState('ready');
@@ -293,10 +287,9 @@ export class Conversation implements LiveConversation {
       case 'audio_chunk':
         return this.pushAudio(Buffer.from(message.audio, 'base64'));
       case 'mute':
-        return this.mute();
+        return this.turns!.mute();
       case 'unmute':
-        this.muted = false;
-        return;
+        return this.turns!.unmute();
       case 'tool_call_output':
         if (!this.tools.answer(message.tool_call_id, message.output ?? null)) {
           this.emit({ type: 'warning', warning: { message: `no pending tool call ${message.tool_call_id}`, code: 'unknown_tool_call' } });
@@ -328,9 +321,7 @@ export class Conversation implements LiveConversation {
         return;
       case 'reset':
         this.speech.interruptAll();
-        if (this.userTurn) this.dropUserTurn();
-        this.vad?.reset();
-        return;
+        return this.turns!.reset();
     }
   }
 
@@ -338,7 +329,7 @@ export class Conversation implements LiveConversation {
     if (!isLive(this.state) || !this.inbound) return;
     this.silence.clientActive();
     this.step('activity');
-    if (this.muted) return;
+    if (this.turns!.isMuted) return;
     const max = this.maxChunkBytes;
     if (bytes.length <= max) return this.inbound.pushPayload(bytes, bytes.length);
     // A chunk larger than the chain's buffers (over 60 ms): fed in pieces of whole samples.
@@ -365,107 +356,20 @@ export class Conversation implements LiveConversation {
     return () => this.observers.delete(observer);
   }
 
-  private mute(): void {
-    this.muted = true;
-    if (!this.userTurn) return;
-    // Push-to-talk: releasing the button (mute) ends the turn; otherwise a muted turn is dropped.
-    if (this.settings!.push_to_talk) this.endUserTurn(this.lastVoicedEnd());
-    else this.dropUserTurn();
-    this.vad?.reset();
-    this.samplesFed = 0;
-  }
-
-  // ---- user audio and turn-taking ----
+  // ---- user audio ----
 
   private onUserFrame(frame: Int16Array): void {
-    this.samplesFed += frame.length;
     this.record.recordUser(frame);
     for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
-    if (!this.userTurn) return;
-    this.session?.appendAudio(frame);
-    this.backchannel(frame.length);
-  }
-
-  /** enable_assistant_backchannel: a short acknowledgement, uninterruptible, during long user speech. */
-  private backchannel(samples: number): void {
-    const s = this.settings!;
-    const turn = this.userTurn!;
-    if (!s.enable_assistant_backchannel || !this.session) return;
-    turn.sinceBackchannel += samples;
-    const a = s.assistant_backchannel_aggressiveness;
-    const intervalMs = BACKCHANNEL_MAX_INTERVAL_MS - a * (BACKCHANNEL_MAX_INTERVAL_MS - BACKCHANNEL_MIN_INTERVAL_MS);
-    if ((turn.sinceBackchannel * 1000) / this.session.sampleRate < intervalMs || this.speech.speaking()) return;
-    turn.sinceBackchannel = 0;
-    this.speech.track(this.session.speak(BACKCHANNEL_TEXT), 'backchannel', false);
-  }
-
-  private onVad(events: number): void {
-    if (events & VAD_SPEECH_START) this.userStarted();
-    if (events & VAD_SPEECH_END && this.userTurn) this.endUserTurn(this.lastVoicedEnd());
-  }
-
-  private lastVoicedEnd(): TurnEnd {
-    const vad = this.vad!;
-    return {
-      reportedAtMs: this.deps.timers.now(),
-      samplesFed: this.samplesFed,
-      lastVoicedSample: vad.lastVoicedSample < 0 ? this.samplesFed : vad.lastVoicedSample,
-      sampleRate: vad.rateHz,
-    };
-  }
-
-  private userStarted(): void {
-    const session = this.session!;
-    this.record.flushUserItem();
-    this.silence.userSpeaking();
-    this.userTurn = { startedAtMs: this.deps.timers.now(), transcript: '', words: 0, bargeInPending: null, sinceBackchannel: 0 };
-    this.emit({ type: 'user_started_speaking' });
-    const pre = new Int16Array(this.vad!.prebufferCapacity);
-    const n = this.vad!.readPrebuffer(pre);
-    if (n > 0) session.appendAudio(pre.subarray(0, n));
-    const speaking = this.speech.speaking();
-    if (!speaking || !speaking.interruptible) return;
-    if (this.settings!.min_words_to_interrupt > 1 && session.transcribesLive) this.userTurn.bargeInPending = speaking;
-    else this.bargeIn(speaking);
-  }
-
-  private bargeIn(u: Utterance): void {
-    if (u.interrupt()) this.record.countInterruption();
-  }
-
-  private endUserTurn(end: TurnEnd): void {
-    const turn = this.userTurn!;
-    this.userTurn = null;
-    this.emit({ type: 'user_finished_speaking' });
-    if (turn.bargeInPending && turn.bargeInPending.isActive) {
-      // Fewer words than min_words_to_interrupt: the assistant goes on; the user's turn is dropped.
-      this.session!.clearUserTurn();
-      this.emit({ type: 'input_cancelled' });
-      return;
-    }
-    this.lastTurnEnd = end;
-    this.record.holdUserItem({
-      role: 'user',
-      live_transcript: turn.transcript || null,
-      duration_ms: Math.max(0, end.reportedAtMs - turn.startedAtMs),
-      started_at: new Date(turn.startedAtMs),
-    });
-    if (!this.settings!.listen_only_inbound_enabled) this.session!.commitUserTurn();
-    else this.session!.clearUserTurn();
-  }
-
-  private dropUserTurn(): void {
-    this.userTurn = null;
-    this.session?.clearUserTurn();
-    this.emit({ type: 'input_cancelled' });
+    this.turns!.frame(frame);
   }
 
   // ---- assistant speech ----
 
   private assistantStarted(u: Utterance, atMs: number): void {
-    if (this.lastTurnEnd && u.kind === 'reply') {
-      this.record.addLatency(turnLatencyMs(this.lastTurnEnd, atMs));
-      this.lastTurnEnd = null;
+    if (u.kind === 'reply') {
+      const end = this.turns!.takeUnanswered();
+      if (end) this.record.addLatency(turnLatencyMs(end, atMs));
     }
     this.step('activity');
   }
@@ -485,7 +389,7 @@ export class Conversation implements LiveConversation {
     }
     // Ending: the silence timers stay cancelled.
     if (!isLive(this.state)) return;
-    if (u.kind !== 'poke' && !this.userTurn && !this.speech.speaking()) this.silence.nobodySpeaking();
+    if (u.kind !== 'poke' && !this.turns!.userSpeaking && !this.speech.speaking()) this.silence.nobodySpeaking();
   }
 
   private writeAssistantItem(u: Utterance): void {
@@ -495,7 +399,7 @@ export class Conversation implements LiveConversation {
   private pokeUser(): void {
     const s = this.settings!;
     const session = this.session;
-    if (!session || this.userTurn) return;
+    if (!session || this.turns!.userSpeaking) return;
     const id = s.generate_no_input_poke_text
       ? session.createResponse('The user has not said anything for a while: check, briefly, whether they are still there.')
       : session.speak(this.resolve(s.no_input_poke_text));
@@ -506,16 +410,7 @@ export class Conversation implements LiveConversation {
 
   private readonly hooks: EngineHooks = {
     onInputTranscript: (text, final, language) => {
-      const turn = this.userTurn;
-      if (turn) {
-        turn.transcript = text;
-        turn.words = text.trim() ? text.trim().split(/\s+/).length : 0;
-        if (turn.bargeInPending && turn.words >= this.settings!.min_words_to_interrupt) {
-          const u = turn.bargeInPending;
-          turn.bargeInPending = null;
-          this.bargeIn(u);
-        }
-      }
+      this.turns?.heard(text);
       if (!final) return;
       this.record.finalUserTranscript(text);
       this.emit({ type: 'input_text', text, ...(language ? { language } : {}) });
@@ -568,7 +463,7 @@ export class Conversation implements LiveConversation {
         this.emit({ type: 'assistant_chose_not_to_respond' });
         if (respondAfterSec !== null) {
           const later = ownedTimer(this.deps.timers, respondAfterSec * 1000, () => {
-            if (this.session && !this.userTurn) this.speech.track(this.session.createResponse(), 'reply', true);
+            if (this.session && !this.turns!.userSpeaking) this.speech.track(this.session.createResponse(), 'reply', true);
           });
           later.start();
         }

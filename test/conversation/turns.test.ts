@@ -2,7 +2,7 @@
 // backchannel, a backed-up client.
 import t from 'tap';
 import { config, setup, speak, speechFrames, tickUntil, until } from './harness.js';
-import { BACKCHANNEL_TEXT } from '../../src/conversation/conversation.js';
+import { BACKCHANNEL_TEXT } from '../../src/conversation/turn-taking.js';
 
 t.setTimeout(120_000);
 
