@@ -3,7 +3,8 @@
 // core sustains at real time with the whole path (UDP in -> inbound chain -> VAD; pacing clock -> outbound batch
 // -> UDP out), the gateway pinned to core 1 and the generator to core 0.
 // Usage: node --import tsx bench/media.ts   (re-runs itself with --expose-gc for the allocation figures)
-// Env: MEDIA_RUNS (3), MEDIA_STREAMS ("500,1000"), MEDIA_WINDOW_SEC (5), UDP_RUNS (3).
+// Env: MEDIA_RUNS (3), MEDIA_STREAMS ("500,1000"), MEDIA_WINDOW_SEC (5), UDP_RUNS (3), MEDIA_IO (the capacity run's
+// sockets on both sides: native-uring (default; NativeUdpGroup on io_uring), native-poll, dgram).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { OutboundBatch, OutboundStream } from '../src/media/outbound.js';
 import { PacingClock } from '../src/media/pacing-clock.js';
 import { createRtpPacketView, decodeView, RtpSender, RTP_HEADER_BYTES } from '../src/media/rtp.js';
 import { TimeStretch } from '../src/media/time-stretch.js';
+import { NativeUdpGroup, NativeUdpSocket, ipv4ToUint32, uint32ToIpv4 } from '../src/media/udp-native.js';
 import { measureUdpIo, median } from './udp-io.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -110,7 +112,6 @@ function stages(): StageResult[] {
     sender.advanceTimestamp(160);
   }));
   const jb = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
-  const jbOut = new Uint8Array(160);
   const jbSender = new RtpSender({ payloadType: 0 });
   let jbNow = 0;
   out.push(measure('jitter buffer push+pop', (i) => {
@@ -118,8 +119,8 @@ function stages(): StageResult[] {
     jbSender.advanceTimestamp(160);
     decodeView(pkt, view);
     jbNow += 20;
-    jb.push(view.sequenceNumber, view.timestamp, pkt, view.payloadOffset, 160, jbNow);
-    jb.pop(jbNow, jbOut);
+    jb.push(view, pkt, jbNow);
+    jb.pop(jbNow);
   }));
   out.push(measure('g711 mu-law decode (native)', (i) => void mulawDecodeInto(payloads[i % P], pcm8)));
   out.push(measure('g711 mu-law encode (native)', (i) => void mulawEncodeInto(frame8(i), payload)));
@@ -206,6 +207,102 @@ type Msg =
   | { type: 'halt' }
   | { type: 'stop' };
 
+/** How the capacity run's gateway and generator move packets: MEDIA_IO, default the native io_uring group. */
+type MediaIo = 'native-uring' | 'native-poll' | 'dgram';
+const MEDIA_IO = (process.env.MEDIA_IO ?? 'native-uring') as MediaIo;
+const LOOPBACK = ipv4ToUint32(HOST);
+
+/** The socket side of a role: N sockets, a packet handler per socket, a per-socket send and a per-tick flush. */
+interface RoleIo {
+  ports(): number[];
+  peer(ports: number[]): Promise<void>;
+  /** Queues (native) or sends (dgram) one packet of stream i. */
+  send(i: number, packet: Uint8Array, length: number): void;
+  /** After a tick: the queued packets of every stream in one crossing (native); nothing for dgram. */
+  flush(): void;
+  close(): void;
+}
+
+type OnPacket = (i: number, buf: Uint8Array, length: number, address: string, port: number) => void;
+
+async function dgramRoleIo(n: number, onPacket: OnPacket, isStopping: () => boolean): Promise<RoleIo> {
+  const sockets: dgram.Socket[] = [];
+  for (let i = 0; i < n; i++) {
+    const sock = dgram.createSocket('udp4');
+    const me = i;
+    sock.on('message', (msg, rinfo) => onPacket(me, msg, msg.length, rinfo.address, rinfo.port));
+    sock.on('error', (err: NodeJS.ErrnoException) => {
+      if (isStopping() && err.code === 'ECONNREFUSED') return;
+      throw err;
+    });
+    await new Promise<void>((r) => sock.bind(0, HOST, r));
+    sockets.push(sock);
+  }
+  return {
+    ports: () => sockets.map((s) => s.address().port),
+    peer: async (ports) => {
+      await Promise.all(sockets.map((s, i) => new Promise<void>((r) => s.connect(ports[i], HOST, r))));
+    },
+    send: (i, packet, length) => sockets[i].send(packet.subarray(0, length)),
+    flush: () => {},
+    close: () => {
+      for (const s of sockets) s.close();
+    },
+  };
+}
+
+/** Native sockets in one NativeUdpGroup: one dispatch per loop iteration in, one group.sendMany per tick out. */
+function nativeRoleIo(n: number, onPacket: OnPacket, backend: 'io_uring' | 'poll'): RoleIo {
+  const PACKET = 172;
+  const TX_SLOTS = 4;
+  const group = new NativeUdpGroup(n, { backend, payloadBytes: PACKET });
+  const sockets: NativeUdpSocket[] = [];
+  const peers = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    const s = NativeUdpSocket.open({ host: HOST, port: 0, slots: 16, slotBytes: PACKET, txSlots: TX_SLOTS, group });
+    const me = i;
+    // Views of the ring's slots made once: the handler gets one per packet without allocating.
+    const views = Array.from({ length: 16 }, (_, k) => s.rxData.subarray(k * PACKET, (k + 1) * PACKET));
+    s.onBatch((count, sock) => {
+      for (let k = 0; k < count; k++) {
+        const a = sock.rxAddress(k);
+        onPacket(me, views[k], sock.rxLength(k), a === LOOPBACK ? HOST : uint32ToIpv4(a), sock.rxPort(k));
+      }
+    });
+    sockets.push(s);
+  }
+  const ids = Uint32Array.from(sockets, (s) => s.groupId);
+  const counts = new Uint32Array(n);
+  const sent = new Uint32Array(n);
+  return {
+    ports: () => sockets.map((s) => s.port),
+    peer: async (ports) => {
+      peers.set(ports);
+    },
+    send: (i, packet, length) => {
+      const k = counts[i];
+      if (k === TX_SLOTS) return; // more than a tick's worth queued: dropped, as a full socket buffer would
+      const s = sockets[i];
+      s.txData.set(packet.subarray(0, length), k * PACKET);
+      s.setTx(k, k * PACKET, length, LOOPBACK, peers[i]);
+      counts[i] = k + 1;
+    },
+    flush: () => {
+      group.sendMany(ids, counts, sent);
+      counts.fill(0);
+    },
+    close: () => {
+      for (const s of sockets) s.close();
+      group.close();
+    },
+  };
+}
+
+function roleIo(n: number, onPacket: OnPacket, isStopping: () => boolean): Promise<RoleIo> | RoleIo {
+  if (MEDIA_IO === 'dgram') return dgramRoleIo(n, onPacket, isStopping);
+  return nativeRoleIo(n, onPacket, MEDIA_IO === 'native-poll' ? 'poll' : 'io_uring');
+}
+
 /** Gateway: per stream a socket, an RtpInbound (+VAD) and an OutboundStream on one batch and one clock. */
 async function gateway(n: number): Promise<void> {
   const send = (m: Msg) => process.send!(m);
@@ -221,32 +318,30 @@ async function gateway(n: number): Promise<void> {
   let sent = 0;
   let frames = 0;
   let stopping = false;
-  const sockets: dgram.Socket[] = [];
+  const inbounds: RtpInbound[] = [];
+  const io = await roleIo(
+    n,
+    (i, buf, length, address, port) => {
+      received++;
+      inbounds[i].receive(buf, length, address, port, performance.now());
+    },
+    () => stopping,
+  );
   const outs: OutboundStream[] = [];
   const batch = new OutboundBatch();
   for (let i = 0; i < n; i++) {
-    const sock = dgram.createSocket('udp4');
-    const inbound = new RtpInbound({
+    inbounds.push(new RtpInbound({
       format: 'mulaw_8000', payloadType: 0, engineRate: ENGINE_RATE, peerAddress: HOST, vad: new Vad(ENGINE_RATE),
       sink: { onAudio: () => void frames++ },
-    });
-    sock.on('message', (msg, rinfo) => {
-      received++;
-      inbound.receive(msg, msg.length, rinfo.address, rinfo.port, performance.now());
-    });
-    sock.on('error', (err: NodeJS.ErrnoException) => {
-      if (stopping && err.code === 'ECONNREFUSED') return;
-      throw err;
-    });
-    await new Promise<void>((r) => sock.bind(0, HOST, r));
+    }));
+    const me = i;
     const out = new OutboundStream({
       engineRate: ENGINE_RATE, wireFormat: 'mulaw_8000', payloadType: 0,
       send: (p, len) => {
-        sock.send(p.subarray(0, len));
+        io.send(me, p, len);
         sent++;
       },
     });
-    sockets.push(sock);
     outs.push(out);
     batch.add(out);
   }
@@ -261,11 +356,11 @@ async function gateway(n: number): Promise<void> {
     }
     feedPos += 320;
   } };
-  const clock = new PacingClock();
-  send({ type: 'ports', ports: sockets.map((s) => s.address().port) });
+  const clock = new PacingClock({ onFrameEnd: () => io.flush() });
+  send({ type: 'ports', ports: io.ports() });
   process.on('message', async (m: Msg) => {
     if (m.type === 'peer') {
-      await Promise.all(sockets.map((s, i) => new Promise<void>((r) => s.connect(m.ports[i], HOST, r))));
+      await io.peer(m.ports);
       send({ type: 'ports', ports: [] });
     } else if (m.type === 'start') {
       clock.register(feeder);
@@ -285,7 +380,7 @@ async function gateway(n: number): Promise<void> {
       clock.stop();
       send({ type: 'ports', ports: [] });
     } else if (m.type === 'stop') {
-      for (const s of sockets) s.close();
+      io.close();
       process.disconnect();
     }
   });
@@ -295,36 +390,26 @@ async function gateway(n: number): Promise<void> {
 async function generator(n: number): Promise<void> {
   const send = (m: Msg) => process.send!(m);
   const packets = mulawPackets(speechLike8k());
-  const sockets: dgram.Socket[] = [];
   const senders: RtpSender[] = [];
   let stopping = false;
-  for (let i = 0; i < n; i++) {
-    const sock = dgram.createSocket('udp4');
-    sock.on('message', () => {});
-    sock.on('error', (err: NodeJS.ErrnoException) => {
-      if (stopping && err.code === 'ECONNREFUSED') return;
-      throw err;
-    });
-    await new Promise<void>((r) => sock.bind(0, HOST, r));
-    sockets.push(sock);
-    senders.push(new RtpSender({ payloadType: 0 }));
-  }
-  send({ type: 'ports', ports: sockets.map((s) => s.address().port) });
+  const io = await roleIo(n, () => {}, () => stopping);
+  for (let i = 0; i < n; i++) senders.push(new RtpSender({ payloadType: 0 }));
+  send({ type: 'ports', ports: io.ports() });
   const buf = new Uint8Array(172);
   let k = 0;
-  const clock = new PacingClock();
+  const clock = new PacingClock({ onFrameEnd: () => io.flush() });
   const tick = { tick: () => {
     const payload = packets[k++ % packets.length];
-    for (let i = 0; i < sockets.length; i++) {
+    for (let i = 0; i < senders.length; i++) {
       senders[i].writeNext(buf, false);
       senders[i].advanceTimestamp(160);
       buf.set(payload.subarray(12), 12);
-      sockets[i].send(buf);
+      io.send(i, buf, buf.length);
     }
   } };
   process.on('message', async (m: Msg) => {
     if (m.type === 'peer') {
-      await Promise.all(sockets.map((s, i) => new Promise<void>((r) => s.connect(m.ports[i], HOST, r))));
+      await io.peer(m.ports);
       send({ type: 'ports', ports: [] });
     } else if (m.type === 'start') {
       clock.register(tick);
@@ -333,7 +418,7 @@ async function generator(n: number): Promise<void> {
       clock.stop();
       send({ type: 'ports', ports: [] });
     } else if (m.type === 'stop') {
-      for (const s of sockets) s.close();
+      io.close();
       process.disconnect();
     }
   });
@@ -368,7 +453,7 @@ interface CapacityRun {
   usPerDuplexFrame: number;
 }
 
-async function capacityOnce(streams: number, windowMs: number): Promise<CapacityRun> {
+export async function capacityOnce(streams: number, windowMs: number): Promise<CapacityRun> {
   const gw = startRole(1, '--gateway', streams);
   const gen = startRole(0, '--generator', streams);
   try {
@@ -411,9 +496,11 @@ async function main(): Promise<void> {
   }
 
   const udpRuns = Number(process.env.UDP_RUNS ?? 3);
-  const udp = await measureUdpIo([500], udpRuns, 5);
+  // The I/O the capacity run uses (MEDIA_IO; dgram and the other native backend: bench/udp-io.ts).
+  const udpMode = MEDIA_IO === 'dgram' ? 'dgram' : MEDIA_IO;
+  const udp = await measureUdpIo([500], udpRuns, 5, udpMode);
   const u = udp[0];
-  console.log(`UDP I/O (dgram) at 500 calls: ${(u.medianCoreFraction * 100).toFixed(1)}% of a core, ${u.medianUsPerPacket.toFixed(2)} us/packet, ${(u.medianCpuUsPerCallPerSec).toFixed(0)} us CPU per call-second; projected at full rate ${(u.projectedCoreFraction * 100).toFixed(1)}%`);
+  console.log(`UDP I/O (${udpMode}) at 500 calls: ${(u.medianCoreFraction * 100).toFixed(1)}% of a core, ${u.medianUsPerPacket.toFixed(2)} us/packet, ${(u.medianCpuUsPerCallPerSec).toFixed(0)} us CPU per call-second; projected at full rate ${(u.projectedCoreFraction * 100).toFixed(1)}%`);
 
   const runs = Number(process.env.MEDIA_RUNS ?? 3);
   const windowMs = Number(process.env.MEDIA_WINDOW_SEC ?? 5) * 1000;
@@ -452,7 +539,7 @@ async function main(): Promise<void> {
     capacity.push(entry);
     console.log(`${n} full-duplex streams: ${(frac * 100).toFixed(1)}% of a core, in ${(dIn * 100).toFixed(1)}% out ${(dOut * 100).toFixed(1)}% of real time, max tick lateness ${entry.maxLateMs.toFixed(1)} ms, skipped ${entry.skipped}, ${usPerFrame.toFixed(1)} us CPU per duplex frame -> ${entry.streamsPerCore.toFixed(0)} streams/core`);
   }
-  // The same figure from the stage micro-benchmarks: inbound chain + batched outbound + two packets of dgram I/O.
+  // The same figure from the stage micro-benchmarks: inbound chain + batched outbound + two packets of UDP I/O.
   const stageNs = (name: string) => stageResults.find((x) => x.stage.startsWith(name))?.nsPerFrame ?? NaN;
   const stageUs = stageNs('inbound chain per packet') / 1000 + stageNs('outbound batch of 1000') / 1000 + 2 * u.medianUsPerPacket;
   console.log(`from stages: ${stageUs.toFixed(1)} us per duplex frame -> ${(1e6 / (stageUs * 50)).toFixed(0)} streams/core`);
@@ -463,6 +550,7 @@ async function main(): Promise<void> {
     node: process.version,
     loadAverage: os.loadavg(),
     notes: 'machine shared with other work while measured (see loadAverage); gateway pinned to core 1, generator to core 0; engine rate 16 kHz, wire mu-law 8 kHz',
+    io: MEDIA_IO,
     stages: stageResults,
     udpIo: u,
     capacity,

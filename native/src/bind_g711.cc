@@ -23,6 +23,8 @@ Napi::Value Encode(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(pcm.length));
 }
 
+// decode(payload, out[, offset, length]): decodes payload[offset, offset + length) (default: all of it), so a
+// payload is read where it lies (inside a packet or a jitter buffer's store) without a view made per packet.
 template <DecodeFn fn>
 Napi::Value Decode(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -30,9 +32,20 @@ Napi::Value Decode(const Napi::CallbackInfo& info) {
   if (in.data == nullptr) return env.Undefined();
   View<int16_t> out = GetI16(env, info[1], "out must be an Int16Array");
   if (out.data == nullptr) return env.Undefined();
-  if (out.length < in.length) return ThrowRange(env, "out is shorter than the payload");
-  fn(in.data, out.data, in.length);
-  return Napi::Number::New(env, static_cast<double>(in.length));
+  size_t offset = 0;
+  size_t length = in.length;
+  if (info.Length() > 2) {
+    if (!info[2].IsNumber() || !info[3].IsNumber()) return ThrowType(env, "offset and length must be numbers");
+    int64_t o = info[2].As<Napi::Number>().Int64Value();
+    int64_t n = info[3].As<Napi::Number>().Int64Value();
+    if (o < 0 || n < 0 || static_cast<uint64_t>(o) + static_cast<uint64_t>(n) > in.length)
+      return ThrowRange(env, "offset + length beyond the payload");
+    offset = static_cast<size_t>(o);
+    length = static_cast<size_t>(n);
+  }
+  if (out.length < length) return ThrowRange(env, "out is shorter than the payload");
+  fn(in.data + offset, out.data, length);
+  return Napi::Number::New(env, static_cast<double>(length));
 }
 
 Napi::Value Pcm16ToFloat32(const Napi::CallbackInfo& info) {

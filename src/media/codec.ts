@@ -8,8 +8,8 @@ import { OpusCodec } from './opus.js';
 export interface Decoder {
   readonly format: AudioFormat;
   readonly sampleRate: number;
-  /** Decodes buf[0, length) into out; returns the number of samples written. */
-  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number;
+  /** Decodes buf[offset, offset + length) into out; returns the number of samples written. */
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset?: number): number;
   /** Largest sample count a payload of `bytes` bytes decodes to. */
   maxSamples(bytes: number): number;
 }
@@ -45,11 +45,9 @@ class PrefixViews {
 
 class G711Decoder implements Decoder {
   readonly sampleRate = 8000;
-  private readonly views = new PrefixViews();
   constructor(readonly format: 'mulaw_8000' | 'alaw_8000') {}
-  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number {
-    const view = this.views.of(buf, length);
-    return this.format === 'mulaw_8000' ? mulawDecodeInto(view, out) : alawDecodeInto(view, out);
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
+    return this.format === 'mulaw_8000' ? mulawDecodeInto(buf, out, offset, length) : alawDecodeInto(buf, out, offset, length);
   }
   maxSamples(bytes: number): number {
     return bytes;
@@ -67,10 +65,10 @@ class G711Encoder implements Encoder {
 /** 16-bit little-endian PCM (the STS socket's pcm_* formats). */
 class PcmDecoder implements Decoder {
   constructor(readonly format: AudioFormat, readonly sampleRate: number) {}
-  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number {
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
     const n = length >> 1;
     if (n > out.length) throw new RangeError(`PCM payload of ${n} samples into ${out.length}`);
-    for (let i = 0, j = 0; i < n; i++, j += 2) {
+    for (let i = 0, j = offset; i < n; i++, j += 2) {
       const v = buf[j] | (buf[j + 1] << 8);
       out[i] = v > 32767 ? v - 65536 : v;
     }
@@ -101,8 +99,10 @@ class OpusDecoder implements Decoder {
   readonly sampleRate = 48000;
   private readonly codec = new OpusCodec();
   private readonly views = new PrefixViews();
-  decodeInto(buf: Uint8Array, length: number, out: Int16Array): number {
-    return this.codec.decodeInto(this.views.of(buf, length), out);
+  decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
+    // Edge use (browser clients): a payload inside a larger buffer is viewed once per packet.
+    const packet = offset === 0 ? this.views.of(buf, length) : buf.subarray(offset, offset + length);
+    return this.codec.decodeInto(packet, out);
   }
   maxSamples(): number {
     return 5760; // RFC 6716 2.1.4: at most 120 ms per packet at 48 kHz

@@ -66,9 +66,9 @@ export class InboundAudio {
     return this.pcm.length;
   }
 
-  /** A received payload buf[0, length). */
-  pushPayload(buf: Uint8Array, length: number): void {
-    const n = this.decoder.decodeInto(buf, length, this.pcm);
+  /** A received payload buf[offset, offset + length). */
+  pushPayload(buf: Uint8Array, length: number, offset = 0): void {
+    const n = this.decoder.decodeInto(buf, length, this.pcm, offset);
     const decoded = n === this.pcm.length ? this.pcm : this.views(n);
     this.plc.process(decoded, decoded);
     this.deliver(n, false);
@@ -165,7 +165,6 @@ export type ReceiveResult =
 export class RtpInbound {
   private readonly view: RtpPacketView = createRtpPacketView();
   private readonly jb: JitterBuffer;
-  private readonly frame: Uint8Array;
   readonly audio: InboundAudio;
   private readonly events = new TelephoneEventReceiver();
   private latchedPort: number;
@@ -185,7 +184,6 @@ export class RtpInbound {
       release: 'on_arrival',
       ...opts.jitter,
     });
-    this.frame = new Uint8Array(maxBytes);
     this.latchedPort = opts.peerPort ?? -1;
   }
 
@@ -239,7 +237,7 @@ export class RtpInbound {
       if (this.ssrc !== -1) this.jb.reset();
       this.ssrc = v.ssrc;
     }
-    if (!this.jb.push(v.sequenceNumber, v.timestamp, buf, v.payloadOffset, v.payloadLength, nowMs)) return 'dropped';
+    if (!this.jb.push(v, buf, nowMs)) return 'dropped';
     this.drain(nowMs);
     return 'audio';
   }
@@ -247,10 +245,10 @@ export class RtpInbound {
   private drain(nowMs: number): number {
     let delivered = 0;
     for (;;) {
-      const n = this.jb.pop(nowMs, this.frame);
+      const n = this.jb.pop(nowMs);
       if (n === JB_NONE) return delivered;
       if (n === JB_LOST) this.audio.pushLost();
-      else this.audio.pushPayload(this.frame, n);
+      else this.audio.pushPayload(this.jb.store, n, this.jb.releasedOffset);
       delivered++;
     }
   }

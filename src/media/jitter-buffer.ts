@@ -8,10 +8,22 @@
 //   playout clock, and DESIGN.md forbids holding inbound audio for a tick.
 // - 'at_deadline' (playout to a clocked sink, e.g. a bridged leg): every frame is released at its expected
 //   arrival plus the target delay.
-// Storage is preallocated: a ring of slots indexed by sequence number, each holding a copy of the payload.
-import { seqDiff, tsDiff } from './rtp.js';
+// Storage is preallocated: a ring of slots indexed by sequence number, each holding a copy of the payload. A
+// released frame is read in place (store, releasedOffset) until the next push, so nothing is copied out.
+// Per packet nothing is allocated: RTP timestamps are uint32 and mostly beyond V8's small integers, so they
+// never cross a call boundary as arguments or results (that would box each one); they arrive inside the
+// packet object and are turned into small distances at once.
+import { seqDiff } from './rtp.js';
 
 export type ReleaseMode = 'on_arrival' | 'at_deadline';
+
+/** What push() reads of a packet (an RtpPacketView is one). */
+export interface JitterPacket {
+  readonly sequenceNumber: number;
+  readonly timestamp: number;
+  readonly payloadOffset: number;
+  readonly payloadLength: number;
+}
 
 export interface JitterBufferOptions {
   /** RTP clock rate of the payload (8000 for G.711). */
@@ -64,11 +76,12 @@ export class JitterBuffer {
   private readonly maxDelay: number;
   private readonly release: ReleaseMode;
   private readonly slotCount: number;
-  private readonly data: Uint8Array;
   private readonly maxBytes: number;
   private readonly lengths: Int32Array;
   private readonly seqs: Int32Array; // extended sequence number held, or -1
   private readonly stamps: Float64Array;
+  /** Per slot: the packet's timestamp unwrapped (relative to tsOrigin). */
+  private readonly tsDeltas: Float64Array;
 
   private started = false;
   /** Extended sequence number of the next frame to release. */
@@ -76,7 +89,6 @@ export class JitterBuffer {
   private highestSeq = 0;
   /** Expected RTP timestamp of the next frame to release (unwrapped, in ticks). */
   private nextTs = 0;
-  private lastRawTs = 0;
   /** Timestamps relative to the first packet's (tsOrigin), unwrapped: small exact numbers. */
   private tsOrigin = 0;
   private tsUnwrapped = 0;
@@ -86,6 +98,10 @@ export class JitterBuffer {
   private jitterTicks = 0;
   private targetMs: number;
 
+  /** Payload storage: a released frame's bytes are store[releasedOffset, releasedOffset + length). */
+  readonly store: Uint8Array;
+  /** Where in `store` the frame pop() just released begins. */
+  releasedOffset = 0;
   /** The RTP timestamp of the frame just released (or concealed). */
   lastTimestamp = 0;
   readonly stats = { received: 0, released: 0, lost: 0, duplicates: 0, late: 0, resyncs: 0, rejected: 0 };
@@ -102,10 +118,11 @@ export class JitterBuffer {
     // Enough slots for the longest delay plus as many frames again of reordering headroom.
     this.slotCount = Math.ceil((2 * this.maxDelay) / this.frameMs) + 2;
     this.maxBytes = opts.maxPayloadBytes;
-    this.data = new Uint8Array(this.slotCount * this.maxBytes);
+    this.store = new Uint8Array(this.slotCount * this.maxBytes);
     this.lengths = new Int32Array(this.slotCount);
     this.seqs = new Int32Array(this.slotCount).fill(-1);
     this.stamps = new Float64Array(this.slotCount);
+    this.tsDeltas = new Float64Array(this.slotCount);
   }
 
   /** Current target delay in ms (between minDelayMs and maxDelayMs). */
@@ -126,23 +143,25 @@ export class JitterBuffer {
   }
 
   /**
-   * Stores one packet's payload, received at `nowMs`. Returns false when it is dropped (duplicate, too late,
-   * too large); the counters say why.
+   * Stores one packet's payload (buf[packet.payloadOffset, + payloadLength)), received at `nowMs`. Returns false
+   * when it is dropped (duplicate, too late, too large); the counters say why.
    */
-  push(seq16: number, timestamp: number, payload: Uint8Array, payloadOffset: number, payloadLength: number, nowMs: number): boolean {
+  push(packet: JitterPacket, buf: Uint8Array, nowMs: number): boolean {
+    const payloadLength = packet.payloadLength;
     if (payloadLength > this.maxBytes) {
       this.stats.rejected++;
       return false;
     }
     this.stats.received++;
-    if (!this.started) this.start(seq16, timestamp, nowMs);
+    const seq16 = packet.sequenceNumber;
+    if (!this.started) this.start(packet, nowMs);
     const d = seqDiff(this.highestSeq & 0xffff, seq16);
     let ext: number;
     if (d > MAX_DROPOUT || d < -MAX_MISORDER) {
       // RFC 3550 A.1: a large jump is the source restarting its sequence; start over from this packet.
       this.stats.resyncs++;
       this.clear();
-      this.start(seq16, timestamp, nowMs);
+      this.start(packet, nowMs);
       ext = this.highestSeq;
     } else {
       ext = this.highestSeq + d;
@@ -163,21 +182,27 @@ export class JitterBuffer {
     }
     this.seqs[slot] = ext;
     this.lengths[slot] = payloadLength;
-    const data = this.data;
+    const store = this.store;
     const base = slot * this.maxBytes;
-    for (let i = 0; i < payloadLength; i++) data[base + i] = payload[payloadOffset + i];
-    this.stamps[slot] = timestamp;
+    const from = packet.payloadOffset;
+    for (let i = 0; i < payloadLength; i++) store[base + i] = buf[from + i];
+    // Distance from the last released timestamp, modulo 2^32 (RFC 3550 5.1 timestamps wrap): a small integer,
+    // unlike the uint32 itself.
+    const tsDelta = (packet.timestamp - this.tsOrigin - this.tsUnwrapped) | 0;
+    this.tsDeltas[slot] = tsDelta + this.tsUnwrapped;
+    this.stamps[slot] = packet.timestamp;
     if (ext > this.highestSeq) this.highestSeq = ext;
-    this.measure(timestamp, nowMs);
+    this.measure(tsDelta, nowMs);
     return true;
   }
 
   /**
-   * Releases the next frame if it is due at `nowMs`: copies its payload into `out` and returns its length,
-   * returns JB_LOST when the next frame is missing past its deadline (conceal one frame), or JB_NONE when
-   * nothing is due yet. Call it after every push and on the tick, until it returns JB_NONE.
+   * Releases the next frame if it is due at `nowMs` and returns its length: its bytes are
+   * store[releasedOffset, releasedOffset + length) until the next push. Returns JB_LOST when the next frame is
+   * missing past its deadline (conceal one frame), or JB_NONE when nothing is due yet. Call it after every push
+   * and on the tick, until it returns JB_NONE.
    */
-  pop(nowMs: number, out: Uint8Array): number {
+  pop(nowMs: number): number {
     if (!this.started) return JB_NONE;
     const slot = this.nextSeq % this.slotCount;
     const present = this.seqs[slot] === this.nextSeq;
@@ -185,15 +210,13 @@ export class JitterBuffer {
     if (present) {
       if (this.release === 'at_deadline' && nowMs < deadline) return JB_NONE;
       const n = this.lengths[slot];
-      if (n > out.length) throw new RangeError(`jitter buffer frame of ${n} bytes does not fit ${out.length}`);
-      const data = this.data;
-      const base = slot * this.maxBytes;
-      for (let i = 0; i < n; i++) out[i] = data[base + i];
-      const ts = this.stamps[slot];
+      this.releasedOffset = slot * this.maxBytes;
       this.seqs[slot] = -1;
-      this.lastTimestamp = ts;
+      this.lastTimestamp = this.stamps[slot];
       // Follow the sender's timestamps (silence suppression may skip ahead).
-      this.nextTs = this.unwrap(ts) + this.ticksPerFrame;
+      const unwrapped = this.tsDeltas[slot];
+      this.tsUnwrapped = unwrapped;
+      this.nextTs = unwrapped + this.ticksPerFrame;
       this.nextSeq++;
       this.stats.released++;
       this.decay();
@@ -214,13 +237,12 @@ export class JitterBuffer {
     this.started = false;
   }
 
-  private start(seq16: number, timestamp: number, nowMs: number): void {
+  private start(packet: JitterPacket, nowMs: number): void {
     this.started = true;
     // Extended numbers start one cycle up so that a few early reorderings stay non-negative.
-    this.nextSeq = 0x10000 + seq16;
+    this.nextSeq = 0x10000 + packet.sequenceNumber;
     this.highestSeq = this.nextSeq;
-    this.lastRawTs = timestamp >>> 0;
-    this.tsOrigin = timestamp >>> 0;
+    this.tsOrigin = packet.timestamp >>> 0;
     this.tsUnwrapped = 0;
     this.nextTs = 0;
     this.baseline = nowMs - this.mediaMs(this.tsUnwrapped);
@@ -241,14 +263,6 @@ export class JitterBuffer {
     }
   }
 
-  /** Unwraps a 32-bit timestamp near the last one seen. */
-  private unwrap(ts: number): number {
-    const d = tsDiff(this.lastRawTs, ts >>> 0);
-    this.tsUnwrapped += d;
-    this.lastRawTs = ts >>> 0;
-    return this.tsUnwrapped;
-  }
-
   private mediaMs(unwrappedTs: number): number {
     return (unwrappedTs * 1000) / this.clockRate;
   }
@@ -257,10 +271,10 @@ export class JitterBuffer {
     return this.mediaMs(unwrappedTs) + this.baseline + this.targetMs;
   }
 
-  private measure(timestamp: number, nowMs: number): void {
+  /** `tsDelta`: the packet's timestamp relative to the last released (unwrapped) one. */
+  private measure(tsDelta: number, nowMs: number): void {
     // Unwrap relative to the last released/expected position without disturbing the release cursor.
-    const d = tsDiff(this.lastRawTs, timestamp >>> 0);
-    const mediaMs = this.mediaMs(this.tsUnwrapped + d);
+    const mediaMs = this.mediaMs(this.tsUnwrapped + tsDelta);
     const transit = nowMs - mediaMs;
     // RFC 3550 A.8: D(i,j) = (Rj - Ri) - (Sj - Si); J += (|D| - J) / 16 (here in ms, stored in ticks).
     const dTicks = (Math.abs(transit - this.prevTransit) * this.clockRate) / 1000;

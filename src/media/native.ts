@@ -23,9 +23,9 @@ export type Handle = { readonly __nativeHandle: unique symbol };
 
 interface Addon {
   mulawEncode(pcm: Int16Array, out: Uint8Array): number;
-  mulawDecode(payload: Uint8Array, out: Int16Array): number;
+  mulawDecode(payload: Uint8Array, out: Int16Array, offset: number, length: number): number;
   alawEncode(pcm: Int16Array, out: Uint8Array): number;
-  alawDecode(payload: Uint8Array, out: Int16Array): number;
+  alawDecode(payload: Uint8Array, out: Int16Array, offset: number, length: number): number;
   pcm16ToFloat32(pcm: Int16Array, out: Float32Array): number;
   float32ToPcm16(samples: Float32Array, out: Int16Array): number;
   applyGain(pcm: Int16Array, gain: number): void;
@@ -95,9 +95,12 @@ export function mulawEncodeInto(pcm: Int16Array, out: Uint8Array): number {
   return addon.mulawEncode(pcm, out);
 }
 
-/** Decodes mu-law bytes to PCM16 in out (out.length >= payload.length); returns the samples written. */
-export function mulawDecodeInto(payload: Uint8Array, out: Int16Array): number {
-  return addon.mulawDecode(payload, out);
+/**
+ * Decodes mu-law bytes payload[offset, offset + length) (default: all) to PCM16 in out (out.length >= length);
+ * returns the samples written.
+ */
+export function mulawDecodeInto(payload: Uint8Array, out: Int16Array, offset = 0, length = payload.length - offset): number {
+  return addon.mulawDecode(payload, out, offset, length);
 }
 
 /** Encodes pcm to A-law bytes in out; returns the bytes written. */
@@ -105,9 +108,9 @@ export function alawEncodeInto(pcm: Int16Array, out: Uint8Array): number {
   return addon.alawEncode(pcm, out);
 }
 
-/** Decodes A-law bytes to PCM16 in out; returns the samples written. */
-export function alawDecodeInto(payload: Uint8Array, out: Int16Array): number {
-  return addon.alawDecode(payload, out);
+/** Decodes A-law bytes payload[offset, offset + length) (default: all) to PCM16 in out; returns the samples written. */
+export function alawDecodeInto(payload: Uint8Array, out: Int16Array, offset = 0, length = payload.length - offset): number {
+  return addon.alawDecode(payload, out, offset, length);
 }
 
 /** Encodes frames[i] into outs[i] with one codec for many streams in one native call; returns the frame count. */
@@ -144,8 +147,9 @@ export const RESAMPLER_RATES = [8000, 16000, 22050, 24000, 44100, 48000] as cons
 export type ResamplerRate = (typeof RESAMPLER_RATES)[number];
 
 /**
- * A streaming polyphase resampler (rational L/M, Kaiser-windowed sinc: pass band to 0.42 and stop band from 0.5
- * of the lower rate, 80 dB design attenuation). State is kept across calls: chunking the input any way gives
+ * A streaming polyphase resampler (rational L/M, Kaiser-windowed sinc: pass band to 0.42 of the lower rate, 80 dB
+ * design attenuation from the output Nyquist frequency when down-sampling and from the first image of the pass
+ * band when up-sampling; see native/src/resampler.h). State is kept across calls: chunking the input any way gives
  * the same output as one call. Output lags input by `delaySamples` input samples.
  */
 export class Resampler {

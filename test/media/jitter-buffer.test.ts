@@ -39,6 +39,16 @@ function network(frames: number, opts: { seed: number; meanJitterMs: number; los
   return { arrivals, dropped };
 }
 
+/** A packet of `length` payload bytes at the start of `payload` (push reads the payload where it lies). */
+function push(jb: JitterBuffer, seq: number, ts: number, payload: Uint8Array, at: number, length = payload.length): boolean {
+  return jb.push({ sequenceNumber: seq, timestamp: ts, payloadOffset: 0, payloadLength: length }, payload, at);
+}
+
+/** The first byte of the frame pop() just released, read in place. */
+function firstByte(jb: JitterBuffer): number {
+  return jb.store[jb.releasedOffset];
+}
+
 function payloadFor(i: number): Uint8Array {
   const p = new Uint8Array(160);
   p[0] = i & 0xff;
@@ -48,14 +58,13 @@ function payloadFor(i: number): Uint8Array {
 
 /** Feeds arrivals, pops after each push and on a 5 ms tick; returns the released sequence (frame index or 'L'). */
 function run(jb: JitterBuffer, arrivals: Arrival[], seq0: number, endMs: number) {
-  const out = new Uint8Array(160);
   const released: (number | 'L')[] = [];
   const drain = (now: number) => {
     for (;;) {
-      const n = jb.pop(now, out);
+      const n = jb.pop(now);
       if (n === JB_NONE) return;
       if (n === JB_LOST) released.push('L');
-      else released.push(out[0] | (out[1] << 8));
+      else released.push(jb.store[jb.releasedOffset] | (jb.store[jb.releasedOffset + 1] << 8));
     }
   };
   let k = 0;
@@ -63,7 +72,7 @@ function run(jb: JitterBuffer, arrivals: Arrival[], seq0: number, endMs: number)
     while (k < arrivals.length && arrivals[k].at <= now) {
       const a = arrivals[k++];
       const idx = (a.seq - seq0) & 0xffff;
-      jb.push(a.seq, a.ts, payloadFor(idx), 0, 160, a.at);
+      push(jb, a.seq, a.ts, payloadFor(idx), a.at);
       drain(a.at);
     }
     drain(now);
@@ -119,36 +128,49 @@ t.test('target delay adapts to measured jitter within 20..200 ms', async (t) => 
 });
 
 t.test('at_deadline releases in-order frames only at their deadline; on_arrival at once', async (t) => {
-  const out = new Uint8Array(160);
   const paced = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160, release: 'at_deadline', initialDelayMs: 40 });
-  paced.push(10, 1600, payloadFor(0), 0, 160, 1000);
-  t.equal(paced.pop(1000, out), JB_NONE, 'held');
-  t.equal(paced.pop(1039, out), JB_NONE, 'still held just before target delay');
-  t.equal(paced.pop(1040, out), 160, 'released at arrival + target');
+  push(paced, 10, 1600, payloadFor(0), 1000);
+  t.equal(paced.pop(1000), JB_NONE, 'held');
+  t.equal(paced.pop(1039), JB_NONE, 'still held just before target delay');
+  t.equal(paced.pop(1040), 160, 'released at arrival + target');
   const eager = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
-  eager.push(10, 1600, payloadFor(0), 0, 160, 1000);
-  t.equal(eager.pop(1000, out), 160, 'released on arrival');
-  t.equal(eager.pop(1000, out), JB_NONE, 'nothing more, and nothing missing');
-  t.equal(eager.pop(5000, out), JB_NONE, 'silence from the peer is not loss');
-  eager.push(12, 1920, payloadFor(2), 0, 160, 1040);
-  t.equal(eager.pop(1040, out), JB_NONE, 'gap: waits for 11');
-  eager.push(11, 1760, payloadFor(1), 0, 160, 1045);
-  t.equal(eager.pop(1045, out), 160);
-  t.equal(out[0], 1);
-  t.equal(eager.pop(1045, out), 160);
-  t.equal(out[0], 2);
+  push(eager, 10, 1600, payloadFor(0), 1000);
+  t.equal(eager.pop(1000), 160, 'released on arrival');
+  t.equal(eager.pop(1000), JB_NONE, 'nothing more, and nothing missing');
+  t.equal(eager.pop(5000), JB_NONE, 'silence from the peer is not loss');
+  push(eager, 12, 1920, payloadFor(2), 1040);
+  t.equal(eager.pop(1040), JB_NONE, 'gap: waits for 11');
+  push(eager, 11, 1760, payloadFor(1), 1045);
+  t.equal(eager.pop(1045), 160);
+  t.equal(firstByte(eager), 1);
+  t.equal(eager.pop(1045), 160);
+  t.equal(firstByte(eager), 2);
 });
 
 t.test('a sequence jump beyond RFC 3550 MAX_DROPOUT restarts the stream; oversize payloads are rejected', async (t) => {
-  const out = new Uint8Array(160);
   const jb = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
-  jb.push(100, 0, payloadFor(1), 0, 160, 0);
-  t.equal(jb.pop(0, out), 160);
-  jb.push(30000, 999999, payloadFor(7), 0, 160, 20);
-  t.equal(jb.pop(20, out), 160, 'new stream released at once, no 30000 losses');
-  t.equal(out[0], 7);
+  push(jb, 100, 0, payloadFor(1), 0);
+  t.equal(jb.pop(0), 160);
+  push(jb, 30000, 999999, payloadFor(7), 20);
+  t.equal(jb.pop(20), 160, 'new stream released at once, no 30000 losses');
+  t.equal(firstByte(jb), 7);
   t.equal(jb.stats.resyncs, 1);
   t.equal(jb.stats.lost, 0);
-  t.notOk(jb.push(30001, 0, new Uint8Array(400), 0, 400, 40));
+  t.notOk(push(jb, 30001, 0, new Uint8Array(400), 40));
   t.equal(jb.stats.rejected, 1);
+});
+
+t.test('the payload is read where it lies in the packet and released in place', async (t) => {
+  const jb = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
+  const packet = new Uint8Array(12 + 160 + 4);
+  packet.fill(0xee);
+  for (let i = 0; i < 160; i++) packet[12 + i] = i;
+  t.ok(jb.push({ sequenceNumber: 7, timestamp: 0xfffffff0, payloadOffset: 12, payloadLength: 160 }, packet, 0));
+  packet.fill(0); // the caller reuses its buffer: the jitter buffer kept its own copy
+  t.equal(jb.pop(0), 160);
+  t.same(Array.from(jb.store.subarray(jb.releasedOffset, jb.releasedOffset + 160)), Array.from({ length: 160 }, (_, i) => i));
+  t.equal(jb.lastTimestamp, 0xfffffff0);
+  t.ok(jb.push({ sequenceNumber: 8, timestamp: 0x90, payloadOffset: 12, payloadLength: 160 }, packet, 20));
+  t.equal(jb.pop(20), 160, 'a timestamp that wrapped past 2^32 follows on');
+  t.equal(jb.lastTimestamp, 0x90);
 });

@@ -123,6 +123,20 @@ t.test('encode and decode check their buffer sizes at the boundary', async (t) =
   t.throws(() => alawEncodeInto(new Float32Array(4) as unknown as Int16Array, new Uint8Array(4)), TypeError);
 });
 
+t.test('decode reads payload[offset, offset + length) in place, and checks the range', async (t) => {
+  const packet = new Uint8Array(12 + 160);
+  for (let i = 0; i < packet.length; i++) packet[i] = (i * 37) & 0xff;
+  for (const [decode, name] of [[mulawDecodeInto, 'mu-law'], [alawDecodeInto, 'A-law']] as const) {
+    const inPlace = new Int16Array(160);
+    const viewed = new Int16Array(160);
+    t.equal(decode(packet, inPlace, 12, 160), 160, `${name}: samples written`);
+    decode(packet.subarray(12), viewed);
+    t.same(inPlace, viewed, `${name}: same as decoding a view of the payload`);
+    t.throws(() => decode(packet, inPlace, 13, 160), RangeError, `${name}: range past the end`);
+    t.throws(() => decode(packet, new Int16Array(159), 12, 160), RangeError, `${name}: output too short`);
+  }
+});
+
 t.test('encodeBatch encodes each stream as the single-stream call does', async (t) => {
   const frames = Array.from({ length: 7 }, (_, s) => Int16Array.from({ length: 160 }, (_, i) => (i * 97 + s * 1013) % 30000 - 15000));
   for (const codec of [G711_MULAW, G711_ALAW] as const) {
