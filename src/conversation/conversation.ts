@@ -1,6 +1,6 @@
 // One live conversation, independent of its transport (issue 4): configuration, admission, the engine session,
 // turn-taking from the VAD, barge-in, assistant playout on the pacing clock, timers, tools and the record.
-import { EngineError, type EngineHooks, type EngineToolCall, type SpeechEngineSession } from '../engines/engine.js';
+import type { EngineError, SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
 import { Vad, type ResamplerRate } from '../media/native.js';
@@ -13,11 +13,12 @@ import { transition, isLive, type ConversationInput, type ConversationState } fr
 import type { ConversationClient, ConversationDeps, ConversationObserver, ConversationOrigin, ConversationStart, LiveConversation } from './host.js';
 import { turnLatencyMs } from './latency.js';
 import { AssistantSpeech } from './assistant-speech.js';
+import { engineHooks } from './engine-hooks.js';
 import { ConversationRecord } from './record.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
 import { SilenceTimers } from './silence-timers.js';
-import { ownedTimer } from './timer.js';
+import { ConversationToolHost } from './tool-host.js';
 import { TurnTaking } from './turn-taking.js';
 import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
 import { ToolRunner } from './tools/runner.js';
@@ -48,7 +49,7 @@ export class Conversation implements LiveConversation {
   /** Largest payload fed to the inbound chain at once: 60 ms of the input format (Opus: one packet, unbounded). */
   private maxChunkBytes = 0;
   private startedAtMs = 0;
-  private endAfter: string | null = null;
+  private readonly toolHost: ConversationToolHost;
   private tools!: ToolRunner;
   private readonly observers = new Set<ConversationObserver>();
   private silence: SilenceTimers;
@@ -75,6 +76,21 @@ export class Conversation implements LiveConversation {
         finished: (u) => this.assistantFinished(u),
       },
       deps.timers,
+    );
+    this.toolHost = new ConversationToolHost(
+      {
+        conversationId: () => this.id,
+        session: () => this.session,
+        emit: (e) => this.emit(e),
+        end: (endedBy) => void this.end(endedBy),
+        userSpeaking: () => this.turns?.userSpeaking ?? false,
+        transferToAgent: (name) => this.transferToAgent(name),
+      },
+      this.speech,
+      deps.timers,
+      who,
+      deps.log,
+      this.fetch,
     );
     this.silence = SilenceTimers.disabled(deps.timers);
   }
@@ -154,7 +170,7 @@ export class Conversation implements LiveConversation {
     const tools = new Map<string, LiveTool>();
     for (const t of storedTools) if (s.tools.includes(t.name)) tools.set(t.name, fromStored(t));
     for (const t of s.inlineTools) tools.set(t.tool_schema.function.name, fromInline(t));
-    this.tools = new ToolRunner(this.toolHost(), tools);
+    this.tools = new ToolRunner(this.toolHost, tools);
     const abort = new AbortController();
     const engine = this.deps.engineFor(s.vendor_model);
     let session: SpeechEngineSession;
@@ -173,7 +189,14 @@ export class Conversation implements LiveConversation {
           engineSettings: s.engineSettings,
           clientSampleRate: formatInfo(s.inputFormat).sampleRate,
         },
-        this.hooks,
+        engineHooks({
+          turns: () => this.turns,
+          record: this.record,
+          speech: this.speech,
+          toolCall: (call) => this.toolHost.dispatch(this.tools, call),
+          emit: (e) => this.emit(e),
+          failed: (error) => this.engineFailed(error),
+        }),
       );
     } catch (err) {
       this.deps.log.error({ err, conversationId: this.id }, 'engine failed to open');
@@ -261,6 +284,7 @@ export class Conversation implements LiveConversation {
     }
     this.silence.cancel();
     this.deps.pacing.unregister(this.paced);
+    this.toolHost.cancel();
     this.tools?.cancelAll();
     this.speech.finishAll();
     this.record.flushUserItem();
@@ -382,11 +406,7 @@ export class Conversation implements LiveConversation {
   }
 
   private assistantFinished(u: Utterance): void {
-    if (this.endAfter === u.responseId) {
-      this.emit({ type: 'assistant_ended_conversation' });
-      void this.end('assistant');
-      return;
-    }
+    if (this.toolHost.endsAfter(u)) return;
     // Ending: the silence timers stay cancelled.
     if (!isLive(this.state)) return;
     if (u.kind !== 'poke' && !this.turns!.userSpeaking && !this.speech.speaking()) this.silence.nobodySpeaking();
@@ -406,83 +426,28 @@ export class Conversation implements LiveConversation {
     this.speech.track(id, 'poke', true);
   }
 
-  // ---- engine hooks ----
+  // ---- engine and tools ----
 
-  private readonly hooks: EngineHooks = {
-    onInputTranscript: (text, final, language) => {
-      this.turns?.heard(text);
-      if (!final) return;
-      this.record.finalUserTranscript(text);
-      this.emit({ type: 'input_text', text, ...(language ? { language } : {}) });
-    },
-    onAssistantAudio: (responseId, pcm) => this.speech.audio(responseId, pcm),
-    onAssistantText: (responseId, delta) => this.speech.text(responseId, delta),
-    onToolCall: (call) => this.onToolCall(call),
-    onResponseDone: (responseId) => this.speech.generated(responseId),
-    onError: (error: EngineError) => {
-      this.deps.log.error({ err: error, conversationId: this.id }, 'engine failed');
-      this.emit({ type: 'error', error: { message: `speech engine: ${error.message}`, code: 'engine_error' } });
-      void this.end('error');
-    },
-  };
-
-  private onToolCall(call: EngineToolCall): void {
-    const owner = this.speech.of(call.responseId);
-    const p = this.tools
-      .run(call)
-      .then((entry) => void owner.toolCalls.push(entry))
-      .catch((err: unknown) => this.deps.log.error({ err, conversationId: this.id }, 'tool call failed'))
-      .finally(() => owner.pendingTools.delete(p));
-    owner.pendingTools.add(p);
+  private engineFailed(error: EngineError): void {
+    this.deps.log.error({ err: error, conversationId: this.id }, 'engine failed');
+    this.emit({ type: 'error', error: { message: `speech engine: ${error.message}`, code: 'engine_error' } });
+    void this.end('error');
   }
 
-  private toolHost() {
-    return {
-      session: () => this.session,
-      send: (e: ServerEvent) => this.emit(e),
-      timers: this.deps.timers,
-      fetch: this.fetch,
-      reserved: () => ({
-        conversation_id: this.id!,
-        call_info: this.who.callInfo ?? null,
-        from_phone_number: this.who.callInfo?.from_phone_number ?? null,
-        to_phone_number: this.who.callInfo?.to_phone_number ?? null,
-        telephony_call_sid: null,
-        pre_tool_text: '',
-      }),
-      endAfterResponse: (responseId: string) => {
-        this.endAfter = responseId;
-        const u = this.speech.find(responseId);
-        if (u && !u.isActive) {
-          this.emit({ type: 'assistant_ended_conversation' });
-          void this.end('assistant');
-        }
-      },
-      chooseNotToRespond: (responseId: string, respondAfterSec: number | null) => {
-        this.speech.silence(responseId);
-        this.emit({ type: 'assistant_chose_not_to_respond' });
-        if (respondAfterSec !== null) {
-          const later = ownedTimer(this.deps.timers, respondAfterSec * 1000, () => {
-            if (this.session && !this.turns!.userSpeaking) this.speech.track(this.session.createResponse(), 'reply', true);
-          });
-          later.start();
-        }
-      },
-      transferToAgent: async (agentName: string): Promise<string | null> => {
-        const resolved = await this.deps.store.resolveAgent(this.who.orgId, this.projectName, agentName);
-        if (!resolved) return `agent ${agentName} not found`;
-        if (!resolved.agent.enabled) return `agent ${agentName} is disabled`;
-        const next = applyConfig(baseSettings(resolved.config), {});
-        const s = this.settings!;
-        Object.assign(s, { ...next, inputFormat: s.inputFormat, outputFormat: s.outputFormat, binaryAudio: s.binaryAudio, templateValues: s.templateValues });
-        const tools = new Map<string, LiveTool>();
-        for (const t of resolved.tools) tools.set(t.name, fromStored(t));
-        this.tools.setTools(tools);
-        this.agent = { id: resolved.agent.id, name: resolved.agent.name };
-        this.session?.updateSession({ systemPrompt: this.resolve(s.system_prompt), tools: [...tools.values()].map(engineTool) });
-        return null;
-      },
-    };
+  /** Built-in transfer to agent: the agent's settings and tools replace the current ones (audio formats and template values stay). */
+  private async transferToAgent(agentName: string): Promise<string | null> {
+    const resolved = await this.deps.store.resolveAgent(this.who.orgId, this.projectName, agentName);
+    if (!resolved) return `agent ${agentName} not found`;
+    if (!resolved.agent.enabled) return `agent ${agentName} is disabled`;
+    const next = applyConfig(baseSettings(resolved.config), {});
+    const s = this.settings!;
+    Object.assign(s, { ...next, inputFormat: s.inputFormat, outputFormat: s.outputFormat, binaryAudio: s.binaryAudio, templateValues: s.templateValues });
+    const tools = new Map<string, LiveTool>();
+    for (const t of resolved.tools) tools.set(t.name, fromStored(t));
+    this.tools.setTools(tools);
+    this.agent = { id: resolved.agent.id, name: resolved.agent.name };
+    this.session?.updateSession({ systemPrompt: this.resolve(s.system_prompt), tools: [...tools.values()].map(engineTool) });
+    return null;
   }
 
   // ---- output, record ----
