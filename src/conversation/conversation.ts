@@ -1,5 +1,7 @@
-// One live conversation, independent of its transport (issue 4): configuration, admission, the engine session,
-// turn-taking from the VAD, barge-in, assistant playout on the pacing clock, timers, tools and the record.
+// One live conversation, independent of its transport (issue 4): the orchestrator. It walks the lifecycle of
+// conversation.fsm.ts (configuration, admission, the engine session, ending and saving) and routes client messages
+// and audio to its parts: turn-taking.ts (user turns, barge-in), assistant-speech.ts (utterances and playout),
+// silence-timers.ts, tool-host.ts with tools/, engine-hooks.ts, and record.ts (what it leaves behind).
 import type { EngineError, SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
