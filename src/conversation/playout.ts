@@ -1,7 +1,9 @@
 // Assistant audio out, on the worker's pacing clock (DESIGN.md, "Media pipeline"): engine audio -> time-stretch
 // (audio_speed) -> background noise -> resample to the output rate -> encode -> client. One frame per tick; a frame
-// the client could not take (backpressure) is kept and offered again on the next tick. Engine audio is copied in
-// per engine chunk (it is lent); per tick nothing is allocated.
+// the client could not take (backpressure) is kept and offered again on the next tick. Audio reaching an idle
+// playout sends its first frame at once instead of on the next tick (up to a frame later: gateway-added latency
+// at the start of every reply); the clock paces the rest, so the stream runs at most one frame ahead. Engine
+// audio is copied in per engine chunk (it is lent); per tick nothing is allocated.
 import { createEncoder, type Encoder } from '../media/codec.js';
 import { formatInfo, FRAME_MS, type AudioFormat } from '../media/format.js';
 import { Resampler, type ResamplerRate } from '../media/native.js';
@@ -74,8 +76,20 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.encoded = new Uint8Array(Math.max(4000, this.resampled.length * 2));
   }
 
-  /** Queues engine audio of `owner`; returns the samples queued after time-stretch. */
+  /** Nothing queued or held: the next audio starts a stream of frames. */
+  get idle(): boolean {
+    return this.held === null && this.chunks.length === 0;
+  }
+
+  /** Queues engine audio of `owner`; returns the samples queued after time-stretch. An idle playout sends a frame at once. */
   enqueue(owner: U, pcm: Int16Array): number {
+    const idle = this.idle;
+    const queued = this.queue(owner, pcm);
+    if (idle && this.chunks.length > 0) this.tick();
+    return queued;
+  }
+
+  private queue(owner: U, pcm: Int16Array): number {
     if (!this.stretch) {
       this.chunks.push({ owner, pcm: pcm.slice(), offset: 0 });
       return pcm.length;
@@ -89,12 +103,14 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     return queued;
   }
 
-  /** The owner's audio is complete: what the stretcher still holds is queued. */
+  /** The owner's audio is complete: what the stretcher still holds is queued (and sent at once if idle). */
   finish(owner: U): number {
     if (!this.stretch) return 0;
+    const idle = this.idle;
     const n = this.stretch.flush(this.stretchOut);
     this.stretch.reset();
     if (n > 0) this.chunks.push({ owner, pcm: this.stretchOut.slice(0, n), offset: 0 });
+    if (idle && this.chunks.length > 0) this.tick();
     return n;
   }
 
