@@ -11,7 +11,7 @@ size_t NextPow2(size_t n) {
   return p;
 }
 
-Fft::Fft(size_t size) : size_(size), bitrev_(size), cos_(size / 2), sin_(size / 2) {
+Fft::Fft(size_t size) : size_(size), bitrev_(size) {
   unsigned bits = 0;
   while ((size_t{1} << bits) < size) bits++;
   for (size_t i = 0; i < size; i++) {
@@ -20,10 +20,12 @@ Fft::Fft(size_t size) : size_(size), bitrev_(size), cos_(size / 2), sin_(size / 
       if (i & (size_t{1} << b)) r |= 1u << (bits - 1 - b);
     bitrev_[i] = r;
   }
-  for (size_t k = 0; k < size / 2; k++) {
-    double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(size);
-    cos_[k] = static_cast<float>(std::cos(a));
-    sin_[k] = static_cast<float>(std::sin(a));
+  for (size_t len = 8; len <= size; len <<= 1) {
+    for (size_t k = 0; k < len / 2; k++) {
+      double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(len);
+      stage_cos_.push_back(static_cast<float>(std::cos(a)));
+      stage_sin_.push_back(static_cast<float>(std::sin(a)));
+    }
   }
 }
 
@@ -36,21 +38,55 @@ void Fft::Forward(float* re, float* im) const {
       std::swap(im[i], im[j]);
     }
   }
-  for (size_t len = 2; len <= n; len <<= 1) {
+  ForwardBitReversed(re, im);
+}
+
+void Fft::ForwardBitReversed(float* re, float* im) const {
+  const size_t n = size_;
+  // Stages of length 2 and 4 together: their twiddles are 1 and -i, so a radix-4 butterfly without products.
+  if (n == 2) {
+    const float r0 = re[0], i0 = im[0];
+    re[0] = r0 + re[1];
+    im[0] = i0 + im[1];
+    re[1] = r0 - re[1];
+    im[1] = i0 - im[1];
+    return;
+  }
+  for (size_t s = 0; s < n; s += 4) {
+    const float ar = re[s] + re[s + 1], ai = im[s] + im[s + 1];
+    const float br = re[s] - re[s + 1], bi = im[s] - im[s + 1];
+    const float cr = re[s + 2] + re[s + 3], ci = im[s + 2] + im[s + 3];
+    const float dr = re[s + 2] - re[s + 3], di = im[s + 2] - im[s + 3];
+    re[s] = ar + cr;
+    im[s] = ai + ci;
+    re[s + 2] = ar - cr;
+    im[s + 2] = ai - ci;
+    // (dr + i di) * -i = di - i dr
+    re[s + 1] = br + di;
+    im[s + 1] = bi - dr;
+    re[s + 3] = br - di;
+    im[s + 3] = bi + dr;
+  }
+  const float* wc = stage_cos_.data();
+  const float* ws = stage_sin_.data();
+  for (size_t len = 8; len <= n; len <<= 1) {
     const size_t half = len / 2;
-    const size_t stride = n / len;
     for (size_t start = 0; start < n; start += len) {
+      float* ar = re + start;
+      float* ai = im + start;
+      float* br = ar + half;
+      float* bi = ai + half;
       for (size_t k = 0; k < half; k++) {
-        const float wr = cos_[k * stride], wi = sin_[k * stride];
-        const size_t a = start + k, b = a + half;
-        const float tr = re[b] * wr - im[b] * wi;
-        const float ti = re[b] * wi + im[b] * wr;
-        re[b] = re[a] - tr;
-        im[b] = im[a] - ti;
-        re[a] += tr;
-        im[a] += ti;
+        const float tr = br[k] * wc[k] - bi[k] * ws[k];
+        const float ti = br[k] * ws[k] + bi[k] * wc[k];
+        br[k] = ar[k] - tr;
+        bi[k] = ai[k] - ti;
+        ar[k] += tr;
+        ai[k] += ti;
       }
     }
+    wc += half;
+    ws += half;
   }
 }
 
@@ -65,21 +101,28 @@ RealFft::RealFft(size_t size)
 
 void RealFft::Forward(float* in, float* re, float* im) {
   const size_t h = size_ / 2;
+  float* zr = zr_.data();
+  float* zi = zi_.data();
+  // Even samples as real parts, odd ones as imaginary parts, scattered straight into bit-reversed order.
   for (size_t n = 0; n < h; n++) {
-    zr_[n] = in[2 * n];
-    zi_[n] = in[2 * n + 1];
+    const unsigned j = half_.bitrev(n);
+    zr[j] = in[2 * n];
+    zi[j] = in[2 * n + 1];
   }
-  half_.Forward(zr_.data(), zi_.data());
-  // X[k] = E[k] + W^k O[k], E[k] = (Z[k] + conj Z[h-k]) / 2, O[k] = (Z[k] - conj Z[h-k]) / 2i.
-  for (size_t k = 0; k <= h; k++) {
-    const size_t a = k % h, b = (h - k) % h;
-    const float er = 0.5f * (zr_[a] + zr_[b]);
-    const float ei = 0.5f * (zi_[a] - zi_[b]);
-    const float or_ = 0.5f * (zi_[a] + zi_[b]);
-    const float oi = -0.5f * (zr_[a] - zr_[b]);
-    const float wr = k < h ? cos_[k] : -1.f, wi = k < h ? sin_[k] : 0.f;
-    re[k] = er + wr * or_ - wi * oi;
-    im[k] = ei + wr * oi + wi * or_;
+  half_.ForwardBitReversed(zr, zi);
+  // X[k] = E[k] + W^k O[k], E[k] = (Z[k] + conj Z[h-k]) / 2, O[k] = (Z[k] - conj Z[h-k]) / 2i (Z periodic in h).
+  re[0] = zr[0] + zi[0];
+  im[0] = 0.f;
+  re[h] = zr[0] - zi[0];
+  im[h] = 0.f;
+  for (size_t k = 1; k < h; k++) {
+    const size_t b = h - k;
+    const float er = 0.5f * (zr[k] + zr[b]);
+    const float ei = 0.5f * (zi[k] - zi[b]);
+    const float or_ = 0.5f * (zi[k] + zi[b]);
+    const float oi = -0.5f * (zr[k] - zr[b]);
+    re[k] = er + cos_[k] * or_ - sin_[k] * oi;
+    im[k] = ei + cos_[k] * oi + sin_[k] * or_;
   }
 }
 

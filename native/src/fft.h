@@ -13,11 +13,17 @@ class Fft {
   size_t size() const { return size_; }
   // Forward transform (e^{-i...}) of re/im in place.
   void Forward(float* re, float* im) const;
+  // The same transform for input already in bit-reversed order (the caller scattered it with bitrev()).
+  void ForwardBitReversed(float* re, float* im) const;
+  // Bit-reversed position of index i (i < size()).
+  unsigned bitrev(size_t i) const { return bitrev_[i]; }
 
  private:
   size_t size_;
   std::vector<unsigned> bitrev_;
-  std::vector<float> cos_, sin_;  // twiddles e^{-2 pi i k / size}, k < size / 2
+  // Twiddles e^{-2 pi i k / len} of every butterfly stage (len = 8, 16, ..., size), stage after stage, each
+  // stage's k = 0..len/2-1 contiguous so the butterfly loop reads them in order (len 2 and 4 need none).
+  std::vector<float> stage_cos_, stage_sin_;
 };
 
 // Spectrum of a real signal of a power-of-two size N >= 4 through one complex FFT of size N / 2 (even samples

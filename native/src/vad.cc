@@ -17,9 +17,12 @@ constexpr float kSmoothing = 0.7f;
 // plus the current one, i.e. 1.5 to 1.8 s of history.
 constexpr int kSubWindows = 5;
 constexpr int kSubWindowSteps = 30;
-// Steps within 10 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95). A
-// narrower gate (6 dB) leaves out the upper half of the noise's own fluctuation and biases the mean low: at
-// 10 dB SNR white noise alone then scored near the threshold (false starts).
+// Steps within 10 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95), and only
+// while the detector is in Silence: speech steps near a minimum raised by long speech would otherwise teach
+// the noise (in a 17 s prompt at 10 dB SNR it rose 8 dB in one band and cut the final words). A narrower gate
+// (6 dB) leaves out the upper half of the noise's own fluctuation and biases the mean low: at 10 dB SNR white
+// noise alone then scored near the threshold (false starts). Outside Silence the learnt mean is held and only
+// the minimum bounds it (from below: a noise that really rose is followed within the minimum's window).
 constexpr float kNearFloorRatio = 10.f;
 constexpr float kNoiseMeanSmoothing = 0.95f;
 // For the first 500 ms the noise estimate is the plain mean of all steps (nothing better is known yet), and
@@ -31,23 +34,27 @@ constexpr int64_t kInitSteps = 50;
 constexpr float kMinBandPower = 32768.f * 32768.f / 2.f * 1e-6f;
 // Band SNRs are clipped to this range (dB) before scoring.
 constexpr float kMaxBandSnrDb = 30.f;
-// The score weighs the best band SNR against the second best.
-constexpr float kBestWeight = 1.0;
 // Logistic mapping of the score (dB) to a probability: 0.5 at kScoreMidDb, slope 1 / kScoreScaleDb.
 constexpr float kScoreMidDb = 5.f;
 constexpr float kScoreScaleDb = 2.f;
 // End refinement, with hindsight once the hangover is over: hangover steps whose band power, averaged over
-// +-10 steps, stays 0.3 dB above the noise in some band extend the speech (contiguously from the last voiced
-// step). The long average finds weak final sounds 10-20 dB under white noise that single steps cannot.
+// +-10 steps, stays above the noise in some band extend the speech (contiguously from the last voiced step).
+// The long average finds weak final sounds 10-20 dB under white noise that single steps cannot. "Above" is
+// measured in units of one step's relative noise fluctuation: a band holding K independent spectral values
+// (its width times the 20 ms window length, the window's resolution being 1 / 20 ms) has a power whose
+// standard deviation is 1 / sqrt(K) of its mean (a sum of K exponential variables), so a narrow band needs a
+// larger excess than a wide one. The average must exceed the noise by kRefineSigmas of those deviations.
 constexpr int64_t kRefineHalfWidth = 10;
-constexpr float kRefineRatio = 1.07f;  // 0.3 dB
+constexpr float kRefineSigmas = 1.6f;
 // Voiced steps in a row that end a hangover (30 ms).
 constexpr int kResumeSteps = 3;
 // Speech level: the peak band power of voiced steps while speaking, decaying 3 dB per second; steps more than
 // 25 dB below it are unvoiced.
 constexpr float kSpeechLevelGate = 0.0031623f;    // -25 dB
 constexpr float kSpeechLevelDecay = 0.99311605f;  // -0.03 dB per 10 ms step
-// While speaking, steps stay voiced down to threshold - 0.15 (the neg_threshold of Silero VAD's VADIterator).
+// In Speech, steps stay voiced down to threshold - 0.15 (the neg_threshold of Silero VAD's VADIterator). As in
+// VADIterator, the drop keeps speech going but does not resume it: in the hangover a step needs the full
+// threshold (with the drop, noise alone resumed speech and pushed ends hundreds of ms late).
 constexpr float kSpeakingThresholdDrop = 0.15f;
 
 }  // namespace
@@ -82,9 +89,12 @@ Vad::Vad(int rateHz, const VadOptions& options)
   }
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
   window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy));
+  const float window_seconds = static_cast<float>(window_) / static_cast<float>(rateHz);
   for (int b = 0; b < kBands; b++) {
     band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / rateHz));
     band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_.size() / rateHz));
+    const float independent_values = (kBandEdges[b + 1] - kBandEdges[b]) * window_seconds;
+    refine_ratio_[b] = 1.f + kRefineSigmas / std::sqrt(independent_values);
   }
   Reset();
 }
@@ -97,6 +107,7 @@ void Vad::Reset() {
     smoothed_[b] = 0.f;
     floor_[b] = kMinBandPower;
     noise_[b] = 0.f;
+    learned_[b] = 0.f;
     window_min_[b] = 0.f;
   }
   sub_count_ = sub_filled_ = sub_next_ = 0;
@@ -121,14 +132,18 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
     for (int s = 0; s < sub_filled_; s++) m = std::min(m, history_min_[static_cast<size_t>(s) * kBands + b]);
     floor_[b] = std::max(m, kMinBandPower);
     // The minimum sits below the mean noise power by a margin that depends on the band's width; the noise
-    // estimate is the running mean of the steps near the minimum, kept within 0 to 6 dB above it.
+    // estimate is the running mean of the steps near the minimum (learnt in Silence only), kept within 0 to
+    // 10 dB above it.
+    const float lo = floor_[b], hi = floor_[b] * kNearFloorRatio;
+    const bool learning = steps_ < kInitSteps || state_ == State::Silence;
     if (steps_ < kInitSteps) {
       // Start-up: the cumulative mean of every step so far.
-      noise_[b] = (noise_[b] * static_cast<float>(steps_) + smoothed[b]) / static_cast<float>(steps_ + 1);
-    } else if (smoothed[b] <= floor_[b] * kNearFloorRatio || noise_[b] < floor_[b]) {
-      noise_[b] = noise_[b] <= 0.f ? smoothed[b] : kNoiseMeanSmoothing * noise_[b] + (1.f - kNoiseMeanSmoothing) * smoothed[b];
+      learned_[b] = (learned_[b] * static_cast<float>(steps_) + smoothed[b]) / static_cast<float>(steps_ + 1);
+    } else if (learning && (smoothed[b] <= hi || learned_[b] < lo)) {
+      learned_[b] = kNoiseMeanSmoothing * learned_[b] + (1.f - kNoiseMeanSmoothing) * smoothed[b];
     }
-    noise_[b] = std::min(std::max(noise_[b], floor_[b]), floor_[b] * kNearFloorRatio);
+    if (learning) learned_[b] = std::min(std::max(learned_[b], lo), hi);
+    noise_[b] = std::min(std::max(learned_[b], lo), hi);
   }
   if (++sub_count_ == kSubWindowSteps) {
     for (int b = 0; b < kBands; b++) history_min_[static_cast<size_t>(sub_next_) * kBands + b] = window_min_[b];
@@ -160,18 +175,10 @@ float Vad::Analyse() {
   StepRecord& record = history_[static_cast<size_t>(step_index_ % static_cast<int64_t>(history_.size()))];
   for (int b = 0; b < kBands; b++) record.ratio[b] = std::max(smoothed_[b], kMinBandPower) / noise_[b];
   record.end_sample = samples_;
-  float best = 0.f, second = 0.f;
-  for (int b = 0; b < kBands; b++) {
-    float snr = 10.f * std::log10(std::max(smoothed_[b], kMinBandPower) / noise_[b]);
-    snr = std::min(std::max(snr, 0.f), kMaxBandSnrDb);
-    if (snr > best) {
-      second = best;
-      best = snr;
-    } else if (snr > second) {
-      second = snr;
-    }
-  }
-  float score = kBestWeight * best + (1.f - kBestWeight) * second;
+  // The score is the best band SNR (one logarithm: the largest ratio).
+  float best_ratio = record.ratio[0];
+  for (int b = 1; b < kBands; b++) best_ratio = std::max(best_ratio, record.ratio[b]);
+  const float score = std::min(std::max(10.f * std::log10(best_ratio), 0.f), kMaxBandSnrDb);
   // While the noise is being learnt nothing is speech.
   if (steps_ <= kInitSteps) return 0.f;
   return 1.f / (1.f + std::exp(-(score - kScoreMidDb) / kScoreScaleDb));
@@ -185,14 +192,14 @@ void Vad::RefineEnd() {
   for (int64_t j = last_voiced_step_ + 1; j + kRefineHalfWidth <= newest; j++) {
     if (j - kRefineHalfWidth < 0 || j - kRefineHalfWidth <= newest - size) break;
     if (!history_[static_cast<size_t>(j % size)].loud_enough) break;
-    float best = 0.f;
-    for (int b = 0; b < kBands; b++) {
+    bool above = false;
+    for (int b = 0; b < kBands && !above; b++) {
       float sum = 0.f;
       for (int64_t k = j - kRefineHalfWidth; k <= j + kRefineHalfWidth; k++)
         sum += history_[static_cast<size_t>(k % size)].ratio[b];
-      best = std::max(best, sum / (2 * kRefineHalfWidth + 1));
+      above = sum / (2 * kRefineHalfWidth + 1) >= refine_ratio_[b];
     }
-    if (best < kRefineRatio) break;
+    if (!above) break;
     extended = j;
   }
   if (extended > last_voiced_step_) {
@@ -255,17 +262,36 @@ int Vad::Transition(Input input) {
   return kVadNone;
 }
 
+void Vad::PushPrebuffer(const int16_t* in, size_t n) {
+  const size_t size = ring_.size();
+  if (size == 0) return;
+  if (n >= size) {
+    // Only the last `size` samples survive.
+    std::copy(in + (n - size), in + n, ring_.begin());
+    ring_pos_ = 0;
+    ring_fill_ = size;
+    return;
+  }
+  const size_t first = std::min(n, size - ring_pos_);
+  std::copy(in, in + first, ring_.begin() + static_cast<std::ptrdiff_t>(ring_pos_));
+  std::copy(in + first, in + n, ring_.begin());
+  ring_pos_ = (ring_pos_ + n) % size;
+  ring_fill_ = std::min(ring_fill_ + n, size);
+}
+
 int Vad::Process(const int16_t* in, size_t n) {
   int events = kVadNone;
-  for (size_t i = 0; i < n; i++) {
-    if (!ring_.empty()) {
-      ring_[ring_pos_] = in[i];
-      ring_pos_ = ring_pos_ + 1 == ring_.size() ? 0 : ring_pos_ + 1;
-      if (ring_fill_ < ring_.size()) ring_fill_++;
-    }
-    frame_[step_ + filled_] = static_cast<float>(in[i]);
-    samples_++;
-    if (++filled_ < step_) continue;
+  while (n > 0) {
+    // Up to the end of the current step in one go.
+    const size_t take = std::min(n, step_ - filled_);
+    PushPrebuffer(in, take);
+    float* dst = frame_.data() + step_ + filled_;
+    for (size_t i = 0; i < take; i++) dst[i] = static_cast<float>(in[i]);
+    in += take;
+    n -= take;
+    samples_ += static_cast<int64_t>(take);
+    filled_ += take;
+    if (filled_ < step_) break;
     filled_ = 0;
     // The first window would be half empty: it only primes the second half.
     const bool analysed = primed_;
@@ -273,8 +299,9 @@ int Vad::Process(const int16_t* in, size_t n) {
     primed_ = true;
     // Slide: the step just completed becomes the first half of the next window.
     std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(step_), frame_.end(), frame_.begin());
-    // Hysteresis as in Silero's VADIterator: while speaking, a step stays voiced down to threshold - 0.15.
-    const float threshold = speaking() ? options_.threshold - kSpeakingThresholdDrop : options_.threshold;
+    // Hysteresis as in Silero's VADIterator: in Speech a step stays voiced down to threshold - 0.15; starting or
+    // resuming speech takes the full threshold.
+    const float threshold = state_ == State::Speech ? options_.threshold - kSpeakingThresholdDrop : options_.threshold;
     // Steps far below the speaker's recent level are not their speech (tails, breath, distant talkers).
     const bool loud_enough = frame_power_ >= speech_level_ * kSpeechLevelGate;
     const bool voiced = probability_ >= threshold && loud_enough;

@@ -2,19 +2,21 @@
 // per 10 ms, and the agent's timing rules as an explicit state machine.
 //
 // Every 10 ms the last 20 ms are Hann-windowed and transformed; the power in five telephone bands (200 Hz to
-// 3.8 kHz) is smoothed across steps and compared with each band's noise: the running mean of the steps near
-// the band's minimum over the last ~1.5 s (minimum statistics, Martin 2001), kept 0 to 10 dB above that
-// minimum so it follows drops at once and rises within the window. The best band SNR is the step's score,
-// mapped by a logistic to a probability; a step is voiced when it reaches vad_threshold (while speaking:
-// vad_threshold - 0.15, the hysteresis of Silero VAD's VADIterator) and is within 25 dB of the speaker's
-// recent level. The first 500 ms of a stream only teach the noise.
+// 3.8 kHz, so every rate is analysed on the same bins: 8 kHz telephony natively) is smoothed across steps and
+// compared with each band's noise: the running mean of the steps near the band's minimum over the last ~1.5 s
+// (minimum statistics, Martin 2001), learnt only while the detector is in silence and held while speech may be
+// present, bounded by 0 to 10 dB above that minimum so it follows drops at once and rises within the window.
+// The best band SNR is the step's score, mapped by a logistic to a probability; a step is voiced when it
+// reaches vad_threshold (in speech: vad_threshold - 0.15, the hysteresis of Silero VAD's VADIterator) and is
+// within 25 dB of the speaker's recent level. The first 500 ms of a stream only teach the noise.
 //
 // Timing (the agent's vad_* settings): speech starts after min_speech_ms of consecutive voiced steps (the
 // start is placed at the first of them); it ends after min_silence_ms without speech (inside that hangover
-// speech resumes only after 30 ms of voiced steps), and the end is placed after the LAST VOICED STEP, not
-// after the hangover. Once the hangover is over, the last voiced step is extended over the following steps
-// whose band power, averaged over +-100 ms, still stands 0.3 dB above the noise (weak tails). The last
-// prebuffer_ms of audio are kept in a ring so the caller can fetch the audio leading into speech.
+// speech resumes only after 30 ms of steps at the full threshold), and the end is placed after the LAST VOICED
+// STEP, not after the hangover. Once the hangover is over, the last voiced step is extended over the following
+// steps whose band power, averaged over +-100 ms, still stands clearly above the noise (by 1.6 standard
+// deviations of one step's band power: weak tails). The last prebuffer_ms of audio are kept in a ring so the
+// caller can fetch the audio leading into speech. Nothing is allocated after Create.
 #pragma once
 
 #include <cstddef>
@@ -68,6 +70,8 @@ class Vad : public Module {
   // At speech-end: extends the last voiced step over the hangover steps that, averaged with their
   // neighbours, still stand above the noise (weak tails the per-step decision missed).
   void RefineEnd();
+  // Appends n samples to the prebuffer ring.
+  void PushPrebuffer(const int16_t* in, size_t n);
 
   int rate_;
   VadOptions options_;
@@ -78,11 +82,13 @@ class Vad : public Module {
   size_t filled_ = 0;  // samples of the current step in frame_ (after the previous step)
   bool primed_ = false;  // a full window is available
   int band_lo_[kBands], band_hi_[kBands];
+  float refine_ratio_[kBands];  // power / noise a band's +-100 ms average must reach to extend an end
   float window_norm_;
 
   float smoothed_[kBands];
   float floor_[kBands];  // minimum statistics
-  float noise_[kBands];  // mean noise power estimate
+  float noise_[kBands];    // mean noise power estimate used by this step: learned_ bounded by the minimum
+  float learned_[kBands];  // running mean of noise steps, learnt in Silence, held while speech may be present
   float window_min_[kBands];
   std::vector<float> history_min_;  // kSubWindows x kBands minima of completed sub-windows
   int sub_count_ = 0;               // steps in the current sub-window

@@ -15,12 +15,11 @@ const FRAME = 160; // 20 ms
 const START_TOLERANCE = (100 * PROMPT_RATE) / 1000;
 const END_TOLERANCE = (150 * PROMPT_RATE) / 1000;
 const SNR_DB = 10;
-// Required share of prompts meeting both tolerances. The issue asks for 95 % in both conditions; this VAD
-// reaches it clean (96.9 %) but not yet at 10 dB SNR in white noise (93.5 %; 93.3 % with other noise seeds):
-// final weak sounds (plosive releases, decays 20-30 dB below the peak) lie 10-20 dB under the noise there, and
-// weak onsets are found late. The noisy bar below guards what is reached; the gap is reported, not hidden.
+// Required share of prompts meeting both tolerances: the issue's 95 % in both conditions. Reached: clean
+// 96.9 %, white noise at 10 dB SNR 97.1 % (96.6 to 97.1 % over five noise seeds). What still misses in noise is
+// mostly weak /s/ and /k/ onsets 15-20 dB under the noise, found 110-170 ms late.
 const MIN_SHARE_CLEAN = 0.95;
-const MIN_SHARE_NOISY = 0.93;
+const MIN_SHARE_NOISY = 0.95;
 
 interface Outcome {
   starts: number[];
