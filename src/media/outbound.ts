@@ -226,8 +226,7 @@ export class OutboundStream implements PacedStream {
       }
       this.dryTicks = 0;
       this.playedSamples += k;
-      const input = k === this.stretchIn.length ? this.stretchIn : this.stretchIn.subarray(0, k);
-      const m = this.stretch.process(input, this.stretchOut);
+      const m = this.stretch.process(this.stretchIn, this.stretchOut, k);
       this.stretched.write(this.stretchOut, m);
     }
   }

@@ -76,14 +76,15 @@ export class TimeStretch implements Stage {
     return Math.ceil((inputLength + this.inLen) / AUDIO_SPEED_MIN) + 2 * this.hs;
   }
 
-  process(input: Int16Array, out: Int16Array): number {
-    if (input.length > this.maxInput) throw new RangeError(`time-stretch chunk of ${input.length} > maxInput ${this.maxInput}`);
+  /** Stretches input[0, length) (default: all of it) into out; returns the samples written. */
+  process(input: Int16Array, out: Int16Array, length = input.length): number {
+    if (length > this.maxInput) throw new RangeError(`time-stretch chunk of ${length} > maxInput ${this.maxInput}`);
     if (this.speed === 1 && this.prev < 0 && this.inLen === 0) {
       // Pass-through while idle at normal speed: exact, and free.
-      out.set(input, 0);
-      return input.length;
+      for (let i = 0; i < length; i++) out[i] = input[i];
+      return length;
     }
-    this.append(input);
+    this.append(input, length);
     return this.run(out, 0);
   }
 
@@ -111,13 +112,13 @@ export class TimeStretch implements Stage {
     this.tail.fill(0);
   }
 
-  private append(input: Int16Array): void {
-    if (this.inLen + input.length > this.inBuf.length) this.compact();
-    if (this.inLen + input.length > this.inBuf.length) throw new RangeError('time-stretch input overflow');
+  private append(input: Int16Array, length: number): void {
+    if (this.inLen + length > this.inBuf.length) this.compact();
+    if (this.inLen + length > this.inBuf.length) throw new RangeError('time-stretch input overflow');
     const b = this.inBuf;
     const o = this.inLen;
-    for (let i = 0; i < input.length; i++) b[o + i] = input[i];
-    this.inLen += input.length;
+    for (let i = 0; i < length; i++) b[o + i] = input[i];
+    this.inLen += length;
   }
 
   /** Drops input no future segment can reach. */

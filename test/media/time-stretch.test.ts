@@ -146,3 +146,24 @@ t.test('real speech: speed 0.8 and 1.2 keep the talker\'s pitch and scale the du
     t.ok(Math.abs(g - f0) / f0 < 0.05, `${speed}x: pitch ${g.toFixed(0)} Hz vs ${f0.toFixed(0)} Hz`);
   }
 });
+
+t.test('a chunk given as the first `length` samples of a larger buffer stretches as that chunk alone', async (t) => {
+  const input = tone(1, [220, 330]);
+  const chunks = [640, 300, 17, 640, 1, 512];
+  const viewed = new TimeStretch({ sampleRate: 16000, maxInput: 640, speed: 1.3 });
+  const prefixed = new TimeStretch({ sampleRate: 16000, maxInput: 640, speed: 1.3 });
+  const scratch = new Int16Array(640);
+  const outA = new Int16Array(viewed.maxOutput(640) + 2048);
+  const outB = new Int16Array(prefixed.maxOutput(640) + 2048);
+  let offset = 0;
+  for (let c = 0; offset < input.length; c++) {
+    const k = Math.min(chunks[c % chunks.length], input.length - offset);
+    scratch.fill(12345);
+    scratch.set(input.subarray(offset, offset + k));
+    const a = viewed.process(input.subarray(offset, offset + k), outA);
+    const b = prefixed.process(scratch, outB, k);
+    t.equal(b, a);
+    t.same(outB.subarray(0, b), outA.subarray(0, a));
+    offset += k;
+  }
+});
