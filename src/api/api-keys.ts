@@ -23,7 +23,7 @@ interface KeyRow {
   rotated_at: Date | null;
 }
 
-export const apiKeyRoutes: RoutePlugin = async (app, { sql, now }) => {
+export const apiKeyRoutes: RoutePlugin = async (app, { sql, now, credentials }) => {
   const load = async (orgId: string, id: string) => {
     const [row] = await sql<KeyRow[]>`select id, org_id, name, secret_hint, created_at, rotated_at from api_keys where id = ${id}`;
     return ownedBy(row, orgId, 'API key', id);
@@ -80,6 +80,7 @@ export const apiKeyRoutes: RoutePlugin = async (app, { sql, now }) => {
                   and (select count(*) from api_keys where org_id = ${row.org_id}) > 1 returning id`;
       });
       if (deleted.length === 0) throw conflict('the last API key of a workspace cannot be deleted', 'last_api_key');
+      credentials.forgetApiKey(row.id);
       return { success: true };
     },
   );
@@ -94,6 +95,7 @@ export const apiKeyRoutes: RoutePlugin = async (app, { sql, now }) => {
       // The old hash is replaced in the same statement: the old secret stops working at once.
       await sql`update api_keys set secret_hash = ${hashSecret(secret)}, secret_hint = ${secretHint(secret)},
                 rotated_at = ${now()} where id = ${row.id}`;
+      credentials.forgetApiKey(row.id);
       return { id: row.id, name: row.name, api_key: secret };
     },
   );

@@ -2,6 +2,7 @@
 import type { Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
+import { CredentialCache } from '../auth/credential-cache.js';
 import { createSigner, loadSigningSecret, type UrlSigner } from '../auth/signed-url.js';
 
 export interface AppContext {
@@ -16,6 +17,8 @@ export interface AppContext {
   signer: UrlSigner;
   /** Which database: embedded PGlite (one connection) or PostgreSQL (a pool). */
   storeKind: 'pglite' | 'postgres';
+  /** Verified API keys and session tokens, kept briefly; routes that revoke one forget it before answering. */
+  credentials: CredentialCache;
 }
 
 /** The context of a control plane on `store`, listening (once started) at `listening()`. */
@@ -27,6 +30,8 @@ export async function createContext(
 ): Promise<AppContext> {
   const signer = createSigner(await loadSigningSecret(store.sql, settings.PARLEY_SIGNING_SECRET));
   const configured = settings.PARLEY_PUBLIC_URL?.replace(/\/+$/, '');
+  const credentials = new CredentialCache(store.sql);
+  if (store.kind === 'postgres') await credentials.listen();
   return {
     settings,
     sql: store.sql,
@@ -35,5 +40,6 @@ export async function createContext(
     publicUrl: () => configured ?? listening(),
     signer,
     storeKind: store.kind,
+    credentials,
   };
 }

@@ -15,7 +15,7 @@ interface OrgRow {
   created_at: Date;
 }
 
-export const workspaceRoutes: RoutePlugin = async (app, { sql }) => {
+export const workspaceRoutes: RoutePlugin = async (app, { sql, credentials }) => {
   app.get('/v1/workspace', { schema: { tags: ['workspace'], response: { 200: workspaceBody } } }, async (req) => {
     requireApiKey(req.auth, 'read the workspace');
     const [row] = await sql<OrgRow[]>`select * from organizations where id = ${req.auth.orgId}`;
@@ -39,6 +39,7 @@ export const workspaceRoutes: RoutePlugin = async (app, { sql }) => {
         },
         ip_allowlist = ${b.ip_allowlist === undefined ? sql`ip_allowlist` : sql.json(b.ip_allowlist)}
         where id = ${req.auth.orgId}`;
+      if (b.ip_allowlist !== undefined) credentials.forgetWorkspace(req.auth.orgId);
       return { success: true };
     },
   );

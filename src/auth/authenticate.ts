@@ -13,28 +13,40 @@ export interface Credential {
   auth: Auth;
   /** The workspace's ip_allowlist; empty means every address. */
   ipAllowlist: string[];
+  /** A session token's end of validity; null for API keys (valid until deleted or rotated). */
+  expiresAt: Date | null;
+  /** The API key that minted a session token (deleting the key deletes its tokens); null for API keys. */
+  issuedByKeyId: string | null;
 }
 
 /** Resolves a bearer secret to its credential, or null when it is unknown, expired or revoked. */
-export async function lookupCredential(sql: Sql, secret: string, now: Date): Promise<Credential | null> {
-  const hash = hashSecret(secret);
-  if (secret.startsWith(SESSION_TOKEN_PREFIX)) {
-    const [row] = await sql<{ id: string; org_id: string; conversation_ids: string[] | null; ip_allowlist: string[] }[]>`
-      select t.id, t.org_id, t.conversation_ids, o.ip_allowlist
+export function lookupCredential(sql: Sql, secret: string, now: Date): Promise<Credential | null> {
+  return lookupCredentialByDigest(sql, hashSecret(secret), secret.startsWith(SESSION_TOKEN_PREFIX), now);
+}
+
+/** lookupCredential for a secret already hashed (hashSecret): one indexed query. */
+export async function lookupCredentialByDigest(sql: Sql, digest: string, sessionToken: boolean, now: Date): Promise<Credential | null> {
+  if (sessionToken) {
+    const [row] = await sql<
+      { id: string; org_id: string; api_key_id: string | null; conversation_ids: string[] | null; expires_at: Date; ip_allowlist: string[] }[]
+    >`
+      select t.id, t.org_id, t.api_key_id, t.conversation_ids, t.expires_at, o.ip_allowlist
       from session_tokens t join organizations o on o.id = t.org_id
-      where t.token_hash = ${hash} and t.expires_at > ${now}`;
+      where t.token_hash = ${digest} and t.expires_at > ${now}`;
     if (!row) return null;
     return {
       auth: { kind: 'session_token', orgId: row.org_id, tokenId: row.id, conversationIds: row.conversation_ids },
       ipAllowlist: row.ip_allowlist,
+      expiresAt: row.expires_at,
+      issuedByKeyId: row.api_key_id,
     };
   }
   const [row] = await sql<{ id: string; org_id: string; ip_allowlist: string[] }[]>`
     select k.id, k.org_id, o.ip_allowlist
     from api_keys k join organizations o on o.id = k.org_id
-    where k.secret_hash = ${hash}`;
+    where k.secret_hash = ${digest}`;
   if (!row) return null;
-  return { auth: { kind: 'api_key', orgId: row.org_id, apiKeyId: row.id }, ipAllowlist: row.ip_allowlist };
+  return { auth: { kind: 'api_key', orgId: row.org_id, apiKeyId: row.id }, ipAllowlist: row.ip_allowlist, expiresAt: null, issuedByKeyId: null };
 }
 
 /** `Authorization: Bearer <secret>` -> the secret, or null when the header is missing or of another scheme. */

@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError, errorBody, forbidden, unauthorized } from '../api/errors.js';
 import type { AppContext } from '../api/context.js';
 import { clientAddress, parseTrustedProxies } from './addresses.js';
-import { AllowlistCache, bearerSecret, lookupCredential, type Auth } from './authenticate.js';
+import { AllowlistCache, bearerSecret, type Auth } from './authenticate.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,7 +34,7 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
     try {
       const secret = bearerSecret(request.headers.authorization);
       if (!secret) throw unauthorized('missing credentials: send Authorization: Bearer <API key>');
-      const credential = await lookupCredential(ctx.sql, secret, ctx.now());
+      const credential = await ctx.credentials.lookup(secret, ctx.now());
       if (!credential) throw unauthorized('invalid or expired credentials');
       if (!allowlists.allows(credential.ipAllowlist, request.clientIp)) {
         throw forbidden(`address ${request.clientIp} is not in the workspace ip_allowlist`, 'ip_not_allowed');
