@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { Conversation } from '../../src/conversation/conversation.js';
 import type { ConversationClient, ConversationStore, ConversationTimers, PacingRegistry } from '../../src/conversation/host.js';
+import type { SpeechEngine } from '../../src/engines/engine.js';
 import { createLocalTts } from '../../src/engines/local-tts.js';
 import { createScriptedEngine, parseScript, type EngineScript } from '../../src/engines/scripted.js';
 export { parseScript };
@@ -174,13 +175,13 @@ export interface Setup {
   dataDir: string;
 }
 
-export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?: EngineScript } = {}): Setup {
+export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?: EngineScript; engine?: SpeechEngine } = {}): Setup {
   const timers = new ManualTimers();
   const pacing = new ManualPacing(timers);
   const client = new RecordingClient();
   const store = opts.store ?? new MemoryStore();
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-conv-'));
-  const engine = createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null });
+  const engine = opts.engine ?? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null });
   const conv = new Conversation(
     { client, store, engineFor: () => engine, timers, pacing, log, dataDir, allowPrivateEndpoints: true, fetch: opts.fetch },
     { orgId: 'org_test', origin: 'web' },

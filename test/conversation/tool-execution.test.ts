@@ -1,0 +1,152 @@
+// How tool calls reach back to the engine (issue 4, "tools"): sync and async execution, the speech flags
+// (forbid_speech_after_tool_call, wait_for_response), choose not to respond with and without respond_after_sec, and
+// transfer to agent (allowed targets, the new agent's prompt to the engine). Driven by a probe engine that records
+// every session call, with manual clocks.
+import t from 'tap';
+import { config, setup, type Setup } from './harness.js';
+import { ProbeEngine } from './probe-engine.js';
+
+t.setTimeout(120_000);
+
+const inline = (name: string, extra: Record<string, unknown> = {}) => ({
+  type: 'custom_websocket' as const,
+  tool_schema: { type: 'function' as const, function: { name, description: name, parameters: { type: 'object' as const, properties: {} } } },
+  ...extra,
+});
+
+async function started(extra: Record<string, unknown>): Promise<{ s: Setup; probe: ProbeEngine }> {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  await s.conv.start({ kind: 'config', config: config({ ...extra }) });
+  if (s.conv.state !== 'ready') throw new Error(`conversation not ready: ${s.conv.state}`);
+  return { s, probe };
+}
+
+/** The client answers the tool call it was sent. */
+function answer(s: Setup, output: unknown): void {
+  const call = s.client.events('tool_call').at(-1)!;
+  s.conv.handle({ type: 'tool_call_output', tool_call_id: call.tool_call_id, output });
+}
+
+t.test('sync tool: the output goes back once answered, with a reply; forbid_speech_after_tool_call: without one', async (t) => {
+  const { s, probe } = await started({ tools: [inline('plain'), inline('quiet_after', { forbid_speech_after_tool_call: true })] });
+  probe.toolCall({ responseId: 'resp_x', callId: 'c1', name: 'plain', arguments: {} });
+  t.same(probe.of('submitToolOutput'), [], 'nothing before the client answers');
+  answer(s, { ok: 1 });
+  await new Promise((r) => setImmediate(r));
+  t.same(probe.of('submitToolOutput'), [{ kind: 'submitToolOutput', callId: 'c1', output: '{"ok":1}', respond: true }]);
+
+  probe.toolCall({ responseId: 'resp_y', callId: 'c2', name: 'quiet_after', arguments: {} });
+  answer(s, 'done');
+  await new Promise((r) => setImmediate(r));
+  t.same(probe.of('submitToolOutput')[1], { kind: 'submitToolOutput', callId: 'c2', output: 'done', respond: false }, 'forbidden speech: respond false');
+  await s.conv.end('user');
+});
+
+t.test('async tool: started at once; the result joins the context, and a reply follows only with wait_for_response', async (t) => {
+  const { s, probe } = await started({
+    tools: [inline('background', { execution_mode: 'async' }), inline('background_reply', { execution_mode: 'async', wait_for_response: true })],
+  });
+  probe.toolCall({ responseId: 'resp_x', callId: 'c1', name: 'background', arguments: {} });
+  t.same(probe.of('submitToolOutput'), [{ kind: 'submitToolOutput', callId: 'c1', output: '{"status":"started"}', respond: true }], 'answered before the tool ran');
+  answer(s, 'sunny');
+  await new Promise((r) => setImmediate(r));
+  t.equal(probe.of('submitToolOutput').length, 1, 'no second output for the same call');
+  t.same(probe.of('updateSession').map((c) => c.update.systemMessage), ['Result of background: sunny']);
+  t.equal(probe.of('createResponse').length, 0, 'no reply without wait_for_response');
+
+  probe.toolCall({ responseId: 'resp_y', callId: 'c2', name: 'background_reply', arguments: {} });
+  answer(s, 'rain');
+  await new Promise((r) => setImmediate(r));
+  t.same(probe.of('updateSession').map((c) => c.update.systemMessage), ['Result of background: sunny', 'Result of background_reply: rain']);
+  t.equal(probe.of('createResponse').length, 1, 'wait_for_response: the assistant replies with the result');
+  await s.conv.end('user');
+  const calls = s.store.only().items.flatMap((i) => i.tool_calls ?? []);
+  t.same(calls.map((c) => [c.tool.name, c.response_body]), [['background', { output: 'sunny' }], ['background_reply', { output: 'rain' }]], 'both recorded');
+});
+
+const quietTool = (respondAfterSec: number | null) => ({
+  id: 'tool_quiet',
+  name: 'quiet',
+  definition: { type: 'built_in_choose_not_to_respond', name: 'quiet', description: 'Say nothing', execution_mode: 'sync', respond_after_sec: respondAfterSec },
+});
+
+t.test('choose not to respond: the response is dropped unheard; respond_after_sec brings a follow-up when the user stays silent', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  s.store.tools.set('quiet', quietTool(3));
+  await s.conv.start({ kind: 'config', config: config({ tools: ['quiet'] }) });
+  s.conv.handle({ type: 'generate_reply' });
+  const [reply] = probe.of('createResponse');
+  probe.toolCall({ responseId: reply.id, callId: 'c1', name: 'quiet', arguments: {} });
+  t.equal(s.client.count('assistant_chose_not_to_respond'), 1);
+  t.same(probe.of('cancelResponse'), [{ kind: 'cancelResponse', id: reply.id, playedMs: 0 }], 'the engine stops the response');
+  probe.say(reply.id, 'This should not be heard.');
+  for (let i = 0; i < 10; i++) s.pacing.tick();
+  t.equal(s.client.count('audio'), 0, 'no audio of the dropped response');
+  t.equal(s.client.count('assistant_started_speaking') + s.client.count('assistant_finished_speaking'), 0);
+
+  s.timers.advance(3000 - 10 * 20 - 1);
+  t.equal(probe.of('createResponse').length, 1, 'no follow-up before respond_after_sec');
+  s.timers.advance(1);
+  t.equal(probe.of('createResponse').length, 2, 'a follow-up once respond_after_sec has passed in silence');
+  const followUp = probe.of('createResponse')[1];
+  probe.say(followUp.id, 'Still there?');
+  for (let i = 0; i < 10; i++) s.pacing.tick();
+  t.equal(s.client.count('assistant_finished_speaking'), 1, 'the follow-up is heard');
+  await s.conv.end('user');
+  const items = s.store.only().items;
+  t.same(items.map((i) => i.live_transcript), [null, 'Still there?'], 'the dropped response left an empty item; the follow-up its text');
+});
+
+t.test('choose not to respond: respond_after_sec null stays silent; a pending follow-up dies with the conversation', async (t) => {
+  const silent = new ProbeEngine();
+  const a = setup({ engine: silent });
+  a.store.tools.set('quiet', quietTool(null));
+  await a.conv.start({ kind: 'config', config: config({ tools: ['quiet'], websocket_timeout_sec: 3600, no_input_end_conversation_sec: 3600 }) });
+  a.conv.handle({ type: 'generate_reply' });
+  silent.toolCall({ responseId: silent.of('createResponse')[0].id, callId: 'c1', name: 'quiet', arguments: {} });
+  a.timers.advance(600_000);
+  t.equal(a.conv.state, 'ready', 'still live ten minutes later');
+  t.equal(silent.of('createResponse').length, 1, 'no follow-up, ever');
+  await a.conv.end('user');
+
+  const later = new ProbeEngine();
+  const b = setup({ engine: later });
+  b.store.tools.set('quiet', quietTool(30));
+  await b.conv.start({ kind: 'config', config: config({ tools: ['quiet'] }) });
+  b.conv.handle({ type: 'generate_reply' });
+  later.toolCall({ responseId: later.of('createResponse')[0].id, callId: 'c1', name: 'quiet', arguments: {} });
+  await b.conv.end('user');
+  t.equal(b.timers.pending, 0, 'ending clears every timer, the follow-up too');
+  b.timers.advance(60_000);
+  t.equal(later.of('createResponse').length, 1, 'no follow-up after the end');
+});
+
+t.test('transfer to agent: a target outside agents_to_transfer_to is refused; an allowed one gets its prompt to the engine', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  s.store.tools.set('transfer', {
+    id: 'tool_tr', name: 'transfer',
+    definition: { type: 'built_in_transfer_to_agent', name: 'transfer', description: 'Transfer', execution_mode: 'sync', agents_to_transfer_to: ['billing'] },
+  });
+  const agent = (name: string, prompt: string) => ({
+    orgId: 'org_test', project: { id: 'proj_main', name: 'main' }, agent: { id: `agent_${name}`, name, enabled: true },
+    config: { system_prompt: prompt, timezone: 'Asia/Tokyo' }, tools: [],
+  });
+  s.store.agents.set('billing', agent('billing', 'Billing on {{system_conversation_timezone}}.'));
+  s.store.agents.set('sales', agent('sales', 'Sales.'));
+  await s.conv.start({ kind: 'config', config: config({ system_prompt: 'Front desk.', tools: ['transfer'] }) });
+  probe.toolCall({ responseId: 'r1', callId: 'c1', name: 'transfer', arguments: { agent_name: 'sales' } });
+  await new Promise((r) => setImmediate(r));
+  t.equal(s.conv.settings?.system_prompt, 'Front desk.', 'not a transfer target: nothing changes');
+  t.match(probe.of('submitToolOutput')[0].output, /transfer refused/);
+  probe.toolCall({ responseId: 'r2', callId: 'c2', name: 'transfer', arguments: { agent_name: 'billing' } });
+  for (let i = 0; i < 5 && probe.of('submitToolOutput').length < 2; i++) await new Promise((r) => setImmediate(r));
+  t.same(probe.of('updateSession').map((c) => c.update.systemPrompt), ['Billing on Asia/Tokyo.'], "the new agent's prompt, resolved in its time zone");
+  t.same(probe.of('updateSession')[0].update.tools, [], "the new agent's tools");
+  await s.conv.end('user');
+  const calls = s.store.only().items.flatMap((i) => i.tool_calls ?? []);
+  t.match(calls.find((c) => (c.request_body as { agent_name?: string }).agent_name === 'sales')?.error_message, /not a transfer target/);
+  t.same(calls.find((c) => (c.request_body as { agent_name?: string }).agent_name === 'billing')?.response_body, { transferred_to: 'billing' });
+});
