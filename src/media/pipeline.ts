@@ -35,13 +35,14 @@ export class SampleFifo {
   /** Appends src[0, n); throws if it does not fit (sizing is the owner's job: a silent drop would be a bug). */
   write(src: Int16Array, n: number = src.length): void {
     if (n > this.free) throw new RangeError(`sample FIFO overflow: ${n} samples into ${this.free} free`);
-    const cap = this.buf.length;
     const buf = this.buf;
-    let tail = (this.head + this.size) % cap;
-    for (let i = 0; i < n; i++) {
-      buf[tail] = src[i];
-      tail = tail + 1 === cap ? 0 : tail + 1;
-    }
+    const cap = buf.length;
+    let tail = this.head + this.size;
+    if (tail >= cap) tail -= cap;
+    // Two straight runs (up to the end of the ring, then from its start): no wrap test per sample.
+    const first = Math.min(n, cap - tail);
+    for (let i = 0; i < first; i++) buf[tail + i] = src[i];
+    for (let i = first; i < n; i++) buf[i - first] = src[i];
     this.size += n;
   }
 
@@ -50,12 +51,12 @@ export class SampleFifo {
     const k = Math.min(n, this.size);
     const buf = this.buf;
     const cap = buf.length;
-    let h = this.head;
-    for (let i = 0; i < k; i++) {
-      dst[dstOffset + i] = buf[h];
-      h = h + 1 === cap ? 0 : h + 1;
-    }
-    this.head = h;
+    const h = this.head;
+    const first = Math.min(k, cap - h);
+    for (let i = 0; i < first; i++) dst[dstOffset + i] = buf[h + i];
+    const rest = dstOffset + first;
+    for (let i = first; i < k; i++) dst[rest + i - first] = buf[i - first];
+    this.head = h + k >= cap ? h + k - cap : h + k;
     this.size -= k;
     return k;
   }

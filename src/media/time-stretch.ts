@@ -167,47 +167,60 @@ export class TimeStretch implements Stage {
     return written + hs;
   }
 
-  /** Start in [ideal - tol, ideal + tol] whose first half best matches the natural continuation. */
+  /**
+   * Start in [ideal - tol, ideal + tol] whose first half best matches the natural continuation: a coarse pass on
+   * the search grid, then every offset around its best. Each pass slides the candidate's energy (drop the sample
+   * leaving the window, add the one entering) instead of summing it again per candidate.
+   */
   private bestAlignment(ideal: number, natural: number): number {
     const lo = Math.max(this.inStart, ideal - this.tol);
     const hi = ideal + this.tol;
     const step = this.step;
-    let best = lo;
+    let best = this.bestOnGrid(lo, hi, step, natural, lo);
+    if (step > 1) best = this.bestOnGrid(Math.max(lo, best - step + 1), Math.min(hi, best + step - 1), 1, natural, best);
+    return best;
+  }
+
+  /**
+   * The candidate in [from, to] (every `stride`-th) with the highest normalized cross-correlation of its first
+   * half (every `stride`-th sample) with the natural continuation; `fallback` when none scores.
+   */
+  private bestOnGrid(from: number, to: number, stride: number, natural: number, fallback: number): number {
+    const b = this.inBuf;
+    const base = this.inStart;
+    const n0 = natural - base;
+    const hs = this.hs;
+    // The window holds ceil(hs / stride) samples; moving by one stride, the one `span` past the old start enters.
+    const span = Math.ceil(hs / stride) * stride;
+    let best = fallback;
     let bestScore = -Infinity;
-    for (let c = lo; c <= hi; c += step) {
-      const s = this.score(c, natural, step);
+    let c0 = from - base;
+    let yy = 0;
+    for (let i = 0; i < hs; i += stride) yy += b[c0 + i] * b[c0 + i];
+    for (let c = from; c <= to; c += stride, c0 += stride) {
+      if (c > from) {
+        // Slide: the sample at c0 - stride left the strided window, the one at c0 - stride + span entered.
+        const out = b[c0 - stride];
+        const inn = b[c0 - stride + span];
+        yy += inn * inn - out * out;
+      }
+      // Four partial sums: one running sum is a chain of dependent additions, four overlap.
+      let xy0 = 0, xy1 = 0, xy2 = 0, xy3 = 0;
+      let i = 0;
+      for (; i + 3 * stride < hs; i += 4 * stride) {
+        xy0 += b[n0 + i] * b[c0 + i];
+        xy1 += b[n0 + i + stride] * b[c0 + i + stride];
+        xy2 += b[n0 + i + 2 * stride] * b[c0 + i + 2 * stride];
+        xy3 += b[n0 + i + 3 * stride] * b[c0 + i + 3 * stride];
+      }
+      for (; i < hs; i += stride) xy0 += b[n0 + i] * b[c0 + i];
+      const s = (xy0 + xy1 + (xy2 + xy3)) / Math.sqrt((yy > 0 ? yy : 0) + 1e-9);
       if (s > bestScore) {
         bestScore = s;
         best = c;
       }
     }
-    if (step > 1) {
-      const from = Math.max(lo, best - step + 1);
-      const to = Math.min(hi, best + step - 1);
-      for (let c = from; c <= to; c++) {
-        const s = this.score(c, natural, 1);
-        if (s > bestScore) {
-          bestScore = s;
-          best = c;
-        }
-      }
-    }
     return best;
-  }
-
-  /** Normalized cross-correlation of the candidate's first half with the natural continuation. */
-  private score(candidate: number, natural: number, stride: number): number {
-    const b = this.inBuf;
-    const c0 = candidate - this.inStart;
-    const n0 = natural - this.inStart;
-    let xy = 0;
-    let yy = 1e-9;
-    for (let i = 0; i < this.hs; i += stride) {
-      const y = b[c0 + i];
-      xy += b[n0 + i] * y;
-      yy += y * y;
-    }
-    return xy / Math.sqrt(yy);
   }
 }
 

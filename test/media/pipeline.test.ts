@@ -17,6 +17,34 @@ t.test('SampleFifo: wraps around, reads exact frames, refuses overflow, discards
   t.equal(f.read(out, 1), 0);
 });
 
+t.test('SampleFifo: any mix of write and read sizes (wrapping at every point, reads at an offset) keeps order', async (t) => {
+  const f = new SampleFifo(37);
+  const expected: number[] = [];
+  let next = 1;
+  let seed = 7;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+  const dst = new Int16Array(64);
+  let mismatches = 0;
+  for (let round = 0; round < 2000; round++) {
+    const w = Math.min(rand(30), f.free);
+    const src = new Int16Array(w + 3).fill(-1);
+    for (let i = 0; i < w; i++) {
+      src[i] = next;
+      expected.push(next);
+      next = next === 30000 ? 1 : next + 1;
+    }
+    f.write(src, w);
+    const offset = rand(5);
+    const k = f.read(dst, rand(30), offset);
+    for (let i = 0; i < k; i++) if (dst[offset + i] !== expected.shift()) mismatches++;
+    if (f.length !== expected.length) mismatches++;
+  }
+  t.equal(mismatches, 0);
+});
+
 t.test('LossConcealer: faded repeat of the last frame, silence after 60 ms, reset on good audio', async (t) => {
   const plc = new LossConcealer(160);
   const good = new Int16Array(160).fill(9000);
