@@ -11,7 +11,7 @@ import type { Logger } from '../log.js';
 import { MainRequestError, type MainClient } from './main-client.js';
 import { LiveHost, newAttachment, CLOSE_NOT_LIVE, type Attachment } from './live-host.js';
 import { BACKPRESSURE, CLOSE_GOING_AWAY, SocketSink, type FrameSink, type SocketState } from './sink.js';
-import { App, closeListenSocket, DISABLED, listenSocketPort, text, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
+import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 import type { RelayKind, WorkerNotice } from './worker-protocol.js';
 
 /** RFC 6455 7.4.1: 1011, the server met an unexpected condition. */
@@ -190,7 +190,7 @@ export class StsServer {
           closed: false,
           paused: false,
         };
-        res.cork(() => res.upgrade(data, key, protocol, extensions, context));
+        upgradeAfterAwait(res, data, { key, protocol, extensions, context });
       },
       (err: Error) => {
         this.opts.log.error({ err }, 'sts: authentication failed');

@@ -2,6 +2,8 @@
 // binaries, kept behind one small module so it can be swapped). Everything realtime imports uWS through here.
 import uWS from 'uWebSockets.js';
 
+import type { HttpResponse, RecognizedString, us_socket_context_t } from 'uWebSockets.js';
+
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket_context_t, WebSocket } from 'uWebSockets.js';
 
 export const App = uWS.App;
@@ -17,4 +19,29 @@ export const SEND_DROPPED = 2;
 /** Text of one of uWS's ArrayBuffer addresses or header values. */
 export function text(buf: ArrayBuffer): string {
   return Buffer.from(buf).toString('utf8');
+}
+
+/** What an upgrade needs from its request, copied out before the request died (uWS frees it after the callback). */
+export interface UpgradeHandshake {
+  key: RecognizedString;
+  protocol: RecognizedString;
+  extensions: RecognizedString;
+  context: us_socket_context_t;
+}
+
+/**
+ * Completes a WebSocket upgrade after an await (authentication answered after the upgrade callback returned).
+ *
+ * Deliberately NOT inside `res.cork()`. uWS's HttpResponse::cork(), once its callback returns, runs the HTTP
+ * response's "Connection: close" bookkeeping on the socket; the upgrade inside the callback has just adopted that
+ * socket as a WebSocket, and when glibc shrinks the block in place (the usual case) cork() does not notice,
+ * reads the response state out of what is now WebSocket memory and, for some byte patterns, shuts the fresh
+ * socket down: the client gets its 101 and then a close 1006 with nothing sent (uWebSockets issue 1928, fixed
+ * upstream by pull request 1929; the uWS.js binaries pinned here predate it). Measured here: about 2% of async
+ * upgrades under load, none in 360 uncorked ones. Uncorked, uWS writes the 101 itself; uWS.js prints its
+ * "writes must be made from within a corked callback" warning on stderr for it, the price of sockets that stay
+ * open until a fixed binary can be pinned.
+ */
+export function upgradeAfterAwait<T>(res: HttpResponse, userData: T, h: UpgradeHandshake): void {
+  res.upgrade(userData, h.key, h.protocol, h.extensions, h.context);
 }
