@@ -35,11 +35,13 @@ inline Napi::Value WrapHandle(Napi::Env env, Kind kind, Module* module) {
 // Returns the live module behind a handle, or null with a pending TypeError.
 template <typename T>
 T* UnwrapHandle(Napi::Env env, const Napi::Value& value, Kind kind) {
-  if (!value.IsExternal()) {
+  // napi_get_value_external fails (without a pending exception) on anything but an External: one call, not two.
+  void* data = nullptr;
+  if (napi_get_value_external(env, value, &data) != napi_ok) {
     Napi::TypeError::New(env, "expected a native DSP handle").ThrowAsJavaScriptException();
     return nullptr;
   }
-  Box* box = value.As<Napi::External<Box>>().Data();
+  Box* box = static_cast<Box*>(data);
   if (box == nullptr || box->kind != kind) {
     Napi::TypeError::New(env, "native handle of the wrong kind").ThrowAsJavaScriptException();
     return nullptr;
@@ -68,19 +70,15 @@ struct View {
   size_t length = 0;
 };
 
+// One N-API call per array (napi_get_typedarray_info fails, without a pending exception, on anything that is not
+// a typed array): this runs for every array of every per-frame call.
 template <typename T>
 View<T> GetArray(Napi::Env env, const Napi::Value& value, napi_typedarray_type type, const char* what) {
   View<T> view;
-  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != type) {
-    Napi::TypeError::New(env, what).ThrowAsJavaScriptException();
-    return view;
-  }
   napi_typedarray_type actual;
   size_t length = 0;
   void* data = nullptr;
-  napi_value buffer;
-  size_t offset = 0;
-  if (napi_get_typedarray_info(env, value, &actual, &length, &data, &buffer, &offset) != napi_ok) {
+  if (napi_get_typedarray_info(env, value, &actual, &length, &data, nullptr, nullptr) != napi_ok || actual != type) {
     Napi::TypeError::New(env, what).ThrowAsJavaScriptException();
     return view;
   }
