@@ -79,7 +79,7 @@ export async function findAgent(sql: Sql, orgId: string, project: string, nameOr
 }
 
 /** Runs a write of one agent under its lock; another write in flight answers 409 (spec, "States"). */
-export async function withAgentLock<T>(ctx: AppContext, agentId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+export async function withAgentLock<T>(ctx: AppContext, agentId: string, fn: (tx: Tx, lockedVersion: number | null) => Promise<T>): Promise<T> {
   try {
     return await agentWriteLocks(ctx).run(ctx.sql, agentId, fn);
   } catch (err) {
@@ -99,6 +99,11 @@ export const agentDisabled = (name: string) => conflict(`agent '${name}' is disa
 async function recordOf(sql: Sql, row: AgentRow, project: ProjectRow) {
   const phones = (await phonesOf(sql, [row.id])).get(row.id) ?? [];
   return toAgentRecord(row, phones, { id: project.id, name: project.name });
+}
+
+/** The record of an agent as a write left it (its numbers as written: no query). */
+function recordAfter(out: WriteOutcome, project: Pick<ProjectRow, 'id' | 'name'>) {
+  return toAgentRecord(out.row, out.phones, { id: project.id, name: project.name });
 }
 
 // ---- the write ----------------------------------------------------------------------------------------------
@@ -162,7 +167,7 @@ async function storeIssues(
   sql: Sql,
   orgId: string,
   projectId: string,
-  selfId: string | null,
+  self: { id: string; name: string } | null,
   w: { name: string; slug: string | null; config: AgentConfig; phones: PhoneTarget[]; sent: AgentUpdateBody; settings: AppContext['settings'] },
   issues: Record<string, string>,
 ): Promise<void> {
@@ -171,8 +176,13 @@ async function storeIssues(
   if (w.sent.voice_id !== undefined && !loadVoiceCatalog(w.settings).some((v) => v.id === w.config.voice_id)) {
     issues.voice_id = `no voice '${w.config.voice_id}' in the catalog (see GET /v1/voices)`;
   }
-  const [byName] = await sql<{ id: string }[]>`select id from agents where project_id = ${projectId} and name = ${w.name}`;
-  if (byName && byName.id !== selfId) issues.name = `an agent named '${w.name}' already exists in this project`;
+  const selfId = self?.id ?? null;
+  // The agent keeping its own name needs no look: the name is its (unique) own. A rename racing another
+  // write of the same name is refused by the unique index (busyOr: 409).
+  if (self?.name !== w.name) {
+    const [byName] = await sql<{ id: string }[]>`select id from agents where project_id = ${projectId} and name = ${w.name}`;
+    if (byName && byName.id !== selfId) issues.name = `an agent named '${w.name}' already exists in this project`;
+  }
   if (w.slug !== null) {
     const [bySlug] = await sql<{ id: string }[]>`select id from agents where project_id = ${projectId} and slug = ${w.slug}`;
     if (bySlug && bySlug.id !== selfId) issues.slug = `an agent with slug '${w.slug}' already exists in this project`;
@@ -202,6 +212,8 @@ async function storeIssues(
 
 export interface WriteOutcome {
   row: AgentRow;
+  /** The agent's phone numbers after the write, sorted by number. */
+  phones: PhoneRow[];
   inserted: boolean;
   changed: boolean;
 }
@@ -213,10 +225,11 @@ export interface WriteOutcome {
 export async function writeAgent(
   ctx: AppContext,
   orgId: string,
-  project: ProjectRow,
+  project: Pick<ProjectRow, 'id' | 'name'>,
   existing: AgentRow | undefined,
   sent: AgentUpdateBody,
   mode: 'upsert' | 'update',
+  existingPhones?: PhoneRow[],
 ): Promise<WriteOutcome> {
   const { sql, settings } = ctx;
   const body = applyDeprecatedLanguages(sent);
@@ -224,7 +237,7 @@ export async function writeAgent(
     body.custom_phone_numbers = [body.custom_phone_number];
     body.phone_number ??= 'custom';
   }
-  const current = existing ? ((await phonesOf(sql, [existing.id])).get(existing.id) ?? []) : [];
+  const current = existing ? (existingPhones ?? (await phonesOf(sql, [existing.id])).get(existing.id) ?? []) : [];
   if (existing && !existing.enabled && !(mode === 'update' && onlyReleasesPhones(sent, current))) {
     throw agentDisabled(existing.name);
   }
@@ -241,14 +254,15 @@ export async function writeAgent(
   const issues: Record<string, string> = {};
   const phones = planPhones(current, body, issues);
   for (const issue of agentRuleIssues(cfg, { hasPhone: phones.length > 0 })) issues[issue.path] ??= issue.message;
-  await storeIssues(sql, orgId, project.id, existing?.id ?? null, { name, slug, config: cfg, phones, sent: body, settings }, issues);
+  const self = existing ? { id: existing.id, name: existing.name } : null;
+  await storeIssues(sql, orgId, project.id, self, { name, slug, config: cfg, phones, sent: body, settings }, issues);
   if (Object.keys(issues).length > 0) {
     const [first] = Object.keys(issues);
     throw badRequest(`invalid parameter ${first}: ${issues[first]}`, issues);
   }
 
   const configured = settings.PARLEY_PHONE_NUMBERS.split(',').map((s) => s.trim()).filter(Boolean);
-  const apply = async (tx: Tx): Promise<WriteOutcome> => {
+  const apply = async (tx: Tx, lockedVersion: number | null = null): Promise<WriteOutcome> => {
     let row: AgentRow;
     let inserted = false;
     if (!existing) {
@@ -259,28 +273,30 @@ export async function writeAgent(
       inserted = true;
     } else {
       // What was judged must still be the agent: a write that ended between the read and the lock bumped it.
-      const [now] = await tx<{ version: number }[]>`select version from agents where id = ${existing.id}`;
-      if (!now) throw notFound('agent', existing.name);
-      if (now.version !== existing.version) throw new AgentBusyError(existing.id);
+      if (lockedVersion === null) throw notFound('agent', existing.name);
+      if (lockedVersion !== existing.version) throw new AgentBusyError(existing.id);
       row = existing;
     }
     const target = new Set(phones.filter((p) => p.number !== null).map((p) => p.number as string));
     const gone = current.filter((p) => !target.has(p.number) || phones.find((q) => q.number === p.number)?.kind !== p.kind);
     await removePhones(tx, row.id, gone.map((p) => p.number));
-    const have = new Set(current.filter((p) => !gone.includes(p)).map((p) => p.number));
+    const after = current.filter((p) => !gone.includes(p));
+    const have = new Set(after.map((p) => p.number));
     let phonesChanged = gone.length > 0;
     for (const p of phones) {
       if (p.number !== null && have.has(p.number)) continue;
       const number = p.number ?? (await drawFreeNumber(tx, orgId, configured));
       if (number === null) throw badRequest('no free phone number to assign automatically', { phone_number: 'no free phone number in the inventory' });
       await addPhone(tx, { number, agentId: row.id, orgId, kind: p.kind });
+      after.push({ number, agent_id: row.id, org_id: orgId, kind: p.kind, configuration_endpoint: null });
       phonesChanged = true;
     }
+    after.sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
     const configChanged = existing !== undefined && canonical({ name, slug, cfg }) !== canonical({ name: existing.name, slug: existing.slug, cfg: existing.config });
     if (configChanged || (existing && phonesChanged)) row = await updateAgent(tx, row.id, { name, slug, config: cfg });
     const changed = inserted || configChanged || phonesChanged;
-    if (changed) await recordVersion(tx, row);
-    return { row, inserted, changed };
+    if (changed) await recordVersion(tx, row, after);
+    return { row, phones: after, inserted, changed };
   };
   try {
     return existing
@@ -312,10 +328,13 @@ export const agentRoutes: RoutePlugin = async (app, ctx) => {
     },
     async (req) => {
       requireApiKey(req.auth, 'upsert agents');
-      const project = await resolveProject(sql, req.auth.orgId, req.query.project);
-      const existing = await agentByName(sql, project.id, req.body.name);
-      const out = await writeAgent(ctx, req.auth.orgId, project, existing, req.body, 'upsert');
-      return { agent: await recordOf(sql, out.row, project), inserted: out.inserted, updated: !out.inserted && out.changed };
+      // An existing agent with its project and numbers in one query; a miss tells a missing project (404, 403)
+      // from a new agent.
+      const hit = await agentForRead(sql, req.auth.orgId, req.query.project, req.body.name);
+      const project = hit ? { id: hit.row.project_id, name: hit.projectName } : await resolveProject(sql, req.auth.orgId, req.query.project);
+      const existing = hit ? hit.row : await agentByName(sql, project.id, req.body.name);
+      const out = await writeAgent(ctx, req.auth.orgId, project, existing, req.body, 'upsert', hit?.phones);
+      return { agent: recordAfter(out, project), inserted: out.inserted, updated: !out.inserted && out.changed };
     },
   );
 
@@ -331,7 +350,7 @@ export const agentRoutes: RoutePlugin = async (app, ctx) => {
         });
       }
       const out = await writeAgent(ctx, req.auth.orgId, project, undefined, req.body, 'upsert');
-      return reply.status(201).send({ agent: await recordOf(sql, out.row, project) });
+      return reply.status(201).send({ agent: recordAfter(out, project) });
     },
   );
 
@@ -377,7 +396,7 @@ export const agentRoutes: RoutePlugin = async (app, ctx) => {
       requireApiKey(req.auth, 'update agents');
       const { row, project } = await findAgent(sql, req.auth.orgId, req.query.project, req.params.nameOrId);
       const out = await writeAgent(ctx, req.auth.orgId, project, row, req.body, 'update');
-      return { success: true, version_number: out.row.version, agent: await recordOf(sql, out.row, project) };
+      return { success: true, version_number: out.row.version, agent: recordAfter(out, project) };
     },
   );
 

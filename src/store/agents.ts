@@ -61,19 +61,23 @@ export class AgentWriteLocks {
     };
   }
 
-  /** Runs `fn` in a transaction holding the agent's lock; throws AgentBusyError when another write holds it. */
-  async run<T>(sql: Sql, agentId: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` in a transaction holding the agent's lock, with the agent's version as locked (null when the agent
+   * is gone); throws AgentBusyError when another write holds it.
+   */
+  async run<T>(sql: Sql, agentId: string, fn: (tx: Tx, lockedVersion: number | null) => Promise<T>): Promise<T> {
     const release = this.tryAcquire(agentId);
     if (!release) throw new AgentBusyError(agentId);
     try {
       return (await sql.begin(async (tx) => {
+        let locked: { version: number } | undefined;
         try {
-          await tx`select id from agents where id = ${agentId} for update nowait`;
+          [locked] = await tx<{ version: number }[]>`select version from agents where id = ${agentId} for update nowait`;
         } catch (err) {
           if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw new AgentBusyError(agentId);
           throw err;
         }
-        return fn(tx);
+        return fn(tx, locked?.version ?? null);
       })) as T;
     } finally {
       release();
@@ -183,9 +187,12 @@ export async function bumpVersion(tx: Tx, id: string): Promise<AgentRow> {
   return row;
 }
 
-/** Appends the agent as it now is (row and phone numbers) to its history. */
-export async function recordVersion(tx: Tx, row: AgentRow): Promise<void> {
-  const phones = (await phonesOf(tx, [row.id])).get(row.id) ?? [];
+/**
+ * Appends the agent as it now is (row and phone numbers) to its history. `phones`: its numbers as the caller
+ * just wrote them (sorted by number), saving a query; read here when not given.
+ */
+export async function recordVersion(tx: Tx, row: AgentRow, phones?: Pick<PhoneRow, 'number' | 'kind'>[]): Promise<void> {
+  phones ??= (await phonesOf(tx, [row.id])).get(row.id) ?? [];
   await tx`
     insert into agent_versions (agent_id, version, name, slug, enabled, config, phone_numbers)
     values (${row.id}, ${row.version}, ${row.name}, ${row.slug}, ${row.enabled}, ${tx.json(row.config as unknown as Json)},
