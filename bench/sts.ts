@@ -8,7 +8,9 @@
 // frame plus the configured silence (vad_min_silence_duration_ms), outbound frame jitter (|inter-arrival - 20 ms|
 // at the client, so it includes the generator's own lateness) p50/p99, generator lateness p50/p99/max.
 // Results: bench/results/sts.json.
-// Usage: node --import tsx bench/sts.ts      Env: STS_N ("100,250,500,1000"), STS_WINDOW_SEC (15), STS_BARGE (0.2)
+// Usage: node --import tsx bench/sts.ts      Env: STS_N ("100,250,500,1000"), STS_WINDOW_SEC (15), STS_BARGE (0.2),
+//   STS_MODES ("floor,parley": which servers run), STS_PARLEY_NODE_ARGS (extra node flags for the Parley server,
+//   e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it), STS_NO_WRITE=1 (print only, no results file).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,9 @@ const MIN_SILENCE_MS = 500; // vad_min_silence_duration_ms sent in config
 const NS = (process.env.STS_N ?? '100,250,500,1000').split(',').map(Number);
 const WINDOW_SEC = Number(process.env.STS_WINDOW_SEC ?? 15);
 const BARGE_SHARE = Number(process.env.STS_BARGE ?? 0.2);
+const MODES = (process.env.STS_MODES ?? 'floor,parley').split(',') as ('floor' | 'parley')[];
+const PARLEY_NODE_ARGS = (process.env.STS_PARLEY_NODE_ARGS ?? '').split(' ').filter(Boolean);
+const WRITE_RESULTS = process.env.STS_NO_WRITE !== '1';
 const CLK_TCK = 100; // getconf CLK_TCK
 const PG_ADMIN = process.env.PARLEY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -381,7 +386,8 @@ function rssKb(pid: number): number {
 }
 
 async function startServer(mode: 'parley' | 'floor'): Promise<{ child: ChildProcess; port: number; apiKey: string }> {
-  const child = spawn('taskset', ['-c', '0', process.execPath, ...process.execArgv, SELF, `--serve-${mode}`], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const extra = mode === 'parley' ? PARLEY_NODE_ARGS : [];
+  const child = spawn('taskset', ['-c', '0', process.execPath, ...extra, ...process.execArgv, SELF, `--serve-${mode}`], { stdio: ['pipe', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {
     let acc = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -398,7 +404,8 @@ async function startServer(mode: 'parley' | 'floor'): Promise<{ child: ChildProc
 async function stopServer(child: ChildProcess): Promise<void> {
   const exited = new Promise((r) => child.once('exit', r));
   child.stdin!.end();
-  await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+  // Long enough for Parley to end and save every conversation (recordings gzipped), so --cpu-prof gets written.
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 90_000))]);
   child.kill('SIGKILL');
 }
 
@@ -460,10 +467,8 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
 async function main(): Promise<void> {
   execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   const runs: Record<string, unknown>[] = [];
-  for (const n of NS) {
-    runs.push(await runOne('floor', n));
-    runs.push(await runOne('parley', n));
-  }
+  for (const n of NS) for (const mode of MODES) runs.push(await runOne(mode, n));
+  if (!WRITE_RESULTS) return;
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(
     new URL('./results/sts.json', import.meta.url),
