@@ -231,7 +231,8 @@ export class Conversation implements LiveConversation {
       speed: s.audio_speed,
       noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null,
     });
-    if (!s.data_retention_policy.zero_data_retention) await this.record.openRecording(this.deps.dataDir, rate);
+    if (s.data_retention_policy.zero_data_retention) this.record.keepNothing();
+    await this.record.openRecording(this.deps.dataDir, rate);
     this.silence = new SilenceTimers(this.deps.timers, s, {
       clientIdle: () => void this.end('user'),
       poke: () => this.pokeUser(),

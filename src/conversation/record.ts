@@ -1,7 +1,8 @@
 // The record a live conversation leaves behind (issue 4, "the record"): its items in order, the live transcript,
 // analysis.latencies_ms and interruptions_count, and the stereo recording. Store writes run one after another, so
 // items land in the order they happened. A user item is held until its final transcript is known (the reply, or the
-// next turn, flushes it).
+// next turn, flushes it). Under zero data retention (spec, DataRetentionPolicy form A: "retains nothing") no
+// recording is made and no transcript or tool call body is stored: the items keep only roles, times and durations.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { EndedBy } from '../schemas/conversations.js';
@@ -29,6 +30,7 @@ export class ConversationRecord {
   private pendingUserItem: NewItem | null = null;
   private writes: Promise<unknown> = Promise.resolve();
   private recorder: StereoRecorder | null = null;
+  private retainNothing = false;
 
   constructor(
     private readonly store: ConversationStore,
@@ -40,9 +42,14 @@ export class ConversationRecord {
     this.id = conversationId;
   }
 
-  /** Opens the stereo recording (user left, assistant right). */
+  /** Zero data retention: from now on nothing said is stored (set before anything is). */
+  keepNothing(): void {
+    this.retainNothing = true;
+  }
+
+  /** Opens the stereo recording (user left, assistant right), unless nothing is retained. */
   async openRecording(dataDir: string, sampleRate: number): Promise<void> {
-    if (!this.id) return;
+    if (!this.id || this.retainNothing) return;
     const dir = join(dataDir, RECORDINGS_SUBDIR);
     await mkdir(dir, { recursive: true });
     this.recorder = await StereoRecorder.open(join(dir, `${this.id}.${RECORDING_FORMAT}`), { sampleRate, format: RECORDING_FORMAT });
@@ -85,22 +92,24 @@ export class ConversationRecord {
     this.pendingUserItem = null;
     if (item.live_transcript) this.transcript.push(`user: ${item.live_transcript}`);
     if (!this.id) return;
-    this.write(() => this.store.appendItems(this.id!, [item]));
+    const kept = this.retainNothing ? { ...item, live_transcript: null } : item;
+    this.write(() => this.store.appendItems(this.id!, [kept]));
   }
 
   /** An utterance stopped (played out, interrupted or silenced): its item, once its tool calls have settled. */
   appendAssistantItem(u: Utterance, voice: AssistantVoice, sampleRate: number, nowMs: number): void {
+    // The user turn it answers comes first, in the items and in the transcript.
+    this.flushUserItem();
     const text = u.playedText;
     if (text) this.transcript.push(`assistant: ${text}`);
-    this.flushUserItem();
     const item = (): NewItem => ({
       role: 'assistant',
-      live_transcript: text || null,
+      live_transcript: this.retainNothing ? null : text || null,
       duration_ms: (u.playedSamples * 1000) / sampleRate,
       started_at: new Date(u.firstFrameAtMs ?? u.startedAtMs ?? nowMs),
       voice_id: voice.voice_id,
       audio_speed: voice.audio_speed,
-      tool_calls: u.toolCalls,
+      tool_calls: this.retainNothing ? u.toolCalls.map((c) => ({ ...c, request_body: null, response_body: null })) : u.toolCalls,
     });
     const id = this.id;
     if (!id) return;
@@ -135,7 +144,7 @@ export class ConversationRecord {
           ended_by: endedBy,
           ended_at: new Date(nowMs),
           duration_ms: startedAtMs ? nowMs - startedAtMs : 0,
-          live_transcript: this.transcript.join('\n') || null,
+          live_transcript: this.retainNothing ? null : this.transcript.join('\n') || null,
           latencies_ms: this.latencies,
           interruptions_count: this.interruptions,
         },

@@ -33,13 +33,44 @@ t.test('a disabled agent is refused', async (t) => {
   t.equal(s.client.events('error')[0].error.code, 'agent_disabled');
 });
 
-t.test('zero data retention: no recording is kept', async (t) => {
+t.test('zero data retention keeps nothing said: no recording, no transcripts, no tool call bodies', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ data_retention_policy: { zero_data_retention: true }, welcome_message: 'Hi.', scripted_engine: {} }) });
+  s.store.tools.set('hours', { id: 'tool_hours', name: 'hours', definition: { type: 'custom_context', name: 'hours', description: 'Opening hours', execution_mode: 'sync', context: 'We open at 9.' } });
+  await s.conv.start({
+    kind: 'config',
+    config: config({
+      data_retention_policy: { zero_data_retention: true },
+      welcome_message: 'Hi.',
+      tools: ['hours'],
+      scripted_engine: { turns: [{ heard: 'hello', say: 'We open at nine.', tool_calls: [{ name: 'hours', arguments: { day: 'monday' } }] }] },
+    }),
+  });
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
+  await speak(s, speechFrames('hello', 1200));
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 2, 'the reply');
+  t.equal(s.client.events('input_text')[0].text, 'hello', 'the live client still hears and sees everything');
   await s.conv.end('user');
-  t.same(s.store.only().recordings, []);
+  const rec = s.store.only();
+  t.same(rec.recordings, []);
   t.notOk(existsSync(join(s.dataDir, 'recordings')) && readdirSync(join(s.dataDir, 'recordings')).length > 0, 'no file written');
+  t.same(rec.items.map((i) => i.role), ['assistant', 'user', 'assistant'], 'the items remain, as roles and times');
+  t.same(rec.items.map((i) => i.live_transcript), [null, null, null], 'no item transcript');
+  t.equal(rec.finish?.live_transcript, null, 'no conversation transcript');
+  const call = rec.items.flatMap((i) => i.tool_calls ?? [])[0];
+  t.same([call.tool.name, call.request_body, call.response_body], ['hours', null, null], 'the tool call without its bodies');
+});
+
+t.test('without zero data retention the same conversation keeps its transcripts and recording', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ welcome_message: 'Hi.', scripted_engine: { turns: [{ heard: 'hello', say: 'Yes.' }] } }) });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
+  await speak(s, speechFrames('hello', 1200));
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 2, 'the reply');
+  await s.conv.end('user');
+  const rec = s.store.only();
+  t.same(rec.items.map((i) => i.live_transcript), ['Hi.', 'hello', 'Yes.']);
+  t.equal(rec.finish?.live_transcript, 'assistant: Hi.\nuser: hello\nassistant: Yes.');
+  t.equal(rec.recordings.length, 1);
 });
 
 t.test('observers see events and both sides of the audio; a generated welcome', async (t) => {
