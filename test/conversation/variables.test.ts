@@ -1,0 +1,37 @@
+// System and template variables in a live conversation (issue 4): the welcome message and the system prompt the
+// engine gets are resolved in the agent's time zone at the conversation's start. The manual clock stands at
+// 2026-11-22 17:00 UTC, a Sunday: in Pacific/Kiritimati (UTC+14) it is already Monday 23 November, 07:00, and in
+// Pacific/Pago_Pago (UTC-11) 06:00 on the Sunday, so a conversation that ignored the time zone would say otherwise.
+import t from 'tap';
+import { config, setup } from './harness.js';
+import { ProbeEngine } from './probe-engine.js';
+
+const ALL = '{{system_weekday}} {{system_date}} {{system_year}} {{system_time}} {{system_conversation_timezone}}';
+
+t.test('inline settings: welcome message and system prompt in the configured time zone', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  await s.conv.start({
+    kind: 'config',
+    config: config({ timezone: 'Pacific/Kiritimati', welcome_message: `Hi {{name}}, ${ALL}.`, system_prompt: `Now: ${ALL}; user {{name}}.`, template_variables: { name: 'Ada' } }),
+  });
+  t.equal(probe.options?.systemPrompt, 'Now: Monday November 23 2026 07:00 Pacific/Kiritimati; user Ada.');
+  t.same(probe.of('speak').map((c) => c.text), ['Hi Ada, Monday November 23 2026 07:00 Pacific/Kiritimati.']);
+  await s.conv.end('user');
+});
+
+t.test("a stored agent's time zone and template defaults apply; the start time holds for the whole conversation", async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  s.store.agents.set('night', {
+    orgId: 'org_test', project: { id: 'proj_main', name: 'main' }, agent: { id: 'agent_night', name: 'night', enabled: true },
+    config: { timezone: 'Pacific/Pago_Pago', system_prompt: `{{shop}} at ${ALL}`, template_variables: { shop: { default_value: 'The shop' } } },
+    tools: [],
+  });
+  await s.conv.start({ kind: 'config', config: config({ agent: 'night', websocket_timeout_sec: 86_400, no_input_end_conversation_sec: 86_400 }) });
+  t.equal(probe.options?.systemPrompt, 'The shop at Sunday November 22 2026 06:00 Pacific/Pago_Pago');
+  s.timers.advance(2 * 60 * 60 * 1000 - 1);
+  s.conv.handle({ type: 'update_system_prompt', system_prompt: `Later: {{system_time}}` });
+  t.same(probe.of('updateSession').map((c) => c.update.systemPrompt), ['Later: 06:00'], 'system variables are those of the start');
+  await s.conv.end('user');
+});
