@@ -16,7 +16,8 @@
 export { TransactionLayer, type LayerHandlers, type LayerOptions, type ClientTransaction, type ServerTransaction } from './layer.js';
 export { ClientInviteTransaction, buildAck, type ClientTransactionHandlers } from './client-invite.js';
 export { ClientNonInviteTransaction } from './client-non-invite.js';
-export { ServerInviteTransaction, type ServerTransactionHandlers } from './server-invite.js';
+export { ServerInviteTransaction } from './server-invite.js';
+export type { ServerTransactionHandlers } from './server-machine.js';
 export { ServerNonInviteTransaction } from './server-non-invite.js';
 export { clientInviteTransition, type ClientInviteState, type ClientInviteInput, type ClientInviteAction, type Step } from './client-invite.fsm.js';
 export { clientNonInviteTransition, type ClientNonInviteState, type ClientNonInviteInput } from './client-non-invite.fsm.js';
