@@ -1,0 +1,76 @@
+// The record a conversation over the STS WebSocket leaves behind (issue 4, "the record"): external_id from config
+// and from set_external_id (found by it), origin, the recording behind audio_url in both containers (wav.gz by
+// default, wav on request), zero data retention keeping nothing said, and websocket_timeout_sec closing an idle
+// client's conversation. Real server, real sockets, PostgreSQL.
+import { gunzipSync } from 'node:zlib';
+import t from 'tap';
+import { api } from '../helpers/server.js';
+import { endedConversation, startRealtimeServer, TestClient } from '../helpers/realtime.js';
+
+t.setTimeout(240_000);
+
+const GZIP_MAGIC = [0x1f, 0x8b];
+/** WAV header (RIFF, WAVE fmt chunk): channel count at byte 22. */
+const WAV_CHANNELS_OFFSET = 22;
+
+t.test('the record of a live conversation', async (t) => {
+  const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '0' } });
+  t.teardown(() => server.close());
+  const http = api(server);
+  const auth = { authorization: `Bearer ${server.apiKey}` };
+  const open = () => TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
+  const created = (c: TestClient) => String(c.events('conversation_created')[0]?.conversation_id);
+
+  t.test('external_id from config, then set_external_id; origin; audio_url in wav.gz and wav', async (t) => {
+    const c = await open();
+    c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000', welcome_message: 'Hello there.', external_id: 'crm-1' });
+    await c.untilEvent('assistant_finished_speaking');
+    const id = created(c);
+    c.send({ type: 'set_external_id', external_id: 'crm-2' });
+    c.close();
+    const conv = await endedConversation((p) => http.get(p), id);
+    t.equal(conv.external_id, 'crm-2', 'set_external_id replaced the one from config');
+    t.equal(conv.origin, 'direct', 'opened with an API key: origin direct');
+    const found = await http.get('/v1/conversations?external_id=crm-2');
+    t.equal(found.body.conversation?.id, id, 'found by its external_id');
+
+    t.match(conv.audio_url, /\.wav\.gz\?expires=\d+&sig=/, 'wav.gz by default');
+    const gz = await fetch(conv.audio_url);
+    t.equal(gz.status, 200);
+    const gzBytes = Buffer.from(await gz.arrayBuffer());
+    t.same([...gzBytes.subarray(0, 2)], GZIP_MAGIC, 'gzip');
+    const fromGz = gunzipSync(gzBytes);
+
+    const asWav = await http.get(`/v1/conversations/${id}?audio_container=wav`);
+    t.match(asWav.body.conversation.audio_url, /\.wav\?expires=\d+&sig=/, 'wav on request');
+    const wav = await fetch(asWav.body.conversation.audio_url);
+    t.equal(wav.status, 200);
+    const wavBytes = Buffer.from(await wav.arrayBuffer());
+    t.equal(wavBytes.toString('ascii', 0, 4), 'RIFF', 'a WAV file');
+    t.equal(wavBytes.readUInt16LE(WAV_CHANNELS_OFFSET), 2, 'both sides');
+    t.ok(wavBytes.equals(fromGz), 'the same recording in either container');
+  });
+
+  t.test('zero data retention: no recording, no transcripts', async (t) => {
+    const c = await open();
+    c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000', welcome_message: 'A secret.', data_retention_policy: { zero_data_retention: true } });
+    await c.untilEvent('assistant_finished_speaking');
+    const id = created(c);
+    c.close();
+    const conv = await endedConversation((p) => http.get(p), id);
+    t.equal(conv.audio_url, null, 'no recording link');
+    t.equal(conv.live_transcript, null, 'no transcript');
+    t.same(conv.items.map((i: { role: string; live_transcript: string | null }) => [i.role, i.live_transcript]), [['assistant', null]], 'the item without its text');
+  });
+
+  t.test('websocket_timeout_sec: an idle client is closed and the conversation ends', async (t) => {
+    const c = await open();
+    c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000', websocket_timeout_sec: 1 });
+    await c.untilEvent('ready_to_start_conversation');
+    const id = created(c);
+    const closed = await c.closed;
+    t.equal(closed.code, 1000, 'closed normally by the server');
+    const conv = await endedConversation((p) => http.get(p), id);
+    t.equal(conv.ended_by, 'user');
+  });
+});
