@@ -1,4 +1,8 @@
 // N-API bindings: Resampler handles and the batched outbound calls (resample, resample + G.711 encode).
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 #include "g711.h"
 #include "handle.h"
 #include "resampler.h"
@@ -134,6 +138,108 @@ Napi::Value ResampleEncodeBatch(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// A fixed set of outbound streams (resampler, engine-rate frame, packet payload) registered once, when streams
+// join or leave, and run every tick with no per-stream N-API work: the frames and payloads are read and written
+// in place through pointers taken at create, the arrays and handles kept alive by references until destroy.
+// (Typed arrays of this size live outside the JS heap and never move; the outbound buffers are never detached.)
+class ResampleEncodeGroup : public Module {
+ public:
+  struct Entry {
+    Box* resampler;  // checked at each run: destroying a member resampler makes run() throw
+    const int16_t* in;
+    size_t in_length;
+    uint8_t* out;
+    size_t out_length;
+  };
+
+  ResampleEncodeGroup(napi_env env, int32_t codec) : env_(env), codec_(codec) {}
+  ~ResampleEncodeGroup() override {
+    for (napi_ref ref : refs_) napi_delete_reference(env_, ref);
+  }
+
+  bool Keep(napi_value value) {
+    napi_ref ref;
+    if (napi_create_reference(env_, value, 1, &ref) != napi_ok) return false;
+    refs_.push_back(ref);
+    return true;
+  }
+
+  std::vector<Entry> entries;
+  std::vector<int16_t> scratch;
+  int32_t codec() const { return codec_; }
+
+ private:
+  napi_env env_;
+  int32_t codec_;
+  std::vector<napi_ref> refs_;
+};
+
+// createResampleEncodeGroup(codec, handles[], inputs: Int16Array[], outs: Uint8Array[]): sizes checked here,
+// once.
+Napi::Value CreateGroup(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber()) return ThrowType(env, "codec must be a number");
+  int32_t codec = info[0].As<Napi::Number>().Int32Value();
+  if (codec != 0 && codec != 1) return ThrowRange(env, "unknown codec");
+  if (!info[1].IsArray() || !info[2].IsArray() || !info[3].IsArray())
+    return ThrowType(env, "handles, inputs and outs must be arrays");
+  Napi::Array handles = info[1].As<Napi::Array>();
+  Napi::Array inputs = info[2].As<Napi::Array>();
+  Napi::Array outs = info[3].As<Napi::Array>();
+  uint32_t count = handles.Length();
+  if (inputs.Length() != count || outs.Length() != count) return ThrowRange(env, "handles, inputs and outs differ in length");
+  auto group = std::make_unique<ResampleEncodeGroup>(env, codec);
+  group->entries.reserve(count);
+  size_t scratch = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    Napi::Value handle = handles.Get(i);
+    Box* box = BoxOf(env, handle, Kind::Resampler);
+    if (box == nullptr) return env.Undefined();
+    if (box->ptr == nullptr) return ThrowRange(env, "a resampler of the group is destroyed");
+    const Resampler* r = static_cast<const Resampler*>(box->ptr);
+    Napi::Value inValue = inputs.Get(i);
+    View<int16_t> in = GetI16(env, inValue, "inputs[i] must be an Int16Array");
+    if (in.data == nullptr) return env.Undefined();
+    Napi::Value outValue = outs.Get(i);
+    View<uint8_t> out = GetU8(env, outValue, "outs[i] must be a Uint8Array");
+    if (out.data == nullptr) return env.Undefined();
+    if (in.length > r->max_frame()) return ThrowRange(env, "input longer than the resampler's maxFrame");
+    if (!group->Keep(handle) || !group->Keep(inValue) || !group->Keep(outValue))
+      return ThrowRange(env, "cannot keep a reference");
+    group->entries.push_back({box, in.data, in.length, out.data, out.length});
+    scratch = std::max(scratch, r->MaxOutput(in.length));
+  }
+  group->scratch.assign(scratch, 0);
+  return WrapHandle(env, Kind::ResampleEncodeGroup, group.release());
+}
+
+// resampleEncodeGroupRun(group, written: Int32Array): every member's frame resampled and G.711-encoded into its
+// payload; written[i] = bytes.
+Napi::Value RunGroup(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  ResampleEncodeGroup* g = UnwrapHandle<ResampleEncodeGroup>(env, info[0], Kind::ResampleEncodeGroup);
+  if (g == nullptr) return env.Undefined();
+  View<int32_t> written = GetI32(env, info[1], "written must be an Int32Array");
+  if (written.data == nullptr) return env.Undefined();
+  const size_t count = g->entries.size();
+  if (written.length < count) return ThrowRange(env, "written is shorter than the group");
+  int16_t* scratch = g->scratch.data();
+  const bool mulaw = g->codec() == 0;
+  for (size_t i = 0; i < count; i++) {
+    const ResampleEncodeGroup::Entry& e = g->entries[i];
+    Resampler* r = static_cast<Resampler*>(e.resampler->ptr);
+    if (r == nullptr) return ThrowRange(env, "a resampler of the group was destroyed");
+    size_t n = r->Process(e.in, e.in_length, scratch);
+    if (n > e.out_length) return ThrowRange(env, "outs[i] shorter than the resampled frame");
+    if (mulaw)
+      MulawEncode(scratch, e.out, n);
+    else
+      AlawEncode(scratch, e.out, n);
+    written.data[i] = static_cast<int32_t>(n);
+  }
+  return env.Undefined();
+}
+
 Napi::Value Destroy(const Napi::CallbackInfo& info) {
   DestroyHandle(info.Env(), info[0]);
   return info.Env().Undefined();
@@ -149,6 +255,8 @@ void InitResampler(Napi::Env env, Napi::Object exports) {
   exports.Set("resamplerReset", Napi::Function::New(env, Reset, "resamplerReset"));
   exports.Set("resampleBatch", Napi::Function::New(env, Batch, "resampleBatch"));
   exports.Set("resampleEncodeBatch", Napi::Function::New(env, ResampleEncodeBatch, "resampleEncodeBatch"));
+  exports.Set("createResampleEncodeGroup", Napi::Function::New(env, CreateGroup, "createResampleEncodeGroup"));
+  exports.Set("resampleEncodeGroupRun", Napi::Function::New(env, RunGroup, "resampleEncodeGroupRun"));
   exports.Set("destroy", Napi::Function::New(env, Destroy, "destroy"));
 }
 

@@ -13,7 +13,7 @@
 
 namespace parley {
 
-enum class Kind : uint32_t { Resampler = 1, Vad = 2, Dtmf = 3, Tone = 4 };
+enum class Kind : uint32_t { Resampler = 1, Vad = 2, Dtmf = 3, Tone = 4, ResampleEncodeGroup = 5 };
 
 struct Module {
   virtual ~Module() = default;
@@ -51,6 +51,18 @@ T* UnwrapHandle(Napi::Env env, const Napi::Value& value, Kind kind) {
     return nullptr;
   }
   return static_cast<T*>(box->ptr);
+}
+
+// The Box behind a handle of `kind` (its module may be destroyed later: check ptr at each use), or null with a
+// pending TypeError.
+inline Box* BoxOf(Napi::Env env, const Napi::Value& value, Kind kind) {
+  void* data = nullptr;
+  if (napi_get_value_external(env, value, &data) != napi_ok || data == nullptr ||
+      static_cast<Box*>(data)->kind != kind) {
+    Napi::TypeError::New(env, "expected a native DSP handle of the right kind").ThrowAsJavaScriptException();
+    return nullptr;
+  }
+  return static_cast<Box*>(data);
 }
 
 inline void DestroyHandle(Napi::Env env, const Napi::Value& value) {

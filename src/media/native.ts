@@ -8,7 +8,8 @@
 //   called). Using a destroyed module throws.
 // - Sizes are checked at the N-API boundary: a wrong array type is a TypeError, a too-short output a RangeError.
 // - Outbound work for many streams goes through the batch functions (encodeBatch, resampleBatch,
-//   resampleEncodeBatch): one crossing into C++ per tick instead of one per stream.
+//   resampleEncodeBatch) or a ResampleEncodeGroup (streams registered once): one crossing into C++ per tick
+//   instead of one per stream.
 import { createRequire } from 'node:module';
 
 const ADDON_PATH = '../../native/build/Release/parley_dsp.node';
@@ -46,6 +47,8 @@ interface Addon {
     outs: Uint8Array[],
     written: Int32Array,
   ): void;
+  createResampleEncodeGroup(codec: number, handles: Handle[], inputs: Int16Array[], outs: Uint8Array[]): Handle;
+  resampleEncodeGroupRun(group: Handle, written: Int32Array): void;
   createVad(rateHz: number, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): Handle;
   vadProcess(handle: Handle, frame: Int16Array): number;
   vadInfo(handle: Handle, out: Float64Array): void;
@@ -221,6 +224,32 @@ export function resampleEncodeBatch(
   written: Int32Array,
 ): void {
   addon.resampleEncodeBatch(codec, handlesOf(resamplers), inputs, scratch, outs, written);
+}
+
+/**
+ * The outbound tail of a fixed set of streams: resample inputs[i] with resamplers[i] and G.711-encode it into
+ * outs[i], for all of them in one native call per tick with no per-stream argument passing (the arrays are
+ * registered once, here, and read and written in place). Build a new group when streams join or leave, and
+ * destroy the old one; destroying a member resampler while the group runs makes run() throw.
+ */
+export class ResampleEncodeGroup {
+  private readonly handle: Handle;
+  /** After run(): written[i] = payload bytes of stream i. */
+  readonly written: Int32Array;
+
+  constructor(codec: G711Codec, resamplers: readonly Resampler[], inputs: Int16Array[], outs: Uint8Array[]) {
+    this.handle = addon.createResampleEncodeGroup(codec, resamplers.map((r) => r.handle), inputs, outs);
+    this.written = new Int32Array(resamplers.length);
+  }
+
+  run(): void {
+    addon.resampleEncodeGroupRun(this.handle, this.written);
+  }
+
+  /** Releases the registered arrays and resamplers (the resamplers themselves stay usable). */
+  destroy(): void {
+    addon.destroy(this.handle);
+  }
 }
 
 // ---- Voice activity detection ----

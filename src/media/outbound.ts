@@ -7,7 +7,7 @@
 // While RFC 4733 digits play, the stream sends telephone-event packets instead of audio and its queue waits.
 import { formatInfo, FRAME_MS } from './format.js';
 import {
-  encodeBatch, G711_ALAW, G711_MULAW, resampleEncodeBatch, Resampler, type G711Codec, type ResamplerRate,
+  encodeBatch, G711_ALAW, G711_MULAW, ResampleEncodeGroup, Resampler, type G711Codec, type ResamplerRate,
 } from './native.js';
 import { NoiseMix, type NoiseBed } from './noise.js';
 import type { PacedStream } from './pacing-clock.js';
@@ -242,24 +242,23 @@ const singleOut: Uint8Array[] = [];
 
 interface Group {
   codec: G711Codec;
-  resampled: boolean;
   streams: OutboundStream[];
   resamplers: Resampler[];
   inputs: Int16Array[];
   outs: Uint8Array[];
-  written: Int32Array;
+  /** Streams whose engine rate differs from the wire rate: registered natively once per rebuild. */
+  native: ResampleEncodeGroup | undefined;
 }
 
 /**
  * Every outbound stream of a worker on one pacing-clock participant: per tick, prepare each stream, then one
- * native call per (codec, resampled or not) group, then finish each stream. Arrays are rebuilt only when
+ * native call per (codec, resampled or not) group, then finish each stream. Groups are rebuilt only when
  * streams join or leave.
  */
 export class OutboundBatch implements PacedStream {
   private readonly streams = new Set<OutboundStream>();
   private groups: Group[] = [];
   private dirty = false;
-  private scratch = new Int16Array(0);
 
   add(stream: OutboundStream): void {
     this.streams.add(stream);
@@ -284,7 +283,7 @@ export class OutboundBatch implements PacedStream {
     }
     for (let g = 0; g < groups.length; g++) {
       const grp = groups[g];
-      if (grp.resampled) resampleEncodeBatch(grp.codec, grp.resamplers, grp.inputs, this.scratch, grp.outs, grp.written);
+      if (grp.native) grp.native.run();
       else encodeBatch(grp.codec, grp.inputs, grp.outs);
     }
     for (let g = 0; g < groups.length; g++) {
@@ -293,26 +292,31 @@ export class OutboundBatch implements PacedStream {
     }
   }
 
+  /** Releases the native groups (the streams stay usable). */
+  destroy(): void {
+    for (const g of this.groups) g.native?.destroy();
+    this.groups = [];
+    this.dirty = this.streams.size > 0;
+  }
+
   private rebuild(): void {
+    for (const g of this.groups) g.native?.destroy();
     const byKey = new Map<string, Group>();
-    let maxScratch = 0;
     for (const s of this.streams) {
       const key = `${s.codec}/${s.resampler ? 1 : 0}`;
       let g = byKey.get(key);
       if (!g) {
-        g = { codec: s.codec, resampled: !!s.resampler, streams: [], resamplers: [], inputs: [], outs: [], written: new Int32Array(0) };
+        g = { codec: s.codec, streams: [], resamplers: [], inputs: [], outs: [], native: undefined };
         byKey.set(key, g);
       }
       g.streams.push(s);
-      if (s.resampler) {
-        g.resamplers.push(s.resampler);
-        maxScratch = Math.max(maxScratch, s.resampler.maxOutput(s.engineFrame));
-      }
+      if (s.resampler) g.resamplers.push(s.resampler);
       g.inputs.push(s.frame);
       g.outs.push(s.payload);
     }
-    for (const g of byKey.values()) g.written = new Int32Array(g.streams.length);
-    if (maxScratch > this.scratch.length) this.scratch = new Int16Array(maxScratch);
+    for (const g of byKey.values()) {
+      if (g.resamplers.length > 0) g.native = new ResampleEncodeGroup(g.codec, g.resamplers, g.inputs, g.outs);
+    }
     this.groups = [...byKey.values()];
     this.dirty = false;
   }

@@ -2,7 +2,9 @@
 // attenuation (images and aliases at least 70 dB down), round-trip SNR, and chunking independence (no
 // discontinuity at frame boundaries).
 import t from 'tap';
-import { RESAMPLER_RATES, Resampler, resampleBatch, type ResamplerRate } from '../../src/media/native.js';
+import {
+  G711_MULAW, RESAMPLER_RATES, ResampleEncodeGroup, Resampler, mulawEncodeInto, resampleBatch, type ResamplerRate,
+} from '../../src/media/native.js';
 
 // 30 rate pairs, each measured with many tones: allow for a loaded CI machine.
 t.setTimeout(300_000);
@@ -162,6 +164,33 @@ t.test('resampleBatch equals per-stream processing', async (t) => {
     }
   }
   for (const r of [...single, ...batched]) r.destroy();
+});
+
+t.test('ResampleEncodeGroup equals per-stream resample + encode, tick after tick; a destroyed member throws', async (t) => {
+  const streams = [[16000, 8000], [24000, 8000], [48000, 8000], [16000, 8000]] as const;
+  const frameOf = (rate: number) => (rate * 20) / 1000;
+  const single = streams.map(([a, b]) => new Resampler(a, b, frameOf(a)));
+  const grouped = streams.map(([a, b]) => new Resampler(a, b, frameOf(a)));
+  const inputs = streams.map(([a]) => new Int16Array(frameOf(a)));
+  const outs = streams.map(() => new Uint8Array(160));
+  const group = new ResampleEncodeGroup(G711_MULAW, grouped, inputs, outs);
+  const pcm = new Int16Array(400);
+  const expected = new Uint8Array(160);
+  for (let f = 0; f < 10; f++) {
+    streams.forEach(([a], s) => inputs[s].set(tone(a, 300 + 200 * s, 0.02, 8000 + 1000 * f)));
+    group.run();
+    for (let s = 0; s < streams.length; s++) {
+      const n = single[s].process(inputs[s], pcm);
+      mulawEncodeInto(pcm.subarray(0, n), expected);
+      t.equal(group.written[s], n, `frame ${f} stream ${s}: bytes`);
+      t.same(outs[s], expected.subarray(0, n), `frame ${f} stream ${s}: payload`);
+    }
+  }
+  grouped[2].destroy();
+  t.throws(() => group.run(), /destroyed/);
+  group.destroy();
+  t.throws(() => new ResampleEncodeGroup(G711_MULAW, [single[0]], [new Int16Array(321)], [new Uint8Array(160)]), RangeError, 'input longer than maxFrame');
+  for (const r of [...single, grouped[0], grouped[1], grouped[3]]) r.destroy();
 });
 
 t.test('sizes and rates are checked at the boundary; destroy is final', async (t) => {
