@@ -4,7 +4,7 @@
 // assistant has finished (or had nothing to say first), cancelled when the user starts. One owner clears them all.
 import type { ConversationTimers } from './host.js';
 import type { LiveSettings } from './settings.js';
-import { ownedTimer, type OwnedTimer } from './timer.js';
+import { ownedTimer, slidingTimer, type OwnedTimer } from './timer.js';
 
 const MS_PER_SEC = 1000;
 
@@ -33,7 +33,8 @@ export class SilenceTimers {
   }
 
   constructor(timers: ConversationTimers, s: SilenceSettings, actions: SilenceActions) {
-    this.idle = ownedTimer(timers, s.websocket_timeout_sec * MS_PER_SEC, () => actions.clientIdle());
+    // Re-armed by every audio frame: a sliding deadline, not a clear and a set per frame.
+    this.idle = slidingTimer(timers, s.websocket_timeout_sec * MS_PER_SEC, () => actions.clientIdle());
     this.pokeTimer = ownedTimer(timers, s.no_input_poke_sec === null ? null : s.no_input_poke_sec * MS_PER_SEC, () => actions.poke());
     this.limit = ownedTimer(timers, s.no_input_end_conversation_sec * MS_PER_SEC, () => actions.silenceLimit());
   }
