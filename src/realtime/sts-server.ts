@@ -12,7 +12,7 @@ import { MainRequestError, type MainClient } from './main-client.js';
 import { LiveHost, newAttachment, CLOSE_NOT_LIVE, type Attachment } from './live-host.js';
 import { BACKPRESSURE, CLOSE_GOING_AWAY, SocketSink, type FrameSink, type SocketState } from './sink.js';
 import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
-import type { RelayKind, WorkerNotice } from './worker-protocol.js';
+import type { RelayKind, SocketInspection, WorkerNotice } from './worker-protocol.js';
 
 /** RFC 6455 7.4.1: 1011, the server met an unexpected condition. */
 const CLOSE_INTERNAL = 1011;
@@ -261,6 +261,20 @@ export class StsServer {
       return;
     }
     this.host.dropped(d.att, d.sink!);
+  }
+
+  /** Every open socket with what it holds unsent (worker-protocol.ts `inspect`). */
+  inspect(): SocketInspection[] {
+    return [...this.sockets].map((ws) => {
+      const d = ws.getUserData();
+      return {
+        kind: d.kind,
+        conversationId: d.att.entry?.id ?? d.conversationId,
+        relayed: d.relayId !== null,
+        bufferedBytes: d.closed ? 0 : ws.getBufferedAmount(),
+        audioPaused: d.paused,
+      };
+    });
   }
 
   // ---- relays from main ----

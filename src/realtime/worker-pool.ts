@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { leasePolicy, startHeartbeat } from '../store/leases.js';
 import { createRequestHandler } from './main-handlers.js';
-import type { MainMessage, RelayKind, WorkerMessage } from './worker-protocol.js';
+import type { MainMessage, RelayKind, SocketInspection, WorkerMessage } from './worker-protocol.js';
 import type { WorkerData } from './worker.js';
 
 export const POOL_DEFAULTS = {
@@ -16,6 +16,8 @@ export const POOL_DEFAULTS = {
   shutdown_grace_ms: 10_000,
   /** A worker that has not listened within this is taken as failed (start-up). */
   start_timeout_ms: 30_000,
+  /** A worker that has not answered `inspect` within this is reported as failed. */
+  inspect_timeout_ms: 5_000,
 } as const;
 
 /** Beyond the worker's own shutdown bounds, before main terminates it. */
@@ -45,6 +47,8 @@ export interface WorkerPool {
   load(): number[];
   /** Sockets relayed to another worker's conversation since start, by kind. */
   readonly relayed: Record<RelayKind, number>;
+  /** Every worker's open sockets and what each holds unsent, by worker id. */
+  inspect(): Promise<SocketInspection[][]>;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -92,6 +96,9 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const directory = new Map<string, { worker: number; orgId: string }>();
   const relays = new Map<number, Relay>();
   const relayed: Record<RelayKind, number> = { observer: 0, reconnect: 0 };
+  /** Inspections waiting on a worker's answer, by request id. */
+  const inspections = new Map<number, (sockets: SocketInspection[]) => void>();
+  let nextInspection = 1;
   let closing = false;
 
   const post = (workerId: number, msg: MainMessage) => {
@@ -112,6 +119,10 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         return;
       case 'load':
         from.conversations = msg.conversations;
+        return;
+      case 'inspection':
+        inspections.get(msg.id)?.(msg.sockets);
+        inspections.delete(msg.id);
         return;
       case 'relay_request': {
         const owner = directory.get(msg.conversationId);
@@ -186,6 +197,20 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     });
   }
 
+  const inspectWorker = (m: Member) =>
+    new Promise<SocketInspection[]>((resolve, reject) => {
+      const id = nextInspection++;
+      const timer = setTimeout(() => {
+        inspections.delete(id);
+        reject(new Error(`media worker ${m.id} did not answer inspect within ${POOL_DEFAULTS.inspect_timeout_ms} ms`));
+      }, POOL_DEFAULTS.inspect_timeout_ms);
+      inspections.set(id, (sockets) => {
+        clearTimeout(timer);
+        resolve(sockets);
+      });
+      post(m.id, { type: 'inspect', id });
+    });
+
   const close = async (graceMs: number = POOL_DEFAULTS.shutdown_grace_ms) => {
     if (closing) return;
     closing = true;
@@ -222,6 +247,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     ownerOf: (id) => directory.get(id)?.worker,
     load: () => members.map((m) => m.conversations),
     relayed,
+    inspect: () => Promise.all(members.map(inspectWorker)),
     close,
   };
 }

@@ -52,6 +52,19 @@ export type Reply =
   | { type: 'reply'; id: number; ok: true; value: unknown }
   | { type: 'reply'; id: number; ok: false; error: { message: string; status?: number; code?: string } };
 
+/** One socket of a worker as `inspect` reports it: what it holds unsent (docs/sts-protocol.md, "Backpressure"). */
+export interface SocketInspection {
+  kind: 'sts' | 'observer';
+  /** The conversation it talks to or observes; null while an STS socket is still configuring. */
+  conversationId: string | null;
+  /** The socket is here, its conversation on another worker. */
+  relayed: boolean;
+  /** Bytes uWS holds for the socket beyond what the kernel took. */
+  bufferedBytes: number;
+  /** Assistant audio is paused until the socket drains. */
+  audioPaused: boolean;
+}
+
 /** Notices a worker sends main without expecting an answer. */
 export type WorkerNotice =
   | { type: 'worker_ready'; workerId: number; port: number }
@@ -63,7 +76,9 @@ export type WorkerNotice =
   | { type: 'relay_closed'; relayId: number; code: number; reason: string }
   /** A socket on this worker needs a conversation another worker owns. */
   | { type: 'relay_request'; relayId: number; conversationId: string; kind: RelayKind; auth: Auth }
-  | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean };
+  | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
+  /** The answer to main's `inspect`. */
+  | { type: 'inspection'; id: number; workerId: number; sockets: SocketInspection[] };
 
 export type RelayKind = 'observer' | 'reconnect';
 
@@ -78,6 +93,8 @@ export type MainMessage =
   | { type: 'call_assigned'; callId: string; conversationId: string; rtpPort: number; remote: { address: string; port: number }; payloadType: number; telephoneEventPayloadType: number | null; agent: ResolvedAgent; callInfo: { from_phone_number: string; to_phone_number: string } }
   | { type: 'call_hangup'; callId: string }
   | { type: 'call_dtmf'; callId: string; digits: string }
+  /** Operators and tests: report every socket's buffered bytes (answered by `inspection` with the same id). */
+  | { type: 'inspect'; id: number }
   | { type: 'shutdown'; graceMs: number };
 
 export type WorkerMessage = WorkerRequest | WorkerNotice;

@@ -94,6 +94,8 @@ port.on('message', (msg: MainMessage) => {
       return host.relayData(msg.relayId, msg.data, msg.binary);
     case 'relay_closed':
       return server.relayClosed(msg.relayId, msg.code, msg.reason);
+    case 'inspect':
+      return post({ type: 'inspection', id: msg.id, workerId, sockets: server.inspect() });
     case 'shutdown':
       return void shutdown(msg.graceMs).catch((err: Error) => {
         log.error({ err }, 'media worker shutdown failed');

@@ -111,6 +111,14 @@ t.test('two workers on one port', async (t) => {
     t.equal(code, 4404, 'the conversation is no longer live: 4404');
   });
 
+  t.test('an observer of a conversation not live on the node is told so, never left silent', async (t) => {
+    for (let i = 0; i < 4; i++) {
+      const o = await TestClient.open(`${server.wsUrl}/v1/conversations/conv_00000000-0000-0000-0000-00000000000${i}/live/ws`, auth);
+      const { code } = await o.closed;
+      t.equal(code, 4404, 'closed with 4404');
+    }
+  });
+
   t.test('shutdown closes the listen sockets, ends and saves live conversations', async (t) => {
     await server.pool.close();
     t.ok(await refused(server.pool.port), 'nothing listens on the realtime port any more');

@@ -1,0 +1,169 @@
+// A slow client over a real socket (docs/sts-protocol.md, "Backpressure"): a raw TCP client that opens the STS
+// WebSocket, asks for speech and then stops reading. What the server holds for it stays under the audio
+// high-water mark (assistant audio is refused there, not queued in the socket), and a normal conversation on the
+// same worker keeps getting its audio on schedule, counted in its own client's 20 ms frames.
+import { randomBytes } from 'node:crypto';
+import { connect, type Socket } from 'node:net';
+import t from 'tap';
+import { BACKPRESSURE } from '../../src/realtime/sink.js';
+import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
+import { FRAME_MS, startRealtimeServer, TestClient } from '../helpers/realtime.js';
+
+t.setTimeout(240_000);
+
+/** pcm_48000: the largest frames the protocol offers, so the slow socket backs up in seconds. */
+const SLOW_FORMAT = 'pcm_48000';
+/** One 20 ms pcm_48000 frame as an audio_chunk event: 1,920 bytes as base64 plus the JSON around it. */
+const SLOW_FRAME_EVENT_BYTES = Math.ceil((48_000 * 2 * FRAME_MS) / 1000 / 3) * 4 + 64;
+const NORMAL_RATE = 16_000;
+/**
+ * Minutes of speech: the kernel takes ~4 MB of a loopback socket that is not read (send buffer autotuned up to
+ * tcp_wmem's maximum) before uWS holds anything, about 30 s of pcm_48000 as base64 events.
+ */
+const LONG_TEXT = Array.from({ length: 30 }, () => 'The quick brown fox jumps over the lazy dog while the band keeps playing on the old pier.').join(' ');
+const SHORT_TEXT = 'This conversation keeps its pace while another client has stopped reading.';
+/** Polls (100 ms apart) for the slow socket to back up past the kernel's buffers. */
+const BACKUP_POLLS = 1_200;
+/** Inspections of the slow socket while it is backed up. */
+const SAMPLES = 25;
+/** Slack, in the normal client's frames, for a loaded machine: its frames must arrive within their own count plus this. */
+const SCHEDULE_SLACK_FRAMES = 50;
+
+/** A WebSocket client by hand (RFC 6455 4.1, 5.2): handshake, masked text frames out, raw bytes in. */
+class RawClient {
+  private received = '';
+  private constructor(readonly socket: Socket) {
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (this.received += chunk));
+  }
+
+  static async open(port: number, path: string, headers: Record<string, string>): Promise<RawClient> {
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const client = new RawClient(socket);
+    const lines = [`GET ${path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, 'Upgrade: websocket', 'Connection: Upgrade',
+      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Version: 13',
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+    await client.until((r) => r.includes('\r\n\r\n'));
+    if (!client.received.startsWith('HTTP/1.1 101')) throw new Error(`upgrade refused: ${client.received.split('\r\n')[0]}`);
+    return client;
+  }
+
+  /** Resolves once what was received (as latin1 text) satisfies `test`. */
+  until(test: (received: string) => boolean): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!test(this.received)) return;
+        this.socket.off('data', check);
+        resolve();
+      };
+      this.socket.on('data', check);
+      this.socket.once('close', () => reject(new Error('socket closed')));
+      check();
+    });
+  }
+
+  /** One masked text frame (RFC 6455 5.3: every client frame is masked). */
+  send(message: Record<string, unknown>): void {
+    const payload = Buffer.from(JSON.stringify(message));
+    const mask = randomBytes(4);
+    const head = payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
+    const masked = Buffer.alloc(payload.length);
+    for (let i = 0; i < payload.length; i++) masked[i] = payload[i] ^ mask[i & 3];
+    this.socket.write(Buffer.concat([head, mask, masked]));
+  }
+
+  stopReading(): void {
+    this.socket.pause();
+  }
+}
+
+function slowSocket(sockets: SocketInspection[][], id: string): SocketInspection | undefined {
+  return sockets.flat().find((s) => s.kind === 'sts' && s.conversationId === id);
+}
+
+t.test('a client that stops reading is bounded and does not hold up another conversation', async (t) => {
+  const server = await startRealtimeServer({ workers: 1 });
+  t.teardown(() => server.close());
+  const auth = { authorization: `Bearer ${server.apiKey}` };
+
+  const slow = await RawClient.open(server.pool.port, '/v1/sts/ws', auth);
+  slow.send({ type: 'config', input_format: 'pcm_16000', output_format: SLOW_FORMAT });
+  await slow.until((r) => r.includes('ready_to_start_conversation'));
+  let slowId = '';
+  await slow.until((r) => {
+    slowId = /"conversation_id":"([^"]+)"/.exec(r)?.[1] ?? '';
+    return slowId !== '';
+  });
+  slow.send({ type: 'say', text: LONG_TEXT });
+  slow.stopReading();
+
+  // Wait for the socket to back up past the kernel's buffers: uWS then holds bytes and the audio pauses.
+  let backedUp: SocketInspection | undefined;
+  for (let i = 0; i < BACKUP_POLLS && !backedUp?.audioPaused; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    backedUp = slowSocket(await server.pool.inspect(), slowId);
+  }
+  t.ok(backedUp?.audioPaused, 'the slow socket backed up and its assistant audio paused');
+
+  // A normal conversation on the same (only) worker, its client reading and streaming silence at real time.
+  const normal = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
+  normal.send({ type: 'config', input_format: `pcm_${NORMAL_RATE}`, output_format: `pcm_${NORMAL_RATE}` });
+  await normal.untilEvent('ready_to_start_conversation');
+  let ticks = 0;
+  const arrivals: number[] = [];
+  normal.ws.on('message', (data: Buffer, binary: boolean) => {
+    if (!binary && data.includes('"type":"audio_chunk"')) arrivals.push(ticks);
+  });
+  let streaming = true;
+  const silence = Buffer.alloc((NORMAL_RATE * 2 * FRAME_MS) / 1000).toString('base64');
+  const stream = (async () => {
+    const start = performance.now();
+    while (streaming && normal.ws.readyState === normal.ws.OPEN) {
+      normal.send({ type: 'audio_chunk', audio: silence });
+      ticks++;
+      const wait = start + ticks * FRAME_MS - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    }
+  })();
+
+  normal.send({ type: 'say', text: SHORT_TEXT });
+  const sampled: SocketInspection[] = [];
+  const sampling = (async () => {
+    for (let i = 0; i < SAMPLES; i++) {
+      const s = slowSocket(await server.pool.inspect(), slowId);
+      if (s) sampled.push(s);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  await normal.untilEvent('assistant_finished_speaking');
+  await sampling;
+  streaming = false;
+  await stream;
+
+  const bound = BACKPRESSURE.audio_high_water_bytes + 2 * SLOW_FRAME_EVENT_BYTES;
+  t.equal(sampled.length, SAMPLES, 'the slow socket stayed open throughout');
+  const most = Math.max(...sampled.map((s) => s.bufferedBytes));
+  t.ok(most <= bound, `the server held at most ${most} bytes for it (high-water mark ${BACKPRESSURE.audio_high_water_bytes} plus a frame)`);
+  t.ok(sampled.every((s) => s.audioPaused), 'its audio stayed paused while it did not read');
+
+  t.same(normal.events('error'), [], 'the normal conversation saw no error');
+  t.ok(arrivals.length > 0, `the normal client heard its assistant (${arrivals.length} frames)`);
+  const span = arrivals[arrivals.length - 1] - arrivals[0] + 1;
+  t.ok(
+    span <= arrivals.length + SCHEDULE_SLACK_FRAMES,
+    `its ${arrivals.length} frames arrived within ${span} of its own 20 ms frames (on schedule: at most ${arrivals.length + SCHEDULE_SLACK_FRAMES})`,
+  );
+
+  // Reading again, the slow client drains and its audio resumes.
+  slow.socket.resume();
+  let resumed: SocketInspection | undefined;
+  for (let i = 0; i < 100 && (resumed === undefined || resumed.audioPaused); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    resumed = slowSocket(await server.pool.inspect(), slowId);
+  }
+  t.equal(resumed?.audioPaused, false, 'once it reads again, its audio resumes');
+  normal.close();
+  slow.socket.destroy();
+});
