@@ -3,6 +3,8 @@
 #include <cmath>
 #include <utility>
 
+#include "float4.h"
+
 namespace parley {
 
 size_t NextPow2(size_t n) {
@@ -76,13 +78,17 @@ void Fft::ForwardBitReversed(float* re, float* im) const {
       float* ai = im + start;
       float* br = ar + half;
       float* bi = ai + half;
-      for (size_t k = 0; k < half; k++) {
-        const float tr = br[k] * wc[k] - bi[k] * ws[k];
-        const float ti = br[k] * ws[k] + bi[k] * wc[k];
-        br[k] = ar[k] - tr;
-        bi[k] = ai[k] - ti;
-        ar[k] += tr;
-        ai[k] += ti;
+      // half is a multiple of 4 from len 8 on: four butterflies at a time.
+      for (size_t k = 0; k < half; k += 4) {
+        const Float4 wr = Load4(wc + k), wi = Load4(ws + k);
+        const Float4 xr = Load4(br + k), xi = Load4(bi + k);
+        const Float4 yr = Load4(ar + k), yi = Load4(ai + k);
+        const Float4 tr = xr * wr - xi * wi;
+        const Float4 ti = xr * wi + xi * wr;
+        Store4(br + k, yr - tr);
+        Store4(bi + k, yi - ti);
+        Store4(ar + k, yr + tr);
+        Store4(ai + k, yi + ti);
       }
     }
     wc += half;
@@ -115,7 +121,20 @@ void RealFft::Forward(float* in, float* re, float* im) {
   im[0] = 0.f;
   re[h] = zr[0] - zi[0];
   im[h] = 0.f;
-  for (size_t k = 1; k < h; k++) {
+  // Bins 1..h-1, four at a time while they last: Z[h-k] for k..k+3 is Z[h-k-3..h-k] read backwards.
+  const Float4 half = Splat4(0.5f);
+  size_t k = 1;
+  for (; k + 4 <= h; k += 4) {
+    const size_t b = h - k - 3;
+    const Float4 ar = Load4(zr + k), ai = Load4(zi + k);
+    const Float4 br = Reverse4(Load4(zr + b)), bi = Reverse4(Load4(zi + b));
+    const Float4 er = half * (ar + br), ei = half * (ai - bi);
+    const Float4 or_ = half * (ai + bi), oi = half * (br - ar);
+    const Float4 wr = Load4(cos_.data() + k), wi = Load4(sin_.data() + k);
+    Store4(re + k, er + wr * or_ - wi * oi);
+    Store4(im + k, ei + wr * oi + wi * or_);
+  }
+  for (; k < h; k++) {
     const size_t b = h - k;
     const float er = 0.5f * (zr[k] + zr[b]);
     const float ei = 0.5f * (zi[k] - zi[b]);

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "float4.h"
 #include "resampler.h"
 
 namespace parley {
 namespace {
 
 constexpr int kStepMs = 10;
+// The input rate analysed at half its rate (see decimate_).
+constexpr int kDecimatedRate = 16000;
 // Telephone-band analysis bands (Hz): low voicing, first formant, second formant, upper formants, fricatives.
 constexpr float kBandEdges[Vad::kBands + 1] = {200.f, 400.f, 800.f, 1500.f, 2500.f, 3800.f};
 // Smoothing of band power across steps (first-order, per 10 ms).
@@ -72,7 +75,10 @@ Vad::Vad(int rateHz, const VadOptions& options)
     : rate_(rateHz),
       options_(options),
       step_(static_cast<size_t>(rateHz) * kStepMs / 1000),
-      window_(2 * step_),
+      analysis_step_(rateHz == kDecimatedRate ? step_ / 2 : step_),
+      window_(2 * analysis_step_),
+      decimate_(rateHz == kDecimatedRate),
+      decimator_(decimate_ ? step_ : 8),
       fft_(NextPow2(window_)),
       hann_(window_),
       frame_(window_, 0.f),
@@ -89,10 +95,11 @@ Vad::Vad(int rateHz, const VadOptions& options)
   }
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
   window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy));
-  const float window_seconds = static_cast<float>(window_) / static_cast<float>(rateHz);
+  const int analysis_rate = decimate_ ? rateHz / 2 : rateHz;
+  const float window_seconds = static_cast<float>(window_) / static_cast<float>(analysis_rate);
   for (int b = 0; b < kBands; b++) {
-    band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / rateHz));
-    band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_.size() / rateHz));
+    band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / analysis_rate));
+    band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_.size() / analysis_rate));
     const float independent_values = (kBandEdges[b + 1] - kBandEdges[b]) * window_seconds;
     refine_ratio_[b] = 1.f + kRefineSigmas / std::sqrt(independent_values);
   }
@@ -101,6 +108,7 @@ Vad::Vad(int rateHz, const VadOptions& options)
 
 void Vad::Reset() {
   std::fill(frame_.begin(), frame_.end(), 0.f);
+  decimator_.Reset();
   filled_ = 0;
   primed_ = false;
   for (int b = 0; b < kBands; b++) {
@@ -155,15 +163,26 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
 
 float Vad::Analyse() {
   const size_t n = fft_.size();
-  for (size_t i = 0; i < window_; i++) {
-    in_[i] = frame_[i] * hann_[i];
+  float* in = in_.data();
+  size_t i = 0;
+  for (; i + 4 <= window_; i += 4) Store4(in + i, Load4(frame_.data() + i) * Load4(hann_.data() + i));
+  for (; i < window_; i++) in[i] = frame_[i] * hann_[i];
+  std::fill(in + window_, in + n, 0.f);
+  fft_.Forward(in, re_.data(), im_.data());
+  // Power spectrum over the analysed bins, in place in re_ (four bins at a time).
+  float* re = re_.data();
+  const float* im = im_.data();
+  const size_t first = static_cast<size_t>(band_lo_[0]), end = static_cast<size_t>(band_hi_[kBands - 1]);
+  size_t k = first;
+  for (; k + 4 <= end; k += 4) {
+    const Float4 r = Load4(re + k), m = Load4(im + k);
+    Store4(re + k, r * r + m * m);
   }
-  for (size_t i = window_; i < n; i++) in_[i] = 0.f;
-  fft_.Forward(in_.data(), re_.data(), im_.data());
+  for (; k < end; k++) re[k] = re[k] * re[k] + im[k] * im[k];
   float power[kBands];
   for (int b = 0; b < kBands; b++) {
     float sum = 0.f;
-    for (int k = band_lo_[b]; k < band_hi_[b]; k++) sum += re_[k] * re_[k] + im_[k] * im_[k];
+    for (int j = band_lo_[b]; j < band_hi_[b]; j++) sum += re[j];
     power[b] = sum * window_norm_;
     smoothed_[b] = steps_ == 0 ? power[b] : kSmoothing * smoothed_[b] + (1.f - kSmoothing) * power[b];
   }
@@ -285,20 +304,25 @@ int Vad::Process(const int16_t* in, size_t n) {
     // Up to the end of the current step in one go.
     const size_t take = std::min(n, step_ - filled_);
     PushPrebuffer(in, take);
-    float* dst = frame_.data() + step_ + filled_;
-    for (size_t i = 0; i < take; i++) dst[i] = static_cast<float>(in[i]);
+    if (decimate_) {
+      decimator_.Write(filled_, in, take);
+    } else {
+      float* dst = frame_.data() + step_ + filled_;
+      for (size_t i = 0; i < take; i++) dst[i] = static_cast<float>(in[i]);
+    }
     in += take;
     n -= take;
     samples_ += static_cast<int64_t>(take);
     filled_ += take;
     if (filled_ < step_) break;
     filled_ = 0;
+    if (decimate_) decimator_.Decimate(frame_.data() + analysis_step_);
     // The first window would be half empty: it only primes the second half.
     const bool analysed = primed_;
     probability_ = primed_ ? Analyse() : 0.f;
     primed_ = true;
     // Slide: the step just completed becomes the first half of the next window.
-    std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(step_), frame_.end(), frame_.begin());
+    std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(analysis_step_), frame_.end(), frame_.begin());
     // Hysteresis as in Silero's VADIterator: in Speech a step stays voiced down to threshold - 0.15; starting or
     // resuming speech takes the full threshold.
     const float threshold = state_ == State::Speech ? options_.threshold - kSpeakingThresholdDrop : options_.threshold;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fft.h"
+#include "halfband.h"
 #include "handle.h"
 
 namespace parley {
@@ -75,11 +76,16 @@ class Vad : public Module {
 
   int rate_;
   VadOptions options_;
-  size_t step_;    // samples per 10 ms
-  size_t window_;  // 2 steps
+  size_t step_;           // input samples per 10 ms
+  size_t analysis_step_;  // the same at the analysis rate
+  size_t window_;         // 2 analysis steps
+  // 16 kHz input is analysed at 8 kHz (the bands end at 3.8 kHz): decimated by a half-band filter, the FFT
+  // is half as long. Other rates are analysed as they come.
+  bool decimate_;
+  HalfbandDecimator decimator_;
   RealFft fft_;
   std::vector<float> hann_, frame_, in_, re_, im_;  // in_: FFT input; re_/im_: bins 0..N/2
-  size_t filled_ = 0;  // samples of the current step in frame_ (after the previous step)
+  size_t filled_ = 0;  // input samples of the current step so far
   bool primed_ = false;  // a full window is available
   int band_lo_[kBands], band_hi_[kBands];
   float refine_ratio_[kBands];  // power / noise a band's +-100 ms average must reach to extend an end
