@@ -59,6 +59,8 @@ enum class GroupBackend : uint32_t { Auto = 0, Ring = 1, Poll = 2 };
 // reaps), within the ring's limits.
 constexpr uint32_t kRingBuffersPerMember = 4;
 constexpr uint32_t kRingMinBuffers = 256;
+// Datagrams handed to JavaScript per wake of the ring: a 20 ms tick of 1000 calls.
+constexpr int kRingDatagramsPerWake = 1024;
 
 struct Endpoint;
 
@@ -261,17 +263,22 @@ bool OnRingDatagram(void* ctx, const RingDatagram& d) {
 
 void OnRingReadable(uv_poll_t* handle, int status, int events) {
   Group* g = static_cast<Group*>(handle->data);
-  while (!g->closed) {
-    int n = g->ring->Reap(OnRingDatagram, g);
+  // Several dispatches when a socket's ring filled (Reap stopped early), within a budget of datagrams per wake:
+  // an overloaded worker still runs its timers (the pacing clock) between wakes, the kernel buffers the rest.
+  int budget = kRingDatagramsPerWake;
+  for (int i = 0; i < kMaxBatchesPerWake && budget > 0 && !g->closed; i++) {
+    int n = g->ring->Reap(OnRingDatagram, g, budget);
     if (n < 0) {
       Napi::Env env(g->env);
       Napi::HandleScope scope(env);
       napi_fatal_exception(env, ErrnoError(env, -n, "io_uring_enter").Value());
       return;
     }
+    budget -= n;
     if (g->count > 0) DispatchReady(g);
     if (g->closed || !g->ring->Pending()) return;
   }
+  if (!g->closed) g->ring->Wake();  // completions left: the next loop turn comes back for them
 }
 
 void OnReadable(uv_poll_t* handle, int status, int events) {

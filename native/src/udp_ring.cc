@@ -25,6 +25,9 @@ constexpr uint32_t kMaxBuffers = 32768;
 constexpr uint32_t kRecvSqEntries = 64;
 // Room before the payload in a provided buffer (io_uring_recvmsg_out, then the source address).
 constexpr uint32_t kRecvHeaderBytes = sizeof(struct io_uring_recvmsg_out) + sizeof(struct sockaddr_in);
+// Rounds of (run the queued work, walk the completions) per Reap while more keeps arriving: bounded, so a steady
+// stream of datagrams cannot hold the event loop (its timers run the pacing clock) in one poll callback.
+constexpr int kMaxReapRounds = 2;
 
 uint32_t RoundUpPow2(uint32_t v) {
   uint32_t p = 1;
@@ -256,8 +259,9 @@ bool UdpRing::Pending() const { return LoadAcquire(recv_.cq_tail) != *recv_.cq_h
 
 bool UdpRing::WorkQueued() const { return (LoadAcquire(recv_.sq_flags) & IORING_SQ_TASKRUN) != 0; }
 
-int UdpRing::Reap(DatagramFn on_datagram, void* ctx) {
+int UdpRing::Reap(DatagramFn on_datagram, void* ctx, int max_datagrams) {
   int handed = 0;
+  int rounds = 0;
   for (;;) {
     // The kernel sets IORING_SQ_TASKRUN before it signals the eventfd, and clears it when the work runs.
     if (WorkQueued()) {
@@ -270,7 +274,7 @@ int UdpRing::Reap(DatagramFn on_datagram, void* ctx) {
     for (; head != tail; head++) {
       const struct io_uring_cqe* cqe = &recv_.cqes[head & recv_.cq_mask];
       if (cqe->user_data & kInternalUserData) continue;
-      if (!on_datagram(ctx, Decode(*cqe))) {
+      if (handed >= max_datagrams || !on_datagram(ctx, Decode(*cqe))) {
         stopped = true;
         break;
       }
@@ -283,7 +287,17 @@ int UdpRing::Reap(DatagramFn on_datagram, void* ctx) {
     uint64_t ignored;
     if (::read(event_fd_, &ignored, sizeof ignored) < 0 && errno != EAGAIN) return -errno;
     if (!WorkQueued()) return handed;
+    if (++rounds >= kMaxReapRounds) {
+      // Datagrams keep coming: give the loop back (timers, the pacing clock) and come back on its next turn.
+      int err = Wake();
+      return err < 0 ? err : handed;
+    }
   }
+}
+
+int UdpRing::Wake() {
+  uint64_t one = 1;
+  return ::write(event_fd_, &one, sizeof one) < 0 && errno != EAGAIN ? -errno : 0;
 }
 
 RingDatagram UdpRing::Decode(const struct io_uring_cqe& cqe) const {

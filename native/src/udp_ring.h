@@ -65,13 +65,16 @@ class UdpRing {
   int CancelRecv(int fd);
 
   // Runs the queued receive work (one io_uring_enter) and then calls on_datagram(ctx, d) for each completion
-  // until it returns false (the caller's storage is full: the rest stays queued for the next Reap) or none is
-  // left. Returns the number handed over, or -errno if io_uring_enter failed.
+  // until it returns false (the caller's storage is full: the rest stays queued for the next Reap), max_datagrams
+  // were handed over, or none is left; again if more work came meanwhile, a bounded number of times (then the eventfd is left signalled, so the
+  // event loop comes back after its other phases). Returns the number handed over, or -errno on a failed syscall.
   using DatagramFn = bool (*)(void* ctx, const RingDatagram& d);
-  int Reap(DatagramFn on_datagram, void* ctx);
+  int Reap(DatagramFn on_datagram, void* ctx, int max_datagrams);
   // True when completions are still queued (Reap stopped early).
   bool Pending() const;
   void ReturnBuffer(uint16_t buffer_id);
+  // Signals the eventfd, so its poller comes back (completions left queued). 0 or -errno.
+  int Wake();
 
   // Queues one datagram to send from `fd`; the data must stay unchanged until SubmitSends() returns. Returns false
   // when the send ring is full (submit, then queue again).
