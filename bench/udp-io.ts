@@ -1,23 +1,33 @@
-// Item 3 of issue 3: what a call's UDP I/O costs through node:dgram, and through the native addon's batched
-// recvmmsg/sendmmsg endpoints (src/media/udp-native.ts) that replaced it.
+// Item 3 of issue 3: what a call's UDP I/O costs through node:dgram, and through the native addon's endpoints
+// (src/media/udp-native.ts) that replaced it.
 // N calls, each one UDP socket in the "gateway" process (pinned to core 1) exchanging 50 packets/s each way of
 // 172 bytes (12 RTP + 160 G.711) with a generator process (pinned to core 0) on 127.0.0.1.
-// Gateway modes: 'dgram' (one dgram socket per call, connected, one send() per packet) and 'native' (one native
-// socket per call, one sendMany() crossing per 20 ms tick for all calls, one callback per received batch).
-// The generator is always native (the lighter one), so both modes face the same load.
-// Measured: CPU time of the gateway process (process.cpuUsage) over a fixed window, as a fraction of one core.
-// Usage: node --import tsx bench/udp-io.ts [calls...] (default 250 500); env UDP_RUNS (5), UDP_WINDOW_SEC (5),
-// UDP_MODES ("dgram,native").
+// Gateway modes:
+// - 'dgram': one dgram socket per call, connected, one send() per packet;
+// - 'native-uring': one native socket per call in a NativeUdpGroup on io_uring: multishot receives reaped with one
+//   io_uring_enter per loop iteration and one JS dispatch; the tick's sends for all calls in one io_uring_enter
+//   (group.sendMany by member id);
+// - 'native-poll': the same group on the poll backend: a uv_poll and one recvmmsg per readable socket, one JS
+//   dispatch per loop iteration; one sendMany() crossing per tick, one sendmmsg per socket;
+// - 'native-ungrouped': as native-poll, but one JS callback per socket per received batch.
+// The generator is always native-uring (the lightest), so every mode faces the same load.
+// Note on loopback the sender's kernel also delivers into the receiver's socket (the softirq runs in the sending
+// context): the gateway's figure includes delivering its packets to the generator's sockets, and not delivering
+// the generator's packets to its own. With a NIC the receive side pays that instead; per packet it is a wash.
+// Measured over a fixed window: CPU of the gateway process (process.cpuUsage: user and system) and of its main
+// thread alone (/proc/self/task/<tid>/stat, 10 ms ticks), and its context switches (wakeups).
+// Usage: node --import tsx bench/udp-io.ts [calls...] (default 250 500 1000); env UDP_RUNS (5), UDP_WINDOW_SEC (5),
+// UDP_MODES ("dgram,native-poll,native-uring").
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
 import { NativeUdpGroup, NativeUdpSocket, ipv4ToUint32, type UdpHandle } from '../src/media/udp-native.js';
 
-export type UdpMode = 'dgram' | 'native' | 'native-ungrouped';
-const GENERATOR_MODE: UdpMode = 'native';
+export type UdpMode = 'dgram' | 'native-uring' | 'native-poll' | 'native-ungrouped';
+const GENERATOR_MODE: UdpMode = 'native-uring';
 
 export const PACKET_BYTES = 172;
 export const PACKETS_PER_SEC = 50;
@@ -30,7 +40,17 @@ type Msg =
   | { type: 'peer'; ports: number[] }
   | { type: 'start' }
   | { type: 'measure'; windowMs: number }
-  | { type: 'result'; cpuUserMs: number; cpuSystemMs: number; wallMs: number; received: number; sent: number }
+  | {
+      type: 'result';
+      cpuUserMs: number;
+      cpuSystemMs: number;
+      mainUserMs: number;
+      mainSystemMs: number;
+      contextSwitches: number;
+      wallMs: number;
+      received: number;
+      sent: number;
+    }
   | { type: 'halt' }
   | { type: 'stop' };
 
@@ -71,9 +91,10 @@ async function dgramIo(calls: number, onReceive: (n: number) => void, isStopping
   };
 }
 
-function nativeIo(calls: number, onReceive: (n: number) => void, grouped: boolean): SideIo {
+function nativeIo(calls: number, onReceive: (n: number) => void, mode: UdpMode): SideIo {
   const sockets: NativeUdpSocket[] = [];
-  const group = grouped ? new NativeUdpGroup(calls) : undefined;
+  const group =
+    mode === 'native-ungrouped' ? undefined : new NativeUdpGroup(calls, { backend: mode === 'native-uring' ? 'io_uring' : 'poll', payloadBytes: PACKET_BYTES });
   for (let i = 0; i < calls; i++) {
     // Small rings: 50 packets/s per call; the kernel buffer absorbs bursts beyond a batch.
     const s = NativeUdpSocket.open({ host: HOST, port: 0, slots: 16, txSlots: 1, slotBytes: PACKET_BYTES, group });
@@ -83,6 +104,7 @@ function nativeIo(calls: number, onReceive: (n: number) => void, grouped: boolea
     sockets.push(s);
   }
   const handles: UdpHandle[] = sockets.map((s) => s.handle);
+  const ids = Uint32Array.from(sockets, (s) => s.groupId);
   const counts = new Uint32Array(calls).fill(1);
   const sent = new Uint32Array(calls);
   const loopback = ipv4ToUint32(HOST);
@@ -91,12 +113,23 @@ function nativeIo(calls: number, onReceive: (n: number) => void, grouped: boolea
     peer: async (ports) => {
       for (let i = 0; i < calls; i++) sockets[i].setTx(0, 0, PACKET_BYTES, loopback, ports[i]);
     },
-    sendAll: () => NativeUdpSocket.sendMany(handles, counts, sent),
+    sendAll: mode === 'native-uring' ? () => group!.sendMany(ids, counts, sent) : () => NativeUdpSocket.sendMany(handles, counts, sent),
     close: () => {
       for (const s of sockets) s.close();
       group?.close();
     },
   };
+}
+
+/** CPU ticks (user, system) of this process's main thread and its context switches so far. */
+function mainThreadUsage(): { userMs: number; systemMs: number; switches: number } {
+  // /proc/<pid>/task/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks of 10 ms, after the "(comm)".
+  const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const status = readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8');
+  const v = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  const nv = Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { userMs: Number(f[11]) * 10, systemMs: Number(f[12]) * 10, switches: v + nv };
 }
 
 /** One side: N sockets, each sending PACKETS_PER_SEC packets to its peer socket, deadline-paced. */
@@ -108,7 +141,7 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
   const onReceive = (n: number) => {
     received += n;
   };
-  const io = mode === 'dgram' ? await dgramIo(calls, onReceive, () => stopping) : nativeIo(calls, onReceive, mode === 'native');
+  const io = mode === 'dgram' ? await dgramIo(calls, onReceive, () => stopping) : nativeIo(calls, onReceive, mode);
   send({ type: 'ports', ports: io.ports() });
   let timer: NodeJS.Timeout | undefined;
   let next = 0;
@@ -138,10 +171,22 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
       const r0 = received;
       const s0 = sent;
       const c0 = process.cpuUsage();
+      const m0 = mainThreadUsage();
       const t0 = performance.now();
       setTimeout(() => {
         const c = process.cpuUsage(c0);
-        send({ type: 'result', cpuUserMs: c.user / 1000, cpuSystemMs: c.system / 1000, wallMs: performance.now() - t0, received: received - r0, sent: sent - s0 });
+        const m1 = mainThreadUsage();
+        send({
+          type: 'result',
+          cpuUserMs: c.user / 1000,
+          cpuSystemMs: c.system / 1000,
+          mainUserMs: m1.userMs - m0.userMs,
+          mainSystemMs: m1.systemMs - m0.systemMs,
+          contextSwitches: m1.switches - m0.switches,
+          wallMs: performance.now() - t0,
+          received: received - r0,
+          sent: sent - s0,
+        });
       }, m.windowMs);
     } else if (m.type === 'halt') {
       stopping = true;
@@ -184,6 +229,9 @@ export interface UdpRun {
   coreFraction: number;
   userMs: number;
   systemMs: number;
+  mainUserMs: number;
+  mainSystemMs: number;
+  contextSwitchesPerSec: number;
   wallMs: number;
   receivedPerSec: number;
   sentPerSec: number;
@@ -210,6 +258,9 @@ export async function runOnce(calls: number, windowMs: number, mode: UdpMode = '
       coreFraction: (r.cpuUserMs + r.cpuSystemMs) / r.wallMs,
       userMs: r.cpuUserMs,
       systemMs: r.cpuSystemMs,
+      mainUserMs: r.mainUserMs,
+      mainSystemMs: r.mainSystemMs,
+      contextSwitchesPerSec: r.contextSwitches / sec,
       wallMs: r.wallMs,
       receivedPerSec: r.received / sec,
       sentPerSec: r.sent / sec,
@@ -239,6 +290,11 @@ export interface UdpSummary {
   medianUserFraction: number;
   medianCpuUsPerCallPerSec: number;
   medianUsPerPacket: number;
+  /** the main thread alone (the event loop: JS, addon, syscalls), user and system, per packet */
+  medianMainUserUsPerPacket: number;
+  medianMainSystemUsPerPacket: number;
+  /** wakeups of the main thread per packet (context switches / packets) */
+  medianSwitchesPerPacket: number;
   medianReceivedPerSec: number;
   medianSentPerSec: number;
   /** Packets per second both ways the calls should move: calls x 50 x 2. */
@@ -264,6 +320,9 @@ function summarize(mode: UdpMode, calls: number, rs: UdpRun[], windowSec: number
     medianUserFraction: median(rs.map((r) => r.userMs / (r.userMs + r.systemMs))),
     medianCpuUsPerCallPerSec: (frac * 1e6) / calls,
     medianUsPerPacket: usPerPacket,
+    medianMainUserUsPerPacket: median(rs.map((r) => (r.mainUserMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000)))),
+    medianMainSystemUsPerPacket: median(rs.map((r) => (r.mainSystemMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000)))),
+    medianSwitchesPerPacket: median(rs.map((r) => r.contextSwitchesPerSec / (r.receivedPerSec + r.sentPerSec))),
     nominalPacketsPerSec: nominal,
     deliveredFraction: pps / nominal,
     projectedCoreFraction: (usPerPacket * nominal) / 1e6,
@@ -293,10 +352,10 @@ export const NATIVE_IO_THRESHOLD_CORE_FRACTION = 1 / 3;
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2).map(Number).filter((n) => n > 0);
-  const callCounts = args.length ? args : [250, 500];
+  const callCounts = args.length ? args : [250, 500, 1000];
   const runs = Number(process.env.UDP_RUNS ?? 5);
   const windowSec = Number(process.env.UDP_WINDOW_SEC ?? 5);
-  const modes = (process.env.UDP_MODES ?? 'dgram,native').split(',') as UdpMode[];
+  const modes = (process.env.UDP_MODES ?? 'dgram,native-poll,native-uring').split(',') as UdpMode[];
   const results: UdpSummary[] = [];
   for (const calls of callCounts) {
     // Modes interleaved run by run, so a change in the machine's load hits both alike.
@@ -307,18 +366,23 @@ async function main(): Promise<void> {
   for (const r of results) {
     console.log(
       `${r.mode} ${r.calls} calls: ${(r.medianCoreFraction * 100).toFixed(1)}% of a core (median of ${r.runs}: ${r.allCoreFractions.join(', ')}), ` +
-        `${r.medianUsPerPacket.toFixed(2)} us/packet (${(r.medianUserFraction * 100).toFixed(0)}% user), rx ${r.medianReceivedPerSec.toFixed(0)}/s tx ${r.medianSentPerSec.toFixed(0)}/s ` +
+        `${r.medianUsPerPacket.toFixed(2)} us/packet (${(r.medianUserFraction * 100).toFixed(0)}% user; main thread ${r.medianMainUserUsPerPacket.toFixed(2)} user + ${r.medianMainSystemUsPerPacket.toFixed(2)} sys), ${r.medianSwitchesPerPacket.toFixed(3)} wakeups/packet, rx ${r.medianReceivedPerSec.toFixed(0)}/s tx ${r.medianSentPerSec.toFixed(0)}/s ` +
         `(${(r.deliveredFraction * 100).toFixed(0)}% of nominal), projected at full rate ${(r.projectedCoreFraction * 100).toFixed(1)}% of a core`,
     );
   }
   const ratios = callCounts.flatMap((calls) => {
     const d = results.find((r) => r.calls === calls && r.mode === 'dgram');
-    const n = results.find((r) => r.calls === calls && r.mode === 'native');
-    if (!d || !n) return [];
-    return [{ calls, usPerPacketDgramOverNative: d.medianUsPerPacket / n.medianUsPerPacket, projectedCoreDgramOverNative: d.projectedCoreFraction / n.projectedCoreFraction }];
+    const p = results.find((r) => r.calls === calls && r.mode === 'native-poll');
+    const u = results.find((r) => r.calls === calls && r.mode === 'native-uring');
+    if (!d || !u) return [];
+    return [{
+      calls,
+      usPerPacketDgramOverUring: d.medianUsPerPacket / u.medianUsPerPacket,
+      usPerPacketPollOverUring: p ? p.medianUsPerPacket / u.medianUsPerPacket : null,
+    }];
   });
   for (const r of ratios) {
-    console.log(`${r.calls} calls: dgram/native ${r.usPerPacketDgramOverNative.toFixed(2)}x per packet, ${r.projectedCoreDgramOverNative.toFixed(2)}x projected core share`);
+    console.log(`${r.calls} calls: per packet dgram/io_uring ${r.usPerPacketDgramOverUring.toFixed(2)}x, poll/io_uring ${r.usPerPacketPollOverUring?.toFixed(2) ?? 'n/a'}x`);
   }
   const at500 = results.find((r) => r.calls === 500 && r.mode === 'dgram');
   const verdict = at500
@@ -343,9 +407,11 @@ async function main(): Promise<void> {
         generatorMode: GENERATOR_MODE,
         gatewayModes: {
           dgram: 'one connected dgram socket per call, one send() per packet',
-          native: 'one native socket per call, one sendMany() per tick for all calls, one NativeUdpGroup dispatch per loop iteration for all sockets that received',
-          'native-ungrouped': 'as native, but one JS callback per socket per received batch',
+          'native-uring': 'one native socket per call in a NativeUdpGroup on io_uring: multishot receives, one io_uring_enter and one JS dispatch per loop iteration; one io_uring_enter per tick for all sends',
+          'native-poll': 'one native socket per call in a NativeUdpGroup on the poll backend: one uv_poll and recvmmsg per readable socket, one JS dispatch per loop iteration; one sendMany() per tick, one sendmmsg per socket',
+          'native-ungrouped': 'as native-poll, but one JS callback per socket per received batch',
         },
+        kernel: os.release(),
         results,
         ratios,
         thresholdCoreFraction: NATIVE_IO_THRESHOLD_CORE_FRACTION,
