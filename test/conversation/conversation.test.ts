@@ -21,7 +21,7 @@ t.test('a conversation: welcome with template variables, a user turn answered, t
   t.equal(s.conv.state, 'ready');
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome played');
   const welcomeText = s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join('');
-  t.equal(welcomeText, 'Hello Ada, it is Sunday.', 'template and system variables substituted (Sunday in Paris)');
+  t.equal(welcomeText, 'Hello Ada, it is Sunday.', 'template and system variables substituted (time zones: variables.test.ts)');
   t.ok(s.client.log.filter((e) => e.type === 'audio').every((e) => (e as { bytes: number }).bytes === 640), '20 ms frames of pcm_16000');
 
   await speak(s, speechFrames('hello-world'));

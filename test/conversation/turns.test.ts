@@ -2,6 +2,7 @@
 // backchannel, a backed-up client.
 import t from 'tap';
 import { config, setup, speak, speechFrames, tickUntil, until } from './harness.js';
+import { ProbeEngine } from './probe-engine.js';
 import { BACKCHANNEL_TEXT } from '../../src/conversation/turn-taking.js';
 
 t.setTimeout(120_000);
@@ -32,7 +33,8 @@ t.test('min_words_to_interrupt: fewer words are cancelled, enough words interrup
   const start2 = s.client.log.lastIndexOf(s.client.events('user_started_speaking')[1]);
   t.ok(fin > start2, 'the interruption follows the second user_started_speaking');
   t.ok(s.client.log.slice(start2, fin).filter((e) => e.type === 'audio').length > 0, 'the assistant kept talking until the words were heard');
-  t.equal(s.client.log.slice(fin).filter((e) => e.type === 'audio' ).length > 0 ? s.client.index('assistant_started_speaking', fin) > 0 : true, true, 'no welcome audio after the interruption');
+  const nextStart = s.client.index('assistant_started_speaking', fin);
+  t.equal(s.client.log.slice(fin, nextStart < 0 ? undefined : nextStart).filter((e) => e.type === 'audio').length, 0, 'no welcome audio after the interruption');
   t.ok(s.client.count('audio') > before);
   await s.conv.end('user');
   t.equal(s.store.only().finish?.interruptions_count, 1);
@@ -98,6 +100,20 @@ t.test('backchannel: a short acknowledgement during long user speech', async (t)
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') >= 1, 'the backchannel');
   t.match(s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), BACKCHANNEL_TEXT);
   await s.conv.end('user');
+});
+
+t.test('backchannel only when enabled; user audio keeps the client from timing out', async (t) => {
+  for (const enabled of [false, true]) {
+    const probe = new ProbeEngine();
+    const s = setup({ engine: probe });
+    await s.conv.start({ kind: 'config', config: config({ enable_assistant_backchannel: enabled, assistant_backchannel_aggressiveness: 1, websocket_timeout_sec: 2 }) });
+    await speak(s, speechFrames('demo-thanks', 100));
+    t.equal(s.conv.state, 'active', `${enabled}: 5.5 s of audio with a 2 s websocket_timeout_sec: still live`);
+    const said = probe.of('speak').map((c) => c.text);
+    if (enabled) t.ok(said.length >= 1 && said.every((x) => x === BACKCHANNEL_TEXT), `enabled: acknowledged (${said.length}x)`);
+    else t.same(said, [], 'disabled: no backchannel');
+    await s.conv.end('user');
+  }
 });
 
 t.test('a backed-up client: frames are held, not lost, and resume in order', async (t) => {
