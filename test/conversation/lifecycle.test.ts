@@ -11,12 +11,12 @@ import { pino } from 'pino';
 t.setTimeout(120_000);
 
 async function endpointServer(t: { teardown(fn: () => unknown): void }) {
-  const hits: { path: string; body: Record<string, unknown>; auth?: string }[] = [];
+  const hits: { method: string; path: string; body: Record<string, unknown>; auth?: string }[] = [];
   const server = createServer((req, res) => {
     let data = '';
     req.on('data', (c) => (data += c));
     req.on('end', () => {
-      hits.push({ path: req.url!, body: JSON.parse(data), auth: req.headers.authorization });
+      hits.push({ method: req.method!, path: req.url!, body: JSON.parse(data), auth: req.headers.authorization });
       if (req.url === '/error') return void res.writeHead(500).end('boom');
       if (req.url === '/invalid') return void res.writeHead(200).end('not json');
       if (req.url === '/wrong') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"vad_threshold": 7}');
@@ -35,7 +35,9 @@ t.test('configuration endpoint: overrides applied; error, invalid response and t
   await ok.conv.start({ kind: 'config', config: config({ configuration_endpoint: { url: `${base}/ok`, headers: { authorization: 'Bearer x' }, timeout_ms: 1000 }, scripted_engine: {} }) });
   t.equal(ok.conv.state, 'ready');
   t.equal(hits[0].auth, 'Bearer x', 'configured headers sent');
+  t.equal(hits[0].method, 'POST', 'called with POST');
   t.equal(hits[0].body.conversation_id, ok.conv.id, 'the context names the conversation');
+  t.same(hits[0].body.project, { id: 'proj_main', name: 'main' }, 'and its project');
   await tickUntil(ok, () => ok.client.count('assistant_finished_speaking') === 1, 'welcome');
   t.equal(ok.client.events('audio_chunk').length, 0);
   t.match(ok.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), 'Hi Bo from the endpoint.');
