@@ -510,6 +510,30 @@ for (const backend of BACKENDS) {
   });
 }
 
+t.test('io_uring: a flood beyond one wake's budget (1024) all arrives, and the loop runs between wakes', { skip: !BACKENDS.includes('io_uring') }, async (t) => {
+  // 3072 datagrams queued in the kernel before the loop polls: one wake hands over at most 1024 (the per-wake
+  // budget), and the loop's check phase (setImmediate) runs before the rest arrives.
+  const group = new NativeUdpGroup(3, { backend: 'io_uring', payloadBytes: 64 });
+  t.teardown(() => group.close());
+  let delivered = 0;
+  const receivers = Array.from({ length: 3 }, () =>
+    open(t, { group, slots: 1024, slotBytes: 64, recvBufferBytes: 4 * 1024 * 1024 }).onBatch((count) => {
+      delivered += count;
+    }),
+  );
+  const tx = open(t, { txSlots: 1024, slotBytes: 64 });
+  for (const rx of receivers) {
+    for (let i = 0; i < 1024; i++) tx.setTx(i, 0, 64, LOOPBACK, rx.port);
+    t.equal(tx.send(1024), 1024);
+  }
+  let atImmediate = -1;
+  setImmediate(() => {
+    atImmediate = delivered;
+  });
+  await until(() => delivered === 3072, `3072 datagrams (have ${delivered})`);
+  t.ok(atImmediate >= 0 && atImmediate <= 1024, `the loop ran between slices (${atImmediate} delivered by then)`);
+});
+
 /** Runs a script in a child Node (with tsx) and returns its exit code and stderr. */
 async function runChild(source: string): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   const { spawn } = await import('node:child_process');
