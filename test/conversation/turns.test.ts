@@ -40,6 +40,27 @@ t.test('min_words_to_interrupt: fewer words are cancelled, enough words interrup
   t.equal(s.store.only().finish?.interruptions_count, 1);
 });
 
+t.test('min_words_to_interrupt needs live words: an engine without them is barged in at once, told how much was heard', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  await s.conv.start({ kind: 'config', config: config({ welcome_message: 'Welcome.', min_words_to_interrupt: 3, vad_prebuffer_duration_ms: 0 }) });
+  const [welcome] = probe.of('speak');
+  probe.say(welcome.id, 'Welcome.', 500);
+  for (let i = 0; i < 25; i++) s.pacing.tick();
+  let heardFrames = -1;
+  await speak(s, speechFrames('hello', 300), () => {
+    if (heardFrames < 0 && s.client.count('user_started_speaking') === 1) heardFrames = s.client.count('audio');
+  });
+  const cut = s.client.index('user_started_speaking');
+  t.equal(s.client.log[cut + 1]?.type, 'assistant_finished_speaking', 'interrupted on the VAD decision');
+  t.equal(s.client.count('input_cancelled'), 0);
+  const [cancel] = probe.of('cancelResponse');
+  t.equal(cancel?.id, welcome.id);
+  t.equal(cancel?.playedMs, heardFrames * 20, 'the engine is told the audio played, frame for frame');
+  await s.conv.end('user');
+  t.equal(s.store.only().finish?.interruptions_count, 1);
+});
+
 t.test('an uninterruptible welcome is not cut by user speech', async (t) => {
   const s = setup();
   await s.conv.start({ kind: 'config', config: config({ welcome_message: LONG, is_welcome_message_interruptible: false, scripted_engine: {} }) });
