@@ -56,6 +56,13 @@ export class OutboundStream implements PacedStream {
   readonly packet: Uint8Array;
   readonly payload: Uint8Array;
   readonly resampler: Resampler | undefined;
+  /**
+   * One array holding frame, stretchIn, stretchOut and both FIFOs' rings, so that moving samples between them
+   * is a memmove (SampleFifo arena), not a loop per sample.
+   */
+  private readonly arena: Int16Array;
+  private readonly stretchInAt: number;
+  private readonly stretchOutAt: number;
   private readonly queue: SampleFifo;
   private readonly stretch: TimeStretch;
   private readonly stretchIn: Int16Array;
@@ -81,17 +88,25 @@ export class OutboundStream implements PacedStream {
     const wire = formatInfo(opts.wireFormat);
     this.codec = opts.wireFormat === 'mulaw_8000' ? G711_MULAW : G711_ALAW;
     this.engineFrame = (opts.engineRate * FRAME_MS) / 1000;
-    this.frame = new Int16Array(this.engineFrame);
     this.packet = new Uint8Array(RTP_HEADER_BYTES + wire.bytesPerFrame);
     this.payload = this.packet.subarray(RTP_HEADER_BYTES);
     this.resampler = opts.engineRate === wire.sampleRate ? undefined : new Resampler(opts.engineRate, wire.sampleRate as ResamplerRate, this.engineFrame);
     this.rtp = new RtpSender({ payloadType: opts.payloadType, ...opts.rtp });
-    this.queue = new SampleFifo(Math.ceil((opts.engineRate * (opts.queueMs ?? OUTBOUND_DEFAULT_QUEUE_MS)) / 1000));
+    const queueSamples = Math.ceil((opts.engineRate * (opts.queueMs ?? OUTBOUND_DEFAULT_QUEUE_MS)) / 1000);
     const chunk = this.engineFrame * STRETCH_CHUNK_FRAMES;
     this.stretch = new TimeStretch({ sampleRate: opts.engineRate, maxInput: chunk, speed: opts.speed ?? 1 });
-    this.stretchIn = new Int16Array(chunk);
-    this.stretchOut = new Int16Array(this.stretch.maxOutput(chunk) * 2 + 4 * this.engineFrame);
-    this.stretched = new SampleFifo(this.stretchOut.length * 2);
+    const stretchOutSamples = this.stretch.maxOutput(chunk) * 2 + 4 * this.engineFrame;
+    // Arena layout: frame | stretchIn | stretchOut | queue ring | stretched ring.
+    this.stretchInAt = this.engineFrame;
+    this.stretchOutAt = this.stretchInAt + chunk;
+    const queueAt = this.stretchOutAt + stretchOutSamples;
+    const stretchedAt = queueAt + queueSamples;
+    this.arena = new Int16Array(stretchedAt + stretchOutSamples * 2);
+    this.frame = this.arena.subarray(0, this.engineFrame);
+    this.stretchIn = this.arena.subarray(this.stretchInAt, this.stretchInAt + chunk);
+    this.stretchOut = this.arena.subarray(this.stretchOutAt, this.stretchOutAt + stretchOutSamples);
+    this.queue = new SampleFifo(queueSamples, { array: this.arena, offset: queueAt });
+    this.stretched = new SampleFifo(stretchOutSamples * 2, { array: this.arena, offset: stretchedAt });
     this.speed = opts.speed ?? 1;
     this.noise = opts.noise && opts.noise.level > 0 ? new NoiseMix({ bed: opts.noise.bed, sampleRate: opts.engineRate, level: opts.noise.level }) : undefined;
     if (opts.telephoneEventPayloadType !== undefined) {
@@ -158,12 +173,13 @@ export class OutboundStream implements PacedStream {
     this.kind = 'audio';
     const n = this.engineFrame;
     let got: number;
+    // Into the frame at the start of the arena: a memmove.
     if (this.speed === 1 && this.stretched.length === 0) {
-      got = this.queue.read(this.frame, n);
+      got = this.queue.read(this.arena, n, 0);
       this.playedSamples += got;
     } else {
       this.fillStretched(n);
-      got = this.stretched.read(this.frame, n);
+      got = this.stretched.read(this.arena, n, 0);
     }
     if (got < n) {
       if (got > 0) this.underruns++;
@@ -214,11 +230,11 @@ export class OutboundStream implements PacedStream {
   /** Runs the stretcher until a frame is ready; when the queue is dry, plays out its tail at the end of audio. */
   private fillStretched(n: number): void {
     while (this.stretched.length < n) {
-      const k = this.queue.read(this.stretchIn, this.stretchIn.length);
+      const k = this.queue.read(this.arena, this.stretchIn.length, this.stretchInAt);
       if (k === 0) {
         if (this.endOfAudio || ++this.dryTicks >= STRETCH_FLUSH_AFTER_DRY_TICKS) {
           const m = this.stretch.flush(this.stretchOut);
-          if (m > 0) this.stretched.write(this.stretchOut, m);
+          if (m > 0) this.stretched.write(this.arena, m, this.stretchOutAt);
           this.endOfAudio = false;
           this.dryTicks = 0;
         }
@@ -227,7 +243,7 @@ export class OutboundStream implements PacedStream {
       this.dryTicks = 0;
       this.playedSamples += k;
       const m = this.stretch.process(this.stretchIn, this.stretchOut, k);
-      this.stretched.write(this.stretchOut, m);
+      this.stretched.write(this.arena, m, this.stretchOutAt);
     }
   }
 }

@@ -14,14 +14,25 @@ export interface Stage<In extends ArrayLike<number> = Int16Array, Out extends Ar
   reset(): void;
 }
 
-/** A fixed-capacity ring of Int16 samples: write what a stage produced, read exact frames back. */
+/**
+ * A fixed-capacity ring of Int16 samples: write what a stage produced, read exact frames back.
+ *
+ * The ring may live inside a larger array (an arena) shared with the buffers it is read into and written from:
+ * moves within the arena are memmoves (copyWithin), a whole source array that fits without wrapping is one
+ * set(), and only the rest is copied sample by sample. Nothing allocates.
+ */
 export class SampleFifo {
   private readonly buf: Int16Array;
+  /** Where the ring starts in buf. */
+  private readonly base: number;
   private head = 0;
   private size = 0;
 
-  constructor(readonly capacity: number) {
-    this.buf = new Int16Array(capacity);
+  /** `arena`: hold the ring in arena[offset, offset + capacity) instead of an array of its own. */
+  constructor(readonly capacity: number, arena?: { array: Int16Array; offset: number }) {
+    if (arena && arena.offset + capacity > arena.array.length) throw new RangeError('sample FIFO does not fit its arena');
+    this.buf = arena ? arena.array : new Int16Array(capacity);
+    this.base = arena ? arena.offset : 0;
   }
 
   get length(): number {
@@ -29,20 +40,33 @@ export class SampleFifo {
   }
 
   get free(): number {
-    return this.buf.length - this.size;
+    return this.capacity - this.size;
   }
 
-  /** Appends src[0, n); throws if it does not fit (sizing is the owner's job: a silent drop would be a bug). */
-  write(src: Int16Array, n: number = src.length): void {
+  /**
+   * Appends src[srcOffset, srcOffset + n); throws if it does not fit (sizing is the owner's job: a silent drop
+   * would be a bug).
+   */
+  write(src: Int16Array, n: number = src.length, srcOffset = 0): void {
     if (n > this.free) throw new RangeError(`sample FIFO overflow: ${n} samples into ${this.free} free`);
     const buf = this.buf;
-    const cap = buf.length;
+    const cap = this.capacity;
     let tail = this.head + this.size;
     if (tail >= cap) tail -= cap;
+    const at = this.base + tail;
     // Two straight runs (up to the end of the ring, then from its start): no wrap test per sample.
     const first = Math.min(n, cap - tail);
-    for (let i = 0; i < first; i++) buf[tail + i] = src[i];
-    for (let i = first; i < n; i++) buf[i - first] = src[i];
+    if (src === buf) {
+      buf.copyWithin(at, srcOffset, srcOffset + first);
+      if (n > first) buf.copyWithin(this.base, srcOffset + first, srcOffset + n);
+    } else if (first === n && srcOffset === 0 && n === src.length) {
+      buf.set(src, at);
+    } else {
+      for (let i = 0; i < first; i++) buf[at + i] = src[srcOffset + i];
+      const rest = srcOffset + first;
+      const base = this.base;
+      for (let i = 0; i < n - first; i++) buf[base + i] = src[rest + i];
+    }
     this.size += n;
   }
 
@@ -50,12 +74,19 @@ export class SampleFifo {
   read(dst: Int16Array, n: number, dstOffset = 0): number {
     const k = Math.min(n, this.size);
     const buf = this.buf;
-    const cap = buf.length;
+    const cap = this.capacity;
     const h = this.head;
+    const from = this.base + h;
     const first = Math.min(k, cap - h);
-    for (let i = 0; i < first; i++) dst[dstOffset + i] = buf[h + i];
-    const rest = dstOffset + first;
-    for (let i = first; i < k; i++) dst[rest + i - first] = buf[i - first];
+    if (dst === buf) {
+      buf.copyWithin(dstOffset, from, from + first);
+      if (k > first) buf.copyWithin(dstOffset + first, this.base, this.base + k - first);
+    } else {
+      for (let i = 0; i < first; i++) dst[dstOffset + i] = buf[from + i];
+      const rest = dstOffset + first;
+      const base = this.base;
+      for (let i = 0; i < k - first; i++) dst[rest + i] = buf[base + i];
+    }
     this.head = h + k >= cap ? h + k - cap : h + k;
     this.size -= k;
     return k;
@@ -64,7 +95,7 @@ export class SampleFifo {
   /** Drops the n oldest samples (or all there are); returns the number dropped. */
   discard(n: number): number {
     const k = Math.min(n, this.size);
-    this.head = (this.head + k) % this.buf.length;
+    this.head = (this.head + k) % this.capacity;
     this.size -= k;
     return k;
   }

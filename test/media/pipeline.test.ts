@@ -45,6 +45,49 @@ t.test('SampleFifo: any mix of write and read sizes (wrapping at every point, re
   t.equal(mismatches, 0);
 });
 
+t.test('SampleFifo in an arena: moves to and from the arena, whole-array writes and partial ones keep order', async (t) => {
+  // arena: [dst 64 | src 64 | ring 41 | guard 8]; the guard must never be written.
+  const arena = new Int16Array(64 + 64 + 41 + 8);
+  const guard = 64 + 64 + 41;
+  arena.fill(-7, guard);
+  const f = new SampleFifo(41, { array: arena, offset: 128 });
+  const expected: number[] = [];
+  let next = 1;
+  let seed = 11;
+  const rand = (n: number) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+  let mismatches = 0;
+  for (let round = 0; round < 3000; round++) {
+    const w = Math.min(rand(30), f.free);
+    const mode = rand(3);
+    const values: number[] = [];
+    for (let i = 0; i < w; i++) {
+      values.push(next);
+      expected.push(next);
+      next = next === 30000 ? 1 : next + 1;
+    }
+    if (mode === 0) {
+      f.write(Int16Array.from(values)); // a whole array
+    } else if (mode === 1) {
+      const src = new Int16Array(w + 5).fill(-1);
+      src.set(values, 2);
+      f.write(src, w, 2); // part of an array
+    } else {
+      arena.set(values, 64 + 3);
+      f.write(arena, w, 64 + 3); // from the arena itself
+    }
+    const offset = rand(5);
+    const k = f.read(arena, rand(30), offset); // into the arena itself
+    for (let i = 0; i < k; i++) if (arena[offset + i] !== expected.shift()) mismatches++;
+    if (f.length !== expected.length) mismatches++;
+  }
+  t.equal(mismatches, 0);
+  t.ok(arena.subarray(guard).every((v) => v === -7), 'nothing written past the ring');
+  t.throws(() => new SampleFifo(50, { array: arena, offset: 128 }), RangeError);
+});
+
 t.test('LossConcealer: faded repeat of the last frame, silence after 60 ms, reset on good audio', async (t) => {
   const plc = new LossConcealer(160);
   const good = new Int16Array(160).fill(9000);
