@@ -510,7 +510,7 @@ for (const backend of BACKENDS) {
   });
 }
 
-t.test('io_uring: a flood beyond one wake's budget (1024) all arrives, and the loop runs between wakes', { skip: !BACKENDS.includes('io_uring') }, async (t) => {
+t.test("io_uring: a flood beyond one wake's budget (1024) all arrives, and the loop runs between wakes", { skip: !BACKENDS.includes('io_uring') }, async (t) => {
   // 3072 datagrams queued in the kernel before the loop polls: one wake hands over at most 1024 (the per-wake
   // budget), and the loop's check phase (setImmediate) runs before the rest arrives.
   const group = new NativeUdpGroup(3, { backend: 'io_uring', payloadBytes: 64 });
