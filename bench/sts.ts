@@ -150,7 +150,10 @@ class Conn {
   phase: Phase = 'connecting';
   sock: net.Socket;
   private buf: Buffer = Buffer.alloc(0);
-  private handshaken = false;
+  handshaken = false;
+  /** The last event type received and the close code, if the server closed: why a client never got ready. */
+  lastEvent = '';
+  closeCode = 0;
   prompt = 0;
   frame = 0;
   barge = false;
@@ -217,6 +220,7 @@ class Conn {
       if (this.buf.length < off + len) return;
       const payload = this.buf.subarray(off, off + len);
       this.buf = this.buf.subarray(off + len);
+      if (op === 0x8) this.closeCode = payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
       if (op === 0x9) this.sock.write(PONG);
       else if (op === 0x2) this.audio();
       else if (op === 0x1) this.event(payload);
@@ -238,6 +242,7 @@ class Conn {
   private event(payload: Buffer): void {
     if (payload.length > 200) return;
     const type = /"type":"([a-z_]+)"/.exec(payload.toString('latin1'))?.[1];
+    this.lastEvent = type ?? '?';
     const now = performance.now();
     switch (type) {
       case 'ready_to_start_conversation':
@@ -398,6 +403,9 @@ async function startServer(mode: 'parley' | 'floor'): Promise<{ child: ChildProc
     child.once('exit', (code) => reject(new Error(`${mode} server exited (${code})`)));
   });
   const { port, apiKey } = JSON.parse(line) as { port: number; apiKey: string };
+  // What the server logs after its first line (errors: PARLEY_LOG_LEVEL=error) goes to our stderr.
+  child.stdout!.removeAllListeners('data');
+  child.stdout!.on('data', (d: Buffer) => process.stderr.write(d));
   return { child, port, apiKey };
 }
 
@@ -436,6 +444,13 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
   const cpu = ((cpuTicks(pid) - c0) / CLK_TCK / windowSec) * 100;
   const waitPct = ((runqueueWaitNs(pid) - w0) / 1e9 / windowSec) * 100;
   const rss = rssKb(pid);
+  // Clients that never got ready, by what they saw: handshake done or not, the last event, the close code.
+  const notReady: Record<string, number> = {};
+  for (const c of g.conns) {
+    if (mode === 'floor' || (c.phase !== 'connecting' && c.phase !== 'configuring')) continue;
+    const key = `${c.handshaken ? 'upgraded' : 'no_upgrade'}/${c.lastEvent || 'no_event'}/${c.closed ? `closed_${c.closeCode}` : 'open'}`;
+    notReady[key] = (notReady[key] ?? 0) + 1;
+  }
   g.stop();
   await stopServer(child);
   const lateP99 = quantile(g.lateness, 0.99);
@@ -445,6 +460,7 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
     ready: g.ready,
     failed: g.failed,
     errors: g.errors,
+    not_ready: notReady,
     server_cpu_pct_of_core: Math.round(cpu * 10) / 10,
     // Time the server's threads were runnable but not running (other work on core 0): high means starved.
     server_runqueue_wait_pct: Math.round(waitPct * 10) / 10,
