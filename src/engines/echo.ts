@@ -22,8 +22,11 @@ export const ECHO_ACKNOWLEDGEMENT = 'Okay.';
 export const ECHO_MAX_TURN_SEC = 60;
 /** User audio is kept in blocks of 1 s, reused once played: no allocation per frame in steady state. */
 const BLOCK_SEC = 1;
-/** Free blocks kept per session for reuse. */
-const MAX_FREE_BLOCKS = 8;
+/**
+ * Free blocks kept per session for reuse: a usual turn's worth (a few seconds) while the previous turn plays back.
+ * More only pinned memory in every idle conversation (8 kept 128 KB at 8 kHz, 256 KB at 16 kHz, per conversation).
+ */
+const MAX_FREE_BLOCKS = 4;
 
 export interface EchoEngineOptions {
   tts: LocalTts;
