@@ -27,8 +27,9 @@ class HalfbandDecimator {
   static constexpr int kPairs = (kTaps + 1) / 4;  // non-zero coefficient pairs around the centre
 
   explicit HalfbandDecimator(size_t block);  // block: inputs per Decimate(), even, a multiple of 8
-  // Stores n input samples as samples t.. of the current block (t + n <= block).
-  void Write(size_t t, const int16_t* in, size_t n);
+  // Stores n input samples (int16 or float) as samples t.. of the current block (t + n <= block).
+  template <typename Sample>
+  void Write(size_t t, const Sample* in, size_t n);
   // Writes block / 2 outputs to out and slides the history.
   void Decimate(float* out);
   void Reset();
@@ -83,7 +84,8 @@ inline void HalfbandDecimator::Reset() {
   std::fill(odd_.begin(), odd_.end(), 0.f);
 }
 
-inline void HalfbandDecimator::Write(size_t t, const int16_t* in, size_t n) {
+template <typename Sample>
+void HalfbandDecimator::Write(size_t t, const Sample* in, size_t n) {
   size_t i = kHistory + t;  // buffer index of in[0]
   const size_t end = i + n;
   if ((i & 1) && i < end) odd_[i++ >> 1] = static_cast<float>(*in++);

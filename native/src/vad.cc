@@ -10,8 +10,23 @@ namespace parley {
 namespace {
 
 constexpr int kStepMs = 10;
-// The input rate analysed at half its rate (see decimate_).
-constexpr int kDecimatedRate = 16000;
+// Input rates are halved (see Vad::halvings_) while they are at least 16 kHz, at most twice, and while the
+// step still splits into the decimator's blocks of 8 input samples.
+constexpr int kMinHalvedRate = 16000;
+constexpr int kMaxHalvings = 2;
+constexpr size_t kHalvingBlock = 8;
+
+int HalvingsFor(int rateHz) {
+  int halvings = 0;
+  int rate = rateHz;
+  size_t step = static_cast<size_t>(rateHz) * kStepMs / 1000;
+  while (halvings < kMaxHalvings && rate >= kMinHalvedRate && step % kHalvingBlock == 0) {
+    rate /= 2;
+    step /= 2;
+    halvings++;
+  }
+  return halvings;
+}
 // Telephone-band analysis bands (Hz): low voicing, first formant, second formant, upper formants, fricatives.
 constexpr float kBandEdges[Vad::kBands + 1] = {200.f, 400.f, 800.f, 1500.f, 2500.f, 3800.f};
 // Smoothing of band power across steps (first-order, per 10 ms).
@@ -75,10 +90,12 @@ Vad::Vad(int rateHz, const VadOptions& options)
     : rate_(rateHz),
       options_(options),
       step_(static_cast<size_t>(rateHz) * kStepMs / 1000),
-      analysis_step_(rateHz == kDecimatedRate ? step_ / 2 : step_),
+      halvings_(HalvingsFor(rateHz)),
+      analysis_step_(step_ >> halvings_),
       window_(2 * analysis_step_),
-      decimate_(rateHz == kDecimatedRate),
-      decimator_(decimate_ ? step_ : 8),
+      first_(halvings_ >= 1 ? step_ : kHalvingBlock),
+      second_(halvings_ >= 2 ? step_ / 2 : kHalvingBlock),
+      between_(halvings_ >= 2 ? step_ / 2 : 0),
       fft_(NextPow2(window_)),
       hann_(window_),
       frame_(window_, 0.f),
@@ -95,7 +112,7 @@ Vad::Vad(int rateHz, const VadOptions& options)
   }
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
   window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy));
-  const int analysis_rate = decimate_ ? rateHz / 2 : rateHz;
+  const int analysis_rate = rateHz >> halvings_;
   const float window_seconds = static_cast<float>(window_) / static_cast<float>(analysis_rate);
   for (int b = 0; b < kBands; b++) {
     band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / analysis_rate));
@@ -108,7 +125,8 @@ Vad::Vad(int rateHz, const VadOptions& options)
 
 void Vad::Reset() {
   std::fill(frame_.begin(), frame_.end(), 0.f);
-  decimator_.Reset();
+  first_.Reset();
+  second_.Reset();
   filled_ = 0;
   primed_ = false;
   for (int b = 0; b < kBands; b++) {
@@ -304,8 +322,8 @@ int Vad::Process(const int16_t* in, size_t n) {
     // Up to the end of the current step in one go.
     const size_t take = std::min(n, step_ - filled_);
     PushPrebuffer(in, take);
-    if (decimate_) {
-      decimator_.Write(filled_, in, take);
+    if (halvings_ > 0) {
+      first_.Write(filled_, in, take);
     } else {
       float* dst = frame_.data() + step_ + filled_;
       for (size_t i = 0; i < take; i++) dst[i] = static_cast<float>(in[i]);
@@ -316,7 +334,13 @@ int Vad::Process(const int16_t* in, size_t n) {
     filled_ += take;
     if (filled_ < step_) break;
     filled_ = 0;
-    if (decimate_) decimator_.Decimate(frame_.data() + analysis_step_);
+    if (halvings_ == 1) {
+      first_.Decimate(frame_.data() + analysis_step_);
+    } else if (halvings_ == 2) {
+      first_.Decimate(between_.data());
+      second_.Write(0, between_.data(), between_.size());
+      second_.Decimate(frame_.data() + analysis_step_);
+    }
     // The first window would be half empty: it only primes the second half.
     const bool analysed = primed_;
     probability_ = primed_ ? Analyse() : 0.f;

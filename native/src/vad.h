@@ -76,13 +76,15 @@ class Vad : public Module {
 
   int rate_;
   VadOptions options_;
-  size_t step_;           // input samples per 10 ms
-  size_t analysis_step_;  // the same at the analysis rate
+  size_t step_;  // input samples per 10 ms
+  // Input at 16, 24 or 48 kHz is halved once or twice by half-band filters before the analysis (to 8, 12 and
+  // 12 kHz; the bands end at 3.8 kHz), so its FFT is as short as at 8 kHz. 22.05 and 44.1 kHz (steps not
+  // divisible into whole 4-sample blocks) are analysed as they come.
+  int halvings_;          // 0 to 2
+  size_t analysis_step_;  // step_ at the analysis rate
   size_t window_;         // 2 analysis steps
-  // 16 kHz input is analysed at 8 kHz (the bands end at 3.8 kHz): decimated by a half-band filter, the FFT
-  // is half as long. Other rates are analysed as they come.
-  bool decimate_;
-  HalfbandDecimator decimator_;
+  HalfbandDecimator first_, second_;
+  std::vector<float> between_;  // first_'s output and second_'s input when halving twice
   RealFft fft_;
   std::vector<float> hann_, frame_, in_, re_, im_;  // in_: FFT input; re_/im_: bins 0..N/2
   size_t filled_ = 0;  // input samples of the current step so far

@@ -4,7 +4,7 @@
 // within 100 ms of the true start and speech-end (the last voiced frame) within 150 ms of the true end; nothing
 // may be reported in the added silence or noise.
 import t from 'tap';
-import { Resampler, VAD_DEFAULTS, VAD_SPEECH_END, VAD_SPEECH_START, Vad } from '../../src/media/native.js';
+import { Resampler, VAD_DEFAULTS, VAD_SPEECH_END, VAD_SPEECH_START, Vad, type ResamplerRate } from '../../src/media/native.js';
 import { addWhiteNoise, isSpeechPrompt, listPrompts, loadPrompt, pad, PROMPT_RATE, truthOf } from './speech-corpus.js';
 
 // The whole corpus twice: allow for a loaded CI machine (tap's default is 60 s per file).
@@ -26,7 +26,7 @@ interface Outcome {
   ends: number[];
 }
 
-function runVad(x: Int16Array, frame = FRAME, rate: 8000 | 16000 = PROMPT_RATE): Outcome {
+function runVad(x: Int16Array, frame = FRAME, rate: ResamplerRate = PROMPT_RATE): Outcome {
   const vad = new Vad(rate);
   const starts: number[] = [];
   const ends: number[] = [];
@@ -143,6 +143,17 @@ t.test('events do not depend on how the audio is framed', async (t) => {
   t.same(runVad(wide, 37, WIDEBAND_RATE), c, '16 kHz in 37-sample chunks');
   t.same(runVad(wide, 1000, WIDEBAND_RATE), c, '16 kHz in 1000-sample chunks');
   t.equal(c.starts.length, 1);
+  // 48 kHz is halved twice (two decimators in a row): the same boundaries as at 8 kHz, within a step.
+  const up = new Resampler(PROMPT_RATE, 48000, x.length);
+  const x48 = new Int16Array(up.maxOutput(x.length));
+  const n48 = up.process(x, x48);
+  const shift = 6 * up.delaySamples;
+  up.destroy();
+  const d = runVad(x48.subarray(shift, n48), 960, 48000);
+  t.same(runVad(x48.subarray(shift, n48), 37, 48000), d, '48 kHz in 37-sample chunks');
+  t.equal(d.starts.length, 1);
+  t.ok(Math.abs(d.starts[0] / 6 - a.starts[0]) <= 80, `48 kHz start ${d.starts[0] / 6} vs 8 kHz ${a.starts[0]}`);
+  t.ok(Math.abs(d.ends[0] / 6 - a.ends[0]) <= 80, `48 kHz end ${d.ends[0] / 6} vs 8 kHz ${a.ends[0]}`);
 });
 
 t.test('speech-start comes with the prebuffered audio leading into it', async (t) => {
