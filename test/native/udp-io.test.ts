@@ -568,10 +568,12 @@ t.test('open sockets are closed cleanly when a worker thread ends and when the p
   // Workers need tsx registered by an evaluated bootstrap (see src/realtime/worker-pool.ts).
   const workerSource = `import(${JSON.stringify(TSX_API)}).then(async (m) => {
     m.register();
-    const { NativeUdpSocket } = await import(${JSON.stringify(UDP_MODULE)});
+    const { NativeUdpGroup, NativeUdpSocket } = await import(${JSON.stringify(UDP_MODULE)});
     const { parentPort } = await import('node:worker_threads');
     const sockets = [];
-    for (let i = 0; i < 20; i++) sockets.push(NativeUdpSocket.open({ host: '127.0.0.1', port: 0 }).onBatch(() => {}));
+    // Half on their own, half in a group (io_uring where available): both are closed by the cleanup hooks.
+    const group = new NativeUdpGroup(10);
+    for (let i = 0; i < 20; i++) sockets.push(NativeUdpSocket.open({ host: '127.0.0.1', port: 0, group: i % 2 ? group : undefined }).onBatch(() => {}));
     parentPort.postMessage(sockets.map((s) => s.port));
   });`;
   const r = await runChild(`
