@@ -3,9 +3,20 @@
 // packet. Pure io_uring code on raw syscalls (linux/io_uring.h; no liburing, no N-API, no libuv): bind_udp.cc
 // drives it from the Node loop.
 //
-// Why (bench/results/udp-io.json, profile of the recvmmsg/sendmmsg endpoints at 500 calls): per packet the gateway
-// paid a syscall entry (~0.3 us CPU in this VM), the msghdr copy, fdget, and the N-API unwrap of each socket's
-// handle, on top of the kernel's UDP path. Here:
+// Why (bench/results/udp-io.json; perf profiles of the gateway at 500 calls on this 2-vCPU VM, where a bare
+// syscall costs ~0.3 us of CPU): the recvmmsg/sendmmsg endpoints (udp_io.h) spent 18% of the gateway's CPU in user
+// space (8% of it unwrapping each socket's N-API handle per tick) and ~10% on per-packet syscall overhead (entry,
+// msghdr copy, fdget), on top of the kernel's UDP path. Options measured:
+// - one epoll set for all sockets drained by one uv_poll: saves nothing measurable here, the poll backend already
+//   does one recvmmsg per readable socket and libuv's epoll_wait was ~2% of the profile; what costs is one
+//   receive syscall and one send syscall per packet, which only batching across sockets removes;
+// - io_uring (this file): one io_uring_enter per loop iteration for all receives and one per tick for all sends;
+//   with group sends by member id the user share falls to ~8%. What is left is the kernel's own per-datagram
+//   work: of the gateway's CPU, udp_sendmsg ~57% (of which ~24% is the loopback delivery into the PEER's socket,
+//   the softirq running in the sender's context), the receive ~24%, io_uring's submission ~6%, fget ~3%.
+// So per packet the floor is the kernel UDP stack itself, ~2 us each way in this VM: reaching ~2.5 us per packet
+// each way needs that stack to cost less (bare metal, no VM exits for IPIs), not fewer crossings.
+// This file:
 // - receive ring: one multishot IORING_OP_RECVMSG per socket (armed once, re-armed only when it ends), landing in
 //   a provided-buffer ring (IORING_REGISTER_PBUF_RING) shared by all sockets. With IORING_SETUP_DEFER_TASKRUN the
 //   kernel queues the receive work for this thread and signals a registered eventfd once per batch; Reap() runs
@@ -15,7 +26,7 @@
 //   packets for every socket is submitted with one io_uring_enter and completes inline before it returns.
 // Kernel: io_uring with SINGLE_ISSUER + DEFER_TASKRUN (6.1), multishot recvmsg and PBUF_RING (6.0), SEND with an
 // address (6.0). Open() reports ENOSYS/EPERM/EINVAL where io_uring is missing or blocked (a container's seccomp
-// profile): the caller falls back to epoll + recvmmsg/sendmmsg (udp_io.h).
+// profile): the caller falls back to uv_poll + recvmmsg/sendmmsg per socket (udp_io.h).
 // All rings belong to the thread that opened them (IORING_SETUP_SINGLE_ISSUER): one UdpRing per worker.
 #pragma once
 
