@@ -7,6 +7,7 @@
 //   misses events would misread the conversation, so it is cut off rather than served a broken stream.
 import type { WebSocket } from './uws.js';
 import { SEND_DROPPED } from './uws.js';
+import type { WorkerNotice } from './worker-protocol.js';
 
 export const BACKPRESSURE = {
   /** uWS maxBackpressure per socket: ~3 s of 44.1 kHz PCM plus events, the most one slow client can pin. */
@@ -90,6 +91,56 @@ export class SocketSink implements FrameSink {
     if (this.state.closed) return;
     this.state.closed = true;
     this.ws.end(code, reason);
+  }
+}
+
+/**
+ * A socket on another worker, reached through main: what the owner sends goes out as relay_to_socket. The
+ * worker that holds the socket applies the policy to it and reports crossing the audio marks back (relay_flow):
+ * audio is offered only while that report is "not paused", so a slow relayed client is paused like a local one
+ * (give or take the frames already on their way) instead of filling its socket up to the drop limit.
+ */
+export class RelaySink implements FrameSink {
+  closed = false;
+  private paused = false;
+
+  constructor(
+    private readonly relayId: number,
+    private readonly post: (n: WorkerNotice) => void,
+    private readonly onEnd: () => void,
+  ) {}
+
+  get writable(): boolean {
+    return !this.closed && !this.paused;
+  }
+
+  /** The holding worker's report (relay_flow). */
+  flow(paused: boolean): void {
+    this.paused = paused;
+  }
+
+  text(data: string): boolean {
+    if (this.closed) return false;
+    this.post({ type: 'relay_to_socket', relayId: this.relayId, data, binary: false });
+    return true;
+  }
+
+  audio(data: Uint8Array): boolean {
+    if (!this.writable) return false;
+    this.post({ type: 'relay_to_socket', relayId: this.relayId, data: data.slice().buffer, binary: true });
+    return true;
+  }
+
+  end(code: number, reason: string): void {
+    if (this.closed) return;
+    this.detach();
+    this.post({ type: 'relay_closed', relayId: this.relayId, code, reason });
+  }
+
+  /** The relay closed from the socket's side: nothing more goes out. */
+  detach(): void {
+    this.closed = true;
+    this.onEnd();
   }
 }
 

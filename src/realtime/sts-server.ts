@@ -10,7 +10,7 @@ import type { ConversationOrigin } from '../conversation/host.js';
 import type { Logger } from '../log.js';
 import { MainRequestError, type MainClient } from './main-client.js';
 import { LiveHost, newAttachment, CLOSE_NOT_LIVE, type Attachment } from './live-host.js';
-import { BACKPRESSURE, CLOSE_GOING_AWAY, SocketSink, type FrameSink, type SocketState } from './sink.js';
+import { BACKPRESSURE, CLOSE_GOING_AWAY, RelaySink, SocketSink, type SocketState } from './sink.js';
 import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 import type { RelayKind, SocketInspection, WorkerNotice } from './worker-protocol.js';
 
@@ -41,6 +41,8 @@ interface SocketData extends SocketState {
   sink: SocketSink | null;
   /** Set when the conversation lives on another worker and this socket is relayed. */
   relayId: number | null;
+  /** What the owner of a relayed socket's conversation was last told: audio paused (relay_flow). */
+  relayPaused: boolean;
 }
 
 export interface StsServerOptions {
@@ -69,37 +71,14 @@ const SCOPED_TOKEN: Refusal = {
 const SHUTTING_DOWN: Refusal = { status: '503 Service Unavailable', message: 'the node is shutting down', code: 'unavailable' };
 const NOT_IN_SCOPE: Refusal = { status: '403 Forbidden', message: 'the session token does not cover this conversation', code: 'forbidden' };
 
-/** A socket on another worker, reached through main: what the owner sends goes out as relay_to_socket. */
-class RelaySink implements FrameSink {
-  closed = false;
-  readonly writable = true;
-  constructor(
-    private readonly relayId: number,
-    private readonly post: (n: WorkerNotice) => void,
-  ) {}
-  text(data: string): boolean {
-    if (this.closed) return false;
-    this.post({ type: 'relay_to_socket', relayId: this.relayId, data, binary: false });
-    return true;
-  }
-  audio(data: Uint8Array): boolean {
-    if (this.closed) return false;
-    this.post({ type: 'relay_to_socket', relayId: this.relayId, data: data.slice().buffer, binary: true });
-    return true;
-  }
-  end(code: number, reason: string): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.post({ type: 'relay_closed', relayId: this.relayId, code, reason });
-  }
-}
-
 export class StsServer {
   private app: TemplatedApp | null = null;
   private listenSocket: us_listen_socket | null = null;
   private readonly sockets = new Set<WebSocket<SocketData>>();
   /** Relayed sockets of this worker by relay id (this worker holds the socket, another the conversation). */
   private readonly relayed = new Map<number, WebSocket<SocketData>>();
+  /** The other way round: sinks of sockets held by other workers, for conversations of this one. */
+  private readonly relaySinks = new Map<number, RelaySink>();
   private nextRelay = 1;
   /** Upgrades waiting on authentication: closed at shutdown so no socket opens after it. */
   private readonly pendingUpgrades = new Set<import('./uws.js').HttpResponse>();
@@ -123,7 +102,10 @@ export class StsServer {
         this.upgrade(kind, res, req, context),
       open: (ws: WebSocket<SocketData>) => this.opened(ws),
       message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => this.received(ws, message, isBinary),
-      drain: (ws: WebSocket<SocketData>) => ws.getUserData().sink?.drained(),
+      drain: (ws: WebSocket<SocketData>) => {
+        ws.getUserData().sink?.drained();
+        this.reportRelayFlow(ws.getUserData());
+      },
       close: (ws: WebSocket<SocketData>) => this.closedSocket(ws),
     });
     const app = App().ws<SocketData>(STS_PATH, behavior('sts')).ws<SocketData>(OBSERVER_PATH, behavior('observer'));
@@ -187,6 +169,7 @@ export class StsServer {
           att: newAttachment(),
           sink: null,
           relayId: null,
+          relayPaused: false,
           closed: false,
           paused: false,
         };
@@ -281,16 +264,36 @@ export class StsServer {
 
   /** This worker owns the conversation a socket elsewhere asked for. */
   relayOpen(relayId: number, kind: RelayKind, auth: Auth, conversationId: string): void {
-    this.host.relayOpen(relayId, kind, auth, conversationId, new RelaySink(relayId, this.opts.post));
+    const sink = new RelaySink(relayId, this.opts.post, () => this.relaySinks.delete(relayId));
+    this.relaySinks.set(relayId, sink);
+    this.host.relayOpen(relayId, kind, auth, conversationId, sink);
   }
 
   /** Output of a conversation on another worker, for a socket here; the backpressure policy applies here. */
   relayToSocket(relayId: number, data: string | ArrayBuffer, binary: boolean): void {
-    const ws = this.relayed.get(relayId);
-    const sink = ws?.getUserData().sink;
+    const d = this.relayed.get(relayId)?.getUserData();
+    const sink = d?.sink;
     if (!sink) return;
     if (binary) sink.audio(new Uint8Array(data as ArrayBuffer));
     else sink.text(data as string);
+    this.reportRelayFlow(d);
+  }
+
+  /**
+   * Tells the owner of a relayed socket's conversation when the socket crosses the audio marks (relay_flow):
+   * only the owner knows which text frames are audio, so it is the owner that stops offering them.
+   */
+  private reportRelayFlow(d: SocketData): void {
+    if (d.relayId === null || d.closed || !d.sink) return;
+    const paused = !d.sink.writable;
+    if (paused === d.relayPaused) return;
+    d.relayPaused = paused;
+    this.opts.post({ type: 'relay_flow', relayId: d.relayId, paused });
+  }
+
+  /** The socket of a relay this worker owns crossed an audio mark on its own worker. */
+  relayFlow(relayId: number, paused: boolean): void {
+    this.relaySinks.get(relayId)?.flow(paused);
   }
 
   relayClosed(relayId: number, code: number, reason: string): void {
@@ -301,6 +304,7 @@ export class StsServer {
       ws.getUserData().sink?.end(code || CLOSE_NOT_LIVE, reason);
       return;
     }
+    this.relaySinks.get(relayId)?.detach();
     this.host.relayClosed(relayId);
   }
 

@@ -140,6 +140,11 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         if (r) post(r.socketWorker, msg);
         return;
       }
+      case 'relay_flow': {
+        const r = relays.get(msg.relayId);
+        if (r && from.id === r.socketWorker) post(r.ownerWorker, msg);
+        return;
+      }
       case 'relay_from_socket': {
         const r = relays.get(msg.relayId);
         if (r) post(r.ownerWorker, msg);

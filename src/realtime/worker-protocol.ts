@@ -74,6 +74,12 @@ export type WorkerNotice =
   /** Data for a socket relayed through main (observer or reconnect socket that landed on another worker). */
   | { type: 'relay_to_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
   | { type: 'relay_closed'; relayId: number; code: number; reason: string }
+  /**
+   * Flow control of a relayed socket, from the worker that holds it to the owner of its conversation: paused once
+   * the socket holds more than the audio high-water mark unsent, resumed when it drained (docs/sts-protocol.md,
+   * "Backpressure"); the owner offers audio only while it is not paused.
+   */
+  | { type: 'relay_flow'; relayId: number; paused: boolean }
   /** A socket on this worker needs a conversation another worker owns. */
   | { type: 'relay_request'; relayId: number; conversationId: string; kind: RelayKind; auth: Auth }
   | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
@@ -89,6 +95,7 @@ export type MainMessage =
   | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
   | { type: 'relay_to_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
   | { type: 'relay_closed'; relayId: number; code: number; reason: string }
+  | { type: 'relay_flow'; relayId: number; paused: boolean }
   /** Telephony: a call main accepted (SIP) whose media and conversation this worker runs. */
   | { type: 'call_assigned'; callId: string; conversationId: string; rtpPort: number; remote: { address: string; port: number }; payloadType: number; telephoneEventPayloadType: number | null; agent: ResolvedAgent; callInfo: { from_phone_number: string; to_phone_number: string } }
   | { type: 'call_hangup'; callId: string }

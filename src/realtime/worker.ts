@@ -94,6 +94,8 @@ port.on('message', (msg: MainMessage) => {
       return host.relayData(msg.relayId, msg.data, msg.binary);
     case 'relay_closed':
       return server.relayClosed(msg.relayId, msg.code, msg.reason);
+    case 'relay_flow':
+      return server.relayFlow(msg.relayId, msg.paused);
     case 'inspect':
       return post({ type: 'inspection', id: msg.id, workerId, sockets: server.inspect() });
     case 'shutdown':

@@ -1,0 +1,75 @@
+// Backpressure through a relay (docs/sts-protocol.md, "Backpressure": relayed sockets follow the same rules): a
+// client reconnects to its conversation on the other worker, asks for speech and stops reading. The worker that
+// holds its socket reports the audio marks back to the owner (relay_flow), so the owner stops offering audio and
+// the socket stays near the high-water mark, instead of filling up to uWS's drop limit and being cut off.
+import t from 'tap';
+import { BACKPRESSURE } from '../../src/realtime/sink.js';
+import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
+import { startRealtimeServer, TestClient } from '../helpers/realtime.js';
+import { LONG_TEXT, RawClient, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES } from './raw-client.js';
+
+t.setTimeout(240_000);
+
+/** Reconnect attempts until one lands on the worker that does not own the conversation (the kernel picks). */
+const LANDING_ATTEMPTS = 40;
+/** Polls (100 ms apart) for the relayed socket to back up past the kernel's buffers. */
+const BACKUP_POLLS = 1_200;
+const SAMPLES = 20;
+/** Audio frames already on their way while the pause travels socket worker -> main -> owner, on a loaded machine. */
+const IN_FLIGHT_FRAMES = 16;
+
+function relayedSocket(sockets: SocketInspection[][], id: string): SocketInspection | undefined {
+  return sockets.flat().find((s) => s.kind === 'sts' && s.relayed && s.conversationId === id);
+}
+
+t.test('a relayed client that stops reading is paused like a local one', async (t) => {
+  const server = await startRealtimeServer({ workers: 2, env: { PARLEY_RECONNECT_GRACE_SEC: '120' } });
+  t.teardown(() => server.close());
+  const auth = { authorization: `Bearer ${server.apiKey}` };
+
+  const first = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
+  first.send({ type: 'config', input_format: 'pcm_16000', output_format: SLOW_FORMAT });
+  await first.untilEvent('ready_to_start_conversation');
+  const id = String(first.events('conversation_created')[0]?.conversation_id);
+  first.close();
+  await first.closed;
+
+  let client: RawClient | null = null;
+  for (let i = 0; i < LANDING_ATTEMPTS && !client; i++) {
+    const before = server.pool.relayed.reconnect;
+    const attempt = await RawClient.open(server.pool.port, `/v1/sts/ws?reconnect_conv_id=${id}`, auth);
+    await attempt.until((r) => r.includes('conversation_created'));
+    if (server.pool.relayed.reconnect > before) client = attempt;
+    else attempt.socket.destroy();
+  }
+  if (!client) throw new Error(`no reconnect landed on the other worker in ${LANDING_ATTEMPTS} attempts`);
+  client.send({ type: 'say', text: LONG_TEXT });
+  client.stopReading();
+
+  let backedUp: SocketInspection | undefined;
+  for (let i = 0; i < BACKUP_POLLS && !backedUp?.audioPaused; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    backedUp = relayedSocket(await server.pool.inspect(), id);
+  }
+  t.ok(backedUp?.audioPaused, 'the relayed socket backed up and its audio paused');
+
+  const sampled: SocketInspection[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const s = relayedSocket(await server.pool.inspect(), id);
+    if (s) sampled.push(s);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.equal(sampled.length, SAMPLES, 'the relayed socket stayed open (never cut off at the drop limit)');
+  const most = Math.max(...sampled.map((s) => s.bufferedBytes));
+  const bound = BACKPRESSURE.audio_high_water_bytes + IN_FLIGHT_FRAMES * SLOW_FRAME_EVENT_BYTES;
+  t.ok(sampled.length > 0 && most <= bound, `its worker held at most ${most} bytes for it (high-water mark plus frames in flight: ${bound})`);
+
+  client.socket.resume();
+  let resumed: SocketInspection | undefined;
+  for (let i = 0; i < 100 && (resumed === undefined || resumed.audioPaused); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    resumed = relayedSocket(await server.pool.inspect(), id);
+  }
+  t.equal(resumed?.audioPaused, false, 'once it reads again, its audio resumes');
+  client.socket.destroy();
+});
