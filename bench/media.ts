@@ -64,7 +64,10 @@ declare const gc: (() => void) | undefined;
 
 /** Times `frames` calls of fn (after a warm-up), and separately the heap growth over a GC-free window. */
 function measure(stage: string, fn: (i: number) => void, frames = FRAMES): StageResult {
-  for (let i = 0; i < Math.min(2000, frames); i++) fn(i);
+  // Warm-up long enough for the optimizing compiler, which runs on a background thread that a loaded machine (and
+  // the taskset to one core) starves: timed or counted before it lands, interpreted code boxes every double it
+  // touches and the figures show allocations and times the optimized path does not have.
+  for (let i = 0; i < 4 * frames; i++) fn(i);
   // CPU time of this process, not wall time: the machine is shared, and a busy neighbour must not count.
   const runs: number[] = [];
   for (let r = 0; r < 3; r++) {
