@@ -1,0 +1,80 @@
+// A live conversation seen from outside on one media worker (issue 4): the observer socket for an API key and for a
+// session token scoped to the conversation (events and both sides of the audio), and a dropped client reconnecting
+// within the grace period (the conversation goes on, on the record) but not after it. The two-worker relay of the
+// same is test/realtime/workers.test.ts.
+import t from 'tap';
+import { api } from '../helpers/server.js';
+import { endedConversation, startRealtimeServer, streamAudio, TestClient } from '../helpers/realtime.js';
+import { CLOSE_NOT_LIVE } from '../../src/realtime/live-host.js';
+
+t.setTimeout(240_000);
+
+const RATE = 16_000;
+
+t.test('observers and reconnect on one worker', async (t) => {
+  const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '3' } });
+  t.teardown(() => server.close());
+  const http = api(server);
+  const auth = { authorization: `Bearer ${server.apiKey}` };
+  const sts = `${server.wsUrl}/v1/sts/ws`;
+
+  async function conversation(): Promise<{ client: TestClient; id: string }> {
+    const client = await TestClient.open(sts, auth);
+    client.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
+    await client.untilEvent('ready_to_start_conversation');
+    return { client, id: String(client.events('conversation_created')[0]?.conversation_id) };
+  }
+
+  t.test('observers by API key and by a token scoped to the conversation see events and hear both sides', async (t) => {
+    const { client, id } = await conversation();
+    const token = await http.post('/v1/auth/session_token', { conversation_ids: [id] });
+    t.equal(token.status, 200);
+    const observers = {
+      key: await TestClient.open(`${server.wsUrl}/v1/conversations/${id}/live/ws`, auth),
+      token: await TestClient.open(`${server.wsUrl}/v1/conversations/${id}/live/ws?session_token=${encodeURIComponent(token.body.session_token)}`),
+    };
+    let streaming = true;
+    const stream = streamAudio(client, new Int16Array(0), RATE, { keepGoing: () => streaming });
+    for (const [who, o] of Object.entries(observers)) {
+      await o.until(() => o.events('live_audio').some((e) => e.side === 'user') || o.ws.readyState === o.ws.CLOSED);
+      t.ok(o.events('live_audio').some((e) => e.side === 'user'), `${who}: hears the user`);
+    }
+    client.send({ type: 'say', text: 'Hello observers.' });
+    await Promise.all(Object.values(observers).map((o) => o.untilEvent('assistant_finished_speaking')));
+    streaming = false;
+    await stream;
+    for (const [who, o] of Object.entries(observers)) {
+      t.equal(o.events('assistant_started_speaking').length, 1, `${who}: sees the assistant start`);
+      t.ok(o.events('live_audio').some((e) => e.side === 'assistant'), `${who}: hears the assistant`);
+    }
+    client.close();
+    for (const [who, o] of Object.entries(observers)) t.equal((await o.closed).code, 1000, `${who}: closed when the conversation ends`);
+    t.equal((await endedConversation((p) => http.get(p), id)).ended_by, 'user');
+  });
+
+  t.test('a client that drops reconnects within the grace period; the conversation and its record go on', async (t) => {
+    const { client, id } = await conversation();
+    client.send({ type: 'say', text: 'Before.' });
+    await client.untilEvent('assistant_finished_speaking');
+    client.close();
+    await client.closed;
+    const again = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+    await again.untilEvent('conversation_created');
+    t.equal(again.events('conversation_created')[0]?.conversation_id, id, 'the same conversation');
+    again.send({ type: 'say', text: 'After.' });
+    await again.untilEvent('assistant_finished_speaking');
+    t.ok(again.events('audio_chunk').length > 0, 'it speaks to the new socket');
+    again.close();
+    const c = await endedConversation((p) => http.get(p), id);
+    t.equal(c.ended_by, 'user', 'no client after the grace period: ended_by user');
+    t.same(c.items.map((i: { live_transcript: string }) => i.live_transcript), ['Before.', 'After.'], 'both sockets on one record');
+  });
+
+  t.test('after the grace period the conversation is over: a reconnect is refused', async (t) => {
+    const { client, id } = await conversation();
+    client.close();
+    await endedConversation((p) => http.get(p), id);
+    const late = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+    t.equal((await late.closed).code, CLOSE_NOT_LIVE);
+  });
+});
