@@ -2,10 +2,11 @@
 // per 10 ms, and the agent's timing rules as an explicit state machine.
 //
 // Every 10 ms the last 20 ms are Hann-windowed and transformed; the power in five telephone bands (200 Hz to
-// 3.8 kHz, so every rate is analysed on the same bins: 8 kHz telephony natively) is smoothed across steps and
-// compared with each band's noise: the running mean of the steps near the band's minimum over the last ~1.5 s
-// (minimum statistics, Martin 2001), learnt only while the detector is in silence and held while speech may be
-// present, bounded by 0 to 10 dB above that minimum so it follows drops at once and rises within the window.
+// 3.8 kHz, the same at every rate: 8 kHz telephony is analysed natively, 16, 24 and 48 kHz after half-band
+// decimation to 8 or 12 kHz) is smoothed across steps and compared with each band's noise: the running mean
+// of the steps near the band's minimum over the last ~1.5 s (minimum statistics, Martin 2001), learnt only
+// while the detector is in silence and held while speech may be present, bounded by 0 to 10 dB above that
+// minimum so it follows drops at once and rises within the window (a rise during speech: ~1.5 s late).
 // The best band SNR is the step's score, mapped by a logistic to a probability; a step is voiced when it
 // reaches vad_threshold (in speech: vad_threshold - 0.15, the hysteresis of Silero VAD's VADIterator) and is
 // within 25 dB of the speaker's recent level. The first 500 ms of a stream only teach the noise.
