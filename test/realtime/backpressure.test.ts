@@ -1,8 +1,10 @@
 // The backpressure policy (docs/sts-protocol.md, "Backpressure") over a socket whose buffered amount the test
 // controls: assistant audio is refused above the high-water mark and resumes on drain below the low one, a
-// control event uWS had to drop closes the socket with 1008, observer audio is dropped while backed up.
+// control event uWS had to drop closes the socket with 1008, observer audio is dropped while backed up; a relayed
+// socket's owner side follows the holding worker's relay_flow reports.
 import t from 'tap';
-import { BACKPRESSURE, CLOSE_BACKPRESSURE, SocketSink, type SocketState } from '../../src/realtime/sink.js';
+import { BACKPRESSURE, CLOSE_BACKPRESSURE, RelaySink, SocketSink, type SocketState } from '../../src/realtime/sink.js';
+import type { WorkerNotice } from '../../src/realtime/worker-protocol.js';
 import { observerFeed, StsClient } from '../../src/realtime/sts-client.js';
 import { SEND_BACKPRESSURE, SEND_DROPPED, SEND_OK, type WebSocket } from '../../src/realtime/uws.js';
 
@@ -91,4 +93,34 @@ t.test('observer audio is dropped while the observer is backed up; events still 
   feed.closed('user');
   t.match(JSON.parse(ws.sent[1].data as string), { type: 'conversation_ended', ended_by: 'user' }, 'the end is announced');
   t.equal(ws.ended?.code, 1000, 'and the observer closed normally');
+});
+
+t.test('a relay sink offers audio only while the holding worker has not reported a pause', async (t) => {
+  const posted: WorkerNotice[] = [];
+  let ended = 0;
+  const sink = new RelaySink(7, (n) => posted.push(n), () => ended++);
+  const client = new StsClient(sink);
+  t.ok(client.sendAudio(FRAME, ''), 'audio goes out before any report');
+  sink.flow(true);
+  t.notOk(sink.writable, 'paused by the report');
+  t.notOk(client.sendAudio(FRAME, ''), 'audio is refused (the conversation keeps it)');
+  client.send({ type: 'assistant_finished_speaking' });
+  t.equal(posted.length, 2, 'events still go out while paused');
+  sink.flow(false);
+  t.ok(client.sendAudio(FRAME, ''), 'resumed by the next report');
+  sink.end(1000, 'done');
+  sink.end(1000, 'done');
+  t.same(posted.filter((n) => n.type === 'relay_closed').length, 1, 'the relay is closed once');
+  t.equal(ended, 1, 'and its owner forgets it');
+  t.notOk(sink.writable, 'nothing goes out after the end');
+});
+
+t.test('a relay closed from the socket side is detached without a notice', async (t) => {
+  const posted: WorkerNotice[] = [];
+  let ended = 0;
+  const sink = new RelaySink(8, (n) => posted.push(n), () => ended++);
+  sink.detach();
+  t.equal(ended, 1, 'forgotten by its owner');
+  t.notOk(sink.text('{}'), 'no more text');
+  t.same(posted, [], 'nothing posted');
 });
