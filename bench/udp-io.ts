@@ -14,8 +14,11 @@
 // Note on loopback the sender's kernel also delivers into the receiver's socket (the softirq runs in the sending
 // context): the gateway's figure includes delivering its packets to the generator's sockets, and not delivering
 // the generator's packets to its own. With a NIC the receive side pays that instead; per packet it is a wash.
-// Measured over a fixed window: CPU of the gateway process (process.cpuUsage: user and system) and of its main
-// thread alone (/proc/self/task/<tid>/stat, 10 ms ticks), and its context switches (wakeups).
+// Measured over fixed windows: CPU of the gateway process (process.cpuUsage: user and system) and of its main
+// thread alone (/proc/self/task/<tid>/stat, 10 ms ticks), and its context switches (wakeups). Three windows per
+// run: full duplex; the gateway only sending (generator quiet); the gateway only receiving. The one-way windows
+// give the cost of a packet each way whatever share of the nominal rate a busy machine let each side move (a
+// starved gateway sends fewer ticks but receives everything, which skews a duplex per-packet average).
 // Usage: node --import tsx bench/udp-io.ts [calls...] (default 250 500 1000); env UDP_RUNS (5), UDP_WINDOW_SEC (5),
 // UDP_MODES ("dgram,native-poll,native-uring").
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -34,11 +37,14 @@ export const PACKETS_PER_SEC = 50;
 const TICK_MS = 1000 / PACKETS_PER_SEC;
 const HOST = '127.0.0.1';
 const WARMUP_MS = 2000;
+/** After switching a side's sending off or on, before the next window. */
+const SETTLE_MS = 300;
 
 type Msg =
   | { type: 'ports'; ports: number[] }
   | { type: 'peer'; ports: number[] }
   | { type: 'start' }
+  | { type: 'sending'; on: boolean }
   | { type: 'measure'; windowMs: number }
   | {
       type: 'result';
@@ -145,6 +151,7 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
   send({ type: 'ports', ports: io.ports() });
   let timer: NodeJS.Timeout | undefined;
   let next = 0;
+  let sending = true;
   const tick = () => {
     const now = performance.now();
     // Deadline pacing; after a stall send at most 2 frames per call (as the pacing clock does).
@@ -154,7 +161,7 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
       next += TICK_MS;
     }
     if (next <= now) next = now + TICK_MS;
-    for (let d = 0; d < due; d++) {
+    for (let d = 0; d < due && sending; d++) {
       io.sendAll();
       sent += calls;
     }
@@ -167,6 +174,9 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
     } else if (m.type === 'start') {
       next = performance.now() + TICK_MS * Math.random();
       tick();
+    } else if (m.type === 'sending') {
+      sending = m.on;
+      send({ type: 'ports', ports: [] });
     } else if (m.type === 'measure') {
       const r0 = received;
       const s0 = sent;
@@ -235,6 +245,12 @@ export interface UdpRun {
   wallMs: number;
   receivedPerSec: number;
   sentPerSec: number;
+  /** gateway CPU per packet sent while it only sends (on loopback: includes delivering it into the peer socket) */
+  usPerTxPacket: number;
+  /** gateway CPU per packet received while it only receives (the delivery into its socket is the sender's) */
+  usPerRxPacket: number;
+  txUserFraction: number;
+  rxUserFraction: number;
 }
 
 /** One run: gateway on core 1, generator on core 0; returns the gateway's CPU over `windowMs`. */
@@ -249,8 +265,23 @@ export async function runOnce(calls: number, windowMs: number, mode: UdpMode = '
     gw.send({ type: 'start' } satisfies Msg);
     gen.send({ type: 'start' } satisfies Msg);
     await new Promise((r) => setTimeout(r, WARMUP_MS));
-    gw.send({ type: 'measure', windowMs } satisfies Msg);
-    const r = await next(gw, 'result');
+    const window = async (): Promise<Extract<Msg, { type: 'result' }>> => {
+      gw.send({ type: 'measure', windowMs } satisfies Msg);
+      return next(gw, 'result');
+    };
+    const sending = async (p: ChildProcess, on: boolean) => {
+      p.send({ type: 'sending', on } satisfies Msg);
+      await next(p, 'ports');
+    };
+    const r = await window();
+    // One way at a time: the gateway only sends (the generator is quiet), then only receives.
+    await sending(gen, false);
+    await new Promise((res) => setTimeout(res, SETTLE_MS));
+    const tx = await window();
+    await sending(gen, true);
+    await sending(gw, false);
+    await new Promise((res) => setTimeout(res, SETTLE_MS));
+    const rx = await window();
     const sec = r.wallMs / 1000;
     return {
       mode,
@@ -264,6 +295,10 @@ export async function runOnce(calls: number, windowMs: number, mode: UdpMode = '
       wallMs: r.wallMs,
       receivedPerSec: r.received / sec,
       sentPerSec: r.sent / sec,
+      usPerTxPacket: (tx.cpuUserMs + tx.cpuSystemMs) * 1000 / Math.max(1, tx.sent),
+      usPerRxPacket: (rx.cpuUserMs + rx.cpuSystemMs) * 1000 / Math.max(1, rx.received),
+      txUserFraction: tx.cpuUserMs / (tx.cpuUserMs + tx.cpuSystemMs),
+      rxUserFraction: rx.cpuUserMs / (rx.cpuUserMs + rx.cpuSystemMs),
     };
   } finally {
     const live = [gw, gen].filter((p) => p.connected);
@@ -295,6 +330,13 @@ export interface UdpSummary {
   medianMainSystemUsPerPacket: number;
   /** wakeups of the main thread per packet (context switches / packets) */
   medianSwitchesPerPacket: number;
+  /** one way at a time (see UdpRun): the cost of a packet each way, independent of the duplex mix */
+  medianUsPerTxPacket: number;
+  medianUsPerRxPacket: number;
+  medianTxUserFraction: number;
+  medianRxUserFraction: number;
+  /** (tx + rx per packet) x calls x 50: the core share of full-duplex I/O at full rate, from the one-way costs */
+  projectedDuplexCoreFraction: number;
   medianReceivedPerSec: number;
   medianSentPerSec: number;
   /** Packets per second both ways the calls should move: calls x 50 x 2. */
@@ -323,6 +365,11 @@ function summarize(mode: UdpMode, calls: number, rs: UdpRun[], windowSec: number
     medianMainUserUsPerPacket: median(rs.map((r) => (r.mainUserMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000)))),
     medianMainSystemUsPerPacket: median(rs.map((r) => (r.mainSystemMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000)))),
     medianSwitchesPerPacket: median(rs.map((r) => r.contextSwitchesPerSec / (r.receivedPerSec + r.sentPerSec))),
+    medianUsPerTxPacket: median(rs.map((r) => r.usPerTxPacket)),
+    medianUsPerRxPacket: median(rs.map((r) => r.usPerRxPacket)),
+    medianTxUserFraction: median(rs.map((r) => r.txUserFraction)),
+    medianRxUserFraction: median(rs.map((r) => r.rxUserFraction)),
+    projectedDuplexCoreFraction: ((median(rs.map((r) => r.usPerTxPacket)) + median(rs.map((r) => r.usPerRxPacket))) * calls * PACKETS_PER_SEC) / 1e6,
     nominalPacketsPerSec: nominal,
     deliveredFraction: pps / nominal,
     projectedCoreFraction: (usPerPacket * nominal) / 1e6,
@@ -367,7 +414,8 @@ async function main(): Promise<void> {
     console.log(
       `${r.mode} ${r.calls} calls: ${(r.medianCoreFraction * 100).toFixed(1)}% of a core (median of ${r.runs}: ${r.allCoreFractions.join(', ')}), ` +
         `${r.medianUsPerPacket.toFixed(2)} us/packet (${(r.medianUserFraction * 100).toFixed(0)}% user; main thread ${r.medianMainUserUsPerPacket.toFixed(2)} user + ${r.medianMainSystemUsPerPacket.toFixed(2)} sys), ${r.medianSwitchesPerPacket.toFixed(3)} wakeups/packet, rx ${r.medianReceivedPerSec.toFixed(0)}/s tx ${r.medianSentPerSec.toFixed(0)}/s ` +
-        `(${(r.deliveredFraction * 100).toFixed(0)}% of nominal), projected at full rate ${(r.projectedCoreFraction * 100).toFixed(1)}% of a core`,
+        `(${(r.deliveredFraction * 100).toFixed(0)}% of nominal), projected at full rate ${(r.projectedCoreFraction * 100).toFixed(1)}% of a core; ` +
+        `one way: tx ${r.medianUsPerTxPacket.toFixed(2)} us (${(r.medianTxUserFraction * 100).toFixed(0)}% user), rx ${r.medianUsPerRxPacket.toFixed(2)} us (${(r.medianRxUserFraction * 100).toFixed(0)}% user) -> ${(r.projectedDuplexCoreFraction * 100).toFixed(1)}% of a core at full rate`,
     );
   }
   const ratios = callCounts.flatMap((calls) => {
@@ -375,18 +423,24 @@ async function main(): Promise<void> {
     const p = results.find((r) => r.calls === calls && r.mode === 'native-poll');
     const u = results.find((r) => r.calls === calls && r.mode === 'native-uring');
     if (!d || !u) return [];
+    const oneWay = (x: UdpSummary) => x.medianUsPerTxPacket + x.medianUsPerRxPacket;
     return [{
       calls,
       usPerPacketDgramOverUring: d.medianUsPerPacket / u.medianUsPerPacket,
       usPerPacketPollOverUring: p ? p.medianUsPerPacket / u.medianUsPerPacket : null,
+      oneWayDgramOverUring: oneWay(d) / oneWay(u),
+      oneWayPollOverUring: p ? oneWay(p) / oneWay(u) : null,
     }];
   });
   for (const r of ratios) {
-    console.log(`${r.calls} calls: per packet dgram/io_uring ${r.usPerPacketDgramOverUring.toFixed(2)}x, poll/io_uring ${r.usPerPacketPollOverUring?.toFixed(2) ?? 'n/a'}x`);
+    console.log(
+      `${r.calls} calls: tx+rx one way dgram/io_uring ${r.oneWayDgramOverUring.toFixed(2)}x, poll/io_uring ${r.oneWayPollOverUring?.toFixed(2) ?? 'n/a'}x; ` +
+        `duplex mix dgram/io_uring ${r.usPerPacketDgramOverUring.toFixed(2)}x, poll/io_uring ${r.usPerPacketPollOverUring?.toFixed(2) ?? 'n/a'}x`,
+    );
   }
   const at500 = results.find((r) => r.calls === 500 && r.mode === 'dgram');
   const verdict = at500
-    ? Math.max(at500.medianCoreFraction, at500.projectedCoreFraction) > NATIVE_IO_THRESHOLD_CORE_FRACTION
+    ? Math.max(at500.medianCoreFraction, at500.projectedCoreFraction, at500.projectedDuplexCoreFraction) > NATIVE_IO_THRESHOLD_CORE_FRACTION
       ? 'move socket I/O into the native addon (recvmmsg/sendmmsg)'
       : 'keep node:dgram'
     : 'n/a (dgram at 500 calls not measured)';
