@@ -35,6 +35,11 @@ const MODES = (process.env.STS_MODES ?? 'floor,parley').split(',') as ('floor' |
 const PARLEY_NODE_ARGS = (process.env.STS_PARLEY_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const WRITE_RESULTS = process.env.STS_NO_WRITE !== '1';
 const CLK_TCK = 100; // getconf CLK_TCK
+/**
+ * Server run-queue wait (% of the window) above which a run's CPU and latency figures measure the machine's other
+ * load, not the server: its threads waited for a core that long.
+ */
+const CONTENTION_WAIT_PCT = 20;
 const PG_ADMIN = process.env.PARLEY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 // ---------------------------------------------------------------- servers (child processes, core 0)
@@ -475,6 +480,7 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
     outbound_jitter_ms: { p50: quantile(g.jitter, 0.5), p99: quantile(g.jitter, 0.99), samples: g.jitter.length },
     generator_lateness_ms: { p50: quantile(g.lateness, 0.5), p99: lateP99, max: quantile(g.lateness, 1) },
     generator_bound: lateP99 !== null && lateP99 > FRAME_MS / 2,
+    contention_bound: waitPct > CONTENTION_WAIT_PCT,
   };
   console.log(JSON.stringify(result));
   return result;
@@ -497,6 +503,7 @@ async function main(): Promise<void> {
           generator: 'raw-socket WebSocket client, one deadline scheduler, pinned to core 1',
           audio: 'pcm_8000 binary frames both ways, 20 ms, Allison prompts, echo engine',
           window_sec: WINDOW_SEC,
+          load_average_1m_at_end: Math.round(os.loadavg()[0] * 100) / 100,
           barge_share: BARGE_SHARE,
           cpus: 2,
         },
