@@ -1,16 +1,23 @@
 // Control-plane throughput on real PostgreSQL: authenticated GET /v1/agents/{name} (GET /v1/projects/main when the
 // agents route is missing) and PUT /v1/agents/upsert, against `src/main.ts` running as its own process.
 // Parley is pinned to core 0 and this load generator to core 1 (taskset), so figures are per core.
-// Run: node --import tsx bench/api.ts   (writes bench/results/api.json; BENCH_DURATION_SEC, default 5)
+// Run: node --import tsx bench/api.ts   (writes bench/results/api.json; BENCH_DURATION_SEC, default 5; BENCH_RUNS,
+// default 3: each load is measured that many times and the run of median throughput reported)
+// Profiling: BENCH_CPU_PROF=<dir> writes the server's CPU profile there; BENCH_ONLY=get|upsert runs one load
+// (a partial run does not write the results file).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { POSTGRES_ADMIN_URL } from '../test/helpers/server.js';
 
 const DURATION_SEC = Number(process.env.BENCH_DURATION_SEC ?? 5);
+/** Measurements of each load; the one of median throughput is reported, with every run's figures beside it. */
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
+const ONLY = process.env.BENCH_ONLY as 'get' | 'upsert' | undefined;
 const CONNECTIONS = 10;
 const WARMUP_SEC = 1;
 const PARLEY_CORE = '0';
@@ -45,9 +52,70 @@ interface Figures {
   requests: number;
   errors: number;
   non2xx: number;
+  /** Parley's CPU time (user + system, all threads) per request: what the goal of 5,000/s on one core needs below 200. */
+  server_cpu_us_per_request: number;
+  /** Parley's CPU time over the measured window's length: near 1 when the one core is the limit. */
+  server_cpu_share: number;
+  /** Share of the window Parley's main thread was runnable but waiting for the core (other work on the machine). */
+  server_runqueue_wait_share: number;
 }
 
-async function load(base: string, key: string, method: string, path: string, body?: unknown): Promise<Figures> {
+interface Reported extends Figures {
+  runs: Pick<Figures, 'requests_per_sec' | 'latency_p99_ms' | 'server_cpu_us_per_request' | 'server_runqueue_wait_share'>[];
+}
+
+/** Measures RUNS times; reports the run of median throughput and lists every run. */
+async function medianOf(measure: () => Promise<Figures>): Promise<Reported> {
+  const runs: Figures[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await measure());
+  const byRate = [...runs].sort((a, b) => a.requests_per_sec - b.requests_per_sec);
+  return {
+    ...byRate[Math.floor((byRate.length - 1) / 2)],
+    runs: runs.map((r) => ({
+      requests_per_sec: r.requests_per_sec,
+      latency_p99_ms: r.latency_p99_ms,
+      server_cpu_us_per_request: r.server_cpu_us_per_request,
+      server_runqueue_wait_share: r.server_runqueue_wait_share,
+    })),
+  };
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ, 100 on Linux). */
+const USER_HZ = 100;
+
+/** CPU time of a process so far (user + system of all its threads), in ms, from /proc/<pid>/stat. */
+function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15 (proc(5)).
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / USER_HZ;
+}
+
+/** Time the main thread of a process has waited on a run queue so far, in ms (/proc/<pid>/schedstat, field 2). */
+function runQueueWaitMs(pid: number): number {
+  return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+}
+
+type ServerFigures = 'server_cpu_us_per_request' | 'server_cpu_share' | 'server_runqueue_wait_share';
+
+/** Runs `measure`, adding Parley's CPU time per request, its share of a core and its wait for one. */
+async function withServerCpu(pid: number, measure: () => Promise<Omit<Figures, ServerFigures>>): Promise<Figures> {
+  const cpu0 = processCpuMs(pid);
+  const wait0 = runQueueWaitMs(pid);
+  const t0 = performance.now();
+  const f = await measure();
+  const cpuMs = processCpuMs(pid) - cpu0;
+  const waitMs = runQueueWaitMs(pid) - wait0;
+  const wallMs = performance.now() - t0;
+  return {
+    ...f,
+    server_cpu_us_per_request: Math.round((cpuMs * 1000) / Math.max(1, f.requests)),
+    server_cpu_share: Math.round((cpuMs / wallMs) * 100) / 100,
+    server_runqueue_wait_share: Math.round((waitMs / wallMs) * 100) / 100,
+  };
+}
+
+async function load(pid: number, base: string, key: string, method: string, path: string, body?: unknown): Promise<Figures> {
   const opts = {
     url: base + path,
     connections: CONNECTIONS,
@@ -56,18 +124,20 @@ async function load(base: string, key: string, method: string, path: string, bod
     body: body === undefined ? undefined : JSON.stringify(body),
   };
   await autocannon({ ...opts, duration: WARMUP_SEC });
-  const r = await autocannon({ ...opts, duration: DURATION_SEC });
-  return {
-    path,
-    method,
-    requests_per_sec: r.requests.average,
-    latency_p50_ms: r.latency.p50,
-    latency_p99_ms: r.latency.p99,
-    latency_avg_ms: r.latency.average,
-    requests: r.requests.total,
-    errors: r.errors,
-    non2xx: r.non2xx,
-  };
+  return withServerCpu(pid, async () => {
+    const r = await autocannon({ ...opts, duration: DURATION_SEC });
+    return {
+      path,
+      method,
+      requests_per_sec: r.requests.average,
+      latency_p50_ms: r.latency.p50,
+      latency_p99_ms: r.latency.p99,
+      latency_avg_ms: r.latency.average,
+      requests: r.requests.total,
+      errors: r.errors,
+      non2xx: r.non2xx,
+    };
+  });
 }
 
 /**
@@ -75,7 +145,7 @@ async function load(base: string, key: string, method: string, path: string, bod
  * 409 by design (spec, "States": the agent is being updated), which would measure the lock, not the write.
  * autocannon cannot give each connection a stable body of its own, so this loop measures it (fetch, keep-alive).
  */
-async function upserts(base: string, key: string): Promise<Figures> {
+async function upserts(pid: number, base: string, key: string): Promise<Figures> {
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const run = async (seconds: number, latencies: number[], statuses: Map<number, number>) => {
     const end = performance.now() + seconds * 1000;
@@ -95,21 +165,23 @@ async function upserts(base: string, key: string): Promise<Figures> {
   await run(WARMUP_SEC, [], new Map());
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
-  await run(DURATION_SEC, latencies, statuses);
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] * 100) / 100;
-  const ok = statuses.get(200) ?? 0;
-  return {
-    path: '/v1/agents/upsert',
-    method: 'PUT',
-    requests_per_sec: latencies.length / DURATION_SEC,
-    latency_p50_ms: pct(50),
-    latency_p99_ms: pct(99),
-    latency_avg_ms: Math.round((latencies.reduce((a, b) => a + b, 0) / latencies.length) * 100) / 100,
-    requests: latencies.length,
-    errors: 0,
-    non2xx: latencies.length - ok,
-  };
+  return withServerCpu(pid, async () => {
+    await run(DURATION_SEC, latencies, statuses);
+    latencies.sort((a, b) => a - b);
+    const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] * 100) / 100;
+    const ok = statuses.get(200) ?? 0;
+    return {
+      path: '/v1/agents/upsert',
+      method: 'PUT',
+      requests_per_sec: latencies.length / DURATION_SEC,
+      latency_p50_ms: pct(50),
+      latency_p99_ms: pct(99),
+      latency_avg_ms: Math.round((latencies.reduce((a, b) => a + b, 0) / latencies.length) * 100) / 100,
+      requests: latencies.length,
+      errors: 0,
+      non2xx: latencies.length - ok,
+    };
+  });
 }
 
 function pin(pid: number, core: string): boolean {
@@ -129,7 +201,8 @@ dbUrl.pathname = `/${dbName}`;
 const key = `bench-${randomBytes(16).toString('hex')}`;
 
 const pinnedSelf = pin(process.pid, GENERATOR_CORE);
-const child = spawn('taskset', ['-c', PARLEY_CORE, process.execPath, '--import', 'tsx', 'src/main.ts'], {
+const profile = CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
+const child = spawn('taskset', ['-c', PARLEY_CORE, process.execPath, ...profile, '--import', 'tsx', 'src/main.ts'], {
   cwd: ROOT,
   env: { ...process.env, DATABASE_URL: dbUrl.toString(), PARLEY_BOOTSTRAP_API_KEY: key, PARLEY_HTTP_PORT: '0', PARLEY_LOG_LEVEL: 'info' },
   stdio: ['ignore', 'pipe', 'inherit'],
@@ -152,10 +225,11 @@ try {
     body: JSON.stringify(agent),
   });
   const agentsRoute = probe.status === 200;
-  const results: Figures[] = [];
-  results.push(await load(base, key, 'GET', agentsRoute ? `/v1/agents/${agent.name}` : '/v1/projects/main'));
-  if (agentsRoute) results.push(await upserts(base, key));
-  else process.stdout.write(`PUT /v1/agents/upsert answered ${probe.status}: not measured\n`);
+  const results: Reported[] = [];
+  const readPath = agentsRoute ? `/v1/agents/${agent.name}` : '/v1/projects/main';
+  if (ONLY !== 'upsert') results.push(await medianOf(() => load(child.pid!, base, key, 'GET', readPath)));
+  if (!agentsRoute) process.stdout.write(`PUT /v1/agents/upsert answered ${probe.status}: not measured\n`);
+  else if (ONLY !== 'get') results.push(await medianOf(() => upserts(child.pid!, base, key)));
 
   const report = {
     benchmark: 'api',
@@ -168,14 +242,19 @@ try {
     load_average_1m: loadavg()[0],
     connections: CONNECTIONS,
     duration_sec: DURATION_SEC,
+    runs: RUNS,
     results,
   };
-  mkdirSync(new URL('results/', import.meta.url), { recursive: true });
-  writeFileSync(new URL('results/api.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
+  if (!ONLY) {
+    mkdirSync(new URL('results/', import.meta.url), { recursive: true });
+    writeFileSync(new URL('results/api.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
+  }
   for (const r of results) {
     process.stdout.write(
       `${r.method} ${r.path}: ${r.requests_per_sec.toFixed(0)} req/s, p50 ${r.latency_p50_ms} ms, p99 ${r.latency_p99_ms} ms, ` +
-        `errors ${r.errors}, non-2xx ${r.non2xx}\n`,
+        `errors ${r.errors}, non-2xx ${r.non2xx}, server CPU ${r.server_cpu_us_per_request} us/request (${r.server_cpu_share} of a core, ` +
+        `waiting for it ${r.server_runqueue_wait_share}); ` +
+        `runs: ${r.runs.map((x) => `${x.requests_per_sec.toFixed(0)}/s p99 ${x.latency_p99_ms} ms ${x.server_cpu_us_per_request} us`).join(', ')}\n`,
     );
   }
 } finally {
