@@ -247,6 +247,7 @@ export class Conversation implements LiveConversation {
       silence: this.silence,
       assistant: { speaking: () => this.speech.speaking(), backchannel: (text) => void this.speech.track(session.speak(text), 'backchannel', false) },
       emit: (e) => this.emit(e),
+      userStarted: () => this.toolHost.userSpoke(),
     });
     this.step('configured');
     await this.writeState('ready');

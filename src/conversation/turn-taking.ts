@@ -47,6 +47,8 @@ export interface TurnTakingOptions {
   silence: SilenceTimers;
   assistant: TurnAssistant;
   emit(event: ServerEvent): void;
+  /** The user started a turn (after the record and the silence timers have been told). */
+  userStarted(): void;
 }
 
 export class TurnTaking {
@@ -131,6 +133,7 @@ export class TurnTaking {
     const { session, vad, settings } = this.o;
     this.o.record.flushUserItem();
     this.o.silence.userSpeaking();
+    this.o.userStarted();
     const turn: UserTurn = { startedAtMs: this.o.timers.now(), transcript: '', words: 0, bargeInPending: null, sinceBackchannel: 0 };
     this.turn = turn;
     this.o.emit({ type: 'user_started_speaking' });

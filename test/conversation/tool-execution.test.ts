@@ -3,7 +3,7 @@
 // transfer to agent (allowed targets, the new agent's prompt to the engine). Driven by a probe engine that records
 // every session call, with manual clocks.
 import t from 'tap';
-import { config, setup, type Setup } from './harness.js';
+import { config, setup, speak, speechFrames, type Setup } from './harness.js';
 import { ProbeEngine } from './probe-engine.js';
 
 t.setTimeout(120_000);
@@ -97,6 +97,20 @@ t.test('choose not to respond: the response is dropped unheard; respond_after_se
   await s.conv.end('user');
   const items = s.store.only().items;
   t.same(items.map((i) => i.live_transcript), [null, 'Still there?'], 'the dropped response left an empty item; the follow-up its text');
+});
+
+t.test('choose not to respond: the user speaking before respond_after_sec drops the follow-up', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  s.store.tools.set('quiet', quietTool(3));
+  await s.conv.start({ kind: 'config', config: config({ tools: ['quiet'] }) });
+  s.conv.handle({ type: 'generate_reply' });
+  probe.toolCall({ responseId: probe.of('createResponse')[0].id, callId: 'c1', name: 'quiet', arguments: {} });
+  await speak(s, speechFrames('hello', 1200));
+  t.equal(s.client.count('user_finished_speaking'), 1, 'the user spoke and finished, within the 3 s');
+  s.timers.advance(5000);
+  t.equal(probe.of('createResponse').length, 1, 'no follow-up: the user did not stay silent');
+  await s.conv.end('user');
 });
 
 t.test('choose not to respond: respond_after_sec null stays silent; a pending follow-up dies with the conversation', async (t) => {
