@@ -45,6 +45,11 @@ function promptFrames(path: string): ArrayBuffer[] {
 const prompts = PROMPTS.map(promptFrames);
 const silence = new ArrayBuffer(FRAME_BYTES);
 
+/** The simulated clock: 20 ms frames run so far (turn latency is counted in these, not in wall time). */
+let simulatedFrame = 0;
+/** Simulated frames from user_finished_speaking to the reply's first audio frame, per answered turn. */
+const turnLatencyFrames: number[] = [];
+
 /** The socket side: counts what a client would receive. */
 class CountingSink implements FrameSink {
   closed = false;
@@ -52,13 +57,19 @@ class CountingSink implements FrameSink {
   texts = 0;
   audioFrames = 0;
   ready = false;
+  private turnEndFrame = -1;
   text(data: string): boolean {
     this.texts++;
     if (!this.ready && data.includes('"ready_to_start_conversation"')) this.ready = true;
+    if (data.includes('"user_finished_speaking"')) this.turnEndFrame = simulatedFrame;
     return true;
   }
   audio(): boolean {
     this.audioFrames++;
+    if (this.turnEndFrame >= 0) {
+      turnLatencyFrames.push(simulatedFrame - this.turnEndFrame);
+      this.turnEndFrame = -1;
+    }
     return true;
   }
   end(): void {
@@ -114,6 +125,12 @@ class SimulatedPacing implements PacingRegistry {
 }
 
 const nextTurn = () => new Promise<void>((r) => setImmediate(r));
+
+function quantile(xs: number[], q: number): number | null {
+  if (xs.length === 0) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-sts-cost-'));
@@ -173,12 +190,16 @@ async function main(): Promise<void> {
       }
       host.message(c.att, c.sink, buf, true);
     }
-    simulatedMs += FRAME_MS;
-    pacing.tick();
+    // The engine answers within the frame (the echo needs a turn or two of the event loop); then the clock ticks.
     await nextTurn();
+    await nextTurn();
+    simulatedMs += FRAME_MS;
+    simulatedFrame++;
+    pacing.tick();
   };
 
   for (let f = 0; f < (WARMUP_SEC * 1000) / FRAME_MS; f++) await step();
+  turnLatencyFrames.length = 0;
   const audio0 = clients.reduce((s, c) => s + c.sink.audioFrames, 0);
   const cpu0 = process.cpuUsage();
   const wall0 = performance.now();
@@ -204,6 +225,8 @@ async function main(): Promise<void> {
     system_ms: Math.round(cpu.system / 1000),
     wall_ms: Math.round(wallMs),
     assistant_frames_out: audioOut,
+    /** Clock ticks between user_finished_speaking and the reply's first frame: 0 = sent within the same 20 ms. */
+    turn_latency_frames: { p50: quantile(turnLatencyFrames, 0.5), p99: quantile(turnLatencyFrames, 0.99), samples: turnLatencyFrames.length },
     items_written: store.items,
     heap_used_mb: Math.round(mem.heapUsed / 1048576),
     external_mb: Math.round(mem.external / 1048576),
