@@ -162,6 +162,71 @@ PARLEY_INLINE void Dot4(const float* c, const float* x, int64_t xs, int K, int16
   o[3 * os] = SaturateToI16(Sum8(a3));
 }
 
+// Integer up-sampling (M = 1): output n is input index n / L, phase n mod L. Thirty-two consecutive inputs are
+// four vectors of eight outputs per phase (a broadcast coefficient times eight neighbouring inputs per tap, four
+// independent sums in flight): no horizontal sums, and the half-band / L-th band phase that is a single tap stays
+// one multiply. Each lane sums its taps in order, and so does the one-output tail (SequentialDot), so any
+// chunking gives the same output.
+constexpr int kLanes = 4 * kVector;
+
+PARLEY_INLINE float SequentialDot(const float* c, const float* x, int K) {
+  float a = 0.f;
+  for (int j = 0; j < K; j++) a += c[j] * x[j];
+  return a;
+}
+
+PARLEY_KERNEL_CLONES
+int64_t RunInterpolate(const PolyphaseTable& t, const float* buf, int64_t pos, int64_t end, int16_t* out,
+                       size_t* written) {
+  const int K = t.taps;
+  const int L = t.L;
+  const float* coeffs = t.coeffs.data();
+  const int* single = t.single.data();
+  size_t w = 0;
+  // One output at a time up to a whole input index (phase 0), and for the inputs after the last whole vector.
+  auto one = [&](int64_t p) {
+    const int64_t index = p / L;
+    const int phase = static_cast<int>(p - index * L);
+    const float* c = coeffs + static_cast<size_t>(phase) * K;
+    const int s = single[phase];
+    out[w++] = SaturateToI16(s >= 0 ? c[s] * buf[index + s] : SequentialDot(c, buf + index, K));
+  };
+  while (pos < end && pos % L != 0) one(pos++);
+  const int64_t span = static_cast<int64_t>(kLanes) * L;
+  while (pos + span <= end) {
+    const float* x = buf + pos / L;
+    for (int phase = 0; phase < L; phase++) {
+      const float* c = coeffs + static_cast<size_t>(phase) * K;
+      int16_t* o = out + w + phase;
+      const int s = single[phase];
+      if (s >= 0) {
+        for (int k = 0; k < kLanes; k++) o[k * L] = SaturateToI16(c[s] * x[k + s]);
+        continue;
+      }
+      Vec8 a0 = {0, 0, 0, 0, 0, 0, 0, 0}, a1 = a0, a2 = a0, a3 = a0;
+      for (int j = 0; j < K; j++) {
+        const float cj = c[j];
+        const Vec8 cv = {cj, cj, cj, cj, cj, cj, cj, cj};
+        a0 += cv * Load8(x + j);
+        a1 += cv * Load8(x + kVector + j);
+        a2 += cv * Load8(x + 2 * kVector + j);
+        a3 += cv * Load8(x + 3 * kVector + j);
+      }
+      for (int k = 0; k < kVector; k++) {
+        o[k * L] = SaturateToI16(a0[k]);
+        o[(kVector + k) * L] = SaturateToI16(a1[k]);
+        o[(2 * kVector + k) * L] = SaturateToI16(a2[k]);
+        o[(3 * kVector + k) * L] = SaturateToI16(a3[k]);
+      }
+    }
+    pos += span;
+    w += static_cast<size_t>(span);
+  }
+  while (pos < end) one(pos++);
+  *written = w;
+  return pos;
+}
+
 // Computes the outputs at positions pos, pos + M, ... below end; returns the next position.
 // Outputs n and n + L use the same phase against inputs M apart, so whole blocks of kBlock * L outputs run as L
 // calls of Dot4 (one coefficient load per four products); the remainder one output at a time. A phase that is a
@@ -240,7 +305,9 @@ size_t Resampler::Process(const int16_t* in, size_t n, int16_t* out) {
 
   const int64_t end = static_cast<int64_t>(n) * L;
   size_t written = 0;
-  position_ = RunPolyphase(*table_, buf, position_, end, out, &written) - end;
+  const int64_t next = table_->M == 1 ? RunInterpolate(*table_, buf, position_, end, out, &written)
+                                      : RunPolyphase(*table_, buf, position_, end, out, &written);
+  position_ = next - end;
   // Carry the last K - 1 samples (of history + fresh) to the front.
   const size_t total = static_cast<size_t>(K - 1) + n;
   std::copy(buf + (total - (K - 1)), buf + total, buf);
