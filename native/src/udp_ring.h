@@ -116,6 +116,7 @@ class UdpRing {
     uint32_t* cq_head = nullptr;
     uint32_t* cq_tail = nullptr;
     uint32_t cq_mask = 0;
+    uint32_t cq_entries = 0;
     struct io_uring_cqe* cqes = nullptr;
     uint32_t local_tail = 0;  // SQEs prepared, not yet published
   };
@@ -126,6 +127,7 @@ class UdpRing {
   int Enter(Ring& r, uint32_t to_submit, uint32_t min_complete, uint32_t flags);
   int SubmitPrepared(Ring& r, uint32_t min_complete);
   bool WorkQueued() const;
+  int RunQueuedWork();
   RingDatagram Decode(const struct io_uring_cqe& cqe) const;
 
   Ring recv_;
