@@ -449,6 +449,8 @@ interface CapacityRun {
   streams: number;
   coreFraction: number;
   deliveredIn: number;
+  /** packets that reached the gateway (vs deliveredIn: frames it processed); low when the generator was starved */
+  receivedIn: number;
   deliveredOut: number;
   maxLateMs: number;
   skipped: number;
@@ -475,6 +477,7 @@ export async function capacityOnce(streams: number, windowMs: number): Promise<C
       streams,
       coreFraction: r.cpuMs / r.wallMs,
       deliveredIn: r.frames / expected,
+      receivedIn: r.received / expected,
       deliveredOut: r.sent / expected,
       maxLateMs: r.maxLateMs,
       skipped: r.skipped,
