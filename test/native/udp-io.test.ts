@@ -449,6 +449,14 @@ for (const backend of BACKENDS) {
     for (let i = 0; i < N; i++) t.same(got[i], { from: sockets[(i + N - 1) % N].port, value: (i + N - 1) % N }, `socket ${i}`);
     t.equal(sockets[0].stats().txPackets, 1);
 
+    // The same members through NativeUdpSocket.sendMany (handles): the same packets.
+    got.fill(undefined);
+    NativeUdpSocket.sendMany(sockets.map((s) => s.handle), counts, sent);
+    t.ok(sent.every((n) => n === 1), 'each member sent its packet by handle');
+    await until(() => got.filter(Boolean).length === N, `${N} packets sent by handle`);
+    t.same(got[7], { from: sockets[6].port, value: 6 });
+    t.equal(sockets[0].stats().txPackets, 2);
+
     // Member 3's second packet goes to the limited broadcast address without SO_BROADCAST: EACCES.
     got.fill(undefined);
     sockets[3].setTx(1, 0, 1, ipv4ToUint32('255.255.255.255'), 9);
