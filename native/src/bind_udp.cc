@@ -1,4 +1,5 @@
-// N-API bindings: batched UDP endpoints (udp_io.h) driven by a uv_poll_t on the Node event loop.
+// N-API bindings: batched UDP endpoints (udp_io.h) on the Node event loop, alone (a uv_poll_t each) or in a group
+// (io_uring, udp_ring.h, or a uv_poll_t each).
 //
 // udpOpen(host, port, rxData: Uint8Array, rxMeta: Uint32Array, slotBytes, txData: Uint8Array, txMeta: Uint32Array,
 //         onBatch: (count, error?) => void, rcvbufBytes = 0, sndbufBytes = 0) -> handle
@@ -20,7 +21,8 @@
 //   as udpSendMany for members ids[0..n) of the group, without a handle per endpoint
 // udpGroupClose(group): stops the dispatch; its endpoints stop receiving.
 // udpSend(handle, count) -> sent           packets [0, count) of the tx table; EAGAIN drops the rest (counted)
-// udpSendMany(handles[], counts: Uint32Array, sent: Uint32Array)   one crossing for many endpoints
+// udpSendMany(handles[], counts: Uint32Array, sent: Uint32Array)   one crossing for many endpoints; members of an
+//   io_uring group go out in one io_uring_enter per group (a failed packet is reported after all were tried)
 // udpLocalPort(handle), udpStats(handle, out: Float64Array(5)), udpClose(handle)
 // Errors are Error objects with code (errno name, e.g. 'EADDRINUSE'), errno (negative, as in libuv) and syscall.
 #include <uv.h>
@@ -571,7 +573,9 @@ bool SendEndpoint(Napi::Env env, RingSend& ring_send, Endpoint* ep, uint32_t ind
 }
 
 // udpSendMany(handles, counts, sent): on an error, sent[] holds what went out and the error names the endpoint
-// (`handleIndex`) besides the packet (`index`). Endpoints before it were sent; those after it were not.
+// (`handleIndex`) besides the packet (`index`). Endpoints before it were sent; those after it were not, except
+// io_uring members submitted in the same io_uring_enter (a send failure is known only after it): all of those
+// were tried, and sent[] says which went out.
 Napi::Value SendMany(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsArray()) return ThrowType(env, "udpSendMany(handles: array, counts: Uint32Array, sent: Uint32Array)");
