@@ -19,7 +19,12 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF;
 const ONLY = process.env.BENCH_ONLY as 'get' | 'upsert' | undefined;
 const CONNECTIONS = 10;
-const WARMUP_SEC = 1;
+/**
+ * Requests before each measured window, so the JIT has compiled the request path: counted, not timed, since a
+ * starved server (a loaded machine) serves a timed warm-up with too few requests and its first window runs cold.
+ */
+const WARMUP_GET_REQUESTS = 3000;
+const WARMUP_UPSERT_REQUESTS = 500;
 const PARLEY_CORE = '0';
 const GENERATOR_CORE = '1';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -34,7 +39,9 @@ interface AutocannonResult {
 type Autocannon = (opts: {
   url: string;
   connections: number;
-  duration: number;
+  duration?: number;
+  /** Requests to make instead of a duration. */
+  amount?: number;
   method?: string;
   headers: Record<string, string>;
   body?: string;
@@ -123,7 +130,7 @@ async function load(pid: number, base: string, key: string, method: string, path
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   };
-  await autocannon({ ...opts, duration: WARMUP_SEC });
+  await autocannon({ ...opts, amount: WARMUP_GET_REQUESTS });
   return withServerCpu(pid, async () => {
     const r = await autocannon({ ...opts, duration: DURATION_SEC });
     return {
@@ -147,11 +154,13 @@ async function load(pid: number, base: string, key: string, method: string, path
  */
 async function upserts(pid: number, base: string, key: string): Promise<Figures> {
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-  const run = async (seconds: number, latencies: number[], statuses: Map<number, number>) => {
-    const end = performance.now() + seconds * 1000;
+  /** Upserts until `seconds` have passed or `requests` were made, whichever comes first. */
+  const run = async (limit: { seconds: number; requests: number }, latencies: number[], statuses: Map<number, number>) => {
+    const end = performance.now() + limit.seconds * 1000;
+    let made = 0;
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async (_, c) => {
-        for (let i = 0; performance.now() < end; i++) {
+        for (let i = 0; performance.now() < end && made < limit.requests; i++, made++) {
           const body = JSON.stringify({ name: `bench-upsert-${c}`, system_prompt: `You are assistant ${c}, revision ${i}.` });
           const t0 = performance.now();
           const res = await fetch(`${base}/v1/agents/upsert`, { method: 'PUT', headers, body });
@@ -162,11 +171,11 @@ async function upserts(pid: number, base: string, key: string): Promise<Figures>
       }),
     );
   };
-  await run(WARMUP_SEC, [], new Map());
+  await run({ seconds: Infinity, requests: WARMUP_UPSERT_REQUESTS }, [], new Map());
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
   return withServerCpu(pid, async () => {
-    await run(DURATION_SEC, latencies, statuses);
+    await run({ seconds: DURATION_SEC, requests: Infinity }, latencies, statuses);
     latencies.sort((a, b) => a - b);
     const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] * 100) / 100;
     const ok = statuses.get(200) ?? 0;
