@@ -46,6 +46,7 @@ import { ApiError, badRequest, conflict, forbidden, notFound } from './errors.js
 import { isId, ownedBy, projectQuery, resolveProject } from './lookup.js';
 import type { RoutePlugin } from './routes.js';
 import { loadVoiceCatalog } from './voices.js';
+import { transaction } from '../store/transaction.js';
 
 /** Built-in tools an agent may name in `tools` and configure in `built_in_tool_configs` (spec, endpoint 17). */
 export const BUILT_IN_TOOL_IDS = [
@@ -301,7 +302,7 @@ export async function writeAgent(
   try {
     return existing
       ? await agentWriteLocks(ctx).run(sql, existing.id, apply)
-      : ((await sql.begin((tx) => apply(tx))) as WriteOutcome);
+      : ((await transaction(sql, (tx) => apply(tx))) as WriteOutcome);
   } catch (err) {
     throw busyOr(err);
   }
@@ -419,7 +420,7 @@ export const agentRoutes: RoutePlugin = async (app, ctx) => {
       const { row } = await findAgent(sql, req.auth.orgId, req.query.project, req.params.nameOrId);
       if (row.enabled) return { success: true };
       const max = ctx.settings.PARLEY_MAX_ENABLED_AGENTS;
-      await sql.begin(async (tx) => {
+      await transaction(sql, async (tx) => {
         await lockOrgEnablement(tx, req.auth.orgId);
         if ((await countEnabled(tx, req.auth.orgId)) >= max) {
           throw forbidden(`the workspace already has its maximum of ${max} enabled agents`, 'enabled_agents_limit');

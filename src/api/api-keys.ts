@@ -13,6 +13,7 @@ import { successBody } from '../schemas/common.js';
 import { conflict } from './errors.js';
 import { ownedBy } from './lookup.js';
 import type { RoutePlugin } from './routes.js';
+import { transaction } from '../store/transaction.js';
 
 interface KeyRow {
   id: string;
@@ -74,7 +75,7 @@ export const apiKeyRoutes: RoutePlugin = async (app, { sql, now, credentials }) 
       const row = await load(req.auth.orgId, req.params.id);
       // The last key cannot go: the workspace would be unreachable (the admin command can make another).
       // The workspace row is locked so two deletions at once cannot both see "another key remains".
-      const deleted = await sql.begin(async (tx) => {
+      const deleted = await transaction(sql, async (tx) => {
         await tx`select id from organizations where id = ${row.org_id} for update`;
         return tx`delete from api_keys where id = ${row.id}
                   and (select count(*) from api_keys where org_id = ${row.org_id}) > 1 returning id`;

@@ -5,9 +5,10 @@ import type { AgentConfig, AgentRecord } from '../schemas/agents.js';
 import type { ConfigurationEndpoint } from '../schemas/agents.js';
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
+import { transaction, type Tx } from './transaction.js';
 
 type Json = Parameters<Sql['json']>[0];
-export type Tx = postgres.TransactionSql<{}>;
+export type { Tx };
 
 export interface AgentRow {
   id: string;
@@ -69,7 +70,7 @@ export class AgentWriteLocks {
     const release = this.tryAcquire(agentId);
     if (!release) throw new AgentBusyError(agentId);
     try {
-      return (await sql.begin(async (tx) => {
+      return (await transaction(sql, async (tx) => {
         let locked: { version: number } | undefined;
         try {
           [locked] = await tx<{ version: number }[]>`select version from agents where id = ${agentId} for update nowait`;
@@ -208,7 +209,7 @@ export async function setEnabled(sql: Sql | Tx, id: string, enabled: boolean): P
 }
 
 export async function deleteAgent(sql: Sql, id: string): Promise<void> {
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     await tx`update projects set default_agent_id = null where default_agent_id = ${id}`;
     await tx`delete from agents where id = ${id}`;
   });

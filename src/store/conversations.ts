@@ -17,10 +17,11 @@ export {
   type StoredConversation,
 } from './conversation-reads.js';
 import type { RecordingRow } from './conversation-reads.js';
+import { transaction, type Tx } from './transaction.js';
 
 type Json = Parameters<Sql['json']>[0];
 /** The pool or a transaction of it. */
-type Db = Sql | postgres.TransactionSql<{}>;
+type Db = Sql | Tx;
 /** A row for postgres.js's insert/update helpers (values already wrapped where they are jsonb). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type HelperRow = Record<string, any>;
@@ -215,7 +216,7 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
     interruptions_count: f?.interruptions_count ?? 0,
     task_results: f?.task_results ?? {},
   });
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     await tx`insert into conversations ${tx(row)}`;
     if (c.items?.length) await insertItems(tx, id, 0, c.items);
   });
@@ -224,7 +225,7 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
 
 /** Appends turns after the last one; returns their ids. */
 export async function appendItems(sql: Sql, conversationId: string, items: NewItem[]): Promise<string[]> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const [{ next }] = await tx<{ next: number }[]>`
       select coalesce(max(item_idx) + 1, 0)::int as next from conversation_items where conversation_id = ${conversationId}`;
     return insertItems(tx, conversationId, next, items);
@@ -267,7 +268,7 @@ export async function finishConversation(
   f: Finish,
   recordings: NewRecording[] = [],
 ): Promise<boolean> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const set = withJson(tx, {
       state: 'ended',
       ended_by: f.ended_by,
@@ -296,7 +297,7 @@ export type CancelOutcome = 'canceled' | 'already_ended' | 'not_found';
  * and its lease is freed. The live engine learns of it from the caller (it owns the audio, not the row).
  */
 export async function cancelConversation(sql: Sql, conversationId: string): Promise<CancelOutcome> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const [row] = await tx<{ state: ConversationState }[]>`
       select state from conversations where id = ${conversationId} for update`;
     if (!row) return 'not_found' as const;
@@ -320,7 +321,7 @@ export type DeleteOutcome =
  * recordings (returned, so the caller removes the files). The record stays, with `deletion_info` saying when.
  */
 export async function deleteConversationContent(sql: Sql, conversationId: string): Promise<DeleteOutcome> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const [row] = await tx<{ state: ConversationState }[]>`
       select state from conversations where id = ${conversationId} for update`;
     if (!row) return { kind: 'not_found' } as const;

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import type { Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
+import { transaction } from './transaction.js';
 
 export interface LeasePolicy {
   /** This node's identity (leases and heartbeats are kept per node). */
@@ -45,7 +46,7 @@ export function effectiveCap(maxActive: number | null, workspaceCap: number): nu
  * are dropped first. Re-admitting a conversation that already holds a lease renews it (a reconnect) and counts once.
  */
 export async function admit(sql: Sql, policy: LeasePolicy, projectId: string, conversationId: string): Promise<Admission> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const [project] = await tx<{ max_active_conversations: number | null }[]>`
       select max_active_conversations from projects where id = ${projectId} for update`;
     if (!project) return { admitted: false, reason: 'no_project' } as const;
@@ -89,7 +90,7 @@ export async function release(sql: Sql, conversationId: string): Promise<boolean
 
 /** The node's heartbeat: extends every lease it holds and records that it is alive. Returns the leases renewed. */
 export async function renew(sql: Sql, policy: Pick<LeasePolicy, 'nodeId' | 'ttlSec'>): Promise<number> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     await tx`insert into node_heartbeats (node_id) values (${policy.nodeId})
       on conflict (node_id) do update set heartbeat_at = now()`;
     const rows = await tx`update conversation_leases

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
 import { StoreError } from './errors.js';
+import { transaction } from './transaction.js';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 /** Arbitrary constant key of pg_advisory_xact_lock for migrations ("parley" in ASCII). */
@@ -26,7 +27,7 @@ export async function migrate(sql: Sql, log: Logger, dir = MIGRATIONS_DIR): Prom
   const applied: string[] = [];
   for (const file of migrationFiles(dir)) {
     const text = readFileSync(join(dir, file), 'utf8');
-    const done = await sql.begin(async (tx) => {
+    const done = await transaction(sql, async (tx) => {
       await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`;
       const [row] = await tx`select 1 from schema_migrations where name = ${file}`;
       if (row) return false;

@@ -3,6 +3,7 @@
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
 import { hashSecret, newApiKeySecret, secretHint } from '../auth/secrets.js';
+import { transaction } from './transaction.js';
 
 export interface NewWorkspace {
   orgId: string;
@@ -22,7 +23,7 @@ export async function insertApiKey(sql: Sql, orgId: string, name: string, secret
 
 /** A workspace with its `main` project and an API key (given, or generated). */
 export async function createWorkspace(sql: Sql, name: string, apiKey?: string): Promise<NewWorkspace> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const orgId = newId('org');
     const projectId = newId('proj');
     await tx`insert into organizations (id, name) values (${orgId}, ${name})`;
