@@ -24,6 +24,7 @@ import {
   resampleEncodeBatch,
   type ResamplerRate,
 } from '../src/media/native.js';
+import { measurePerFrame, median } from './measure.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const FRAMES = Number(process.env.DSP_FRAMES ?? 5000);
@@ -36,10 +37,6 @@ interface Result {
   nsPerFrame: number;
   bytesPerFrame: number | null;
 }
-
-declare const gc: (() => void) | undefined;
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** A deterministic speech-like signal (harmonics under a syllable envelope) at `rate`, `seconds` long. */
 function signal(rate: number, seconds = 2): Int16Array {
@@ -63,26 +60,8 @@ function frames(rate: ResamplerRate): Int16Array[] {
 
 /** CPU time per call (median of RUNS, after a warm-up), and heap growth per call over GC-free windows. */
 function measure(module: string, fn: (i: number) => void, perCall = 1): Result {
-  for (let i = 0; i < 2000; i++) fn(i);
-  const runs: number[] = [];
-  for (let r = 0; r < RUNS; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < FRAMES; i++) fn(i);
-    const c = process.cpuUsage(c0);
-    runs.push(((c.user + c.system) * 1000) / FRAMES / perCall);
-  }
-  let bytes: number | null = null;
-  if (typeof gc === 'function') {
-    const deltas: number[] = [];
-    for (let r = 0; r < 3; r++) {
-      gc();
-      const h0 = process.memoryUsage().heapUsed;
-      for (let i = 0; i < 1000; i++) fn(i);
-      deltas.push(Math.max(0, (process.memoryUsage().heapUsed - h0) / 1000 / perCall));
-    }
-    bytes = Math.min(...deltas);
-  }
-  return { module, nsPerFrame: Math.round(median(runs)), bytesPerFrame: bytes };
+  const cost = measurePerFrame(fn, { warmup: 2000, frames: FRAMES, runs: RUNS, heapWindow: 1000, perCall });
+  return { module, nsPerFrame: Math.round(median(cost.runsNs)), bytesPerFrame: cost.bytesPerFrame };
 }
 
 function run(): Result[] {

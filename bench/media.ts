@@ -20,6 +20,7 @@ import { PacingClock } from '../src/media/pacing-clock.js';
 import { createRtpPacketView, decodeView, RtpSender, RTP_HEADER_BYTES } from '../src/media/rtp.js';
 import { TimeStretch } from '../src/media/time-stretch.js';
 import { NativeUdpGroup, NativeUdpSocket, ipv4ToUint32, uint32ToIpv4 } from '../src/media/udp-native.js';
+import { measurePerFrame } from './measure.js';
 import { measureUdpIo, median } from './udp-io.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -60,37 +61,14 @@ interface StageResult {
   bytesPerFrame: number | null;
 }
 
-declare const gc: (() => void) | undefined;
-
 /** Times `frames` calls of fn (after a warm-up), and separately the heap growth over a GC-free window. */
 function measure(stage: string, fn: (i: number) => void, frames = FRAMES): StageResult {
   // Warm-up long enough for the optimizing compiler, which runs on a background thread that a loaded machine (and
   // the taskset to one core) starves: timed or counted before it lands, interpreted code boxes every double it
   // touches and the figures show allocations and times the optimized path does not have.
-  for (let i = 0; i < 4 * frames; i++) fn(i);
-  // CPU time of this process, not wall time: the machine is shared, and a busy neighbour must not count.
-  const runs: number[] = [];
-  for (let r = 0; r < 3; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < frames; i++) fn(i);
-    const c = process.cpuUsage(c0);
-    runs.push(((c.user + c.system) * 1000) / frames);
-  }
-  let bytes: number | null = null;
-  if (typeof gc === 'function') {
-    // A window short enough that no scavenge runs inside it (new space is enlarged by the flags we run with).
-    const window = Math.min(1000, frames);
-    const deltas: number[] = [];
-    for (let r = 0; r < 3; r++) {
-      gc();
-      const h0 = process.memoryUsage().heapUsed;
-      for (let i = 0; i < window; i++) fn(i);
-      const h1 = process.memoryUsage().heapUsed;
-      deltas.push(Math.max(0, (h1 - h0) / window));
-    }
-    bytes = Math.min(...deltas);
-  }
-  return { stage, nsPerFrame: median(runs), bytesPerFrame: bytes };
+  // A heap window short enough that no scavenge runs inside it (new space is enlarged by the flags we run with).
+  const cost = measurePerFrame(fn, { warmup: 4 * frames, frames, runs: 3, heapWindow: Math.min(1000, frames) });
+  return { stage, nsPerFrame: median(cost.runsNs), bytesPerFrame: cost.bytesPerFrame };
 }
 
 function stages(): StageResult[] {

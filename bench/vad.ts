@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Vad, type ResamplerRate } from '../src/media/native.js';
+import { measurePerFrame, median } from './measure.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const FRAMES = Number(process.env.VAD_FRAMES ?? 20000);
@@ -29,10 +30,6 @@ interface Result {
   bytesPerFrame: number | null;
   speechStarts: number;
 }
-
-declare const gc: (() => void) | undefined;
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** Deterministic uniform noise (mulberry32). */
 function prng(seed: number): () => number {
@@ -76,27 +73,15 @@ function measure(rate: ResamplerRate): Result {
   const step = (i: number) => {
     if (vad.process(fx[i % fx.length]) & 1) starts++;
   };
-  for (let i = 0; i < WARMUP_FRAMES; i++) step(i);
-  const runs: number[] = [];
-  for (let r = 0; r < RUNS; r++) {
-    const c0 = process.cpuUsage();
-    for (let i = 0; i < FRAMES; i++) step(i);
-    const c = process.cpuUsage(c0);
-    runs.push(((c.user + c.system) * 1000) / FRAMES);
-  }
-  let bytes: number | null = null;
-  if (typeof gc === 'function') {
-    const deltas: number[] = [];
-    for (let r = 0; r < 3; r++) {
-      gc();
-      const h0 = process.memoryUsage().heapUsed;
-      for (let i = 0; i < 1000; i++) step(i);
-      deltas.push(Math.max(0, (process.memoryUsage().heapUsed - h0) / 1000));
-    }
-    bytes = Math.min(...deltas);
-  }
+  const cost = measurePerFrame(step, { warmup: WARMUP_FRAMES, frames: FRAMES, runs: RUNS, heapWindow: 1000 });
   vad.destroy();
-  return { rateHz: rate, nsPerFrame: Math.round(median(runs)), runsNs: runs.map(Math.round), bytesPerFrame: bytes, speechStarts: starts };
+  return {
+    rateHz: rate,
+    nsPerFrame: Math.round(median(cost.runsNs)),
+    runsNs: cost.runsNs.map(Math.round),
+    bytesPerFrame: cost.bytesPerFrame,
+    speechStarts: starts,
+  };
 }
 
 if (process.argv.includes('--child')) {
