@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Vad, type ResamplerRate } from '../src/media/native.js';
+import { seededRandom } from '../src/media/noise.js';
 import { measurePerFrame, median } from './measure.js';
 
 const SELF = fileURLToPath(import.meta.url);
@@ -31,21 +32,9 @@ interface Result {
   speechStarts: number;
 }
 
-/** Deterministic uniform noise (mulberry32). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function signal(rate: number): Int16Array {
   const x = new Int16Array(rate * SIGNAL_SECONDS);
-  const rand = prng(rate);
+  const rand = seededRandom(rate);
   for (let i = 0; i < x.length; i++) {
     const t = i / rate;
     const inBurst = Math.floor(t / BURST_SECONDS) % 2 === 1;

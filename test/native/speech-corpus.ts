@@ -2,6 +2,7 @@
 // 16-bit), padded with silence, with the truth of where speech lies and seeded white noise at a given SNR.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { seededRandom } from '../../src/media/noise.js';
 
 export const PROMPTS_DIR = '/usr/share/asterisk/sounds/en_US_f_Allison';
 export const PROMPT_RATE = 8000;
@@ -108,21 +109,9 @@ export function truthOf(prompt: Int16Array, thresholdDb = TRUTH_THRESHOLD_DB): S
   return { start: first * ENVELOPE_STEP, end: (last + 1) * ENVELOPE_STEP, power };
 }
 
-/** A seeded PRNG (mulberry32) returning uniforms in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Adds Gaussian white noise (Box-Muller over the seeded PRNG) of power speechPower / 10^(snrDb / 10). */
+/** Adds Gaussian white noise (Box-Muller over the seeded PRNG of src/media/noise.ts) of power speechPower / 10^(snrDb / 10). */
 export function addWhiteNoise(signal: Int16Array, speechPower: number, snrDb: number, seed: number): Int16Array {
-  const rand = prng(seed);
+  const rand = seededRandom(seed);
   const sigma = Math.sqrt(speechPower / 10 ** (snrDb / 10));
   const out = new Int16Array(signal.length);
   for (let i = 0; i < signal.length; i++) {
