@@ -572,6 +572,29 @@ bool SendEndpoint(Napi::Env env, RingSend& ring_send, Endpoint* ep, uint32_t ind
   return true;
 }
 
+// The loop of udpSendMany and udpGroupSendMany: sends counts[i] packets of each of n endpoints (io_uring members
+// in one submission). endpoint_at(i, &error) returns the i-th endpoint, or nullptr with the error to throw: the
+// sends before it still go out, then that error is thrown naming i as handleIndex (unless the flush threw first).
+template <typename EndpointAt>
+Napi::Value SendEndpoints(Napi::Env env, uint32_t n, const uint32_t* counts, uint32_t* sent, EndpointAt endpoint_at) {
+  for (uint32_t i = 0; i < n; i++) sent[i] = 0;
+  RingSend ring_send(sent);
+  for (uint32_t i = 0; i < n; i++) {
+    Napi::Error error;
+    Endpoint* ep = endpoint_at(i, &error);
+    if (ep == nullptr) {
+      if (ring_send.Flush(env)) {
+        error.Set("handleIndex", Napi::Number::New(env, i));
+        error.ThrowAsJavaScriptException();
+      }
+      return env.Undefined();
+    }
+    if (!SendEndpoint(env, ring_send, ep, i, counts[i], sent)) return env.Undefined();
+  }
+  ring_send.Flush(env);
+  return env.Undefined();
+}
+
 // udpSendMany(handles, counts, sent): on an error, sent[] holds what went out and the error names the endpoint
 // (`handleIndex`) besides the packet (`index`). Endpoints before it were sent; those after it were not, except
 // io_uring members submitted in the same io_uring_enter (a send failure is known only after it): all of those
@@ -586,22 +609,11 @@ Napi::Value SendMany(const Napi::CallbackInfo& info) {
   if (sent.data == nullptr) return env.Undefined();
   uint32_t n = handles.Length();
   if (counts.length < n || sent.length < n) return ThrowRange(env, "counts and sent must hold one entry per handle");
-  for (uint32_t i = 0; i < n; i++) sent.data[i] = 0;
-  RingSend ring_send(sent.data);
-  for (uint32_t i = 0; i < n; i++) {
+  return SendEndpoints(env, n, counts.data, sent.data, [&](uint32_t i, Napi::Error* error) {
     Endpoint* ep = Unwrap(env, handles.Get(i), true);
-    if (ep == nullptr) {
-      Napi::Error e = env.GetAndClearPendingException();
-      if (ring_send.Flush(env)) {
-        e.Set("handleIndex", Napi::Number::New(env, i));
-        e.ThrowAsJavaScriptException();
-      }
-      return env.Undefined();
-    }
-    if (!SendEndpoint(env, ring_send, ep, i, counts.data[i], sent.data)) return env.Undefined();
-  }
-  ring_send.Flush(env);
-  return env.Undefined();
+    if (ep == nullptr) *error = env.GetAndClearPendingException();
+    return ep;
+  });
 }
 
 Group* UnwrapGroup(Napi::Env env, const Napi::Value& v) {
@@ -630,23 +642,13 @@ Napi::Value GroupSendMany(const Napi::CallbackInfo& info) {
   if (!(nv >= 0) || nv != static_cast<uint32_t>(nv)) return ThrowRange(env, "n must be a non-negative integer");
   uint32_t n = static_cast<uint32_t>(nv);
   if (ids.length < n || counts.length < n || sent.length < n) return ThrowRange(env, "ids, counts and sent must hold n entries");
-  for (uint32_t i = 0; i < n; i++) sent.data[i] = 0;
-  RingSend ring_send(sent.data);
-  for (uint32_t i = 0; i < n; i++) {
+  return SendEndpoints(env, n, counts.data, sent.data, [&](uint32_t i, Napi::Error* error) -> Endpoint* {
     uint32_t id = ids.data[i];
     Endpoint* ep = id < g->by_id.size() ? g->by_id[id] : nullptr;
-    if (ep == nullptr || ep->closed) {
-      if (ring_send.Flush(env)) {
-        Napi::Error e = ErrnoError(env, EBADF, "udp (closed)");
-        e.Set("handleIndex", Napi::Number::New(env, i));
-        e.ThrowAsJavaScriptException();
-      }
-      return env.Undefined();
-    }
-    if (!SendEndpoint(env, ring_send, ep, i, counts.data[i], sent.data)) return env.Undefined();
-  }
-  ring_send.Flush(env);
-  return env.Undefined();
+    if (ep != nullptr && !ep->closed) return ep;
+    *error = ErrnoError(env, EBADF, "udp (closed)");
+    return nullptr;
+  });
 }
 
 Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
