@@ -2,6 +2,7 @@
 // that stops reading (its kernel buffers fill and the server's socket backs up).
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
 import { FRAME_MS } from '../helpers/realtime.js';
 
 /** pcm_48000: the largest frames the protocol offers, so the slow socket backs up in seconds. */
@@ -13,6 +14,41 @@ export const SLOW_FRAME_EVENT_BYTES = Math.ceil((48_000 * 2 * FRAME_MS) / 1000 /
  * tcp_wmem's maximum) before uWS holds anything, about 30 s of pcm_48000 as base64 events.
  */
 export const LONG_TEXT = Array.from({ length: 30 }, () => 'The quick brown fox jumps over the lazy dog while the band keeps playing on the old pier.').join(' ');
+
+/** Polls (100 ms apart) for a slow socket to back up past the kernel's buffers. */
+export const BACKUP_POLLS = 1_200;
+/** Polls (100 ms apart) for a drained socket's audio to resume. */
+export const RESUME_POLLS = 100;
+const POLL_MS = 100;
+
+/** The server's view of one socket (from server.pool.inspect()), undefined while it is not found. */
+export type InspectSocket = () => Promise<SocketInspection | undefined>;
+
+/** Inspects `polls` times at most, 100 ms apart, until `done` holds; the last inspection. */
+async function pollInspection(inspect: InspectSocket, done: (s: SocketInspection | undefined) => boolean, polls: number) {
+  let last: SocketInspection | undefined;
+  for (let i = 0; i < polls && !done(last); i++) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    last = await inspect();
+  }
+  return last;
+}
+
+/**
+ * Asks for LONG_TEXT and stops reading, then waits for the socket to back up past the kernel's buffers (uWS then
+ * holds bytes and the audio pauses); the last inspection (audioPaused unless it never backed up).
+ */
+export function speakUnread(client: RawClient, inspect: InspectSocket): Promise<SocketInspection | undefined> {
+  client.send({ type: 'say', text: LONG_TEXT });
+  client.stopReading();
+  return pollInspection(inspect, (s) => s?.audioPaused === true, BACKUP_POLLS);
+}
+
+/** Reads again and waits for the socket's audio to resume; the last inspection. */
+export function resumeReading(client: RawClient, inspect: InspectSocket): Promise<SocketInspection | undefined> {
+  client.socket.resume();
+  return pollInspection(inspect, (s) => s !== undefined && !s.audioPaused, RESUME_POLLS);
+}
 
 /** A WebSocket client by hand (RFC 6455 4.1, 5.2): handshake, masked text frames out, raw bytes in. */
 export class RawClient {

@@ -6,14 +6,12 @@ import t from 'tap';
 import { BACKPRESSURE } from '../../src/realtime/sink.js';
 import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
 import { startRealtimeServer, TestClient } from '../helpers/realtime.js';
-import { LONG_TEXT, RawClient, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES } from './raw-client.js';
+import { RawClient, resumeReading, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES, speakUnread } from './raw-client.js';
 
 t.setTimeout(240_000);
 
 /** Reconnect attempts until one lands on the worker that does not own the conversation (the kernel picks). */
 const LANDING_ATTEMPTS = 40;
-/** Polls (100 ms apart) for the relayed socket to back up past the kernel's buffers. */
-const BACKUP_POLLS = 1_200;
 const SAMPLES = 20;
 /** Audio frames already on their way while the pause travels socket worker -> main -> owner, on a loaded machine. */
 const IN_FLIGHT_FRAMES = 16;
@@ -43,19 +41,13 @@ t.test('a relayed client that stops reading is paused like a local one', async (
     else attempt.socket.destroy();
   }
   if (!client) throw new Error(`no reconnect landed on the other worker in ${LANDING_ATTEMPTS} attempts`);
-  client.send({ type: 'say', text: LONG_TEXT });
-  client.stopReading();
-
-  let backedUp: SocketInspection | undefined;
-  for (let i = 0; i < BACKUP_POLLS && !backedUp?.audioPaused; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    backedUp = relayedSocket(await server.pool.inspect(), id);
-  }
+  const inspect = async () => relayedSocket(await server.pool.inspect(), id);
+  const backedUp = await speakUnread(client, inspect);
   t.ok(backedUp?.audioPaused, 'the relayed socket backed up and its audio paused');
 
   const sampled: SocketInspection[] = [];
   for (let i = 0; i < SAMPLES; i++) {
-    const s = relayedSocket(await server.pool.inspect(), id);
+    const s = await inspect();
     if (s) sampled.push(s);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -64,12 +56,7 @@ t.test('a relayed client that stops reading is paused like a local one', async (
   const bound = BACKPRESSURE.audio_high_water_bytes + IN_FLIGHT_FRAMES * SLOW_FRAME_EVENT_BYTES;
   t.ok(sampled.length > 0 && most <= bound, `its worker held at most ${most} bytes for it (high-water mark plus frames in flight: ${bound})`);
 
-  client.socket.resume();
-  let resumed: SocketInspection | undefined;
-  for (let i = 0; i < 100 && (resumed === undefined || resumed.audioPaused); i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    resumed = relayedSocket(await server.pool.inspect(), id);
-  }
+  const resumed = await resumeReading(client, inspect);
   t.equal(resumed?.audioPaused, false, 'once it reads again, its audio resumes');
   client.socket.destroy();
 });

@@ -6,14 +6,12 @@ import t from 'tap';
 import { BACKPRESSURE } from '../../src/realtime/sink.js';
 import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
 import { FRAME_MS, startRealtimeServer, TestClient } from '../helpers/realtime.js';
-import { LONG_TEXT, RawClient, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES } from './raw-client.js';
+import { RawClient, resumeReading, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES, speakUnread } from './raw-client.js';
 
 t.setTimeout(240_000);
 
 const NORMAL_RATE = 16_000;
 const SHORT_TEXT = 'This conversation keeps its pace while another client has stopped reading.';
-/** Polls (100 ms apart) for the slow socket to back up past the kernel's buffers. */
-const BACKUP_POLLS = 1_200;
 /** Inspections of the slow socket while it is backed up. */
 const SAMPLES = 25;
 /** Slack, in the normal client's frames, for a loaded machine: its frames must arrive within their own count plus this. */
@@ -36,15 +34,9 @@ t.test('a client that stops reading is bounded and does not hold up another conv
     slowId = /"conversation_id":"([^"]+)"/.exec(r)?.[1] ?? '';
     return slowId !== '';
   });
-  slow.send({ type: 'say', text: LONG_TEXT });
-  slow.stopReading();
-
   // Wait for the socket to back up past the kernel's buffers: uWS then holds bytes and the audio pauses.
-  let backedUp: SocketInspection | undefined;
-  for (let i = 0; i < BACKUP_POLLS && !backedUp?.audioPaused; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    backedUp = slowSocket(await server.pool.inspect(), slowId);
-  }
+  const inspect = async () => slowSocket(await server.pool.inspect(), slowId);
+  const backedUp = await speakUnread(slow, inspect);
   t.ok(backedUp?.audioPaused, 'the slow socket backed up and its assistant audio paused');
 
   // A normal conversation on the same (only) worker, its client reading and streaming silence at real time.
@@ -72,7 +64,7 @@ t.test('a client that stops reading is bounded and does not hold up another conv
   const sampled: SocketInspection[] = [];
   const sampling = (async () => {
     for (let i = 0; i < SAMPLES; i++) {
-      const s = slowSocket(await server.pool.inspect(), slowId);
+      const s = await inspect();
       if (s) sampled.push(s);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -97,12 +89,7 @@ t.test('a client that stops reading is bounded and does not hold up another conv
   );
 
   // Reading again, the slow client drains and its audio resumes.
-  slow.socket.resume();
-  let resumed: SocketInspection | undefined;
-  for (let i = 0; i < 100 && (resumed === undefined || resumed.audioPaused); i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    resumed = slowSocket(await server.pool.inspect(), slowId);
-  }
+  const resumed = await resumeReading(slow, inspect);
   t.equal(resumed?.audioPaused, false, 'once it reads again, its audio resumes');
   normal.close();
   slow.socket.destroy();
