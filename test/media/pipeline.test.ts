@@ -2,6 +2,14 @@ import t from 'tap';
 import { SampleFifo } from '../../src/media/pipeline.js';
 import { LossConcealer } from '../../src/media/plc.js';
 
+/** A seeded linear congruential generator: rand(n) is an integer in [0, n), the same run on every machine. */
+function lcg(seed: number): (n: number) => number {
+  return (n) => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed % n;
+  };
+}
+
 t.test('SampleFifo: wraps around, reads exact frames, refuses overflow, discards oldest', async (t) => {
   const f = new SampleFifo(10);
   f.write(Int16Array.from([1, 2, 3, 4, 5, 6, 7]));
@@ -21,11 +29,7 @@ t.test('SampleFifo: any mix of write and read sizes (wrapping at every point, re
   const f = new SampleFifo(37);
   const expected: number[] = [];
   let next = 1;
-  let seed = 7;
-  const rand = (n: number) => {
-    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-    return seed % n;
-  };
+  const rand = lcg(7);
   const dst = new Int16Array(64);
   let mismatches = 0;
   for (let round = 0; round < 2000; round++) {
@@ -53,11 +57,7 @@ t.test('SampleFifo in an arena: moves to and from the arena, whole-array writes 
   const f = new SampleFifo(41, { array: arena, offset: 128 });
   const expected: number[] = [];
   let next = 1;
-  let seed = 11;
-  const rand = (n: number) => {
-    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-    return seed % n;
-  };
+  const rand = lcg(11);
   let mismatches = 0;
   for (let round = 0; round < 3000; round++) {
     const w = Math.min(rand(30), f.free);
