@@ -71,12 +71,18 @@ const quietTool = (respondAfterSec: number | null) => ({
   definition: { type: 'built_in_choose_not_to_respond', name: 'quiet', description: 'Say nothing', execution_mode: 'sync', respond_after_sec: respondAfterSec },
 });
 
-t.test('choose not to respond: the response is dropped unheard; respond_after_sec brings a follow-up when the user stays silent', async (t) => {
+/** A started conversation with the `quiet` tool (respond_after_sec as given) whose first reply is under way. */
+async function startWithQuietTool(respondAfterSec: number | null, fields: Parameters<typeof config>[0] = {}) {
   const probe = new ProbeEngine();
   const s = setup({ engine: probe });
-  s.store.tools.set('quiet', quietTool(3));
-  await s.conv.start({ kind: 'config', config: config({ tools: ['quiet'] }) });
+  s.store.tools.set('quiet', quietTool(respondAfterSec));
+  await s.conv.start({ kind: 'config', config: config({ tools: ['quiet'], ...fields }) });
   s.conv.handle({ type: 'generate_reply' });
+  return { probe, s };
+}
+
+t.test('choose not to respond: the response is dropped unheard; respond_after_sec brings a follow-up when the user stays silent', async (t) => {
+  const { probe, s } = await startWithQuietTool(3);
   const [reply] = probe.of('createResponse');
   probe.toolCall({ responseId: reply.id, callId: 'c1', name: 'quiet', arguments: {} });
   t.equal(s.client.count('assistant_chose_not_to_respond'), 1);
@@ -100,11 +106,7 @@ t.test('choose not to respond: the response is dropped unheard; respond_after_se
 });
 
 t.test('choose not to respond: the user speaking before respond_after_sec drops the follow-up', async (t) => {
-  const probe = new ProbeEngine();
-  const s = setup({ engine: probe });
-  s.store.tools.set('quiet', quietTool(3));
-  await s.conv.start({ kind: 'config', config: config({ tools: ['quiet'] }) });
-  s.conv.handle({ type: 'generate_reply' });
+  const { probe, s } = await startWithQuietTool(3);
   probe.toolCall({ responseId: probe.of('createResponse')[0].id, callId: 'c1', name: 'quiet', arguments: {} });
   await speak(s, speechFrames('hello', 1200));
   t.equal(s.client.count('user_finished_speaking'), 1, 'the user spoke and finished, within the 3 s');
@@ -114,22 +116,14 @@ t.test('choose not to respond: the user speaking before respond_after_sec drops 
 });
 
 t.test('choose not to respond: respond_after_sec null stays silent; a pending follow-up dies with the conversation', async (t) => {
-  const silent = new ProbeEngine();
-  const a = setup({ engine: silent });
-  a.store.tools.set('quiet', quietTool(null));
-  await a.conv.start({ kind: 'config', config: config({ tools: ['quiet'], websocket_timeout_sec: 3600, no_input_end_conversation_sec: 3600 }) });
-  a.conv.handle({ type: 'generate_reply' });
+  const { probe: silent, s: a } = await startWithQuietTool(null, { websocket_timeout_sec: 3600, no_input_end_conversation_sec: 3600 });
   silent.toolCall({ responseId: silent.of('createResponse')[0].id, callId: 'c1', name: 'quiet', arguments: {} });
   a.timers.advance(600_000);
   t.equal(a.conv.state, 'ready', 'still live ten minutes later');
   t.equal(silent.of('createResponse').length, 1, 'no follow-up, ever');
   await a.conv.end('user');
 
-  const later = new ProbeEngine();
-  const b = setup({ engine: later });
-  b.store.tools.set('quiet', quietTool(30));
-  await b.conv.start({ kind: 'config', config: config({ tools: ['quiet'] }) });
-  b.conv.handle({ type: 'generate_reply' });
+  const { probe: later, s: b } = await startWithQuietTool(30);
   later.toolCall({ responseId: later.of('createResponse')[0].id, callId: 'c1', name: 'quiet', arguments: {} });
   await b.conv.end('user');
   t.equal(b.timers.pending, 0, 'ending clears every timer, the follow-up too');
