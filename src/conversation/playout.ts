@@ -59,6 +59,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   framesHeld = 0;
   /** Views of the first n encoded bytes, made once per distinct n (a stream has one or two frame sizes). */
   private readonly encodedViews = new Map<number, Uint8Array>();
+  private readonly resampledViews = new Map<number, Int16Array>();
 
   constructor(private readonly opts: PlayoutOptions<U>) {
     const rate = opts.engineRate;
@@ -153,7 +154,10 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     while (filled < this.frameSamples && this.chunks.length > 0 && this.chunks[0].owner === owner) {
       const c = this.chunks[0];
       const n = Math.min(this.frameSamples - filled, c.pcm.length - c.offset);
-      this.frame.set(c.pcm.subarray(c.offset, c.offset + n), filled);
+      // A copy loop, not set(subarray()): a view per tick would be an allocation per frame.
+      const frame = this.frame;
+      const src = c.pcm;
+      for (let i = 0, j = c.offset; i < n; i++, j++) frame[filled + i] = src[j];
       c.offset += n;
       filled += n;
       if (c.offset === c.pcm.length) this.chunks.shift();
@@ -163,7 +167,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     let pcm = this.frame;
     if (this.resampler) {
       const m = this.resampler.process(this.frame, this.resampled);
-      pcm = m === this.resampled.length ? this.resampled : this.resampled.subarray(0, m);
+      pcm = prefixView(this.resampledViews, this.resampled, m);
     }
     const bytes = this.encoder.encodeInto(pcm, this.encoded);
     const playedEnd = (this.played.get(owner) ?? 0) + filled;
@@ -179,9 +183,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   }
 
   private encodedView(n: number): Uint8Array {
-    let v = this.encodedViews.get(n);
-    if (!v) this.encodedViews.set(n, (v = this.encoded.subarray(0, n)));
-    return v;
+    return prefixView(this.encodedViews, this.encoded, n);
   }
 
   private afterFrame(owner: U): void {
@@ -196,4 +198,12 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.held = null;
     this.resampler?.destroy();
   }
+}
+
+/** The first n elements of `whole` as a view made once per length (the few lengths a stream sees), not per frame. */
+function prefixView<T extends Int16Array | Uint8Array>(cache: Map<number, T>, whole: T, n: number): T {
+  if (n === whole.length) return whole;
+  let v = cache.get(n);
+  if (!v) cache.set(n, (v = whole.subarray(0, n) as T));
+  return v;
 }

@@ -42,10 +42,28 @@ export interface SocketState {
 
 /** A FrameSink over a uWS socket of this worker; writes are corked (one syscall per burst). */
 export class SocketSink implements FrameSink {
+  // The message cork() sends and what uWS answered: one callback made once, so a send allocates no closure
+  // (audio goes out every 20 ms per conversation).
+  private pending: string | Uint8Array = '';
+  private pendingBinary = false;
+  private sendResult = 0;
+  private readonly sendPending = (): void => {
+    this.sendResult = this.ws.send(this.pending, this.pendingBinary);
+  };
+
   constructor(
     private readonly ws: WebSocket<SocketState>,
     private readonly state: SocketState,
   ) {}
+
+  /** Sends one message inside cork (one syscall per burst); returns uWS's SEND_* result. */
+  private corkedSend(data: string | Uint8Array, binary: boolean): number {
+    this.pending = data;
+    this.pendingBinary = binary;
+    this.ws.cork(this.sendPending);
+    this.pending = '';
+    return this.sendResult;
+  }
 
   get closed(): boolean {
     return this.state.closed;
@@ -62,11 +80,7 @@ export class SocketSink implements FrameSink {
 
   text(data: string): boolean {
     if (this.state.closed) return false;
-    let result = 0;
-    this.ws.cork(() => {
-      result = this.ws.send(data, false);
-    });
-    if (result === SEND_DROPPED) {
+    if (this.corkedSend(data, false) === SEND_DROPPED) {
       this.end(CLOSE_BACKPRESSURE, 'client too slow: backpressure limit reached');
       return false;
     }
@@ -75,11 +89,7 @@ export class SocketSink implements FrameSink {
 
   audio(data: Uint8Array): boolean {
     if (!this.writable) return false;
-    let result = 0;
-    this.ws.cork(() => {
-      result = this.ws.send(data, true);
-    });
-    return result !== SEND_DROPPED;
+    return this.corkedSend(data, true) !== SEND_DROPPED;
   }
 
   /** uWS drain: resume audio once the socket has mostly caught up. */
