@@ -10,6 +10,7 @@ import { Resampler, type ResamplerRate } from '../media/native.js';
 import { NoiseMix, type NoiseBed } from '../media/noise.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import { TimeStretch } from '../media/time-stretch.js';
+import { prefixView } from '../media/prefix-views.js';
 
 /** Engine audio fed to the time-stretcher at a time. */
 const STRETCH_CHUNK_MS = 40;
@@ -198,12 +199,4 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.held = null;
     this.resampler?.destroy();
   }
-}
-
-/** The first n elements of `whole` as a view made once per length (the few lengths a stream sees), not per frame. */
-function prefixView<T extends Int16Array | Uint8Array>(cache: Map<number, T>, whole: T, n: number): T {
-  if (n === whole.length) return whole;
-  let v = cache.get(n);
-  if (!v) cache.set(n, (v = whole.subarray(0, n) as T));
-  return v;
 }

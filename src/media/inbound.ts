@@ -11,6 +11,7 @@ import { Resampler, type ResamplerRate } from './native.js';
 import { LossConcealer } from './plc.js';
 import { dtmfDigit, TelephoneEventReceiver, type DtmfDigit } from './rfc4733.js';
 import { createRtpPacketView, decodeView, type RtpPacketView } from './rtp.js';
+import { prefixView } from './prefix-views.js';
 
 /** What a VAD offers the chain (native Vad satisfies it): feed a frame, get event bits back. */
 export interface VadHook {
@@ -120,14 +121,10 @@ export class InboundAudio {
   private readonly pcmViews = new Map<number, Int16Array>();
   private readonly resampledViews = new Map<number, Int16Array>();
   private views(n: number): Int16Array {
-    let v = this.pcmViews.get(n);
-    if (!v) this.pcmViews.set(n, (v = this.pcm.subarray(0, n)));
-    return v;
+    return prefixView(this.pcmViews, this.pcm, n);
   }
   private outViews(n: number): Int16Array {
-    let v = this.resampledViews.get(n);
-    if (!v) this.resampledViews.set(n, (v = this.resampled.subarray(0, n)));
-    return v;
+    return prefixView(this.resampledViews, this.resampled, n);
   }
 
   /** 20 ms at the format's rate. */
