@@ -8,9 +8,15 @@
 // Alignment: both sides feed per-side FIFOs as their audio appears (inbound per packet, outbound per tick);
 // tick() (the pacing clock, once per 20 ms) moves exactly one frame per side into the file, silence where a
 // side had nothing, so the two channels stay on the call's timeline.
+//
+// Per tick, nothing allocates: both FIFOs and both sides' frames share one arena, so each side's frame is read
+// with a memmove (SampleFifo copies within its arena), and on little-endian hosts a frame's sample pairs are
+// packed into the block as 32-bit words (left in the low half: the WAV's byte order). Blocks are recycled once
+// written (a second of stereo audio per conversation, which as fresh ArrayBuffers drove V8's external-memory GCs).
 import { createReadStream, createWriteStream } from 'node:fs';
 import { open, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
+import { endianness } from 'node:os';
 import { createGzip } from 'node:zlib';
 import { FRAME_MS } from './format.js';
 import { SampleFifo } from './pipeline.js';
@@ -30,6 +36,8 @@ const MAX_SIDE_BACKLOG_MS = 2000;
 const GZIP_CHUNK_BYTES = 256 * 1024;
 /** zlib's default trade-off; on speech PCM level 1 saves a third of the CPU but stores ~10% more. */
 const GZIP_LEVEL = 6;
+/** Hosts whose 32-bit words hold a left sample and a right one in WAV byte order (RIFF is little-endian). */
+const LITTLE_ENDIAN_HOST = endianness() === 'LE';
 
 export class RecordingError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -68,15 +76,48 @@ function wavHeader(sampleRate: number, dataBytes: number): Uint8Array {
 
 type RecorderState = 'recording' | 'finishing' | 'done' | 'failed';
 
+/** One second of interleaved stereo: the same bytes as 32-bit sample pairs, as 16-bit samples and for the file. */
+export interface RecordingBlock {
+  readonly pairs: Uint32Array;
+  readonly samples: Int16Array;
+  readonly bytes: Buffer;
+}
+
+export function recordingBlock(pairs: number): RecordingBlock {
+  const buffer = new ArrayBuffer(pairs * CHANNELS * BYTES_PER_SAMPLE);
+  return { pairs: new Uint32Array(buffer), samples: new Int16Array(buffer), bytes: Buffer.from(buffer) };
+}
+
+/**
+ * Interleaves src[l, l + n) (left) and src[r, r + n) (right) into block from sample pair `at`, in WAV byte order
+ * (little-endian): on a little-endian host a pair is one 32-bit store.
+ */
+export function interleaveInto(block: RecordingBlock, at: number, src: Int16Array, l: number, r: number, n: number, littleEndianHost = LITTLE_ENDIAN_HOST): void {
+  if (littleEndianHost) {
+    const pairs = block.pairs;
+    for (let i = 0; i < n; i++) pairs[at + i] = (src[l + i] & 0xffff) | (src[r + i] << 16);
+    return;
+  }
+  const bytes = block.bytes;
+  for (let i = 0, o = at * CHANNELS * BYTES_PER_SAMPLE; i < n; i++, o += CHANNELS * BYTES_PER_SAMPLE) {
+    bytes.writeInt16LE(src[l + i], o);
+    bytes.writeInt16LE(src[r + i], o + BYTES_PER_SAMPLE);
+  }
+}
+
 export class StereoRecorder {
   readonly frameSamples: number;
   private readonly user: SampleFifo;
   private readonly assistant: SampleFifo;
-  private readonly frameL: Int16Array;
-  private readonly frameR: Int16Array;
-  private block: Int16Array;
-  private blockFill = 0; // interleaved samples in block
-  private readonly blockSamples: number;
+  /** Both FIFOs' rings, then the left frame and the right one: reads into the frames are memmoves. */
+  private readonly arena: Int16Array;
+  private readonly frameL: number;
+  private readonly frameR: number;
+  private block: RecordingBlock;
+  /** Written blocks back from the file, for reuse (two in steady state: one filling, one being written). */
+  private readonly spare: RecordingBlock[] = [];
+  private blockFill = 0; // sample pairs in block
+  private readonly blockPairs: number;
   private dataBytes = 0;
   private frames = 0;
   private pending: Promise<void> = Promise.resolve();
@@ -94,12 +135,13 @@ export class StereoRecorder {
   ) {
     this.frameSamples = (sampleRate * FRAME_MS) / 1000;
     const backlog = (sampleRate * MAX_SIDE_BACKLOG_MS) / 1000;
-    this.user = new SampleFifo(backlog);
-    this.assistant = new SampleFifo(backlog);
-    this.frameL = new Int16Array(this.frameSamples);
-    this.frameR = new Int16Array(this.frameSamples);
-    this.blockSamples = ((sampleRate * BLOCK_MS) / 1000) * CHANNELS;
-    this.block = new Int16Array(this.blockSamples);
+    this.arena = new Int16Array(2 * backlog + 2 * this.frameSamples);
+    this.user = new SampleFifo(backlog, { array: this.arena, offset: 0 });
+    this.assistant = new SampleFifo(backlog, { array: this.arena, offset: backlog });
+    this.frameL = 2 * backlog;
+    this.frameR = 2 * backlog + this.frameSamples;
+    this.blockPairs = (sampleRate * BLOCK_MS) / 1000;
+    this.block = recordingBlock(this.blockPairs);
   }
 
   /**
@@ -134,21 +176,17 @@ export class StereoRecorder {
   tick(): void {
     if (this.state !== 'recording') return;
     const n = this.frameSamples;
+    const a = this.arena;
     const l = this.frameL;
     const r = this.frameR;
-    const gotL = this.user.read(l, n);
-    l.fill(0, gotL);
-    const gotR = this.assistant.read(r, n);
-    r.fill(0, gotR);
-    const b = this.block;
-    let o = this.blockFill;
-    for (let i = 0; i < n; i++) {
-      b[o++] = l[i];
-      b[o++] = r[i];
-    }
-    this.blockFill = o;
+    const gotL = this.user.read(a, n, l);
+    if (gotL < n) a.fill(0, l + gotL, l + n);
+    const gotR = this.assistant.read(a, n, r);
+    if (gotR < n) a.fill(0, r + gotR, r + n);
+    interleaveInto(this.block, this.blockFill, a, l, r, n);
+    this.blockFill += n;
     this.frames++;
-    if (o === this.blockSamples) this.writeBlock();
+    if (this.blockFill === this.blockPairs) this.writeBlock();
   }
 
   /** The first write error, if any (the call goes on; finish() rejects with it). */
@@ -210,18 +248,18 @@ export class StereoRecorder {
 
   private writeBlock(): void {
     const block = this.block;
-    const samples = this.blockFill;
-    // The filled block goes to the file; a fresh one takes the next second (one allocation per second).
-    this.block = new Int16Array(this.blockSamples);
-    this.blockFill = 0;
+    // The filled block goes to the file; a spare one (or, until one is back from the file, a new one) takes the
+    // next second.
+    this.block = this.spare.pop() ?? recordingBlock(this.blockPairs);
     const offset = WAV_HEADER_BYTES + this.dataBytes;
-    const bytes = samples * BYTES_PER_SAMPLE;
+    const bytes = this.blockFill * CHANNELS * BYTES_PER_SAMPLE;
+    this.blockFill = 0;
     this.dataBytes += bytes;
-    const buf = Buffer.from(block.buffer, block.byteOffset, bytes);
     this.pending = this.pending.then(async () => {
       if (this.error) return;
       try {
-        await this.file.write(buf, 0, bytes, offset);
+        await this.file.write(block.bytes, 0, bytes, offset);
+        this.spare.push(block);
       } catch (err) {
         this.error = new RecordingError(`writing recording ${this.wavPath}: ${(err as Error).message}`, { cause: err });
       }
