@@ -1,18 +1,24 @@
 // The `cascade` engine: speech-to-text, chat completion with tools, text-to-speech over the OpenAI-compatible
 // HTTP APIs. A user turn is transcribed whole (multipart WAV to /audio/transcriptions), answered by the one
 // chat client (src/engines/chat-client.ts), and spoken sentence by sentence (/audio/speech), the next sentence
-// synthesized while the previous one plays, so audio starts before the whole reply is synthesized.
+// synthesized while the previous one plays, so audio starts before the whole reply is synthesized. The voice,
+// transcription language and keywords are per request, so a transfer to another agent (updateSession) changes
+// them from the next turn and reply on; a reply keeps the voice it started with.
 import type { Logger } from '../log.js';
 import type { ResamplerRate } from '../media/native.js';
 import type { ChatClient, ChatFunctionTool, ChatMessage } from './chat-client.js';
 import {
   EngineError,
+  speechSettingsOf,
+  updatedSpeech,
   type EngineHooks,
   type EngineSessionOptions,
   type EngineTool,
   type ResponseId,
+  type SessionUpdate,
   type SpeechEngine,
   type SpeechEngineSession,
+  type SpeechSettings,
 } from './engine.js';
 import { applyPronunciations } from './echo.js';
 import { synthesize, transcribe, type SpeechEndpoint } from './speech-http.js';
@@ -70,6 +76,8 @@ interface Reply {
   openCalls: Set<string>;
   respondAfterTools: boolean;
   canceled: boolean;
+  /** The speech settings when the reply was asked for: its voice and pronunciations, even after an update. */
+  speech: SpeechSettings;
 }
 
 class CascadeSession implements SpeechEngineSession {
@@ -78,6 +86,8 @@ class CascadeSession implements SpeechEngineSession {
   private readonly history: ChatMessage[] = [];
   private systemPrompt: string;
   private tools: readonly EngineTool[];
+  /** Voice, language, keywords and pronunciations in force (a transfer to another agent replaces them). */
+  private speech: SpeechSettings;
   private turn: Int16Array[] = [];
   private turnSamples = 0;
   private chain: Promise<void> = Promise.resolve();
@@ -94,6 +104,11 @@ class CascadeSession implements SpeechEngineSession {
   ) {
     this.systemPrompt = session.systemPrompt;
     this.tools = session.tools;
+    this.speech = speechSettingsOf(session);
+  }
+
+  get voiceId(): string {
+    return this.speech.voiceId;
   }
 
   appendAudio(pcm: Int16Array): void {
@@ -107,10 +122,12 @@ class CascadeSession implements SpeechEngineSession {
     if (this.closed) return;
     const audio = concat(this.turn, this.turnSamples);
     this.clearUserTurn();
+    // The language and keywords of the moment the turn ended (the job may run after a later update).
+    const { defaultLanguage, boostedKeywords } = this.speech;
     this.enqueue(async () => {
       const text = await transcribe(this.options.stt, audio, this.sampleRate, {
-        language: this.session.defaultLanguage,
-        prompt: this.session.boostedKeywords.length > 0 ? this.session.boostedKeywords.join(', ') : undefined,
+        language: defaultLanguage,
+        prompt: boostedKeywords.length > 0 ? boostedKeywords.join(', ') : undefined,
         signal: this.closing.signal,
       });
       if (this.closed) return;
@@ -171,7 +188,8 @@ class CascadeSession implements SpeechEngineSession {
     }
   }
 
-  updateSession(update: { systemPrompt?: string; tools?: readonly EngineTool[]; systemMessage?: string }): void {
+  updateSession(update: SessionUpdate): void {
+    this.speech = updatedSpeech(this.speech, update);
     if (update.systemPrompt !== undefined) this.systemPrompt = update.systemPrompt;
     if (update.tools !== undefined) this.tools = update.tools;
     if (update.systemMessage !== undefined) this.history.push({ role: 'system', content: update.systemMessage });
@@ -194,6 +212,7 @@ class CascadeSession implements SpeechEngineSession {
       openCalls: new Set(),
       respondAfterTools: false,
       canceled: false,
+      speech: this.speech,
     };
     this.replies.set(reply.id, reply);
     return reply;
@@ -230,13 +249,13 @@ class CascadeSession implements SpeechEngineSession {
 
   /** Sentence by sentence: text, then its audio; the next sentence is synthesized while this one is handed out. */
   private async speakText(reply: Reply, text: string): Promise<void> {
-    const voice = this.options.voiceFor(this.session.voiceId);
+    const voice = this.options.voiceFor(reply.speech.voiceId);
     const parts = sentences(text);
     const signal = AbortSignal.any([reply.abort.signal, this.closing.signal]);
     const started: (Promise<Int16Array> | undefined)[] = [];
     const start = (i: number) => {
       if (i >= parts.length || started[i]) return;
-      const p = synthesize(this.options.tts, applyPronunciations(parts[i], this.session.pronunciations), voice, this.sampleRate, {
+      const p = synthesize(this.options.tts, applyPronunciations(parts[i], reply.speech.pronunciations), voice, this.sampleRate, {
         format: this.options.ttsFormat ?? 'pcm',
         signal,
       });

@@ -3,7 +3,18 @@
 // that turn's audio back. It has no speech-to-text: each turn's transcript is reported empty (unknown).
 import type { Logger } from '../log.js';
 import type { ResamplerRate } from '../media/native.js';
-import { EngineError, type EngineHooks, type EngineSessionOptions, type ResponseId, type SpeechEngine, type SpeechEngineSession } from './engine.js';
+import {
+  EngineError,
+  speechSettingsOf,
+  updatedSpeech,
+  type EngineHooks,
+  type EngineSessionOptions,
+  type ResponseId,
+  type SessionUpdate,
+  type SpeechEngine,
+  type SpeechEngineSession,
+  type SpeechSettings,
+} from './engine.js';
 import type { LocalTts } from './local-tts.js';
 import { Playback } from './playback.js';
 
@@ -73,6 +84,8 @@ class EchoSession implements SpeechEngineSession {
   private turn: Int16Array[] = [];
   private fill = 0;
   private readonly free: Int16Array[] = [];
+  /** Voice and pronunciations of what it says; a transfer to another agent replaces them (updateSession). */
+  private speech: SpeechSettings;
   private closed = false;
 
   constructor(
@@ -84,6 +97,11 @@ class EchoSession implements SpeechEngineSession {
     this.maxTurnSamples = this.sampleRate * ECHO_MAX_TURN_SEC;
     this.blockSamples = this.sampleRate * BLOCK_SEC;
     this.playback = new Playback('echo', this.sampleRate, hooks);
+    this.speech = speechSettingsOf(session);
+  }
+
+  get voiceId(): string {
+    return this.speech.voiceId;
   }
 
   appendAudio(pcm: Int16Array): void {
@@ -138,8 +156,9 @@ class EchoSession implements SpeechEngineSession {
   speak(text: string): ResponseId {
     const id = this.playback.newId();
     if (this.closed) return id;
-    const voice = this.options.voiceFor(this.session.voiceId);
-    const spoken = applyPronunciations(text, this.session.pronunciations);
+    // The voice of the moment the response starts: a later update does not change it halfway.
+    const voice = this.options.voiceFor(this.speech.voiceId);
+    const spoken = applyPronunciations(text, this.speech.pronunciations);
     this.playback.play(
       id,
       async () => [
@@ -159,8 +178,9 @@ class EchoSession implements SpeechEngineSession {
     this.playback.cancel(responseId);
   }
 
-  updateSession(): void {
-    // Echo has no model: prompt, tools and system messages change nothing it does.
+  updateSession(update: SessionUpdate): void {
+    // Echo has no model: prompt, tools and system messages change nothing it does; voice and pronunciations do.
+    this.speech = updatedSpeech(this.speech, update);
   }
 
   async close(): Promise<void> {

@@ -9,17 +9,26 @@ export interface EngineTool {
   parameters: { type: 'object'; properties: Record<string, unknown>; required?: string[]; additionalProperties?: boolean };
 }
 
-export interface EngineSessionOptions {
-  conversationId: string;
-  /** Resolved: template and system variables already substituted. */
-  systemPrompt: string;
+/**
+ * What a session speaks with and listens for: the agent's voice and language settings. Given at open, and changed
+ * mid-conversation by updateSession when the conversation transfers to another agent (issue 4: "every agent field
+ * that concerns a live conversation takes effect").
+ */
+export interface SpeechSettings {
+  /** A catalog voice id (src/api/voices.ts); each engine maps it to its own voice. */
   voiceId: string;
   defaultLanguage: string;
   additionalLanguages: readonly string[];
-  tools: readonly EngineTool[];
   boostedKeywords: readonly string[];
   /** Words spoken as given (pronunciation dictionary). */
   pronunciations: readonly { word: string; pronunciation: string }[];
+}
+
+export interface EngineSessionOptions extends SpeechSettings {
+  conversationId: string;
+  /** Resolved: template and system variables already substituted. */
+  systemPrompt: string;
+  tools: readonly EngineTool[];
   /** Aborted when the conversation ends while the engine is still opening. */
   signal: AbortSignal;
   /**
@@ -32,6 +41,15 @@ export interface EngineSessionOptions {
    * may run at it, so the conversation resamples nothing on the way in (echo does, for 8 kHz clients).
    */
   clientSampleRate?: number;
+}
+
+/** A change to an open session (SpeechEngineSession.updateSession); every field optional. */
+export interface SessionUpdate extends Partial<SpeechSettings> {
+  /** Resolved, as at open. */
+  systemPrompt?: string;
+  tools?: readonly EngineTool[];
+  /** A system message added to the conversation's context (not a setting). */
+  systemMessage?: string;
 }
 
 /** A response is one assistant utterance: from createResponse or speak until onResponseDone. */
@@ -78,7 +96,20 @@ export interface SpeechEngineSession {
   submitToolOutput(callId: string, output: string, respond: boolean): void;
   /** Barge-in: stop the response now; only playedMs of its audio reached the user (truncate its text there). */
   cancelResponse(responseId: ResponseId, playedMs: number): void;
-  updateSession(update: { systemPrompt?: string; tools?: readonly EngineTool[]; systemMessage?: string }): void;
+  /**
+   * Changes the session mid-conversation: update_system_prompt, update_tools_subset, add_system_message, DTMF, and a
+   * transfer to another agent (its prompt, tools and speech settings at once). Fields left out stay as they are.
+   * Speech settings apply to what starts after the call: responses created and user turns committed from now on; a
+   * response already under way finishes with the voice it started with. An engine that cannot make a change keeps
+   * the old setting, logs why and does not fail (see `voiceId`).
+   */
+  updateSession(update: SessionUpdate): void;
+  /**
+   * The catalog voice id the session speaks with now. After updateSession({ voiceId }) it is the new one, unless
+   * the engine could not change voice mid-session (openai-realtime: the protocol allows no voice change once the
+   * session has produced audio), when it stays the old one. Optional for test doubles; every engine reports it.
+   */
+  readonly voiceId?: string;
   close(): Promise<void>;
 }
 
@@ -97,4 +128,26 @@ export class EngineError extends Error {
     super(message, options);
     this.name = 'EngineError';
   }
+}
+
+/** The speech settings of `from` alone: the copy a session keeps and replaces as updates arrive. */
+export function speechSettingsOf(from: SpeechSettings): SpeechSettings {
+  return {
+    voiceId: from.voiceId,
+    defaultLanguage: from.defaultLanguage,
+    additionalLanguages: from.additionalLanguages,
+    boostedKeywords: from.boostedKeywords,
+    pronunciations: from.pronunciations,
+  };
+}
+
+/** `current` with the speech settings an update carries (those it leaves out unchanged). */
+export function updatedSpeech(current: SpeechSettings, update: SessionUpdate): SpeechSettings {
+  return {
+    voiceId: update.voiceId ?? current.voiceId,
+    defaultLanguage: update.defaultLanguage ?? current.defaultLanguage,
+    additionalLanguages: update.additionalLanguages ?? current.additionalLanguages,
+    boostedKeywords: update.boostedKeywords ?? current.boostedKeywords,
+    pronunciations: update.pronunciations ?? current.pronunciations,
+  };
 }

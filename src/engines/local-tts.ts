@@ -1,7 +1,8 @@
 // Local text-to-speech for the offline engines (echo, scripted): espeak-ng run as a child process when it is
 // installed, its WAV cached on disk (PARLEY_DATA_DIR/tts-cache, per text and voice) and in memory (per text,
 // voice and rate), resampled to the session rate with the native Resampler. Without espeak-ng: a deterministic
-// tone pattern, a tone per word, so the audio is as long as the text would be spoken.
+// tone pattern, a tone per word, so the audio is as long as the text would be spoken, pitched by voice (another
+// voice sounds different there too).
 import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm } from 'node:fs/promises';
@@ -20,6 +21,8 @@ const TONE_AMPLITUDE = 0.25 * 32767;
 const TONE_BASE_HZ = 440;
 const TONE_STEPS = 8;
 const TONE_STEP_HZ = 55;
+/** Steps a voice shifts every tone of the fallback by (by a hash of the voice): tones stay under 1 kHz, in band. */
+const TONE_VOICE_STEPS = 4;
 /** Memory cache entries kept (least recently used dropped first). */
 const MEMORY_CACHE_ENTRIES = 256;
 /** Input samples per Resampler call. */
@@ -96,7 +99,7 @@ export function createLocalTts(options: LocalTtsOptions): LocalTts {
         return resample(pcm, sampleRate, rate);
       }
     }
-    return tonePattern(text, rate);
+    return tonePattern(text, rate, voice);
   }
 
   return {
@@ -185,16 +188,15 @@ export function resample(pcm: Int16Array, fromHz: number, toHz: ResamplerRate): 
   }
 }
 
-/** Deterministic stand-in speech: per word a tone (its pitch from the word) and a gap. */
-export function tonePattern(text: string, rate: number): Int16Array {
+/** Deterministic stand-in speech: per word a tone (its pitch from the word, shifted by the voice) and a gap. */
+export function tonePattern(text: string, rate: number, voice = ''): Int16Array {
   const words = text.split(/\s+/).filter(Boolean);
+  const voiceHz = (stringHash(voice) % TONE_VOICE_STEPS) * TONE_STEP_HZ;
   const toneSamples = Math.round((rate * TONE_WORD_MS) / 1000);
   const gapSamples = Math.round((rate * TONE_GAP_MS) / 1000);
   const out = new Int16Array(Math.max(1, words.length) * (toneSamples + gapSamples));
   words.forEach((word, w) => {
-    let hash = 0;
-    for (let i = 0; i < word.length; i++) hash = (hash * 31 + word.charCodeAt(i)) >>> 0;
-    const hz = TONE_BASE_HZ + (hash % TONE_STEPS) * TONE_STEP_HZ;
+    const hz = TONE_BASE_HZ + voiceHz + (stringHash(word) % TONE_STEPS) * TONE_STEP_HZ;
     const start = w * (toneSamples + gapSamples);
     for (let i = 0; i < toneSamples; i++) {
       // A short linear fade at both ends so the tone does not click.
@@ -203,4 +205,11 @@ export function tonePattern(text: string, rate: number): Int16Array {
     }
   });
   return out;
+}
+
+/** Java's String.hashCode, unsigned: cheap and stable across runs. */
+function stringHash(text: string): number {
+  let hash = 0;
+  for (let i = 0; i < text.length; i++) hash = (hash * 31 + text.charCodeAt(i)) >>> 0;
+  return hash;
 }

@@ -1,17 +1,26 @@
 // The `openai-realtime` engine: any server speaking the OpenAI Realtime WebSocket protocol (hosted or
 // self-hosted). PCM16 mono at 24 kHz both ways, base64 in JSON events. Turn detection is Parley's own VAD by
 // default (turn_detection null: input_audio_buffer.commit + response.create on each turn end), or the
-// server's VAD. Barge-in cancels the response and truncates its item to the audio actually played.
+// server's VAD. Barge-in cancels the response and truncates its item to the audio actually played. A transfer
+// to another agent updates instructions, tools and transcription language with session.update, and the voice
+// with a session.update of its own: the protocol allows a voice change only until the session has produced audio
+// (OpenAI Realtime API reference, client event session.update: "voice can be updated only if there have been no
+// other audio outputs yet"; a late one is refused with error code cannot_update_voice), so after audio the voice
+// stays, and a refusal costs the voice alone, never the conversation.
 import WebSocket from 'ws';
 import type { Logger } from '../log.js';
 import {
   EngineError,
+  speechSettingsOf,
+  updatedSpeech,
   type EngineHooks,
   type EngineSessionOptions,
   type EngineTool,
   type ResponseId,
+  type SessionUpdate,
   type SpeechEngine,
   type SpeechEngineSession,
+  type SpeechSettings,
 } from './engine.js';
 
 export const OPENAI_REALTIME_ENGINE = 'openai-realtime';
@@ -21,6 +30,8 @@ export const REALTIME_SAMPLE_RATE = 24_000;
 export const REALTIME_OPEN_TIMEOUT_MS = 10_000;
 /** Error codes the server reports for a request that raced with the response's own end: not fatal. */
 const BENIGN_ERROR_CODES = new Set(['response_cancel_not_active', 'conversation_already_has_active_response', 'item_truncate_invalid_item_id']);
+/** The server's refusal of a voice change once the session has produced audio: the old voice stays. */
+export const CANNOT_UPDATE_VOICE = 'cannot_update_voice';
 
 export interface OpenAiRealtimeOptions {
   /** ws:// or wss:// endpoint (PARLEY_REALTIME_URL); the model is added as `?model=`. */
@@ -49,12 +60,12 @@ export function createOpenAiRealtimeEngine(options: OpenAiRealtimeOptions): Spee
 }
 
 /** The instructions the model gets: the prompt plus the pronunciation dictionary and boosted keywords. */
-export function realtimeInstructions(session: Pick<EngineSessionOptions, 'systemPrompt' | 'pronunciations' | 'boostedKeywords'>, systemPrompt = session.systemPrompt): string {
+export function realtimeInstructions(speech: Pick<SpeechSettings, 'pronunciations' | 'boostedKeywords'>, systemPrompt: string): string {
   const parts = [systemPrompt];
-  if (session.pronunciations.length > 0) {
-    parts.push(`Pronounce these words as given: ${session.pronunciations.map((p) => `"${p.word}" as "${p.pronunciation}"`).join(', ')}.`);
+  if (speech.pronunciations.length > 0) {
+    parts.push(`Pronounce these words as given: ${speech.pronunciations.map((p) => `"${p.word}" as "${p.pronunciation}"`).join(', ')}.`);
   }
-  if (session.boostedKeywords.length > 0) parts.push(`Words you may hear: ${session.boostedKeywords.join(', ')}.`);
+  if (speech.boostedKeywords.length > 0) parts.push(`Words you may hear: ${speech.boostedKeywords.join(', ')}.`);
   return parts.join('\n\n');
 }
 
@@ -86,6 +97,12 @@ class RealtimeSession implements SpeechEngineSession {
   private readonly byId = new Map<ResponseId, ResponseState>();
   private inputTranscript = '';
   private systemPrompt: string;
+  /** Voice, language, keywords and pronunciations in force (a transfer to another agent replaces them). */
+  private speech: SpeechSettings;
+  /** The server has sent assistant audio: from then on the protocol refuses a voice change. */
+  private audioProduced = false;
+  /** The voice before a change the server has not yet confirmed or refused (restored on cannot_update_voice). */
+  private voiceBeforeChange: string | null = null;
   private closing = false;
   private failed = false;
 
@@ -95,6 +112,11 @@ class RealtimeSession implements SpeechEngineSession {
     private readonly hooks: EngineHooks,
   ) {
     this.systemPrompt = session.systemPrompt;
+    this.speech = speechSettingsOf(session);
+  }
+
+  get voiceId(): string {
+    return this.speech.voiceId;
   }
 
   connect(): Promise<void> {
@@ -170,7 +192,7 @@ class RealtimeSession implements SpeechEngineSession {
   }
 
   createResponse(instructions?: string): ResponseId {
-    return this.request(instructions ? { instructions: `${realtimeInstructions(this.session, this.systemPrompt)}\n\n${instructions}` } : undefined);
+    return this.request(instructions ? { instructions: `${realtimeInstructions(this.speech, this.systemPrompt)}\n\n${instructions}` } : undefined);
   }
 
   speak(text: string): ResponseId {
@@ -194,14 +216,18 @@ class RealtimeSession implements SpeechEngineSession {
     }
   }
 
-  updateSession(update: { systemPrompt?: string; tools?: readonly EngineTool[]; systemMessage?: string }): void {
+  updateSession(update: SessionUpdate): void {
     const session: Record<string, unknown> = {};
-    if (update.systemPrompt !== undefined) {
-      this.systemPrompt = update.systemPrompt;
-      session.instructions = realtimeInstructions(this.session, this.systemPrompt);
+    const before = this.speech;
+    this.speech = updatedSpeech(before, { ...update, voiceId: undefined });
+    if (update.systemPrompt !== undefined) this.systemPrompt = update.systemPrompt;
+    if (update.systemPrompt !== undefined || update.pronunciations !== undefined || update.boostedKeywords !== undefined) {
+      session.instructions = realtimeInstructions(this.speech, this.systemPrompt);
     }
+    if (update.defaultLanguage !== undefined && update.defaultLanguage !== before.defaultLanguage) session.input_audio_transcription = this.transcription();
     if (update.tools !== undefined) session.tools = realtimeTools(update.tools);
     if (Object.keys(session).length > 0) this.send({ type: 'session.update', session });
+    if (update.voiceId !== undefined) this.changeVoice(update.voiceId);
     if (update.systemMessage !== undefined) {
       this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'system', content: [{ type: 'input_text', text: update.systemMessage }] } });
     }
@@ -217,13 +243,53 @@ class RealtimeSession implements SpeechEngineSession {
     });
   }
 
+  /**
+   * A voice change in a session.update of its own, so that a refusal costs nothing else of an update. Once the
+   * session has produced audio the protocol refuses it: the voice stays, as it would after the refusal.
+   */
+  private changeVoice(voiceId: string): void {
+    const current = this.speech.voiceId;
+    if (voiceId === current) return;
+    const voice = this.options.voiceFor(voiceId);
+    if (voice === this.options.voiceFor(current)) {
+      this.speech = { ...this.speech, voiceId };
+      return;
+    }
+    if (this.audioProduced) {
+      this.options.log.warn(
+        { conversationId: this.session.conversationId, voiceId, kept: current },
+        'realtime: no voice change once the session has produced audio (protocol); the voice stays',
+      );
+      return;
+    }
+    this.voiceBeforeChange ??= current;
+    this.speech = { ...this.speech, voiceId };
+    this.send({ type: 'session.update', session: { voice } });
+  }
+
+  /** The server refused the voice change (audio it produced crossed our update): the old voice stays. */
+  private voiceRefused(): void {
+    const kept = this.voiceBeforeChange;
+    this.voiceBeforeChange = null;
+    if (kept === null) return;
+    this.options.log.warn(
+      { conversationId: this.session.conversationId, voiceId: this.speech.voiceId, kept },
+      'realtime: the server refused the voice change (audio already produced); the voice stays',
+    );
+    this.speech = { ...this.speech, voiceId: kept };
+  }
+
+  private transcription(): Record<string, unknown> {
+    return { model: this.options.transcriptionModel ?? 'whisper-1', language: this.speech.defaultLanguage };
+  }
+
   private sessionConfig(): Record<string, unknown> {
     return {
-      instructions: realtimeInstructions(this.session, this.systemPrompt),
-      voice: this.options.voiceFor(this.session.voiceId),
+      instructions: realtimeInstructions(this.speech, this.systemPrompt),
+      voice: this.options.voiceFor(this.speech.voiceId),
       input_audio_format: 'pcm16',
       output_audio_format: 'pcm16',
-      input_audio_transcription: { model: this.options.transcriptionModel ?? 'whisper-1', language: this.session.defaultLanguage },
+      input_audio_transcription: this.transcription(),
       turn_detection: this.options.turnDetection === 'server' ? { type: 'server_vad' } : null,
       tools: realtimeTools(this.session.tools),
       tool_choice: 'auto',
@@ -255,6 +321,7 @@ class RealtimeSession implements SpeechEngineSession {
       }
       case 'response.audio.delta':
       case 'response.output_audio.delta': {
+        this.audioProduced = true;
         const state = this.live(event);
         if (!state) return;
         if (!state.itemId && typeof event.item_id === 'string') state.itemId = event.item_id;
@@ -315,6 +382,7 @@ class RealtimeSession implements SpeechEngineSession {
         return;
       case 'error': {
         const code = (event.error as { code?: string } | undefined)?.code;
+        if (code === CANNOT_UPDATE_VOICE) return this.voiceRefused();
         if (code && BENIGN_ERROR_CODES.has(code)) {
           this.options.log.debug({ code, conversationId: this.session.conversationId }, 'realtime: request raced with the response end');
           if (code === 'conversation_already_has_active_response') {
@@ -329,8 +397,14 @@ class RealtimeSession implements SpeechEngineSession {
         }
         return this.fail(new EngineError(`server error: ${errorText(event)}`, OPENAI_REALTIME_ENGINE));
       }
+      case 'session.updated':
+        // The full effective configuration: once it carries the new voice, the change is confirmed.
+        if (this.voiceBeforeChange !== null && (event.session as { voice?: unknown } | undefined)?.voice === this.options.voiceFor(this.speech.voiceId)) {
+          this.voiceBeforeChange = null;
+        }
+        return;
       default:
-        return; // session.updated, rate_limits.updated, speech_started, ...: nothing to do
+        return; // rate_limits.updated, speech_started, ...: nothing to do
     }
   }
 

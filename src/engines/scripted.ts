@@ -11,12 +11,16 @@ import type { ResamplerRate } from '../media/native.js';
 import { applyPronunciations } from './echo.js';
 import {
   EngineError,
+  speechSettingsOf,
+  updatedSpeech,
   type EngineHooks,
   type EngineSessionOptions,
   type EngineToolCall,
   type ResponseId,
+  type SessionUpdate,
   type SpeechEngine,
   type SpeechEngineSession,
+  type SpeechSettings,
 } from './engine.js';
 import type { LocalTts } from './local-tts.js';
 import { Playback, type PlaybackStep } from './playback.js';
@@ -91,7 +95,7 @@ export function createScriptedEngine(options: ScriptedEngineOptions): SpeechEngi
   };
 }
 
-class ScriptedSession implements SpeechEngineSession {
+export class ScriptedSession implements SpeechEngineSession {
   readonly sampleRate: ResamplerRate;
   readonly transcribesLive = true;
   private readonly playback: Playback;
@@ -102,6 +106,10 @@ class ScriptedSession implements SpeechEngineSession {
   private wordsReported = 0;
   /** Tool calls awaiting output: call id -> its response and what is said once all of that response's are in. */
   private readonly pending = new Map<string, { responseId: ResponseId; after: After; respond: boolean }>();
+  /** Voice and pronunciations it speaks with; a transfer to another agent replaces them (updateSession). */
+  private speech: SpeechSettings;
+  /** Every updateSession call, in order: what tests read to see what the conversation told the engine. */
+  readonly updates: SessionUpdate[] = [];
   private closed = false;
 
   constructor(
@@ -113,6 +121,11 @@ class ScriptedSession implements SpeechEngineSession {
     this.sampleRate = options.sampleRate ?? SCRIPTED_SAMPLE_RATE;
     this.wordSamples = Math.round((this.sampleRate * script.word_ms) / 1000);
     this.playback = new Playback('scripted', this.sampleRate, hooks);
+    this.speech = speechSettingsOf(session);
+  }
+
+  get voiceId(): string {
+    return this.speech.voiceId;
   }
 
   appendAudio(pcm: Int16Array): void {
@@ -181,8 +194,10 @@ class ScriptedSession implements SpeechEngineSession {
     this.playback.cancel(responseId);
   }
 
-  updateSession(): void {
-    // The script decides everything; prompt and tool changes do not alter it.
+  updateSession(update: SessionUpdate): void {
+    // The script decides what is said; prompt and tool changes do not alter it. Voice and pronunciations do.
+    this.updates.push(update);
+    this.speech = updatedSpeech(this.speech, update);
   }
 
   async close(): Promise<void> {
@@ -207,13 +222,15 @@ class ScriptedSession implements SpeechEngineSession {
     }));
     const endCallId = `${callPrefix}_end`;
     if (what.end) calls.push({ responseId: id, callId: endCallId, name: this.script.end_tool, arguments: {} });
-    const voice = this.options.voiceFor(this.session.voiceId);
+    // The voice of the moment the response starts: a later update does not change it halfway.
+    const voice = this.options.voiceFor(this.speech.voiceId);
+    const pronunciations = this.speech.pronunciations;
     this.playback.play(
       id,
       async () => {
         const steps: PlaybackStep[] = [];
         if (what.say) {
-          const pcm = await this.options.tts.synthesize(applyPronunciations(what.say, this.session.pronunciations), voice, this.sampleRate);
+          const pcm = await this.options.tts.synthesize(applyPronunciations(what.say, pronunciations), voice, this.sampleRate);
           steps.push({ kind: 'text', text: what.say }, { kind: 'audio', pcm });
         }
         if (calls.length > 0) {
