@@ -92,6 +92,18 @@ export class SampleFifo {
     return k;
   }
 
+  /**
+   * Where the oldest sample is in the ring's array (the arena's, when it has one), and how many samples follow it
+   * there before the ring wraps: a reader may consume samples in place, then discard() them.
+   */
+  get headIndex(): number {
+    return this.base + this.head;
+  }
+
+  get contiguous(): number {
+    return Math.min(this.size, this.capacity - this.head);
+  }
+
   /** Drops the n oldest samples (or all there are); returns the number dropped. */
   discard(n: number): number {
     const k = Math.min(n, this.size);

@@ -9,9 +9,10 @@
 // tick() (the pacing clock, once per 20 ms) moves exactly one frame per side into the file, silence where a
 // side had nothing, so the two channels stay on the call's timeline.
 //
-// Per tick, nothing allocates: both FIFOs and both sides' frames share one arena, so each side's frame is read
-// with a memmove (SampleFifo copies within its arena), and on little-endian hosts a frame's sample pairs are
-// packed into the block as 32-bit words (left in the low half: the WAV's byte order). Blocks are recycled once
+// Per tick, nothing allocates and little is copied: a side's frame is interleaved straight from its FIFO's ring
+// when it lies there whole (else it is first read out into a scratch frame of the same arena, with memmoves), and
+// on little-endian hosts each sample pair is one 32-bit store into the block (left in the low half: the WAV's
+// byte order). Blocks are recycled once
 // written (a second of stereo audio per conversation, which as fresh ArrayBuffers drove V8's external-memory GCs).
 import { createReadStream, createWriteStream } from 'node:fs';
 import { open, stat, unlink, type FileHandle } from 'node:fs/promises';
@@ -176,17 +177,26 @@ export class StereoRecorder {
   tick(): void {
     if (this.state !== 'recording') return;
     const n = this.frameSamples;
-    const a = this.arena;
-    const l = this.frameL;
-    const r = this.frameR;
-    const gotL = this.user.read(a, n, l);
-    if (gotL < n) a.fill(0, l + gotL, l + n);
-    const gotR = this.assistant.read(a, n, r);
-    if (gotR < n) a.fill(0, r + gotR, r + n);
-    interleaveInto(this.block, this.blockFill, a, l, r, n);
+    const l = this.frameOf(this.user, this.frameL, n);
+    const r = this.frameOf(this.assistant, this.frameR, n);
+    interleaveInto(this.block, this.blockFill, this.arena, l, r, n);
+    this.user.discard(l === this.frameL ? 0 : n);
+    this.assistant.discard(r === this.frameR ? 0 : n);
     this.blockFill += n;
     this.frames++;
     if (this.blockFill === this.blockPairs) this.writeBlock();
+  }
+
+  /**
+   * Where in the arena this tick's frame of one side is: in place in its FIFO when a whole frame lies there
+   * without wrapping (the usual case: no copy), else read out into `scratch` (memmoves within the arena) with
+   * silence after what the side had. In place, the caller discards the frame from the FIFO after using it.
+   */
+  private frameOf(fifo: SampleFifo, scratch: number, n: number): number {
+    if (fifo.contiguous >= n) return fifo.headIndex;
+    const got = fifo.read(this.arena, n, scratch);
+    if (got < n) this.arena.fill(0, scratch + got, scratch + n);
+    return scratch;
   }
 
   /** The first write error, if any (the call goes on; finish() rejects with it). */
