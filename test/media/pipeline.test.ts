@@ -88,6 +88,25 @@ t.test('SampleFifo in an arena: moves to and from the arena, whole-array writes 
   t.throws(() => new SampleFifo(50, { array: arena, offset: 128 }), RangeError);
 });
 
+t.test('SampleFifo in place: headIndex and contiguous show the oldest samples in the arena up to the wrap', async (t) => {
+  const arena = new Int16Array(20);
+  const f = new SampleFifo(8, { array: arena, offset: 5 });
+  t.equal(f.contiguous, 0, 'empty');
+  f.write(Int16Array.from([1, 2, 3, 4, 5, 6]));
+  t.equal(f.headIndex, 5);
+  t.equal(f.contiguous, 6);
+  t.same(Array.from(arena.subarray(f.headIndex, f.headIndex + 6)), [1, 2, 3, 4, 5, 6]);
+  f.discard(5);
+  f.write(Int16Array.from([7, 8, 9, 10]));
+  t.equal(f.headIndex, 10, 'head moved by the discard');
+  t.equal(f.contiguous, 3, 'up to the end of the ring, not past it');
+  t.same(Array.from(arena.subarray(f.headIndex, f.headIndex + 3)), [6, 7, 8]);
+  f.discard(3);
+  t.equal(f.headIndex, 5, 'wrapped to the ring start');
+  t.equal(f.contiguous, 2);
+  t.same(Array.from(arena.subarray(5, 7)), [9, 10]);
+});
+
 t.test('LossConcealer: faded repeat of the last frame, silence after 60 ms, reset on good audio', async (t) => {
   const plc = new LossConcealer(160);
   const good = new Int16Array(160).fill(9000);
