@@ -1,7 +1,9 @@
 // The assistant's side of a live conversation (issue 4): one Utterance per engine response (welcome, reply, say,
 // poke, backchannel), its audio through the playout on the pacing clock, and how each one stops: played out,
 // interrupted (barge-in: its queued audio dropped at once and the engine told how much was heard) or silenced (the
-// assistant chose not to respond). Emits assistant_started_speaking / assistant_finished_speaking.
+// assistant chose not to respond). Emits assistant_started_speaking / assistant_finished_speaking. A transfer to
+// another agent retunes audio_speed and background noise: a new playout takes over once nothing is playing, so no
+// utterance changes speed halfway.
 import type { ResponseId, SpeechEngineSession } from '../engines/engine.js';
 import type { ServerEvent } from '../schemas/sts.js';
 import type { ConversationTimers } from './host.js';
@@ -33,6 +35,10 @@ export type SpeechPlayoutOptions = Omit<PlayoutOptions<Utterance>, 'sink'>;
 export class AssistantSpeech {
   private readonly utterances = new Map<ResponseId, Utterance>();
   private playout: Playout<Utterance> | null = null;
+  /** The options of the playout in force. */
+  private options: SpeechPlayoutOptions | null = null;
+  /** Options waiting for the playout to fall quiet (retune), then a new playout runs with them. */
+  private nextOptions: SpeechPlayoutOptions | null = null;
 
   constructor(
     private readonly host: SpeechHost,
@@ -41,10 +47,38 @@ export class AssistantSpeech {
 
   /** The engine is open: audio goes out through a playout at its rate. */
   attach(options: SpeechPlayoutOptions): void {
+    this.options = options;
     this.playout = new Playout<Utterance>({
       ...options,
       sink: { frame: (u, pcm, encoded, playedEnd) => this.frame(u, pcm, encoded, playedEnd), drained: (u) => this.drained(u) },
     });
+  }
+
+  /**
+   * Another speed or background noise (a transfer to another agent): the utterance that next starts on a quiet
+   * playout, and every one after it, plays with them; what is queued or playing now keeps its own.
+   */
+  retune(change: Pick<SpeechPlayoutOptions, 'speed' | 'noise'>): void {
+    if (!this.options) return;
+    const { speed, noise } = this.nextOptions ?? this.options;
+    if (change.speed === speed && sameNoise(change.noise, noise)) return;
+    this.nextOptions = { ...this.options, ...change };
+  }
+
+  /** The speed of the playout in force (the engine is told heard time, not played time). */
+  private get speed(): number {
+    return this.options?.speed ?? this.host.audioSpeed();
+  }
+
+  /** A retune waits for `u`'s first audio on a playout nobody else has audio in. */
+  private retuneBefore(u: Utterance): void {
+    const playout = this.playout!;
+    if (u.queuedSamples > 0 || !playout.idle) return;
+    for (const other of this.utterances.values()) if (other !== u && other.isActive && other.queuedSamples > 0) return;
+    playout.destroy();
+    this.playout = null;
+    this.attach(this.nextOptions!);
+    this.nextOptions = null;
   }
 
   /** A new utterance for an engine response. */
@@ -74,7 +108,8 @@ export class AssistantSpeech {
   audio(responseId: ResponseId, pcm: Int16Array): void {
     const u = this.of(responseId);
     if (!u.isActive || !this.playout) return;
-    u.queuedSamples += this.playout.enqueue(u, pcm);
+    if (this.nextOptions !== null) this.retuneBefore(u);
+    u.queuedSamples += this.playout!.enqueue(u, pcm);
   }
 
   text(responseId: ResponseId, delta: string): void {
@@ -130,7 +165,7 @@ export class AssistantSpeech {
   private onInterrupted(u: Utterance): void {
     this.playout?.clear(u);
     const session = this.host.session();
-    const heardMs = ((u.playedSamples * MS_PER_SEC) / (session?.sampleRate ?? 16000)) * this.host.audioSpeed();
+    const heardMs = ((u.playedSamples * MS_PER_SEC) / (session?.sampleRate ?? 16000)) * this.speed;
     session?.cancelResponse(u.responseId, heardMs);
     this.host.interrupted(u);
     if (u.firstFrameAtMs !== null && !u.silenced) this.host.emit({ type: 'assistant_finished_speaking' });
@@ -163,4 +198,8 @@ export class AssistantSpeech {
     this.host.stopped(u);
     this.host.finished(u);
   }
+}
+
+function sameNoise(a: SpeechPlayoutOptions['noise'], b: SpeechPlayoutOptions['noise']): boolean {
+  return a === b || (a !== null && b !== null && a.bed === b.bed && a.level === b.level);
 }

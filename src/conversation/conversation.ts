@@ -438,19 +438,51 @@ export class Conversation implements LiveConversation {
     void this.end('error');
   }
 
-  /** Built-in transfer to agent: the agent's settings and tools replace the current ones (audio formats and template values stay). */
+  /**
+   * Built-in transfer to agent (issue 4: the agent's settings within the conversation, every field that concerns a
+   * live conversation taking effect): the agent's settings and tools replace the current ones in place (audio
+   * formats, template values and the engine stay); the engine gets its prompt, tools, voice and speech settings;
+   * speed and background noise apply from the next utterance. What still does not follow: see settings.ts.
+   */
   private async transferToAgent(agentName: string): Promise<string | null> {
     const resolved = await this.deps.store.resolveAgent(this.who.orgId, this.projectName, agentName);
     if (!resolved) return `agent ${agentName} not found`;
     if (!resolved.agent.enabled) return `agent ${agentName} is disabled`;
     const next = applyConfig(baseSettings(resolved.config), {});
     const s = this.settings!;
-    Object.assign(s, { ...next, inputFormat: s.inputFormat, outputFormat: s.outputFormat, binaryAudio: s.binaryAudio, templateValues: s.templateValues });
+    // What the conversation keeps: its audio formats and template values, and the engine it runs (and its model).
+    Object.assign(s, {
+      ...next,
+      inputFormat: s.inputFormat,
+      outputFormat: s.outputFormat,
+      binaryAudio: s.binaryAudio,
+      templateValues: s.templateValues,
+      model: s.model,
+      vendor_model: s.vendor_model,
+      engineSettings: s.engineSettings,
+    });
+    if (s.data_retention_policy.zero_data_retention) this.record.keepNothing();
     const tools = new Map<string, LiveTool>();
     for (const t of resolved.tools) tools.set(t.name, fromStored(t));
     this.tools.setTools(tools);
     this.agent = { id: resolved.agent.id, name: resolved.agent.name };
-    this.session?.updateSession({ systemPrompt: this.resolve(s.system_prompt), tools: [...tools.values()].map(engineTool) });
+    this.speech.retune({ speed: s.audio_speed, noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null });
+    const session = this.session;
+    if (!session) return null;
+    session.updateSession({
+      systemPrompt: this.resolve(s.system_prompt),
+      tools: [...tools.values()].map(engineTool),
+      voiceId: s.voice_id,
+      defaultLanguage: s.default_language,
+      additionalLanguages: s.additional_languages,
+      boostedKeywords: s.boosted_keywords,
+      pronunciations: s.pronunciation_dictionary,
+    });
+    // An engine that cannot change voice mid-session keeps the old one: the items record the voice the user hears.
+    if (session.voiceId !== undefined && session.voiceId !== s.voice_id) {
+      this.deps.log.warn({ conversationId: this.id, asked: s.voice_id, kept: session.voiceId }, 'transfer: the engine keeps its voice');
+      s.voice_id = session.voiceId;
+    }
     return null;
   }
 
