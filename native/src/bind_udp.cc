@@ -7,7 +7,8 @@
 //   callback drains it with recvmmsg into the ring and calls onBatch(count) once per batch; JavaScript must read
 //   the packets before returning (the next batch reuses the ring). A receive error other than EAGAIN is passed as
 //   onBatch(0, error) with error.code the errno name; an exception thrown by onBatch is re-raised as uncaught.
-// udpGroupCreate(ready: Uint32Array, onReady: (n) => void, backend = 0, payloadBytes = 1500, sendEntries = 4096)
+// udpGroupCreate(ready: Uint32Array, onReady: (n) => void, backend = 0, payloadBytes = 1500, sendEntries = 4096,
+//                receiveBuffers = 0)   (io_uring provided buffers; 0: 4 per member, at least 256)
 //   Per-worker receive dispatch for many low-rate sockets: an endpoint opened with a group (udpOpen's onBatch
 //   argument replaced by the group and an id) has its datagrams put in its own ring, and [id, count, errno] is
 //   appended to `ready`; onReady(n) then runs ONCE for all endpoints that received. Capacity: ready.length / 3.
@@ -655,17 +656,20 @@ Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   View<uint32_t> ready = GetArray<uint32_t>(env, info[0], napi_uint32_array, "ready must be a Uint32Array");
   if (ready.data == nullptr) return env.Undefined();
-  if (!info[1].IsFunction()) return ThrowType(env, "udpGroupCreate(ready, onReady, backend, payloadBytes, sendEntries)");
+  if (!info[1].IsFunction()) return ThrowType(env, "udpGroupCreate(ready, onReady, backend, payloadBytes, sendEntries, receiveBuffers)");
   if (ready.length < kGroupWords || ready.length % kGroupWords != 0) return ThrowRange(env, "ready must hold 3 words per endpoint");
   auto number_or = [&](size_t i, double fallback) { return info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : fallback; };
   double backend_value = number_or(2, 0);
   double payload_bytes = number_or(3, 1500);
   double send_entries = number_or(4, 4096);
+  double receive_buffers = number_or(5, 0);
   if (backend_value != 0 && backend_value != 1 && backend_value != 2) return ThrowRange(env, "backend must be 0 (auto), 1 (io_uring) or 2 (poll)");
   if (!(payload_bytes >= 1 && payload_bytes <= kUdpMaxPayload) || payload_bytes != static_cast<uint32_t>(payload_bytes))
     return ThrowRange(env, "payloadBytes must be 1..65507");
   if (!(send_entries >= 1 && send_entries <= 32768) || send_entries != static_cast<uint32_t>(send_entries))
     return ThrowRange(env, "sendEntries must be 1..32768");
+  if (!(receive_buffers >= 0 && receive_buffers <= 32768) || receive_buffers != static_cast<uint32_t>(receive_buffers))
+    return ThrowRange(env, "receiveBuffers must be 0..32768");
   GroupBackend backend = static_cast<GroupBackend>(static_cast<uint32_t>(backend_value));
   uv_loop_t* loop = nullptr;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) {
@@ -678,7 +682,8 @@ Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
   g->capacity = static_cast<uint32_t>(ready.length / kGroupWords);
   g->by_id.assign(g->capacity, nullptr);
   if (backend != GroupBackend::Poll) {
-    uint32_t buffers = g->capacity * kRingBuffersPerMember;
+    // A shared socket (one member for all calls) asks for as many as it needs: a loop turn's packets of all calls.
+    uint32_t buffers = receive_buffers > 0 ? static_cast<uint32_t>(receive_buffers) : g->capacity * kRingBuffersPerMember;
     g->ring = new UdpRing();
     int err = g->ring->Open(buffers < kRingMinBuffers ? kRingMinBuffers : buffers, static_cast<uint32_t>(payload_bytes),
                             static_cast<uint32_t>(send_entries));

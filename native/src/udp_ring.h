@@ -149,6 +149,8 @@ class UdpRing {
   // Destination addresses of queued sends (read by the kernel when the send is prepared, at submit).
   struct sockaddr_in* send_addrs_ = nullptr;
   uint32_t send_queued_ = 0;
+  // Multishot receives armed and not yet ended: the most work items Reap can find queued.
+  uint32_t armed_ = 0;
   double enters_ = 0;
 };
 
