@@ -1,5 +1,6 @@
 // Module entry: registers each DSP module's bindings.
 #include "handle.h"
+#include "time_stretch.h"
 #include "udp_io.h"
 
 namespace {
@@ -10,6 +11,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   parley::InitVad(env, exports);
   parley::InitDetectors(env, exports);
   parley::InitUdp(env, exports);
+  parley::InitTimeStretch(env, exports);
   return exports;
 }
 

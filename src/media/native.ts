@@ -62,6 +62,12 @@ interface Addon {
   toneProcess(handle: Handle, frame: Int16Array): number;
   toneInfo(handle: Handle, out: Float64Array): void;
   toneReset(handle: Handle): void;
+  createTimeStretch(rateHz: number, maxInput: number, speed: number): Handle;
+  timeStretchProcess(handle: Handle, input: Int16Array, out: Int16Array, length: number): number;
+  timeStretchFlush(handle: Handle, out: Int16Array): number;
+  timeStretchSetSpeed(handle: Handle, speed: number): void;
+  timeStretchMaxOutput(handle: Handle, n: number): number;
+  timeStretchReset(handle: Handle): void;
 }
 
 function load(): unknown {
@@ -446,3 +452,18 @@ export class ToneDetector {
     addon.destroy(this.handle);
   }
 }
+
+// ---- Time-stretch (WSOLA, see native/src/time_stretch.h) ----
+
+/** The time-stretch entry points, for the TimeStretch stage (src/media/time-stretch.ts), their one wrapper. */
+export type TimeStretchBinding = Pick<
+  Addon,
+  | 'createTimeStretch'
+  | 'timeStretchProcess'
+  | 'timeStretchFlush'
+  | 'timeStretchSetSpeed'
+  | 'timeStretchMaxOutput'
+  | 'timeStretchReset'
+  | 'destroy'
+>;
+export const timeStretchBinding: TimeStretchBinding = addon;

@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { TimeStretch } from '../../src/media/time-stretch.js';
 
 const RATE = 16000;
@@ -166,4 +166,127 @@ t.test('a chunk given as the first `length` samples of a larger buffer stretches
     t.same(outB.subarray(0, b), outA.subarray(0, a));
     offset += k;
   }
+});
+
+/** Stretches input fed in chunks of the given sizes (cycled); speedAt(offset) may change speed between chunks. */
+function stretchChunked(
+  rate: number,
+  input: Int16Array,
+  chunks: number[],
+  speedAt: (offset: number) => number,
+): Int16Array {
+  const maxInput = Math.max(...chunks);
+  const ts = new TimeStretch({ sampleRate: rate, maxInput, speed: speedAt(0) });
+  const out = new Int16Array(input.length * 2 + rate);
+  const buf = new Int16Array(ts.maxOutput(maxInput));
+  let w = 0;
+  for (let offset = 0, c = 0; offset < input.length; c++) {
+    const k = Math.min(chunks[c % chunks.length], input.length - offset);
+    const speed = speedAt(offset);
+    if (speed !== ts.currentSpeed) ts.setSpeed(speed);
+    const n = ts.process(input.subarray(offset, offset + k), buf);
+    out.set(buf.subarray(0, n), w);
+    w += n;
+    offset += k;
+  }
+  const n = ts.flush(buf);
+  out.set(buf.subarray(0, n), w);
+  return out.subarray(0, w + n);
+}
+
+function sine(rate: number, seconds: number, f: number): Int16Array {
+  const out = new Int16Array(Math.round(seconds * rate));
+  for (let i = 0; i < out.length; i++) out[i] = Math.round(8000 * Math.sin((2 * Math.PI * f * i) / rate));
+  return out;
+}
+
+/**
+ * Smallest and largest peak of the periods of x[from, to). Overlap-adding segments of a sine that are out of phase
+ * by phi dips its envelope to cos(phi / 2) between them (smooth windows hide the seam from a step check): a
+ * flat envelope is what shows the segments were aligned.
+ */
+function periodPeaks(x: Int16Array, from: number, to: number, period: number): [number, number] {
+  let lo = Infinity;
+  let hi = 0;
+  for (let s = from; s + period <= to; s += period) {
+    let m = 0;
+    for (let i = s; i < s + period; i++) m = Math.max(m, Math.abs(x[i]));
+    lo = Math.min(lo, m);
+    hi = Math.max(hi, m);
+  }
+  return [lo, hi];
+}
+
+/** The envelope of a stretched 8000-amplitude sine stays within 3% below and 1% above it (one window from each end). */
+function flatEnvelope(t: Test, out: Int16Array, rate: number, f: number, what: string): void {
+  const window = Math.round(rate * 0.025);
+  const [lo, hi] = periodPeaks(out, window, out.length - 2 * window, Math.ceil(rate / f));
+  t.ok(lo > 0.97 * 8000 && hi < 1.01 * 8000, `${what}: peaks per period ${lo}..${hi} of 8000`);
+}
+
+/** Goertzel power at f for a signal at `rate`. */
+function powerAt(x: Int16Array, f: number, rate: number): number {
+  const k = 2 * Math.cos((2 * Math.PI * f) / rate);
+  let s1 = 0;
+  let s2 = 0;
+  for (let i = 0; i < x.length; i++) {
+    const s0 = x[i] + k * s1 - s2;
+    s2 = s1;
+    s1 = s0;
+  }
+  return s1 * s1 + s2 * s2 - k * s1 * s2;
+}
+
+for (const rate of [8000, 24000]) {
+  t.test(`${rate} Hz, speed 1.2: a 250 Hz tone keeps its pitch and a flat envelope`, async (t) => {
+    const f = 250;
+    const input = sine(rate, 1, f);
+    const out = stretchChunked(rate, input, [rate / 50], () => 1.2);
+    t.ok(Math.abs(out.length - input.length / 1.2) < 0.05 * rate, `length ${out.length} vs ${(input.length / 1.2).toFixed(0)}`);
+    const mid = out.subarray(Math.floor(out.length * 0.2), Math.floor(out.length * 0.8));
+    const on = powerAt(mid, f, rate);
+    t.ok(on > 1000 * powerAt(mid, f * 1.2, rate), 'no energy at 1.2 x the pitch (a resampling speed-up)');
+    t.ok(on > 1000 * (powerAt(mid, f - 40, rate) + powerAt(mid, f + 40, rate)), 'the tone stands 30 dB above its neighbourhood');
+    flatEnvelope(t, out, rate, f, 'segments aligned');
+  });
+}
+
+t.test('any chunking of the input gives the same output (no seams at chunk boundaries)', async (t) => {
+  const input = tone(1, [180, 360, 540]);
+  const whole = stretchChunked(RATE, input, [320], () => 1.2);
+  const ragged = stretchChunked(RATE, input, [1, 319, 17, 200, 64, 3], () => 1.2);
+  t.equal(ragged.length, whole.length);
+  t.same(ragged, whole, 'sample for sample');
+});
+
+t.test('speed changes mid-stream: each part scales by its own speed, pitch and continuity kept', async (t) => {
+  const rate = 8000;
+  const f = 200;
+  const input = sine(rate, 2, f);
+  const half = input.length / 2;
+  for (const [a, b] of [[1.25, 0.8], [0.8, 2.0], [1.5, 1]]) {
+    const out = stretchChunked(rate, input, [160], (offset) => (offset < half ? a : b));
+    const expected = half / a + half / b;
+    t.ok(Math.abs(out.length - expected) < 0.05 * rate, `${a} -> ${b}: ${out.length} samples for ${expected.toFixed(0)}`);
+    flatEnvelope(t, out, rate, f, `${a} -> ${b}`);
+    const window = Math.round(rate * 0.025);
+    for (const part of [out.subarray(window, Math.floor(half / a) - window), out.subarray(Math.ceil(half / a) + window, out.length - 2 * window)]) {
+      t.ok(powerAt(part, f, rate) > 1000 * powerAt(part, f * 1.25, rate), `${a} -> ${b}: pitch kept on both sides of the change`);
+    }
+  }
+});
+
+t.test('an output buffer shorter than the call writes is refused before anything is consumed', async (t) => {
+  const input = tone(0.1, [300]);
+  const ts = new TimeStretch({ sampleRate: RATE, maxInput: 800, speed: 0.5 });
+  const small = new Int16Array(8);
+  t.throws(() => ts.process(input.subarray(0, 800), small), RangeError);
+  const ref = new TimeStretch({ sampleRate: RATE, maxInput: 800, speed: 0.5 });
+  const a = new Int16Array(ts.maxOutput(800));
+  const b = new Int16Array(ref.maxOutput(800));
+  t.equal(ts.process(input.subarray(0, 800), a), ref.process(input.subarray(0, 800), b), 'the refused call left no trace');
+  t.same(a, b);
+  t.throws(() => ts.process(input, a), RangeError, 'a chunk over maxInput');
+  t.throws(() => ts.setSpeed(2.01), RangeError);
+  t.equal(ts.currentSpeed, 0.5);
 });
