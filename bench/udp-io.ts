@@ -9,8 +9,13 @@
 //   (group.sendMany by member id);
 // - 'native-poll': the same group on the poll backend: a uv_poll and one recvmmsg per readable socket, one JS
 //   dispatch per loop iteration; one sendMany() crossing per tick, one sendmmsg per socket;
-// - 'native-ungrouped': as native-poll, but one JS callback per socket per received batch.
-// The generator is always native-uring (the lightest), so every mode faces the same load.
+// - 'native-ungrouped': as native-poll, but one JS callback per socket per received batch;
+// - 'shared-uring', 'shared-poll': ONE socket for all calls (SharedUdpSocket), on either backend: received
+//   packets demultiplexed by source address:port in JS (a peer table lookup per packet), each tick's packets of
+//   every call sent as one table whose entries carry their destinations;
+// - 'shared-uring-both': shared-uring against a generator that also uses one shared socket.
+// The generator is native-uring (the lightest socket per call) except in shared-uring-both, so every other mode
+// faces the same load.
 // Note on loopback the sender's kernel also delivers into the receiver's socket (the softirq runs in the sending
 // context): the gateway's figure includes delivering its packets to the generator's sockets, and not delivering
 // the generator's packets to its own. With a NIC the receive side pays that instead; per packet it is a wash.
@@ -20,17 +25,30 @@
 // give the cost of a packet each way whatever share of the nominal rate a busy machine let each side move (a
 // starved gateway sends fewer ticks but receives everything, which skews a duplex per-packet average).
 // Usage: node --import tsx bench/udp-io.ts [calls...] (default 250 500 1000); env UDP_RUNS (5), UDP_WINDOW_SEC (5),
-// UDP_MODES ("dgram,native-poll,native-uring").
+// UDP_MODES ("dgram,native-poll,native-uring"), UDP_RESULTS (file name in bench/results, "udp-io").
+// The shared-socket comparison: UDP_RUNS=3 UDP_MODES=native-uring,native-poll,shared-uring,shared-poll,shared-uring-both
+// UDP_RESULTS=udp-shared node --import tsx bench/udp-io.ts 500 1000
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
-import { NativeUdpGroup, NativeUdpSocket, ipv4ToUint32, type UdpHandle } from '../src/media/udp-native.js';
+import { MAX_BATCH, NativeUdpGroup, NativeUdpSocket, SharedUdpSocket, ipv4ToUint32, type UdpHandle } from '../src/media/udp-native.js';
 
-export type UdpMode = 'dgram' | 'native-uring' | 'native-poll' | 'native-ungrouped';
+export type UdpMode =
+  | 'dgram'
+  | 'native-uring'
+  | 'native-poll'
+  | 'native-ungrouped'
+  | 'shared-uring'
+  | 'shared-poll'
+  | 'shared-uring-both';
 const GENERATOR_MODE: UdpMode = 'native-uring';
+/** The generator of a mode: a socket per call (the same load for every gateway mode), or one shared socket too. */
+function generatorMode(mode: UdpMode): UdpMode {
+  return mode === 'shared-uring-both' ? 'shared-uring' : GENERATOR_MODE;
+}
 
 export const PACKET_BYTES = 172;
 export const PACKETS_PER_SEC = 50;
@@ -127,6 +145,49 @@ function nativeIo(calls: number, onReceive: (n: number) => void, mode: UdpMode):
   };
 }
 
+/**
+ * One SharedUdpSocket for all calls: the peer table maps each peer port to its call and every received packet is
+ * looked up in it (the demultiplexing a socket per call gets from the kernel); each tick sends one table of
+ * `calls` entries, each carrying its destination. Against a shared generator every packet comes from one
+ * address:port: the lookup then always finds the same entry, at the same cost per packet.
+ */
+function sharedIo(calls: number, onReceive: (n: number) => void, mode: UdpMode): SideIo {
+  if (calls > MAX_BATCH) throw new RangeError(`shared modes send one table per tick: at most ${MAX_BATCH} calls`);
+  const shared = SharedUdpSocket.open({
+    host: HOST,
+    port: 0,
+    maxPeers: calls,
+    backend: mode === 'shared-poll' ? 'poll' : 'io_uring',
+    slotBytes: PACKET_BYTES,
+    txSlots: calls,
+  });
+  const perCall = new Uint32Array(calls);
+  shared.onPacket((id) => {
+    perCall[id]++;
+    onReceive(1);
+  });
+  shared.onUnknown(() => {
+    throw new Error('a packet from an unknown source');
+  });
+  const s = shared.socket;
+  s.txData.fill(0xd5);
+  s.txData[0] = 0x80;
+  const loopback = ipv4ToUint32(HOST);
+  return {
+    ports: () => new Array<number>(calls).fill(shared.port),
+    peer: async (ports) => {
+      for (let i = 0; i < calls; i++) {
+        shared.peers.set(loopback, ports[i], i);
+        s.setTx(i, 0, PACKET_BYTES, loopback, ports[i]);
+      }
+    },
+    sendAll: () => {
+      shared.send(calls);
+    },
+    close: () => shared.close(),
+  };
+}
+
 /** CPU ticks (user, system) of this process's main thread and its context switches so far. */
 function mainThreadUsage(): { userMs: number; systemMs: number; switches: number } {
   // /proc/<pid>/task/<pid>/stat: fields 14 and 15 (utime, stime) in clock ticks of 10 ms, after the "(comm)".
@@ -147,7 +208,12 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
   const onReceive = (n: number) => {
     received += n;
   };
-  const io = mode === 'dgram' ? await dgramIo(calls, onReceive, () => stopping) : nativeIo(calls, onReceive, mode);
+  const io =
+    mode === 'dgram'
+      ? await dgramIo(calls, onReceive, () => stopping)
+      : mode.startsWith('shared-')
+        ? sharedIo(calls, onReceive, mode)
+        : nativeIo(calls, onReceive, mode);
   send({ type: 'ports', ports: io.ports() });
   let timer: NodeJS.Timeout | undefined;
   let next = 0;
@@ -256,7 +322,7 @@ export interface UdpRun {
 /** One run: gateway on core 1, generator on core 0; returns the gateway's CPU over `windowMs`. */
 export async function runOnce(calls: number, windowMs: number, mode: UdpMode = 'dgram'): Promise<UdpRun> {
   const gw = startSide(1, calls, mode);
-  const gen = startSide(0, calls, GENERATOR_MODE);
+  const gen = startSide(0, calls, generatorMode(mode));
   try {
     const [gwPorts, genPorts] = await Promise.all([next(gw, 'ports'), next(gen, 'ports')]);
     gw.send({ type: 'peer', ports: genPorts.ports } satisfies Msg);
@@ -403,6 +469,7 @@ async function main(): Promise<void> {
   const runs = Number(process.env.UDP_RUNS ?? 5);
   const windowSec = Number(process.env.UDP_WINDOW_SEC ?? 5);
   const modes = (process.env.UDP_MODES ?? 'dgram,native-poll,native-uring').split(',') as UdpMode[];
+  const loadAverageAtStart = os.loadavg();
   const results: UdpSummary[] = [];
   for (const calls of callCounts) {
     // Modes interleaved run by run, so a change in the machine's load hits both alike.
@@ -432,6 +499,26 @@ async function main(): Promise<void> {
       oneWayPollOverUring: p ? oneWay(p) / oneWay(u) : null,
     }];
   });
+  // Shared socket against a socket per call (item 3 follow-up, H5): per packet, both ways, gateway CPU.
+  const sharedRatios = callCounts.flatMap((calls) => {
+    const at = (m: UdpMode) => results.find((r) => r.calls === calls && r.mode === m);
+    const oneWay = (x: UdpSummary) => x.medianUsPerTxPacket + x.medianUsPerRxPacket;
+    const pairs: Array<[UdpMode, UdpMode]> = [
+      ['shared-uring', 'native-uring'],
+      ['shared-poll', 'native-uring'],
+      ['shared-poll', 'native-poll'],
+      ['shared-uring-both', 'native-uring'],
+    ];
+    return pairs.flatMap(([a, b]) => {
+      const x = at(a);
+      const y = at(b);
+      if (!x || !y) return [];
+      return [{ calls, ratio: `${a}/${b}`, duplex: x.medianUsPerPacket / y.medianUsPerPacket, oneWay: oneWay(x) / oneWay(y) }];
+    });
+  });
+  for (const r of sharedRatios) {
+    console.log(`${r.calls} calls: ${r.ratio} per packet: duplex ${r.duplex.toFixed(2)}x, one way tx+rx ${r.oneWay.toFixed(2)}x`);
+  }
   for (const r of ratios) {
     console.log(
       `${r.calls} calls: tx+rx one way dgram/io_uring ${r.oneWayDgramOverUring.toFixed(2)}x, poll/io_uring ${r.oneWayPollOverUring?.toFixed(2) ?? 'n/a'}x; ` +
@@ -447,11 +534,12 @@ async function main(): Promise<void> {
   console.log(`verdict: ${verdict}`);
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(
-    new URL('./results/udp-io.json', import.meta.url),
+    new URL(`./results/${process.env.UDP_RESULTS ?? 'udp-io'}.json`, import.meta.url),
     JSON.stringify(
       {
         bench: 'udp-io',
         date: new Date().toISOString(),
+        loadAverageAtStart,
         loadAverage: os.loadavg(),
         packetBytes: PACKET_BYTES,
         packetsPerSecEachWay: PACKETS_PER_SEC,
@@ -464,7 +552,11 @@ async function main(): Promise<void> {
           'native-uring': 'one native socket per call in a NativeUdpGroup on io_uring: multishot receives, one io_uring_enter and one JS dispatch per loop iteration; one io_uring_enter per tick for all sends',
           'native-poll': 'one native socket per call in a NativeUdpGroup on the poll backend: one uv_poll and recvmmsg per readable socket, one JS dispatch per loop iteration; one sendMany() per tick, one sendmmsg per socket',
           'native-ungrouped': 'as native-poll, but one JS callback per socket per received batch',
+          'shared-uring': 'one SharedUdpSocket (io_uring) for all calls: one multishot receive, every packet demultiplexed by source address:port in JS; one table of all calls sent per tick with one io_uring_enter; the generator keeps a socket per call',
+          'shared-poll': 'as shared-uring on the poll backend: recvmmsg of up to 1024 per wake, one sendmmsg per tick',
+          'shared-uring-both': 'as shared-uring, and the generator also one shared socket (every packet from one address:port)',
         },
+        sharedRatios,
         kernel: os.release(),
         results,
         ratios,

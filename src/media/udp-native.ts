@@ -93,6 +93,7 @@ interface UdpAddon {
     backend: number,
     payloadBytes: number,
     sendEntries: number,
+    receiveBuffers: number,
   ): GroupHandle;
   udpGroupBackend(group: GroupHandle): UdpGroupBackend;
   udpGroupSendMany(group: GroupHandle, ids: Uint32Array, counts: Uint32Array, sent: Uint32Array, n: number): void;
@@ -167,6 +168,9 @@ export interface NativeUdpGroupOptions {
   payloadBytes?: number;
   /** io_uring: sends submitted per io_uring_enter (more are submitted in several); default 4096 */
   sendEntries?: number;
+  /** io_uring: provided receive buffers shared by the members (rounded up to a power of two, at most 32768);
+   *  default 4 per member, at least 256. A shared socket needs about a loop turn's packets of all its calls. */
+  receiveBuffers?: number;
 }
 
 /**
@@ -203,6 +207,7 @@ export class NativeUdpGroup {
         BACKEND_CODES[options.backend ?? 'auto'],
         options.payloadBytes ?? DEFAULT_SLOT_BYTES,
         options.sendEntries ?? DEFAULT_GROUP_SEND_ENTRIES,
+        options.receiveBuffers ?? 0,
       );
     } catch (err) {
       translate(err);
@@ -433,5 +438,241 @@ export class NativeUdpSocket {
     this.closed = true;
     addon.udpClose(this.handle);
     this.group?.detach(this.groupId);
+  }
+}
+
+/** Shared socket: the kernel receive buffer for all calls' packets between two loop turns (net.core.rmem_max caps it). */
+export const SHARED_RECV_BUFFER_BYTES = 4 * 1024 * 1024;
+/** Shared socket on io_uring: provided receive buffers, a few loop turns of 1000 calls at 50 packets/s. */
+export const SHARED_RECEIVE_BUFFERS = 2048;
+
+/**
+ * A peer's IPv4 address and port -> a small id (a call's stream), for demultiplexing one shared socket in user
+ * space. Open addressing with linear probing in typed arrays, deletion by backward shift (Knuth, TAOCP vol. 3,
+ * 6.4 Algorithm R), so lookups allocate nothing and no tombstones pile up as calls come and go.
+ */
+export class UdpPeerTable {
+  /** Most peers the table holds (half its slots, so probes stay short). */
+  readonly capacity: number;
+  private readonly mask: number;
+  private readonly addresses: Uint32Array;
+  /** port + 1; 0 marks an empty slot */
+  private readonly ports: Uint32Array;
+  private readonly ids: Int32Array;
+  private count = 0;
+
+  constructor(maxPeers: number) {
+    if (!Number.isInteger(maxPeers) || maxPeers < 1) throw new RangeError('maxPeers must be a positive integer');
+    let slots = 2;
+    while (slots < 2 * maxPeers) slots *= 2;
+    this.capacity = maxPeers;
+    this.mask = slots - 1;
+    this.addresses = new Uint32Array(slots);
+    this.ports = new Uint32Array(slots);
+    this.ids = new Int32Array(slots);
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  private home(address: number, port: number): number {
+    // A multiplicative mix (golden-ratio constant, then a murmur3 finaliser step) of both fields.
+    let h = Math.imul(address, 0x9e3779b1) ^ port;
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    return (h ^ (h >>> 13)) & this.mask;
+  }
+
+  private find(address: number, port: number): number {
+    const p = port + 1;
+    for (let i = this.home(address, port); ; i = (i + 1) & this.mask) {
+      if (this.ports[i] === 0) return -1 - i;  // empty: not present, and where it would go
+      if (this.ports[i] === p && this.addresses[i] === address) return i;
+    }
+  }
+
+  /** The id of the peer at address:port, or -1. */
+  get(address: number, port: number): number {
+    const i = this.find(address, port);
+    return i >= 0 ? this.ids[i] : -1;
+  }
+
+  /** Maps address:port (address as ipv4ToUint32) to id (>= 0), replacing an earlier id. */
+  set(address: number, port: number, id: number): void {
+    if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff) throw new RangeError('peer id must be a non-negative int32');
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError('port must be 0..65535');
+    const i = this.find(address >>> 0, port);
+    if (i >= 0) {
+      this.ids[i] = id;
+      return;
+    }
+    if (this.count >= this.capacity) throw new RangeError(`peer table is full (${this.capacity} peers)`);
+    const slot = -1 - i;
+    this.addresses[slot] = address >>> 0;
+    this.ports[slot] = port + 1;
+    this.ids[slot] = id;
+    this.count++;
+  }
+
+  /** Forgets address:port; false when it was not there. */
+  delete(address: number, port: number): boolean {
+    let i = this.find(address >>> 0, port);
+    if (i < 0) return false;
+    this.count--;
+    // Backward shift: pull later entries of the probe run into the hole unless their home lies in (hole, j].
+    for (let j = (i + 1) & this.mask; this.ports[j] !== 0; j = (j + 1) & this.mask) {
+      const home = this.home(this.addresses[j], this.ports[j] - 1);
+      const between = i <= j ? home > i && home <= j : home > i || home <= j;
+      if (between) continue;
+      this.addresses[i] = this.addresses[j];
+      this.ports[i] = this.ports[j];
+      this.ids[i] = this.ids[j];
+      i = j;
+    }
+    this.ports[i] = 0;
+    return true;
+  }
+}
+
+export interface SharedUdpOptions {
+  host: string;
+  /** 0 for any free port */
+  port: number;
+  /** peers (call streams) the socket serves at once */
+  maxPeers: number;
+  /** as NativeUdpGroupOptions.backend; default 'auto' */
+  backend?: UdpGroupBackend | 'auto';
+  /** receive ring slots: datagrams per batch (default MAX_BATCH) */
+  slots?: number;
+  /** send table entries: packets per send() (default MAX_BATCH) */
+  txSlots?: number;
+  slotBytes?: number;
+  txBytes?: number;
+  /** SO_RCVBUF; default SHARED_RECV_BUFFER_BYTES */
+  recvBufferBytes?: number;
+  /** SO_SNDBUF; default SHARED_RECV_BUFFER_BYTES */
+  sendBufferBytes?: number;
+  /** io_uring provided receive buffers; default SHARED_RECEIVE_BUFFERS */
+  receiveBuffers?: number;
+}
+
+/** A packet from a known peer: packet i of socket's current batch belongs to peer `id` (UdpPeerTable). */
+export type PeerPacketListener = (id: number, i: number, socket: NativeUdpSocket) => void;
+/** A packet from an address:port not in the table (a new NAT binding, a stray or hostile sender). */
+export type UnknownPacketListener = (i: number, socket: NativeUdpSocket) => void;
+
+/**
+ * One UDP socket for many calls (RTP of a whole worker on one port): batches are received from every peer and
+ * demultiplexed here by source address and port (peers); each send-table entry carries its own destination, so a
+ * tick of every call goes out with one sendmmsg (poll backend) or one io_uring_enter (io_uring). The kernel sees
+ * one socket instead of one per call: bench/udp-io.ts compares the two (modes shared-*).
+ * Packets from unknown sources are never dropped silently: onUnknown gets them, and stats count them.
+ */
+export class SharedUdpSocket {
+  readonly peers: UdpPeerTable;
+  readonly socket: NativeUdpSocket;
+  readonly group: NativeUdpGroup;
+  private readonly ids = new Uint32Array(1);
+  private readonly counts = new Uint32Array(1);
+  private readonly sent = new Uint32Array(1);
+  private packetListener: PeerPacketListener | undefined;
+  private unknownListener: UnknownPacketListener | undefined;
+  /** packets from sources not in peers (all of them, whether or not onUnknown is set) */
+  unknownPackets = 0;
+  /** packets from known peers received while no onPacket listener was set */
+  unhandledPackets = 0;
+
+  private constructor(options: SharedUdpOptions) {
+    this.peers = new UdpPeerTable(options.maxPeers);
+    const slotBytes = options.slotBytes ?? DEFAULT_SLOT_BYTES;
+    this.group = new NativeUdpGroup(1, {
+      backend: options.backend,
+      payloadBytes: slotBytes,
+      receiveBuffers: options.receiveBuffers ?? SHARED_RECEIVE_BUFFERS,
+    });
+    try {
+      this.socket = NativeUdpSocket.open({
+        host: options.host,
+        port: options.port,
+        slots: options.slots ?? MAX_BATCH,
+        txSlots: options.txSlots ?? MAX_BATCH,
+        slotBytes,
+        txBytes: options.txBytes,
+        recvBufferBytes: options.recvBufferBytes ?? SHARED_RECV_BUFFER_BYTES,
+        sendBufferBytes: options.sendBufferBytes ?? SHARED_RECV_BUFFER_BYTES,
+        group: this.group,
+      });
+    } catch (err) {
+      this.group.close();
+      throw err;
+    }
+    this.ids[0] = this.socket.groupId;
+    this.socket.onBatch((count, s) => this.demux(count, s));
+  }
+
+  static open(options: SharedUdpOptions): SharedUdpSocket {
+    return new SharedUdpSocket(options);
+  }
+
+  get port(): number {
+    return this.socket.port;
+  }
+
+  get backend(): UdpGroupBackend {
+    return this.group.backend;
+  }
+
+  /** Each packet from a known peer, with its id; read it (socket.rxOffset(i), rxLength(i)) before returning. */
+  onPacket(listener: PeerPacketListener): this {
+    this.packetListener = listener;
+    return this;
+  }
+
+  /** Each packet from a source not in peers (see rxAddress(i), rxPort(i)); counted in unknownPackets either way. */
+  onUnknown(listener: UnknownPacketListener): this {
+    this.unknownListener = listener;
+    return this;
+  }
+
+  /** Receive errors (as NativeUdpSocket.onError: thrown without a listener). */
+  onError(listener: ErrorListener): this {
+    this.socket.onError(listener);
+    return this;
+  }
+
+  private demux(count: number, s: NativeUdpSocket): void {
+    const meta = s.rxMeta;
+    for (let i = 0; i < count; i++) {
+      const w = i * UDP_META_WORDS;
+      const id = this.peers.get(meta[w + 1], meta[w + 2]);
+      if (id < 0) {
+        this.unknownPackets++;
+        this.unknownListener?.(i, s);
+      } else if (this.packetListener === undefined) {
+        this.unhandledPackets++;
+      } else {
+        this.packetListener(id, i, s);
+      }
+    }
+  }
+
+  /**
+   * Sends socket's send-table entries 0..count-1 (socket.setTx: each with its destination) with one sendmmsg or
+   * one io_uring_enter; returns how many left (fewer on EAGAIN, counted in socket.stats().txDropped).
+   */
+  send(count: number): number {
+    this.counts[0] = count;
+    this.group.sendMany(this.ids, this.counts, this.sent, 1);
+    return this.sent[0];
+  }
+
+  get isClosed(): boolean {
+    return this.socket.isClosed;
+  }
+
+  /** Closes the socket, then its group (idempotent). */
+  close(): void {
+    this.socket.close();
+    this.group.close();
   }
 }
