@@ -112,6 +112,14 @@ export interface NewRecording {
   bytes: number;
 }
 
+/** An append named a conversation that does not exist (nothing was written). */
+export class ConversationNotFoundError extends Error {
+  constructor(readonly conversationId: string) {
+    super(`no conversation ${conversationId} to append items to`);
+    this.name = 'ConversationNotFoundError';
+  }
+}
+
 const DEFAULT_MODEL = 'merritt';
 const DEFAULT_FORMAT = 'pcm_16000';
 
@@ -123,7 +131,7 @@ function toolCallRow(conversationId: string, itemId: string, idx: number, c: New
     call_idx: idx,
     tool_id: c.tool.id,
     tool_name: c.tool.name,
-    request_body: c.request_body === undefined || c.request_body === null ? null : (c.request_body as Json),
+    request_body: c.request_body ?? null,
     response_body: c.response_body ?? null,
     timed_out: c.timed_out,
     error_message: c.error_message,
@@ -132,7 +140,8 @@ function toolCallRow(conversationId: string, itemId: string, idx: number, c: New
     endpoint_url: c.endpoint_url ?? null,
     endpoint_headers: c.endpoint_headers ?? null,
     endpoint_timeout_ms: c.endpoint_timeout_ms ?? null,
-    endpoint_called_at: c.endpoint_called_at ? new Date(c.endpoint_called_at) : null,
+    // toISOString throws on an unparseable time (JSON.stringify would quietly store null).
+    endpoint_called_at: c.endpoint_called_at ? new Date(c.endpoint_called_at).toISOString() : null,
     query_params: c.query_params ?? null,
     response_status_code: c.response_status_code ?? null,
     tool_call_output_timeout_ms: c.tool_call_output_timeout_ms ?? null,
@@ -142,7 +151,6 @@ function toolCallRow(conversationId: string, itemId: string, idx: number, c: New
 const JSON_COLUMNS = new Set([
   'template_variables', 'boosted_keywords', 'pronunciation_dictionary', 'additional_languages', 'task_results',
   'metadata', 'data_retention_policy', 'languages', 'tools', 'config', 'latencies_ms',
-  'request_body', 'response_body', 'endpoint_headers', 'query_params',
 ]);
 
 /** postgres.js sends arrays as SQL arrays: wrap the jsonb columns' values explicitly. */
@@ -155,15 +163,25 @@ function withJson(sql: Db, row: Record<string, unknown>): HelperRow {
   return out;
 }
 
-async function insertItems(tx: Db, conversationId: string, firstIdx: number, items: NewItem[]): Promise<string[]> {
+/**
+ * Appends `items` (and their tool calls) after the conversation's last item in ONE statement, so one round trip:
+ * a statement is atomic (all rows land or none do), and its UPDATE of the conversation's `next_item_idx` reserves
+ * the indexes under the row's lock, so concurrent appends to one conversation take turns (migration
+ * 20261122000400). The rows travel as two jsonb arrays, so the statement's text is the same for any number of
+ * items and tool calls and postgres.js prepares it once per connection. A tool call joins the item it belongs to
+ * as inserted: when the conversation does not exist nothing is inserted, and the count says so.
+ */
+async function insertItems(sql: Db, conversationId: string, items: NewItem[]): Promise<string[]> {
+  if (items.length === 0) return [];
   const ids: string[] = [];
-  for (const [i, item] of items.entries()) {
+  const itemRows: Record<string, unknown>[] = [];
+  const callRows: Record<string, unknown>[] = [];
+  for (const [k, item] of items.entries()) {
     const id = item.id ?? newId('conv_item');
     ids.push(id);
-    await tx`insert into conversation_items ${tx({
+    itemRows.push({
+      k,
       id,
-      conversation_id: conversationId,
-      item_idx: firstIdx + i,
       role: item.role,
       live_transcript: item.live_transcript,
       post_call_transcript: item.post_call_transcript ?? null,
@@ -173,11 +191,40 @@ async function insertItems(tx: Db, conversationId: string, firstIdx: number, ite
       voice_id: item.voice_id ?? null,
       audio_speed: item.audio_speed ?? null,
       system_prompt: item.system_prompt ?? null,
-    })}`;
-    for (const [j, call] of (item.tool_calls ?? []).entries()) {
-      await tx`insert into conversation_tool_calls ${tx(withJson(tx, toolCallRow(conversationId, id, j, call)))}`;
-    }
+    });
+    for (const [j, call] of (item.tool_calls ?? []).entries()) callRows.push(toolCallRow(conversationId, id, j, call));
   }
+  const n = items.length;
+  const [{ inserted }] = await sql<{ inserted: number }[]>`
+    with reserved as (
+      update conversations set next_item_idx = next_item_idx + ${n}::int
+      where id = ${conversationId} returning next_item_idx - ${n}::int as first
+    ), items as (
+      insert into conversation_items (id, conversation_id, item_idx, role, live_transcript, post_call_transcript,
+        redacted_transcript, duration_ms, started_at, voice_id, audio_speed, system_prompt)
+      select i.id, ${conversationId}, reserved.first + i.k, i.role, i.live_transcript, i.post_call_transcript,
+        i.redacted_transcript, i.duration_ms, i.started_at, i.voice_id, i.audio_speed, i.system_prompt
+      from reserved, jsonb_to_recordset(${sql.json(itemRows as Json)}) as i(k int, id text, role text,
+        live_transcript text, post_call_transcript text, redacted_transcript text, duration_ms float8,
+        started_at timestamptz, voice_id text, audio_speed float8, system_prompt text)
+      returning id
+    ), calls as (
+      insert into conversation_tool_calls (id, conversation_id, item_id, call_idx, tool_id, tool_name, request_body,
+        response_body, timed_out, error_message, integration, endpoint_method, endpoint_url, endpoint_headers,
+        endpoint_timeout_ms, endpoint_called_at, query_params, response_status_code, tool_call_output_timeout_ms)
+      select c.id, c.conversation_id, c.item_id, c.call_idx, c.tool_id, c.tool_name, c.request_body,
+        c.response_body, c.timed_out, c.error_message, c.integration, c.endpoint_method, c.endpoint_url,
+        c.endpoint_headers, c.endpoint_timeout_ms, c.endpoint_called_at, c.query_params, c.response_status_code,
+        c.tool_call_output_timeout_ms
+      from jsonb_to_recordset(${sql.json(callRows as Json)}) as c(id text, conversation_id text, item_id text,
+        call_idx int, tool_id text, tool_name text, request_body jsonb, response_body jsonb, timed_out boolean,
+        error_message text, integration text, endpoint_method text, endpoint_url text, endpoint_headers jsonb,
+        endpoint_timeout_ms int, endpoint_called_at timestamptz, query_params jsonb, response_status_code int,
+        tool_call_output_timeout_ms int)
+      join items on items.id = c.item_id
+    )
+    select count(*)::int as inserted from items`;
+  if (inserted !== n) throw new ConversationNotFoundError(conversationId);
   return ids;
 }
 
@@ -216,20 +263,24 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
     interruptions_count: f?.interruptions_count ?? 0,
     task_results: f?.task_results ?? {},
   });
+  const items = c.items ?? [];
+  if (items.length === 0) {
+    await sql`insert into conversations ${sql(row)}`;
+    return id;
+  }
   await transaction(sql, async (tx) => {
     await tx`insert into conversations ${tx(row)}`;
-    if (c.items?.length) await insertItems(tx, id, 0, c.items);
+    await insertItems(tx, id, items);
   });
   return id;
 }
 
-/** Appends turns after the last one; returns their ids. */
+/**
+ * Appends turns after the last one, with their tool calls, all or nothing (one statement); returns their ids.
+ * Rejects with ConversationNotFoundError when there is no such conversation.
+ */
 export async function appendItems(sql: Sql, conversationId: string, items: NewItem[]): Promise<string[]> {
-  return transaction(sql, async (tx) => {
-    const [{ next }] = await tx<{ next: number }[]>`
-      select coalesce(max(item_idx) + 1, 0)::int as next from conversation_items where conversation_id = ${conversationId}`;
-    return insertItems(tx, conversationId, next, items);
-  });
+  return insertItems(sql, conversationId, items);
 }
 
 /** What a live conversation may change while in progress (`set_external_id`, prompt updates, lifecycle). */

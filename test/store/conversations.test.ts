@@ -1,11 +1,13 @@
 // Conversations repository: what the live engine writes (create, append items, state, finish) reads back as the
-// spec's record; cancel and content deletion; listing order with ties. Runs on both databases.
+// spec's record; appends are all or nothing with dense, ordered item_idx, concurrent ones too; cancel and content
+// deletion; listing order with ties. Runs on both databases.
 import t from 'tap';
 import { DB_KINDS, startTestServer } from '../helpers/server.js';
 import {
   addRecording,
   appendItems,
   cancelConversation,
+  ConversationNotFoundError,
   createConversation,
   deleteConversationContent,
   finishConversation,
@@ -13,6 +15,7 @@ import {
   getRecording,
   listConversations,
   updateConversation,
+  type NewItem,
 } from '../../src/store/conversations.js';
 import { conversation as conversationSchema } from '../../src/schemas/conversations.js';
 
@@ -158,6 +161,91 @@ for (const db of DB_KINDS) {
       t.equal(r.system_prompt, 'Be brief.');
       t.equal(await updateConversation(sql, id, { state: 'active' }), false, 'an ended conversation does not come back');
       t.equal(await updateConversation(sql, 'conv_missing', { state: 'active' }), false);
+    });
+
+    const turn = (text: string, extra: Partial<NewItem> = {}): NewItem => ({
+      role: 'user', live_transcript: text, duration_ms: 10, started_at: new Date(), ...extra,
+    });
+    const indexes = async (id: string) =>
+      (await getConversation(sql, id))!.record.items.map((i) => [i.item_idx, i.live_transcript]);
+
+    t.test('several items in one append land in order after the earlier ones, created items included', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', items: [turn('a'), turn('b')] });
+      const ids = await appendItems(sql, id, [turn('c'), turn('d', { role: 'assistant' }), turn('e')]);
+      t.equal(ids.length, 3);
+      t.same(await appendItems(sql, id, []), [], 'an empty append writes nothing');
+      t.same(await indexes(id), [[0, 'a'], [1, 'b'], [2, 'c'], [3, 'd'], [4, 'e']]);
+      t.same((await getConversation(sql, id))!.record.items.slice(2).map((i) => i.id), ids, 'ids in the order given');
+    });
+
+    t.test('a tool call lands with its item or neither does', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
+      const call = (callId: string) => ({
+        id: callId, tool: { id: 'tool_x', name: 'x' }, request_body: 'a string body', response_body: { list: [1, 2] },
+        timed_out: false, error_message: null,
+      });
+      await appendItems(sql, id, [turn('first', { role: 'assistant', tool_calls: [call('tool_call_once')] })]);
+      // The same tool call id again: its insert fails, so the whole append must.
+      const err = await appendItems(sql, id, [
+        turn('lost user turn'),
+        turn('lost', { role: 'assistant', tool_calls: [call('tool_call_fresh'), call('tool_call_once')] }),
+      ]).then(() => null, (e: unknown) => e as Error);
+      t.ok(err, 'the append rejects');
+      t.match(err?.message, /duplicate key/);
+      await appendItems(sql, id, [turn('next')]);
+      t.same(await indexes(id), [[0, 'first'], [1, 'next']], 'no item of the failed append, and no gap it left');
+      const calls = await sql<{ id: string }[]>`select id from conversation_tool_calls where conversation_id = ${id} order by id`;
+      t.same(calls.map((c) => c.id), ['tool_call_once'], 'nor its other tool call');
+      const [stored] = (await getConversation(sql, id))!.record.items[0].tool_calls!;
+      t.same([stored.request_body, stored.response_body], ['a string body', { list: [1, 2] }], 'jsonb bodies of any JSON kind');
+    });
+
+    t.test('an invalid item fails its whole append', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
+      const bad = turn('bad', { role: 'system' as NewItem['role'] });
+      await t.rejects(appendItems(sql, id, [turn('ok'), bad]), /check constraint/);
+      t.same(await indexes(id), []);
+      await t.rejects(
+        appendItems(sql, id, [turn('ok', { tool_calls: [{ tool: { id: 'tool_x', name: 'x' }, request_body: null, response_body: null, timed_out: false, error_message: null, endpoint_called_at: 'not a time' }] })]),
+        RangeError,
+        'an unparseable tool call time is refused, not stored as null',
+      );
+      t.same(await indexes(id), []);
+    });
+
+    t.test('an append to a conversation that does not exist rejects and writes nothing', async (t) => {
+      const before = await sql`select count(*)::int as n from conversation_items`;
+      const err = await appendItems(sql, 'conv_missing', [turn('x', { tool_calls: [{ tool: { id: 't', name: 't' }, request_body: null, response_body: null, timed_out: false, error_message: null }] })])
+        .then(() => null, (e: unknown) => e);
+      t.type(err, ConversationNotFoundError);
+      t.same(await sql`select count(*)::int as n from conversation_items`, before);
+    });
+
+    t.test('concurrent appends keep item_idx dense and ordered, per conversation', async (t) => {
+      const CONVERSATIONS = 8;
+      const APPENDS = 6;
+      const ids = await Promise.all(
+        Array.from({ length: CONVERSATIONS }, () => createConversation(sql, { orgId, projectId, origin: 'web' })),
+      );
+      // Every conversation's appends in order one after another (as the live record chains them), all
+      // conversations at once; and the last conversation also takes appends racing each other.
+      const racing = ids[CONVERSATIONS - 1];
+      await Promise.all([
+        ...ids.map(async (id, c) => {
+          for (let a = 0; a < APPENDS; a++) await appendItems(sql, id, [turn(`${c}.${a}.0`), turn(`${c}.${a}.1`)]);
+        }),
+        ...Array.from({ length: APPENDS }, (_, a) => appendItems(sql, racing, [turn(`race.${a}.0`), turn(`race.${a}.1`)])),
+      ]);
+      for (const [c, id] of ids.entries()) {
+        const items = await indexes(id);
+        const count = id === racing ? 4 * APPENDS : 2 * APPENDS;
+        t.same(items.map(([idx]) => idx), Array.from({ length: count }, (_, i) => i), `conversation ${c}: dense from 0`);
+        const own = items.filter(([, text]) => !String(text).startsWith('race'));
+        t.same(own.map(([, text]) => text), Array.from({ length: 2 * APPENDS }, (_, i) => `${c}.${i >> 1}.${i & 1}`), `conversation ${c}: in order`);
+        for (let i = 0; i < items.length; i += 2) {
+          t.equal(String(items[i + 1][1]).slice(0, -1) + '0', items[i][1], `conversation ${c}: an append's items stay together`);
+        }
+      }
     });
 
     t.test('every field of the spec record is stored and read back', async (t) => {
