@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "float4.h"
+
 namespace parley {
 
 class Fft {
@@ -39,6 +41,51 @@ class RealFft {
   size_t size_;
   Fft half_;
   std::vector<float> zr_, zi_, cos_, sin_;  // scratch, and twiddles e^{-2 pi i k / size}
+};
+
+// Power spectrum of a windowed real frame zero-padded to a power-of-two size N >= 64, for the VAD: the same
+// transform as RealFft (one complex FFT of N / 2 points, radix-2 decimation in time, then the real split) with
+// the same operations on the same values in the same order, so its powers equal RealFft's bit for bit (the
+// VAD's decisions do not move), arranged to run four-wide throughout:
+// - the complex FFT of h = N / 2 points is split by its input index m mod 4 into four interleaved FFTs of h / 4
+//   points (decimation in time by 4), computed side by side, one per lane of a Float4; their first
+//   log2(h / 4) radix-2 stages are exactly the first stages of the h-point FFT, with one twiddle for all lanes;
+// - a 4 x 4 transpose then gives natural order for the last two stages (the radix-4 combination of the four),
+//   done in registers with it;
+// - the input is windowed, split into even (real) and odd (imaginary) samples and scattered into the
+//   bit-reversed order of the quarter-size FFTs in one pass, 8 samples at a time;
+// - the split into bins of the real signal yields only the powers of the bins asked for.
+// Two radix-2 stages run per pass over memory where they can (the radix-2^2 idea of He and Torkelson 1996,
+// here only as a loop fusion: the arithmetic is still that of two radix-2 stages).
+class WindowedPowerFft {
+ public:
+  // size: a power of two >= 64; window: length <= size values (copied).
+  WindowedPowerFft(size_t size, const float* window, size_t length);
+  size_t size() const { return size_; }
+  // Window length rounded up to whole blocks of 8: the samples Power() reads.
+  size_t padded_length() const { return 8 * live_; }
+  // power[k] = |X_k|^2 for first <= k < end (end <= size() / 2 + 1), X the spectrum of x[i] window[i] for
+  // i < length followed by zeros; x: padded_length() samples, those past length finite (they are weighted 0).
+  // Other bins of power from 1 to size() / 2 - 1 may be written too.
+  void Power(const float* x, size_t first, size_t end, float* power);
+
+ private:
+  void FirstStages(const float* x);  // input windowed and scattered, stages of length 2 and 4
+  void MiddleStages();               // lengths 8 .. h/4
+  void LastStagesInOrder();          // lengths h/2 and h, natural order
+
+  size_t size_;
+  size_t half_;     // h: the complex FFT's size
+  size_t quarter_;  // h / 4: the size of each lane's FFT
+  size_t live_;     // input vectors (8 samples) that are not zero padding
+  std::vector<float> window_;  // padded to 8 live_ with zeros
+  std::vector<unsigned> slot_;  // bit-reversed position (among h / 4) of input vector v = z[4v..4v+3]
+  std::vector<Float4> lane_re_, lane_im_;  // the four quarter-size FFTs, lane j holding inputs m = 4v + j
+  std::vector<float> zr_, zi_;              // the h-point FFT in natural order
+  // Twiddles e^{-2 pi i k / len} of the stages len = 8, 16, ..., h, each stage's k contiguous (as in Fft),
+  // and e^{-2 pi i k / size} of the real split (as in RealFft).
+  std::vector<float> stage_cos_, stage_sin_, cos_, sin_;
+  std::vector<Float4> lane_cos_, lane_sin_;  // stage_cos_/stage_sin_ of stages 8 .. h/4 splatted
 };
 
 // Smallest power of two >= n.

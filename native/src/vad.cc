@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "float4.h"
 #include "resampler.h"
@@ -75,6 +76,34 @@ constexpr float kSpeechLevelDecay = 0.99311605f;  // -0.03 dB per 10 ms step
 // threshold (with the drop, noise alone resumed speech and pushed ends hundreds of ms late).
 constexpr float kSpeakingThresholdDrop = 0.15f;
 
+// Hann window of n points sampled at i + 1/2 (symmetric about its centre, no zero end points).
+std::vector<float> HannWindow(size_t n) {
+  std::vector<float> w(n);
+  for (size_t i = 0; i < n; i++) w[i] = static_cast<float>(0.5 - 0.5 * std::cos(2.0 * M_PI * (i + 0.5) / n));
+  return w;
+}
+
+// out[i] = in[i] for i < n, eight samples at a time: each int16 doubled into both halves of an int32 and
+// shifted down arithmetically is the sign-extended sample (a shuffle and a shift instead of a scalar
+// conversion per sample).
+void ToFloat(const int16_t* in, size_t n, float* out) {
+  typedef int16_t Short8 __attribute__((vector_size(16)));
+  typedef int32_t Int4 __attribute__((vector_size(16)));
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Short8 s;
+    std::memcpy(&s, in + i, sizeof s);
+    const Short8 lo = __builtin_shufflevector(s, s, 0, 0, 1, 1, 2, 2, 3, 3);
+    const Short8 hi = __builtin_shufflevector(s, s, 4, 4, 5, 5, 6, 6, 7, 7);
+    Int4 a, b;
+    std::memcpy(&a, &lo, sizeof a);
+    std::memcpy(&b, &hi, sizeof b);
+    Store4(out + i, __builtin_convertvector(a >> 16, Float4));
+    Store4(out + i + 4, __builtin_convertvector(b >> 16, Float4));
+  }
+  for (; i < n; i++) out[i] = static_cast<float>(in[i]);
+}
+
 }  // namespace
 
 Vad* Vad::Create(int rateHz, const VadOptions& o) {
@@ -96,20 +125,15 @@ Vad::Vad(int rateHz, const VadOptions& options)
       first_(halvings_ >= 1 ? step_ : kHalvingBlock),
       second_(halvings_ >= 2 ? step_ / 2 : kHalvingBlock),
       between_(halvings_ >= 2 ? step_ / 2 : 0),
-      fft_(NextPow2(window_)),
-      hann_(window_),
-      frame_(window_, 0.f),
-      in_(fft_.size()),
-      re_(fft_.size() / 2 + 1),
-      im_(fft_.size() / 2 + 1),
+      hann_(HannWindow(window_)),
+      fft_(NextPow2(window_), hann_.data(), window_),
+      frame_(fft_.padded_length(), 0.f),
+      power_(fft_.size() / 2 + 1),
       history_min_(static_cast<size_t>(kSubWindows) * kBands),
       history_(static_cast<size_t>(options.min_silence_ms / kStepMs + 2 * kRefineHalfWidth + 2)),
       ring_(static_cast<size_t>(rateHz) * options.prebuffer_ms / 1000) {
   double energy = 0.0;
-  for (size_t i = 0; i < window_; i++) {
-    hann_[i] = static_cast<float>(0.5 - 0.5 * std::cos(2.0 * M_PI * (i + 0.5) / window_));
-    energy += static_cast<double>(hann_[i]) * hann_[i];
-  }
+  for (size_t i = 0; i < window_; i++) energy += static_cast<double>(hann_[i]) * hann_[i];
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
   window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy));
   const int analysis_rate = rateHz >> halvings_;
@@ -135,6 +159,7 @@ void Vad::Reset() {
     noise_[b] = 0.f;
     learned_[b] = 0.f;
     window_min_[b] = 0.f;
+    history_floor_[b] = HUGE_VALF;
   }
   sub_count_ = sub_filled_ = sub_next_ = 0;
   steps_ = 0;
@@ -154,9 +179,7 @@ void Vad::Reset() {
 void Vad::UpdateNoiseFloor(const float* smoothed) {
   for (int b = 0; b < kBands; b++) {
     window_min_[b] = sub_count_ == 0 ? smoothed[b] : std::min(window_min_[b], smoothed[b]);
-    float m = window_min_[b];
-    for (int s = 0; s < sub_filled_; s++) m = std::min(m, history_min_[static_cast<size_t>(s) * kBands + b]);
-    floor_[b] = std::max(m, kMinBandPower);
+    floor_[b] = std::max(std::min(window_min_[b], history_floor_[b]), kMinBandPower);
     // The minimum sits below the mean noise power by a margin that depends on the band's width; the noise
     // estimate is the running mean of the steps near the minimum (learnt in Silence only), kept within 0 to
     // 10 dB above it.
@@ -176,31 +199,32 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
     sub_next_ = (sub_next_ + 1) % kSubWindows;
     sub_filled_ = std::min(sub_filled_ + 1, kSubWindows);
     sub_count_ = 0;
+    // The minimum of the completed sub-windows changes only here (once per kSubWindowSteps steps).
+    for (int b = 0; b < kBands; b++) {
+      float m = history_min_[static_cast<size_t>(b)];
+      for (int w = 1; w < sub_filled_; w++) m = std::min(m, history_min_[static_cast<size_t>(w) * kBands + b]);
+      history_floor_[b] = m;
+    }
   }
 }
 
 float Vad::Analyse() {
-  const size_t n = fft_.size();
-  float* in = in_.data();
-  size_t i = 0;
-  for (; i + 4 <= window_; i += 4) Store4(in + i, Load4(frame_.data() + i) * Load4(hann_.data() + i));
-  for (; i < window_; i++) in[i] = frame_[i] * hann_[i];
-  std::fill(in + window_, in + n, 0.f);
-  fft_.Forward(in, re_.data(), im_.data());
-  // Power spectrum over the analysed bins, in place in re_ (four bins at a time).
-  float* re = re_.data();
-  const float* im = im_.data();
-  const size_t first = static_cast<size_t>(band_lo_[0]), end = static_cast<size_t>(band_hi_[kBands - 1]);
-  size_t k = first;
-  for (; k + 4 <= end; k += 4) {
-    const Float4 r = Load4(re + k), m = Load4(im + k);
-    Store4(re + k, r * r + m * m);
-  }
-  for (; k < end; k++) re[k] = re[k] * re[k] + im[k] * im[k];
+  // The powers of the bins the bands cover (contiguous: each band starts where the last ended).
+  const float* bins = power_.data();
+  fft_.Power(frame_.data(), static_cast<size_t>(band_lo_[0]), static_cast<size_t>(band_hi_[kBands - 1]),
+             power_.data());
   float power[kBands];
   for (int b = 0; b < kBands; b++) {
+    // Summed in bin order (as ever: the same rounding), four bins per loop step.
     float sum = 0.f;
-    for (int j = band_lo_[b]; j < band_hi_[b]; j++) sum += re[j];
+    int j = band_lo_[b];
+    for (; j + 4 <= band_hi_[b]; j += 4) {
+      sum += bins[j];
+      sum += bins[j + 1];
+      sum += bins[j + 2];
+      sum += bins[j + 3];
+    }
+    for (; j < band_hi_[b]; j++) sum += bins[j];
     power[b] = sum * window_norm_;
     smoothed_[b] = steps_ == 0 ? power[b] : kSmoothing * smoothed_[b] + (1.f - kSmoothing) * power[b];
   }
@@ -325,8 +349,7 @@ int Vad::Process(const int16_t* in, size_t n) {
     if (halvings_ > 0) {
       first_.Write(filled_, in, take);
     } else {
-      float* dst = frame_.data() + step_ + filled_;
-      for (size_t i = 0; i < take; i++) dst[i] = static_cast<float>(in[i]);
+      ToFloat(in, take, frame_.data() + step_ + filled_);
     }
     in += take;
     n -= take;
@@ -346,7 +369,8 @@ int Vad::Process(const int16_t* in, size_t n) {
     probability_ = primed_ ? Analyse() : 0.f;
     primed_ = true;
     // Slide: the step just completed becomes the first half of the next window.
-    std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(analysis_step_), frame_.end(), frame_.begin());
+    std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(analysis_step_),
+              frame_.begin() + static_cast<std::ptrdiff_t>(window_), frame_.begin());
     // Hysteresis as in Silero's VADIterator: in Speech a step stays voiced down to threshold - 0.15; starting or
     // resuming speech takes the full threshold.
     const float threshold = state_ == State::Speech ? options_.threshold - kSpeakingThresholdDrop : options_.threshold;

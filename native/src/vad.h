@@ -86,8 +86,10 @@ class Vad : public Module {
   size_t window_;         // 2 analysis steps
   HalfbandDecimator first_, second_;
   std::vector<float> between_;  // first_'s output and second_'s input when halving twice
-  RealFft fft_;
-  std::vector<float> hann_, frame_, in_, re_, im_;  // in_: FFT input; re_/im_: bins 0..N/2
+  std::vector<float> hann_;  // window_ values
+  WindowedPowerFft fft_;
+  // frame_: the window's samples, zero-padded to fft_.padded_length(); power_: |X_k|^2 of the bins (0..N/2)
+  std::vector<float> frame_, power_;
   size_t filled_ = 0;  // input samples of the current step so far
   bool primed_ = false;  // a full window is available
   int band_lo_[kBands], band_hi_[kBands];
@@ -100,6 +102,7 @@ class Vad : public Module {
   float learned_[kBands];  // running mean of noise steps, learnt in Silence, held while speech may be present
   float window_min_[kBands];
   std::vector<float> history_min_;  // kSubWindows x kBands minima of completed sub-windows
+  float history_floor_[kBands];     // their minimum (infinity before the first completes)
   int sub_count_ = 0;               // steps in the current sub-window
   int sub_filled_ = 0;              // completed sub-windows (up to kSubWindows)
   int sub_next_ = 0;
