@@ -1,7 +1,7 @@
 // How tool calls reach back to the engine (issue 4, "tools"): sync and async execution, the speech flags
 // (forbid_speech_after_tool_call, wait_for_response), choose not to respond with and without respond_after_sec, and
-// transfer to agent (allowed targets, the new agent's prompt to the engine). Driven by a probe engine that records
-// every session call, with manual clocks.
+// transfer to agent (allowed targets, the new agent's prompt, voice and language to the engine). Driven by a probe
+// engine that records every session call, with manual clocks.
 import t from 'tap';
 import { config, setup, speak, speechFrames, type Setup } from './harness.js';
 import { ProbeEngine } from './probe-engine.js';
@@ -140,7 +140,7 @@ t.test('transfer to agent: a target outside agents_to_transfer_to is refused; an
   });
   const agent = (name: string, prompt: string) => ({
     orgId: 'org_test', project: { id: 'proj_main', name: 'main' }, agent: { id: `agent_${name}`, name, enabled: true },
-    config: { system_prompt: prompt, timezone: 'Asia/Tokyo' }, tools: [],
+    config: { system_prompt: prompt, timezone: 'Asia/Tokyo', voice_id: 'sarah', default_language: 'de' }, tools: [],
   });
   s.store.agents.set('billing', agent('billing', 'Billing on {{system_conversation_timezone}}.'));
   s.store.agents.set('sales', agent('sales', 'Sales.'));
@@ -153,6 +153,8 @@ t.test('transfer to agent: a target outside agents_to_transfer_to is refused; an
   for (let i = 0; i < 5 && probe.of('submitToolOutput').length < 2; i++) await new Promise((r) => setImmediate(r));
   t.same(probe.of('updateSession').map((c) => c.update.systemPrompt), ['Billing on Asia/Tokyo.'], "the new agent's prompt, resolved in its time zone");
   t.same(probe.of('updateSession')[0].update.tools, [], "the new agent's tools");
+  t.same([probe.of('updateSession')[0].update.voiceId, probe.of('updateSession')[0].update.defaultLanguage], ['sarah', 'de'], "the new agent's voice and language");
+  t.equal(s.conv.settings?.voice_id, 'sarah', 'an engine that does not report its voice is taken to have changed it');
   await s.conv.end('user');
   const calls = s.store.only().items.flatMap((i) => i.tool_calls ?? []);
   t.match(calls.find((c) => (c.request_body as { agent_name?: string }).agent_name === 'sales')?.error_message, /not a transfer target/);

@@ -172,3 +172,26 @@ t.test('failures of each service surface as onError(EngineError)', async (t) => 
     await session.close();
   }
 });
+
+t.test('updateSession (a transfer): the next reply speaks with the new voice, the next turn is transcribed in the new language', async (t) => {
+  const { hooks, session } = await open();
+  const first = session.speak('Hello.');
+  session.updateSession({ voiceId: 'sarah', defaultLanguage: 'fr', boostedKeywords: ['facture'], pronunciations: [{ word: 'SEPA', pronunciation: 'seepa' }] });
+  t.equal(session.voiceId, 'sarah');
+  const second = session.speak('Paiement SEPA.');
+  await hooks.untilDone(second);
+  t.ok(hooks.events.some((e) => e.kind === 'done' && e.responseId === first));
+  t.same(
+    speech.speeches.map((s) => [s.body.input, s.body.voice]),
+    [['Hello.', 'onyx'], ['Paiement seepa.', 'alloy']],
+    'a reply asked for before the update keeps its voice; the next one has the new voice and pronunciations',
+  );
+  speech.transcripts.push('bonjour');
+  session.appendAudio(new Int16Array(3200).fill(500));
+  session.commitUserTurn();
+  await hooks.until(() => hooks.events.some((e) => e.kind === 'transcript' && e.text === 'bonjour'));
+  const upload = speech.transcriptions[0];
+  t.equal(upload.fields.language, 'fr', 'transcribed in the new language');
+  t.equal(upload.fields.prompt, 'facture', 'with the new boosted keywords');
+  await session.close();
+});

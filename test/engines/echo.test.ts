@@ -189,3 +189,37 @@ t.test('turn blocks are reused without mixing turns; a turn over the cap keeps i
   t.equal(long.at(-1), 61, 'the latest kept');
   await session.close();
 });
+
+t.test('updateSession (a transfer): the next response speaks with the new voice, cached apart; one under way keeps its own', async (t) => {
+  const tts = createLocalTts({ cacheDir: tempDir() });
+  const engine = createEchoEngine({ tts, voiceFor: (id) => (id === 'sarah' ? 'en-us+m3' : 'en-us'), log });
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions({ voiceId: 'grant' }), hooks);
+  const text = 'Your invoice is ready.';
+  const before = session.speak(text);
+  session.updateSession({ voiceId: 'sarah', pronunciations: [{ word: 'invoice', pronunciation: 'bill' }] });
+  t.equal(session.voiceId, 'sarah');
+  const after = session.speak(text);
+  await hooks.untilDone(after);
+  await hooks.untilDone(before);
+  t.equal(tts.backend, 'espeak');
+  t.same(Array.from(hooks.samplesOf(before)), Array.from(await tts.synthesize(text, 'en-us', 16000)), 'the response asked for first: the old voice');
+  t.same(Array.from(hooks.samplesOf(after)), Array.from(await tts.synthesize('Your bill is ready.', 'en-us+m3', 16000)), 'the next: new voice and pronunciations');
+  t.equal(tts.synthesisRuns, 2, 'one synthesis per voice (the checks above were cache hits)');
+  const again = session.speak(text);
+  await hooks.untilDone(again);
+  t.equal(tts.synthesisRuns, 2, 'the new voice is cached under its own key');
+  await session.close();
+});
+
+t.test('without espeak-ng another voice is another tone pattern, as long', async (t) => {
+  const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+  const a = await tts.synthesize('one two three', 'en-us', 16000);
+  const b = await tts.synthesize('one two three', 'en-us+m3', 16000);
+  t.equal(tts.backend, 'tones');
+  t.equal(a.length, b.length);
+  t.ok(a.some((v, i) => v !== b[i]), 'the voice is heard');
+  const fresh = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+  const c = await fresh.synthesize('one two three', 'en-us', 16000);
+  t.ok(c.every((v, i) => v === a[i]), 'and stable');
+});

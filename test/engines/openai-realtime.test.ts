@@ -192,3 +192,54 @@ t.test('open gives up when the conversation ends meanwhile', async (t) => {
   ac.abort();
   await t.rejects(open({ signal: ac.signal }), { name: 'EngineError', message: /ended while the engine opened/ });
 });
+
+type SessionUpdateEvent = { type: string; session: Record<string, unknown> };
+const sessionUpdates = () => fake.events.filter((e) => e.type === 'session.update').slice(1) as unknown as SessionUpdateEvent[];
+
+t.test('updateSession (a transfer) before any audio: prompt, keywords and language in one session.update, the voice in its own', async (t) => {
+  const { hooks, session } = await open();
+  session.updateSession({ systemPrompt: 'You handle billing.', voiceId: 'sarah', defaultLanguage: 'fr', boostedKeywords: ['facture'], tools: [] });
+  await fake.waitFor('session.update', 3);
+  const [settings, voice] = sessionUpdates();
+  t.match(settings.session.instructions, /^You handle billing\.\n\nWords you may hear: facture\.$/);
+  t.same(settings.session.input_audio_transcription, { model: 'whisper-1', language: 'fr' });
+  t.same(settings.session.tools, []);
+  t.notOk('voice' in settings.session, 'a refused voice cannot take the rest of the update with it');
+  t.same(voice.session, { voice: 'alloy' }, "the new agent's voice, mapped for the engine");
+  t.equal(session.voiceId, 'sarah');
+  const id = session.createResponse();
+  await hooks.untilDone(id);
+  t.equal(session.voiceId, 'sarah', 'the server took it');
+  t.notOk(hooks.events.some((e) => e.kind === 'error'));
+  await session.close();
+});
+
+t.test('a voice change after audio: not sent (the protocol refuses it), the voice stays, the rest applies', async (t) => {
+  const { hooks, session } = await open();
+  const id = session.createResponse();
+  await hooks.untilDone(id);
+  session.updateSession({ systemPrompt: 'You handle billing.', voiceId: 'sarah' });
+  await fake.waitFor('session.update', 2);
+  const next = session.createResponse();
+  await hooks.untilDone(next);
+  t.same(sessionUpdates().map((u) => Object.keys(u.session)), [['instructions']], 'only the prompt went out');
+  t.equal(session.voiceId, 'grant', 'the session says it keeps its voice');
+  await session.close();
+});
+
+t.test('a voice change the server refuses (audio crossed it): the voice stays, the conversation goes on', async (t) => {
+  const { hooks, session } = await open();
+  const first = session.createResponse();
+  // Sent before this side has seen the first response's audio: the fake has sent audio by the time it reads it.
+  session.updateSession({ voiceId: 'sarah' });
+  t.equal(session.voiceId, 'sarah', 'asked for');
+  await hooks.untilDone(first);
+  for (let i = 0; i < 200 && session.voiceId !== 'grant'; i++) await new Promise((r) => setTimeout(r, 5));
+  t.equal(session.voiceId, 'grant', 'refused: the old voice stays');
+  t.same(sessionUpdates().map((u) => u.session), [{ voice: 'alloy' }], 'the voice was asked for');
+  t.notOk(hooks.events.some((e) => e.kind === 'error'), 'cannot_update_voice is no engine error');
+  const next = session.createResponse();
+  await hooks.untilDone(next);
+  t.ok(hooks.samplesOf(next).length > 0, 'the session still answers');
+  await session.close();
+});

@@ -2,7 +2,8 @@
 // event shapes: session.created / session.update -> session.updated, input_audio_buffer.append / commit / clear,
 // input transcription events, response.create -> response.created, audio and transcript deltas, function calls,
 // response.done, response.cancel, conversation.item.create / truncate, error. Each response follows the next
-// plan of a script (a default plan when it runs out); every client event is recorded.
+// plan of a script (a default plan when it runs out); every client event is recorded. As the protocol says, a
+// session.update changing the voice after assistant audio was sent is refused (error cannot_update_voice).
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -102,6 +103,8 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
     ws.on('close', () => clients.delete(ws));
     const send = (e: Record<string, unknown>) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(e));
     let held: { id: string; resume: () => void } | null = null;
+    /** Assistant audio sent on this session: the voice is fixed from then on. */
+    let audioSent = false;
     send({ type: 'session.created', session: { id: 'sess_fake' } });
 
     async function respond(plan: ResponsePlan): Promise<void> {
@@ -121,6 +124,7 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
         for (let i = 0; i < pcm.length / 2; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * (at + i)) / RATE)), i * 2);
         if (words[c]) send({ type: textType, response_id: id, item_id: itemId, delta: c === 0 ? words[c] : ` ${words[c]}` });
         send({ type: audioType, response_id: id, item_id: itemId, output_index: 0, content_index: 0, delta: pcm.toString('base64') });
+        audioSent = true;
         if (c === 0 && plan.hold) {
           await new Promise<void>((resume) => (held = { id, resume }));
           canceled = true;
@@ -144,7 +148,9 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
       check();
       switch (event.type) {
         case 'session.update':
-          if (fake.refuseSession) send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'voice not supported' } });
+          if (audioSent && (event.session as { voice?: unknown }).voice !== undefined) {
+            send({ type: 'error', error: { type: 'invalid_request_error', code: 'cannot_update_voice', message: "Cannot update a conversation's voice if assistant audio is present." } });
+          } else if (fake.refuseSession) send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'voice not supported' } });
           else send({ type: 'session.updated', session: event.session });
           return;
         case 'input_audio_buffer.commit': {
