@@ -3,7 +3,9 @@
 // truncation), sent batches (contents, destinations, source port), a 1024-packet sendmmsg, closing while packets
 // arrive, kernel errors as UdpIoError with errno names, and many sockets served by one sendMany call; groups on
 // both backends (io_uring where the kernel allows it, and poll): dispatch, bursts beyond a socket's ring and the
-// group's receive buffers, truncation, sends by member id with their errors, and closing a member mid-stream.
+// group's receive buffers, truncation, sends by member id with their errors, and closing a member mid-stream;
+// one shared socket for many peers (SharedUdpSocket, both backends): packets demultiplexed by source address and
+// port, sends to each entry's destination, unknown sources reported, bursts beyond a batch; its peer table.
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
 import { readFileSync } from 'node:fs';
@@ -11,7 +13,9 @@ import { setImmediate as immediate } from 'node:timers/promises';
 import {
   NativeUdpGroup,
   NativeUdpSocket,
+  SharedUdpSocket,
   UdpIoError,
+  UdpPeerTable,
   ipv4ToUint32,
   uint32ToIpv4,
   type UdpGroupBackend,
@@ -600,3 +604,159 @@ t.test('open sockets are closed cleanly when a worker thread ends and when the p
   t.equal(r.code, 0, `clean exit (stderr: ${r.stderr.slice(0, 500)})`);
   t.match(r.stderr, /rebound 20/, "the worker's 20 ports were released");
 });
+
+t.test('a peer table finds, replaces and forgets peers, and stays right through colliding inserts and deletes', async (t) => {
+  const table = new UdpPeerTable(3);
+  t.equal(table.get(LOOPBACK, 5000), -1, 'empty');
+  table.set(LOOPBACK, 5000, 7);
+  table.set(LOOPBACK + 1, 5000, 8);
+  table.set(LOOPBACK, 5002, 9);
+  t.same([table.get(LOOPBACK, 5000), table.get(LOOPBACK + 1, 5000), table.get(LOOPBACK, 5002), table.size], [7, 8, 9, 3]);
+  t.throws(() => table.set(LOOPBACK, 6000, 1), RangeError, 'a full table refuses a new peer');
+  table.set(LOOPBACK, 5000, 70);
+  t.equal(table.get(LOOPBACK, 5000), 70, 'replaced in place while full');
+  t.ok(table.delete(LOOPBACK + 1, 5000));
+  t.notOk(table.delete(LOOPBACK + 1, 5000), 'already gone');
+  t.equal(table.get(LOOPBACK + 1, 5000), -1);
+  t.throws(() => table.set(LOOPBACK, 70000, 1), RangeError, 'port out of range');
+
+  // Against a Map, with a seeded LCG: 64 peers in 128 slots churned 20000 times (long probe runs, wrap-around).
+  const big = new UdpPeerTable(64);
+  const model = new Map<number, number>();
+  let seed = 12345;
+  const rand = (n: number) => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed % n;
+  };
+  let wrong = 0;
+  for (let step = 0; step < 20000; step++) {
+    const address = 0x0a000000 + rand(4);
+    const port = 10000 + rand(40);
+    const key = address * 65536 + port;
+    if (model.has(key) && rand(2) === 0) {
+      big.delete(address, port);
+      model.delete(key);
+    } else if (model.has(key) || model.size < 64) {
+      big.set(address, port, step);
+      model.set(key, step);
+    }
+    const a2 = 0x0a000000 + rand(4);
+    const p2 = 10000 + rand(40);
+    if (big.get(a2, p2) !== (model.get(a2 * 65536 + p2) ?? -1)) wrong++;
+  }
+  for (const [key, id] of model) if (big.get(Math.floor(key / 65536), key % 65536) !== id) wrong++;
+  t.equal(wrong, 0, 'every lookup agreed with the Map');
+  t.equal(big.size, model.size, 'same size');
+});
+
+for (const backend of BACKENDS) {
+  function shared(t: Test, options: Partial<Parameters<typeof SharedUdpSocket.open>[0]> = {}): SharedUdpSocket {
+    const s = SharedUdpSocket.open({ host: HOST, port: 0, maxPeers: 64, backend, ...options });
+    t.teardown(() => s.close());
+    return s;
+  }
+
+  t.test(`${backend}: a shared socket hands each peer's packets to that peer's id, with their source`, async (t) => {
+    const s = shared(t);
+    t.equal(s.backend, backend);
+    const peers: dgram.Socket[] = [];
+    for (let i = 0; i < 5; i++) {
+      const p = await dgramSocket(t);
+      s.peers.set(LOOPBACK, p.address().port, 100 + i);
+      peers.push(p);
+    }
+    const got: Array<[number, number, number]> = [];
+    s.onPacket((id, i, sock) => {
+      t.equal(uint32ToIpv4(sock.rxAddress(i)), HOST);
+      got.push([id, sock.rxPort(i), sock.rxData[sock.rxOffset(i)]]);
+    });
+    for (let round = 0; round < 3; round++) for (let i = 0; i < peers.length; i++) peers[i].send(Buffer.from([round * 10 + i]), s.port, HOST);
+    await until(() => got.length === 15, '15 packets');
+    for (let i = 0; i < peers.length; i++) {
+      const mine = got.filter(([id]) => id === 100 + i);
+      t.same(mine.map(([, port, v]) => [port, v]), [0, 1, 2].map((r) => [peers[i].address().port, r * 10 + i]), `peer ${i}: its 3 packets in order`);
+    }
+    t.equal(s.unknownPackets, 0);
+  });
+
+  t.test(`${backend}: packets from unknown sources are reported with their source and counted, never lost`, async (t) => {
+    const s = shared(t);
+    const known = await dgramSocket(t);
+    const stranger = await dgramSocket(t);
+    s.peers.set(LOOPBACK, known.address().port, 1);
+    let fromKnown = 0;
+    s.onPacket(() => fromKnown++);
+    // No onUnknown listener yet: counted only.
+    stranger.send(Buffer.from([1]), s.port, HOST);
+    await until(() => s.unknownPackets === 1, 'the first unknown packet');
+    const unknown: Array<[number, number]> = [];
+    s.onUnknown((i, sock) => unknown.push([sock.rxPort(i), sock.rxData[sock.rxOffset(i)]]));
+    stranger.send(Buffer.from([2]), s.port, HOST);
+    known.send(Buffer.from([3]), s.port, HOST);
+    await until(() => unknown.length === 1 && fromKnown === 1, 'the second unknown and the known packet');
+    t.same(unknown, [[stranger.address().port, 2]], 'the stranger\'s packet with its port');
+    t.equal(s.unknownPackets, 2, 'both unknown packets counted');
+    // Latching the stranger (as symmetric RTP behind NAT would) makes it a known peer.
+    s.peers.set(LOOPBACK, stranger.address().port, 2);
+    const ids: number[] = [];
+    s.onPacket((id) => ids.push(id));
+    stranger.send(Buffer.from([4]), s.port, HOST);
+    await until(() => ids.length === 1, 'the latched peer\'s packet');
+    t.same(ids, [2]);
+    t.equal(s.unknownPackets, 2);
+  });
+
+  t.test(`${backend}: one send from a shared socket reaches each entry's destination from the shared port`, async (t) => {
+    const s = shared(t, { txSlots: 64 });
+    const N = 40;
+    const receivers: dgram.Socket[] = [];
+    const got = new Array<[number, number] | undefined>(N);
+    for (let i = 0; i < N; i++) {
+      const r = await dgramSocket(t);
+      const me = i;
+      r.on('message', (msg, rinfo) => {
+        got[me] = [rinfo.port, msg[0]];
+      });
+      receivers.push(r);
+    }
+    for (let i = 0; i < N; i++) {
+      s.socket.txData[i] = i;
+      s.socket.setTx(i, i, 1, LOOPBACK, receivers[i].address().port);
+    }
+    t.equal(s.send(N), N, 'all sent');
+    await until(() => got.filter(Boolean).length === N, `${N} packets`);
+    for (let i = 0; i < N; i++) t.same(got[i], [s.port, i], `receiver ${i}`);
+    t.throws(() => s.send(65), RangeError, 'more than the table holds');
+  });
+
+  t.test(`${backend}: a burst from many peers beyond a batch and the receive buffers arrives whole`, async (t) => {
+    // 256 provided buffers (io_uring) and 64-slot batches against 3000 packets from 30 peers.
+    const s = shared(t, { slots: 64, receiveBuffers: 256 });
+    const PEERS = 30;
+    const PER_PEER = 100;
+    const counts = new Uint32Array(PEERS);
+    const next = new Uint32Array(PEERS);
+    let disorder = 0;
+    s.onPacket((id, i, sock) => {
+      const o = sock.rxOffset(i);
+      if (sock.rxData[o] * 256 + sock.rxData[o + 1] !== next[id]) disorder++;
+      next[id]++;
+      counts[id]++;
+    });
+    const peers: dgram.Socket[] = [];
+    for (let i = 0; i < PEERS; i++) {
+      const p = await dgramSocket(t);
+      s.peers.set(LOOPBACK, p.address().port, i);
+      peers.push(p);
+    }
+    for (let seq = 0; seq < PER_PEER; seq++) {
+      for (const p of peers) p.send(Buffer.from([seq >> 8, seq & 255, 0xd5, 0xd5]), s.port, HOST);
+      if (seq % 10 === 9) await immediate();
+    }
+    const total = () => counts.reduce((a, b) => a + b, 0);
+    await until(() => total() === PEERS * PER_PEER, `${PEERS * PER_PEER} packets (kernel drops: ${kernelDrops(s.port)})`);
+    t.equal(total(), PEERS * PER_PEER);
+    t.equal(disorder, 0, 'each peer\'s packets in order');
+    t.ok(s.socket.stats().rxBatches > 1, `in ${s.socket.stats().rxBatches} batches`);
+  });
+}
