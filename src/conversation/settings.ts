@@ -5,6 +5,21 @@ import { agentDefaults, type AgentConfig } from '../schemas/agents.js';
 import { configMessage, STS_DEFAULT_AUDIO_FORMAT, type ConfigMessage, type InlineWebSocketTool, type StsAudioFormat } from '../schemas/sts.js';
 import type { UrlRules } from '../schemas/common.js';
 
+/**
+ * A conversation's settings: one object for its whole life, read live by its parts. A transfer to another agent
+ * (Conversation.transferToAgent) replaces the agent fields in place, keeping the audio formats, template values,
+ * engine settings, model and vendor_model (the engine stays). What follows the transfer:
+ * - read live: system_prompt and tools (to the engine), min_words_to_interrupt, push_to_talk,
+ *   listen_only_inbound_enabled, enable_assistant_backchannel and its aggressiveness (turn-taking.ts),
+ *   no_input_poke_text and generate_no_input_poke_text (the poke), timezone and template_variables (variables);
+ * - handed on by the transfer: voice_id, default_language, additional_languages, boosted_keywords and
+ *   pronunciation_dictionary (engine updateSession), audio_speed and background noise (the next utterance's
+ *   playout), zero data retention (from then on; it is never turned off).
+ * What does not follow: the vad_* settings (the native Vad is built once, with no setter), websocket_timeout_sec and
+ * the no_input_*_sec timers (SilenceTimers fixes its durations when built), vendor_model (no engine switch), and the
+ * fields used only at the start (welcome message, configuration_endpoint) or not at all yet (multilingual_mode,
+ * intelligence_level, enable_redaction, enable_watermarking). The stored record keeps its start settings and agent.
+ */
 export interface LiveSettings extends AgentConfig {
   inputFormat: StsAudioFormat;
   outputFormat: StsAudioFormat;
