@@ -1,5 +1,6 @@
 import t from 'tap';
 import { Playout, type PlayoutOwner } from '../../src/conversation/playout.js';
+import { TimeStretch } from '../../src/media/time-stretch.js';
 
 class Owner implements PlayoutOwner {
   state = 'queued';
@@ -109,4 +110,45 @@ t.test('with time-stretch, the first stretched audio also goes out at once', asy
     sent.slice(1).map((_, i) => i + 1),
     'the rest one per tick',
   );
+});
+
+t.test('with time-stretch, engine chunks of any length play exactly what the stretcher makes of their 40 ms pieces', async (t) => {
+  const rate = 8000;
+  const speed = 1.25;
+  const piece = (rate * 40) / 1000;
+  const frames: number[] = [];
+  const playout = new Playout<Owner>({
+    engineRate: rate,
+    outputFormat: 'pcm_8000',
+    speed,
+    noise: null,
+    sink: {
+      frame(_owner, pcm) {
+        frames.push(...pcm);
+        return true;
+      },
+      drained: () => undefined,
+    },
+  });
+  // A reference stretcher fed the same pieces: the playout must queue its output, sample for sample.
+  const reference = new TimeStretch({ sampleRate: rate, maxInput: piece, speed });
+  const refOut = new Int16Array(reference.maxOutput(piece) * 2);
+  const expected: number[] = [];
+  const owner = new Owner('a');
+  let seed = 7;
+  const lengths = [800, 100, 2000, 333, 6000, 1];
+  for (const length of lengths) {
+    const chunk = Int16Array.from({ length }, () => ((seed = (seed * 1103515245 + 12345) >>> 0) >> 17) - 16384);
+    playout.enqueue(owner, chunk);
+    for (let i = 0; i < length; i += piece) {
+      const m = reference.process(chunk.slice(i, Math.min(length, i + piece)), refOut);
+      expected.push(...refOut.subarray(0, m));
+    }
+  }
+  playout.finish(owner);
+  expected.push(...refOut.subarray(0, reference.flush(refOut)));
+  for (let i = 0; i < 200 && frames.length < expected.length; i++) playout.tick();
+  t.ok(expected.length > 0.75 * lengths.reduce((a, b) => a + b) && expected.length < lengths.reduce((a, b) => a + b), 'the audio was stretched');
+  t.same(frames.slice(0, expected.length), expected, 'the same samples in the same order');
+  t.ok(frames.slice(expected.length).every((v) => v === 0), 'then silence to the end of the last frame');
 });
