@@ -60,9 +60,8 @@ export class AssistantSpeech {
    */
   retune(change: Pick<SpeechPlayoutOptions, 'speed' | 'noise'>): void {
     if (!this.options) return;
-    const { speed, noise } = this.nextOptions ?? this.options;
-    if (change.speed === speed && sameNoise(change.noise, noise)) return;
-    this.nextOptions = { ...this.options, ...change };
+    const same = change.speed === this.options.speed && sameNoise(change.noise, this.options.noise);
+    this.nextOptions = same ? null : { ...this.options, ...change };
   }
 
   /** The speed of the playout in force (the engine is told heard time, not played time). */
