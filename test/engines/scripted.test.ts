@@ -2,7 +2,7 @@ import t from 'tap';
 import { pino } from 'pino';
 import { EngineError } from '../../src/engines/engine.js';
 import { createLocalTts, TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
-import { createScriptedEngine, parseScript, type EngineScript } from '../../src/engines/scripted.js';
+import { createScriptedEngine, parseScript, type EngineScript, type ScriptedSession } from '../../src/engines/scripted.js';
 import { Recorder, sessionOptions } from './recorder.js';
 
 const log = pino({ level: 'silent' });
@@ -131,4 +131,25 @@ t.test('the conversation settings script wins over the registry one; a bad or mi
   await session.close();
   await t.rejects(open(script, { scripted_engine: { turns: [{ heard: 3 }] } }), { name: 'EngineError', message: /turns\.0\.heard/ });
   await t.rejects(open(null), EngineError);
+});
+
+t.test('updateSession: recorded, and the next response speaks with the new voice and pronunciations', async (t) => {
+  const local = tts();
+  const asked: string[] = [];
+  const engine = createScriptedEngine({ tts: local, voiceFor: (id) => (asked.push(id), id === 'sarah' ? 'en-us+m3' : 'en-us'), log, script });
+  const hooks = new Recorder();
+  const session = (await engine.open(sessionOptions({ voiceId: 'grant' }), hooks)) as ScriptedSession;
+  const update = { systemPrompt: 'You handle billing.', voiceId: 'sarah', pronunciations: [{ word: 'SEPA', pronunciation: 'seepa' }] };
+  session.updateSession(update);
+  t.same(session.updates, [update], 'what the conversation told the engine, for tests to read');
+  t.equal(session.voiceId, 'sarah');
+  const id = session.speak('Pay by SEPA');
+  await hooks.untilDone(id);
+  t.same(asked, ['sarah']);
+  const spoken = hooks.samplesOf(id);
+  const expected = await local.synthesize('Pay by seepa', 'en-us+m3', 16000);
+  t.ok(expected.length === spoken.length && expected.every((v, i) => v === spoken[i]), 'the new voice, the word as pronounced');
+  const old = await local.synthesize('Pay by seepa', 'en-us', 16000);
+  t.notOk(old.every((v, i) => v === spoken[i]), 'not the old voice');
+  await session.close();
 });
