@@ -269,9 +269,8 @@ class RealtimeSession implements SpeechEngineSession {
 
   /** The server refused the voice change (audio it produced crossed our update): the old voice stays. */
   private voiceRefused(): void {
-    const kept = this.voiceBeforeChange;
+    const kept = this.voiceBeforeChange ?? this.speech.voiceId;
     this.voiceBeforeChange = null;
-    if (kept === null) return;
     this.options.log.warn(
       { conversationId: this.session.conversationId, voiceId: this.speech.voiceId, kept },
       'realtime: the server refused the voice change (audio already produced); the voice stays',
