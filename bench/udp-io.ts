@@ -13,7 +13,9 @@
 // - 'shared-uring', 'shared-poll': ONE socket for all calls (SharedUdpSocket), on either backend: received
 //   packets demultiplexed by source address:port in JS (a peer table lookup per packet), each tick's packets of
 //   every call sent as one table whose entries carry their destinations;
-// - 'shared-uring-both': shared-uring against a generator that also uses one shared socket.
+// - 'shared-uring-both': shared-uring against a generator that also uses one shared socket;
+// - 'native-uring-fixed', 'shared-uring-fixed': as native-uring and shared-uring with the sockets registered in the
+//   rings' file tables (fixedFiles: no descriptor lookup per request).
 // The generator is native-uring (the lightest socket per call) except in shared-uring-both, so every other mode
 // faces the same load.
 // Note on loopback the sender's kernel also delivers into the receiver's socket (the softirq runs in the sending
@@ -43,7 +45,9 @@ export type UdpMode =
   | 'native-ungrouped'
   | 'shared-uring'
   | 'shared-poll'
-  | 'shared-uring-both';
+  | 'shared-uring-both'
+  | 'native-uring-fixed'
+  | 'shared-uring-fixed';
 const GENERATOR_MODE: UdpMode = 'native-uring';
 /** The generator of a mode: a socket per call (the same load for every gateway mode), or one shared socket too. */
 function generatorMode(mode: UdpMode): UdpMode {
@@ -118,7 +122,13 @@ async function dgramIo(calls: number, onReceive: (n: number) => void, isStopping
 function nativeIo(calls: number, onReceive: (n: number) => void, mode: UdpMode): SideIo {
   const sockets: NativeUdpSocket[] = [];
   const group =
-    mode === 'native-ungrouped' ? undefined : new NativeUdpGroup(calls, { backend: mode === 'native-uring' ? 'io_uring' : 'poll', payloadBytes: PACKET_BYTES });
+    mode === 'native-ungrouped'
+      ? undefined
+      : new NativeUdpGroup(calls, {
+          backend: mode === 'native-uring' || mode === 'native-uring-fixed' ? 'io_uring' : 'poll',
+          payloadBytes: PACKET_BYTES,
+          fixedFiles: mode === 'native-uring-fixed',
+        });
   for (let i = 0; i < calls; i++) {
     // Small rings: 50 packets/s per call; the kernel buffer absorbs bursts beyond a batch.
     const s = NativeUdpSocket.open({ host: HOST, port: 0, slots: 16, txSlots: 1, slotBytes: PACKET_BYTES, group });
@@ -137,7 +147,7 @@ function nativeIo(calls: number, onReceive: (n: number) => void, mode: UdpMode):
     peer: async (ports) => {
       for (let i = 0; i < calls; i++) sockets[i].setTx(0, 0, PACKET_BYTES, loopback, ports[i]);
     },
-    sendAll: mode === 'native-uring' ? () => group!.sendMany(ids, counts, sent) : () => NativeUdpSocket.sendMany(handles, counts, sent),
+    sendAll: group?.backend === 'io_uring' ? () => group.sendMany(ids, counts, sent) : () => NativeUdpSocket.sendMany(handles, counts, sent),
     close: () => {
       for (const s of sockets) s.close();
       group?.close();
@@ -158,6 +168,7 @@ function sharedIo(calls: number, onReceive: (n: number) => void, mode: UdpMode):
     port: 0,
     maxPeers: calls,
     backend: mode === 'shared-poll' ? 'poll' : 'io_uring',
+    fixedFiles: mode === 'shared-uring-fixed',
     slotBytes: PACKET_BYTES,
     txSlots: calls,
   });
@@ -508,6 +519,8 @@ async function main(): Promise<void> {
       ['shared-poll', 'native-uring'],
       ['shared-poll', 'native-poll'],
       ['shared-uring-both', 'native-uring'],
+      ['native-uring-fixed', 'native-uring'],
+      ['shared-uring-fixed', 'shared-uring'],
     ];
     return pairs.flatMap(([a, b]) => {
       const x = at(a);
@@ -555,6 +568,8 @@ async function main(): Promise<void> {
           'shared-uring': 'one SharedUdpSocket (io_uring) for all calls: one multishot receive, every packet demultiplexed by source address:port in JS; one table of all calls sent per tick with one io_uring_enter; the generator keeps a socket per call',
           'shared-poll': 'as shared-uring on the poll backend: recvmmsg of up to 1024 per wake, one sendmmsg per tick',
           'shared-uring-both': 'as shared-uring, and the generator also one shared socket (every packet from one address:port)',
+          'native-uring-fixed': 'as native-uring, sockets registered in the rings (IORING_REGISTER_FILES, IOSQE_FIXED_FILE)',
+          'shared-uring-fixed': 'as shared-uring, the socket registered in the rings (IOSQE_FIXED_FILE)',
         },
         sharedRatios,
         kernel: os.release(),

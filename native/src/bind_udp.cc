@@ -8,7 +8,9 @@
 //   the packets before returning (the next batch reuses the ring). A receive error other than EAGAIN is passed as
 //   onBatch(0, error) with error.code the errno name; an exception thrown by onBatch is re-raised as uncaught.
 // udpGroupCreate(ready: Uint32Array, onReady: (n) => void, backend = 0, payloadBytes = 1500, sendEntries = 4096,
-//                receiveBuffers = 0)   (io_uring provided buffers; 0: 4 per member, at least 256)
+//                receiveBuffers = 0, fixedFiles = false)
+//   receiveBuffers: io_uring provided buffers (0: 4 per member, at least 256); fixedFiles: io_uring requests name
+//   each member by its slot in a registered file table (no fget/fput per request) instead of its descriptor.
 //   Per-worker receive dispatch for many low-rate sockets: an endpoint opened with a group (udpOpen's onBatch
 //   argument replaced by the group and an id) has its datagrams put in its own ring, and [id, count, errno] is
 //   appended to `ready`; onReady(n) then runs ONCE for all endpoints that received. Capacity: ready.length / 3.
@@ -128,6 +130,7 @@ struct Endpoint {
   uint32_t serial = 0;       // ring completions carry (serial << 32 | id)
   uint32_t ready_index = 0;  // this generation's entry in group->ready
   bool on_ring = false;      // receives through group->ring
+  bool fixed_file = false;   // registered in the ring's file table at slot `id` (requests name the slot)
   uint64_t queued_generation = 0;
   Napi::ObjectReference group_ref;
   napi_env env = nullptr;
@@ -160,7 +163,10 @@ struct Endpoint {
     }
     if (group != nullptr) {
       // The ring lets go of the socket before it is closed, so its port can be bound again at once.
-      if (on_ring && group->RingActive()) group->ring->CancelRecv(socket.fd());
+      if (on_ring && group->RingActive()) {
+        group->ring->CancelRecv(ring_file(), fixed_file);
+        if (fixed_file) group->ring->SetFile(id, -1);  // the ring's last reference to the socket
+      }
       if (id < group->by_id.size() && group->by_id[id] == this) group->by_id[id] = nullptr;
       group->members--;
       group->UpdateRef();
@@ -171,6 +177,9 @@ struct Endpoint {
   }
 
   static void CleanupHook(void* arg) { static_cast<Endpoint*>(arg)->Close(); }
+
+  // How the ring's requests name this socket: its registered slot, or its descriptor.
+  int ring_file() const { return fixed_file ? static_cast<int>(id) : socket.fd(); }
 };
 
 // Group mode: one batch into the ring, queued for the group's check callback (which runs before the next poll).
@@ -236,7 +245,7 @@ uint32_t* ReadyEntry(Group* g, Endpoint* ep) {
 }
 
 void ArmOrReport(Group* g, Endpoint* ep) {
-  int rc = g->ring->ArmRecv(ep->socket.fd(), RingUserData(ep));
+  int rc = g->ring->ArmRecv(ep->ring_file(), RingUserData(ep), ep->fixed_file);
   if (rc < 0) ReadyEntry(g, ep)[2] = static_cast<uint32_t>(-rc);
 }
 
@@ -396,8 +405,14 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     ep->id = group_id;
     ep->serial = ++group->serial & 0x7fffffff;  // user_data stays below the ring's internal bit
     ep->on_ring = true;
-    int rc = group->ring->ArmRecv(ep->socket.fd(), RingUserData(ep));
+    int rc = 0;
+    if (group->ring->fixed_files() > 0) {
+      rc = group->ring->SetFile(group_id, ep->socket.fd());
+      ep->fixed_file = rc == 0;
+    }
+    if (rc == 0) rc = group->ring->ArmRecv(ep->ring_file(), RingUserData(ep), ep->fixed_file);
     if (rc < 0) {
+      if (ep->fixed_file) group->ring->SetFile(group_id, -1);
       delete ep;
       ErrnoError(env, -rc, "io_uring recvmsg").ThrowAsJavaScriptException();
       return env.Undefined();
@@ -492,10 +507,10 @@ class RingSend {
       const uint32_t* m = table + static_cast<size_t>(p) * kUdpMetaWords;
       uint64_t user_data = (static_cast<uint64_t>(index) << 32) | p;
       const uint8_t* data = ep->socket.tx_data() + m[0];
-      if (!ring->QueueSend(ep->socket.fd(), data, m[1], m[2], static_cast<uint16_t>(m[3]), user_data)) {
+      if (!ring->QueueSend(ep->ring_file(), data, m[1], m[2], static_cast<uint16_t>(m[3]), user_data, ep->fixed_file)) {
         if (!Flush(env)) return false;
         ring_ = ring;
-        ring->QueueSend(ep->socket.fd(), data, m[1], m[2], static_cast<uint16_t>(m[3]), user_data);
+        ring->QueueSend(ep->ring_file(), data, m[1], m[2], static_cast<uint16_t>(m[3]), user_data, ep->fixed_file);
       }
     }
     return true;
@@ -656,13 +671,14 @@ Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   View<uint32_t> ready = GetArray<uint32_t>(env, info[0], napi_uint32_array, "ready must be a Uint32Array");
   if (ready.data == nullptr) return env.Undefined();
-  if (!info[1].IsFunction()) return ThrowType(env, "udpGroupCreate(ready, onReady, backend, payloadBytes, sendEntries, receiveBuffers)");
+  if (!info[1].IsFunction()) return ThrowType(env, "udpGroupCreate(ready, onReady, backend, payloadBytes, sendEntries, receiveBuffers, fixedFiles)");
   if (ready.length < kGroupWords || ready.length % kGroupWords != 0) return ThrowRange(env, "ready must hold 3 words per endpoint");
   auto number_or = [&](size_t i, double fallback) { return info[i].IsNumber() ? info[i].As<Napi::Number>().DoubleValue() : fallback; };
   double backend_value = number_or(2, 0);
   double payload_bytes = number_or(3, 1500);
   double send_entries = number_or(4, 4096);
   double receive_buffers = number_or(5, 0);
+  bool fixed_files = info[6].IsBoolean() && info[6].As<Napi::Boolean>().Value();
   if (backend_value != 0 && backend_value != 1 && backend_value != 2) return ThrowRange(env, "backend must be 0 (auto), 1 (io_uring) or 2 (poll)");
   if (!(payload_bytes >= 1 && payload_bytes <= kUdpMaxPayload) || payload_bytes != static_cast<uint32_t>(payload_bytes))
     return ThrowRange(env, "payloadBytes must be 1..65507");
@@ -686,7 +702,7 @@ Napi::Value GroupCreate(const Napi::CallbackInfo& info) {
     uint32_t buffers = receive_buffers > 0 ? static_cast<uint32_t>(receive_buffers) : g->capacity * kRingBuffersPerMember;
     g->ring = new UdpRing();
     int err = g->ring->Open(buffers < kRingMinBuffers ? kRingMinBuffers : buffers, static_cast<uint32_t>(payload_bytes),
-                            static_cast<uint32_t>(send_entries));
+                            static_cast<uint32_t>(send_entries), fixed_files ? g->capacity : 0);
     int rc = err == 0 ? 0 : -err;
     if (rc == 0) {
       g->ring_poll = new uv_poll_t;

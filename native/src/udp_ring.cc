@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 
 namespace parley {
@@ -114,7 +115,7 @@ void UdpRing::TeardownRing(Ring& r) {
   r = Ring();
 }
 
-int UdpRing::Open(uint32_t buffers, uint32_t payload_bytes, uint32_t send_entries) {
+int UdpRing::Open(uint32_t buffers, uint32_t payload_bytes, uint32_t send_entries, uint32_t fixed_files) {
   if (open()) return EISCONN;
   if (buffers == 0 || payload_bytes == 0 || send_entries == 0) return EINVAL;
   buffer_count_ = RoundUpPow2(buffers < kMaxBuffers ? buffers : kMaxBuffers);
@@ -159,6 +160,20 @@ int UdpRing::Open(uint32_t buffers, uint32_t payload_bytes, uint32_t send_entrie
     Close();
     return err;
   }
+  if (fixed_files > 0) {
+    // An empty (sparse) table in each ring; slots are filled as sockets join (SetFile).
+    struct io_uring_rsrc_register files;
+    std::memset(&files, 0, sizeof files);
+    files.nr = fixed_files;
+    files.flags = IORING_RSRC_REGISTER_SPARSE;
+    if (SysRegister(recv_.fd, IORING_REGISTER_FILES2, &files, sizeof files) != 0 ||
+        SysRegister(send_.fd, IORING_REGISTER_FILES2, &files, sizeof files) != 0) {
+      err = errno;
+      Close();
+      return err;
+    }
+    fixed_files_ = fixed_files;
+  }
   std::memset(&recv_msg_, 0, sizeof recv_msg_);
   recv_msg_.msg_namelen = sizeof(struct sockaddr_in);
   for (uint32_t i = 0; i < send_.sq_entries; i++) {
@@ -184,6 +199,20 @@ void UdpRing::Close() {
   send_addrs_ = nullptr;
   send_queued_ = 0;
   armed_ = 0;
+  fixed_files_ = 0;
+}
+
+int UdpRing::SetFile(uint32_t index, int fd) {
+  if (index >= fixed_files_) return -EINVAL;
+  int32_t fds[1] = {fd};
+  struct io_uring_files_update update;
+  std::memset(&update, 0, sizeof update);
+  update.offset = index;
+  update.fds = reinterpret_cast<uint64_t>(fds);
+  for (Ring* r : {&recv_, &send_}) {
+    if (SysRegister(r->fd, IORING_REGISTER_FILES_UPDATE, &update, 1) < 0) return -errno;
+  }
+  return 0;
 }
 
 struct io_uring_sqe* UdpRing::NextSqe(Ring& r) {
@@ -218,7 +247,7 @@ int UdpRing::SubmitPrepared(Ring& r, uint32_t min_complete) {
   }
 }
 
-int UdpRing::ArmRecv(int fd, uint64_t user_data) {
+int UdpRing::ArmRecv(int fd, uint64_t user_data, bool fixed) {
   struct io_uring_sqe* sqe = NextSqe(recv_);
   if (sqe == nullptr) return -EBUSY;
   sqe->opcode = IORING_OP_RECVMSG;
@@ -226,7 +255,7 @@ int UdpRing::ArmRecv(int fd, uint64_t user_data) {
   sqe->addr = reinterpret_cast<uint64_t>(&recv_msg_);
   sqe->len = 1;
   sqe->ioprio = IORING_RECV_MULTISHOT;
-  sqe->flags = IOSQE_BUFFER_SELECT;
+  sqe->flags = IOSQE_BUFFER_SELECT | (fixed ? IOSQE_FIXED_FILE : 0);
   sqe->buf_group = kBufferGroup;
   sqe->user_data = user_data;
   int rc = SubmitPrepared(recv_, 0);
@@ -234,12 +263,12 @@ int UdpRing::ArmRecv(int fd, uint64_t user_data) {
   return rc;
 }
 
-int UdpRing::CancelRecv(int fd) {
+int UdpRing::CancelRecv(int fd, bool fixed) {
   struct io_uring_sqe* sqe = NextSqe(recv_);
   if (sqe == nullptr) return -EBUSY;
   sqe->opcode = IORING_OP_ASYNC_CANCEL;
   sqe->fd = fd;
-  sqe->cancel_flags = IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL;
+  sqe->cancel_flags = IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_ALL | (fixed ? IORING_ASYNC_CANCEL_FD_FIXED : 0);
   sqe->user_data = kInternalUserData;
   StoreRelease(recv_.sq_tail, recv_.local_tail);
   // Submit and run the deferred work in the same call: the cancelled receive completes and lets go of the socket.
@@ -356,7 +385,8 @@ RingDatagram UdpRing::Decode(const struct io_uring_cqe& cqe) const {
   return d;
 }
 
-bool UdpRing::QueueSend(int fd, const uint8_t* data, uint32_t length, uint32_t address, uint16_t port, uint64_t user_data) {
+bool UdpRing::QueueSend(int fd, const uint8_t* data, uint32_t length, uint32_t address, uint16_t port, uint64_t user_data,
+                        bool fixed) {
   struct io_uring_sqe* sqe = NextSqe(send_);
   if (sqe == nullptr) return false;
   struct sockaddr_in* to = &send_addrs_[(send_.local_tail - 1) & send_.sq_mask];
@@ -367,6 +397,7 @@ bool UdpRing::QueueSend(int fd, const uint8_t* data, uint32_t length, uint32_t a
   sqe->addr = reinterpret_cast<uint64_t>(data);
   sqe->len = length;
   sqe->msg_flags = MSG_DONTWAIT;
+  if (fixed) sqe->flags = IOSQE_FIXED_FILE;
   sqe->addr2 = reinterpret_cast<uint64_t>(to);  // IORING_OP_SEND with a destination (Linux 6.0)
   sqe->addr_len = sizeof(struct sockaddr_in);
   sqe->user_data = user_data;

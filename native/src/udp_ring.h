@@ -62,19 +62,28 @@ class UdpRing {
   UdpRing& operator=(const UdpRing&) = delete;
 
   // Sets up both rings, the provided buffers (`buffers` rounded up to a power of two, at most 32768, each with
-  // room for `payload_bytes`) and the eventfd. Returns 0 or an errno value.
-  int Open(uint32_t buffers, uint32_t payload_bytes, uint32_t send_entries);
+  // room for `payload_bytes`) and the eventfd; with `fixed_files` > 0 also a table of that many registered files
+  // in each ring (empty: see SetFile). Returns 0 or an errno value.
+  int Open(uint32_t buffers, uint32_t payload_bytes, uint32_t send_entries, uint32_t fixed_files = 0);
   void Close();
   bool open() const { return recv_.fd >= 0; }
 
   // The descriptor that becomes readable when receive work is waiting (poll it; Reap() clears it).
   int event_fd() const { return event_fd_; }
 
-  // Arms a multishot receive on `fd` whose completions carry `user_data`, and submits it. 0 or -errno.
-  int ArmRecv(int fd, uint64_t user_data);
-  // Cancels every receive on `fd` and runs the cancellation, so the ring holds no reference to the socket when
-  // this returns (the caller then closes fd and may bind its port again). 0 or -errno.
-  int CancelRecv(int fd);
+  // Registered files (IORING_REGISTER_FILES_UPDATE, both rings): slot `index` (< fixed_files) refers to `fd`, or
+  // to nothing with fd -1. A registered socket is referenced by the rings until its slot is cleared: clear it
+  // before closing fd. Requests then name the slot (fixed = true) and the kernel skips fget/fput per request.
+  int SetFile(uint32_t index, int fd);
+  uint32_t fixed_files() const { return fixed_files_; }
+
+  // Arms a multishot receive on `fd` (a registered slot when fixed) whose completions carry `user_data`, and
+  // submits it. 0 or -errno.
+  int ArmRecv(int fd, uint64_t user_data, bool fixed = false);
+  // Cancels every receive on `fd` (a registered slot when fixed) and runs the cancellation, so the ring holds no
+  // request on the socket when this returns (the caller then clears its slot, closes fd and may bind its port
+  // again). 0 or -errno.
+  int CancelRecv(int fd, bool fixed = false);
 
   // Runs the queued receive work (one io_uring_enter) and then calls on_datagram(ctx, d) for each completion
   // until it returns false (the caller's storage is full: the rest stays queued for the next Reap), max_datagrams
@@ -88,9 +97,10 @@ class UdpRing {
   // Signals the eventfd, so its poller comes back (completions left queued). 0 or -errno.
   int Wake();
 
-  // Queues one datagram to send from `fd`; the data must stay unchanged until SubmitSends() returns. Returns false
-  // when the send ring is full (submit, then queue again).
-  bool QueueSend(int fd, const uint8_t* data, uint32_t length, uint32_t address, uint16_t port, uint64_t user_data);
+  // Queues one datagram to send from `fd` (a registered slot when fixed); the data must stay unchanged until
+  // SubmitSends() returns. Returns false when the send ring is full (submit, then queue again).
+  bool QueueSend(int fd, const uint8_t* data, uint32_t length, uint32_t address, uint16_t port, uint64_t user_data,
+                 bool fixed = false);
   // Submits the queued sends and waits until each has completed (inline for UDP with MSG_DONTWAIT), then calls
   // on_sent(ctx, user_data, result) per packet (result: bytes, or -errno). Returns 0 or -errno.
   using SentFn = void (*)(void* ctx, uint64_t user_data, int result);
@@ -151,6 +161,7 @@ class UdpRing {
   uint32_t send_queued_ = 0;
   // Multishot receives armed and not yet ended: the most work items Reap can find queued.
   uint32_t armed_ = 0;
+  uint32_t fixed_files_ = 0;
   double enters_ = 0;
 };
 

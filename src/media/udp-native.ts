@@ -94,6 +94,7 @@ interface UdpAddon {
     payloadBytes: number,
     sendEntries: number,
     receiveBuffers: number,
+    fixedFiles: boolean,
   ): GroupHandle;
   udpGroupBackend(group: GroupHandle): UdpGroupBackend;
   udpGroupSendMany(group: GroupHandle, ids: Uint32Array, counts: Uint32Array, sent: Uint32Array, n: number): void;
@@ -171,6 +172,9 @@ export interface NativeUdpGroupOptions {
   /** io_uring: provided receive buffers shared by the members (rounded up to a power of two, at most 32768);
    *  default 4 per member, at least 256. A shared socket needs about a loop turn's packets of all its calls. */
   receiveBuffers?: number;
+  /** io_uring: register the members' sockets with the rings (IORING_REGISTER_FILES), so a request does not look
+   *  its descriptor up (fget/fput) each time; default false (bench/results/udp-shared.json) */
+  fixedFiles?: boolean;
 }
 
 /**
@@ -208,6 +212,7 @@ export class NativeUdpGroup {
         options.payloadBytes ?? DEFAULT_SLOT_BYTES,
         options.sendEntries ?? DEFAULT_GROUP_SEND_ENTRIES,
         options.receiveBuffers ?? 0,
+        options.fixedFiles ?? false,
       );
     } catch (err) {
       translate(err);
@@ -554,6 +559,8 @@ export interface SharedUdpOptions {
   sendBufferBytes?: number;
   /** io_uring provided receive buffers; default SHARED_RECEIVE_BUFFERS */
   receiveBuffers?: number;
+  /** as NativeUdpGroupOptions.fixedFiles */
+  fixedFiles?: boolean;
 }
 
 /** A packet from a known peer: packet i of socket's current batch belongs to peer `id` (UdpPeerTable). */
@@ -589,6 +596,7 @@ export class SharedUdpSocket {
       backend: options.backend,
       payloadBytes: slotBytes,
       receiveBuffers: options.receiveBuffers ?? SHARED_RECEIVE_BUFFERS,
+      fixedFiles: options.fixedFiles,
     });
     try {
       this.socket = NativeUdpSocket.open({

@@ -8,7 +8,7 @@
 // port, sends to each entry's destination, unknown sources reported, bursts beyond a batch; its peer table.
 import t, { type Test } from 'tap';
 import dgram from 'node:dgram';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import { setImmediate as immediate } from 'node:timers/promises';
 import {
   NativeUdpGroup,
@@ -760,3 +760,67 @@ for (const backend of BACKENDS) {
     t.ok(s.socket.stats().rxBatches > 1, `in ${s.socket.stats().rxBatches} batches`);
   });
 }
+
+/** Per io_uring instance of this process with registered files: how many are sockets (/proc/self/fdinfo). */
+function registeredSockets(): number[] {
+  const out: number[] = [];
+  for (const fd of readdirSync('/proc/self/fd')) {
+    let target = '';
+    try {
+      target = readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      continue; // the directory's own descriptor, closed by now
+    }
+    if (!target.includes('io_uring')) continue;
+    const info = readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8');
+    if (!/UserFiles:\s*[1-9]/.test(info)) continue;
+    out.push(info.split('\n').filter((line) => /^\s*\d+: socket:/.test(line)).length);
+  }
+  return out;
+}
+
+t.test('io_uring with registered files: members receive and send through their slots, and a closed member lets go of its port', { skip: !BACKENDS.includes('io_uring') }, async (t) => {
+  const N = 8;
+  const group = new NativeUdpGroup(N, { backend: 'io_uring', fixedFiles: true });
+  t.teardown(() => group.close());
+  const peer = await dgramSocket(t);
+  const fromPeer: number[] = [];
+  const toPeer: Array<[number, number]> = [];
+  peer.on('message', (msg, rinfo) => toPeer.push([rinfo.port, msg[0]]));
+  const sockets: NativeUdpSocket[] = [];
+  for (let i = 0; i < N; i++) {
+    const s = open(t, { group, txSlots: 1 });
+    s.onBatch((count, sock) => {
+      for (let k = 0; k < count; k++) fromPeer.push(sock.rxData[sock.rxOffset(k)] * 100 + sock.groupId);
+    });
+    s.txData[0] = i;
+    s.setTx(0, 0, 1, LOOPBACK, peer.address().port);
+    sockets.push(s);
+  }
+  t.same(registeredSockets(), [N, N], `both rings list the ${N} sockets as registered files`);
+  for (let i = 0; i < N; i++) peer.send(Buffer.from([i]), sockets[i].port, HOST);
+  await until(() => fromPeer.length === N, `${N} packets in`);
+  t.same(fromPeer.sort((a, b) => a - b), sockets.map((s, i) => i * 100 + s.groupId), 'each socket got its packet');
+  const ids = Uint32Array.from(sockets, (s) => s.groupId);
+  const sent = new Uint32Array(N);
+  group.sendMany(ids, new Uint32Array(N).fill(1), sent);
+  t.same([...sent], new Array(N).fill(1), 'each member sent its packet');
+  await until(() => toPeer.length === N, `${N} packets out`);
+  t.same(toPeer.sort((a, b) => a[1] - b[1]), sockets.map((s, i) => [s.port, i]), 'from each member\'s port');
+  // Closing clears the slot: the ring holds no reference, the port can be bound again at once (twice, to reuse the slot).
+  for (let round = 0; round < 2; round++) {
+    const port = sockets[0].port;
+    sockets[0].close();
+    t.same(registeredSockets(), [N - 1, N - 1], `round ${round}: the closed socket's slot is cleared`);
+    const again = open(t, { host: HOST, port });
+    t.equal(again.port, port, `round ${round}: port ${port} rebound at once`);
+    again.close();
+    sockets[0] = open(t, { group });
+    let got = -1;
+    sockets[0].onBatch((count, sock) => {
+      got = sock.rxData[sock.rxOffset(0)];
+    });
+    peer.send(Buffer.from([77 + round]), sockets[0].port, HOST);
+    await until(() => got === 77 + round, 'the newcomer\'s packet through the reused slot');
+  }
+});
