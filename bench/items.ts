@@ -4,7 +4,10 @@
 // PostgreSQL. Reported: main-thread CPU per appended item (from /proc/self/task/<pid>/schedstat, so the worker
 // thread is not counted), the database backends' CPU per item, and the append latency the worker sees.
 // Run: node --import tsx bench/items.ts     Env: ITEMS_N (250 conversations), ITEMS_RATE (100 items/s),
-//   ITEMS_WINDOW_SEC (10), ITEMS_WARMUP_SEC (2), ITEMS_TOOL_SHARE (0.1 of assistant items carry a tool call).
+//   ITEMS_WINDOW_SEC (10), ITEMS_WARMUP_SEC (2), ITEMS_TOOL_SHARE (0.1 of assistant items carry a tool call),
+//   ITEMS_BATCH_WINDOW_MS (main's append coalescing window; the handler's default when unset),
+//   ITEMS_FLOOR ("" | "message": main replies at once, the worker protocol alone | "select": one `select 1` round
+//   trip per request instead of the append), to tell the append's own cost from the floors under it.
 // Prints one JSON line; the interleaved A/B runs behind the commit messages run this file against two trees.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -17,6 +20,10 @@ const RATE = Number(process.env.ITEMS_RATE ?? 100);
 const WINDOW_SEC = Number(process.env.ITEMS_WINDOW_SEC ?? 10);
 const WARMUP_SEC = Number(process.env.ITEMS_WARMUP_SEC ?? 2);
 const TOOL_SHARE = Number(process.env.ITEMS_TOOL_SHARE ?? 0.1);
+const FLOOR = process.env.ITEMS_FLOOR ?? '';
+const BATCH_WINDOW_MS = process.env.ITEMS_BATCH_WINDOW_MS;
+/** Items per statement at most, when ITEMS_BATCH_WINDOW_MS is set (as APPEND_BATCH_DEFAULTS). */
+const BATCH_MAX_ITEMS = 500;
 const PG_ADMIN = process.env.PARLEY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The scheduler's tick: items due by then are sent together. */
 const TICK_MS = 5;
@@ -154,7 +161,22 @@ async function run(): Promise<void> {
     }
     // Every connection of the pool open before the window, so the backends counted are all that serve it.
     await Promise.all(Array.from({ length: POOL_WARMUP_QUERIES }, () => store.sql`select pg_sleep(0.05)`));
-    const handle = createRequestHandler({ sql: store.sql, policy: leasePolicy(settings), log, now: () => new Date() });
+    const real = createRequestHandler({
+      sql: store.sql,
+      policy: leasePolicy(settings),
+      log,
+      now: () => new Date(),
+      ...(BATCH_WINDOW_MS === undefined ? {} : { appendBatch: { window_ms: Number(BATCH_WINDOW_MS), max_items: BATCH_MAX_ITEMS } }),
+    });
+    const handle: typeof real =
+      FLOOR === 'message'
+        ? async (req) => ({ type: 'reply', id: req.id, ok: true, value: { itemIds: [] } })
+        : FLOOR === 'select'
+          ? async (req) => {
+              await store.sql`select 1`;
+              return { type: 'reply', id: req.id, ok: true, value: { itemIds: [] } };
+            }
+          : real;
 
     const tsx = import.meta.resolve('tsx/esm/api');
     const boot = `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(import.meta.url)}); });`;
@@ -206,6 +228,8 @@ async function run(): Promise<void> {
         ...figures.window,
         n: N,
         rate: RATE,
+        floor: FLOOR || undefined,
+        batch_window_ms: BATCH_WINDOW_MS === undefined ? undefined : Number(BATCH_WINDOW_MS),
         append_p50_ms: median(done.latenciesMs),
         append_p99_ms: percentile(done.latenciesMs, 99),
       }) + '\n',

@@ -1,5 +1,6 @@
 // main's answers to the workers' requests (src/realtime/worker-protocol.ts): the only place media workers reach
-// the database. Each request maps to one repository call; failures go back as a `reply` with ok: false.
+// the database. Each request maps to one repository call (item appends of all conversations are coalesced into
+// shared statements, src/store/append-batcher.ts); failures go back as a `reply` with ok: false.
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { AllowlistCache, lookupCredential, type Auth } from '../auth/authenticate.js';
@@ -8,7 +9,8 @@ import { findAgent } from '../api/agents.js';
 import { resolveProject } from '../api/lookup.js';
 import { toolsByNames } from '../store/tools.js';
 import { admit, type LeasePolicy } from '../store/leases.js';
-import { appendItems, createConversation, finishConversation, updateConversation } from '../store/conversations.js';
+import { createConversation, finishConversation, updateConversation } from '../store/conversations.js';
+import { AppendBatcher, APPEND_BATCH_DEFAULTS, type AppendBatchOptions } from '../store/append-batcher.js';
 import type { Reply, ResolvedAgent, WorkerReplies, WorkerRequest } from './worker-protocol.js';
 
 export interface HandlerDeps {
@@ -16,6 +18,8 @@ export interface HandlerDeps {
   policy: LeasePolicy;
   log: Logger;
   now(): Date;
+  /** How item appends are coalesced (APPEND_BATCH_DEFAULTS when absent). */
+  appendBatch?: AppendBatchOptions;
 }
 
 /** The workspace's ip_allowlist refused the client's address (the worker answers the upgrade with 403). */
@@ -44,6 +48,7 @@ async function resolveAgent(sql: Sql, orgId: string, project: string, agent: str
 export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) => Promise<Reply> {
   const { sql, policy } = deps;
   const allowlists = new AllowlistCache();
+  const appends = new AppendBatcher(sql, deps.log, deps.appendBatch ?? APPEND_BATCH_DEFAULTS);
 
   async function answer(req: WorkerRequest): Promise<WorkerReplies[WorkerRequest['type']]> {
     switch (req.type) {
@@ -81,7 +86,7 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) =>
       case 'update_conversation':
         return { updated: await updateConversation(sql, req.conversationId, req.patch) };
       case 'append_items':
-        return { itemIds: await appendItems(sql, req.conversationId, req.items) };
+        return { itemIds: await appends.append(req.conversationId, req.items) };
       case 'finish_conversation':
         return { finished: await finishConversation(sql, req.conversationId, req.finish, req.recordings) };
     }

@@ -163,51 +163,72 @@ function withJson(sql: Db, row: Record<string, unknown>): HelperRow {
   return out;
 }
 
+/** Items to append to one conversation. */
+export interface Append {
+  conversationId: string;
+  items: NewItem[];
+}
+
 /**
- * Appends `items` (and their tool calls) after the conversation's last item in ONE statement, so one round trip:
- * a statement is atomic (all rows land or none do), and its UPDATE of the conversation's `next_item_idx` reserves
- * the indexes under the row's lock, so concurrent appends to one conversation take turns (migration
- * 20261122000400). The rows travel as two jsonb arrays, so the statement's text is the same for any number of
- * items and tool calls and postgres.js prepares it once per connection. A tool call joins the item it belongs to
- * as inserted: when the conversation does not exist nothing is inserted, and the count says so.
+ * Appends the items (and their tool calls) of several appends, to any conversations, in ONE statement, so one
+ * round trip: a statement is atomic (all its rows land or none do), and its UPDATE of each conversation's
+ * `next_item_idx` reserves the indexes under the row's lock, so concurrent appends to one conversation take turns
+ * (migration 20261122000400). Appends to one conversation get its indexes in the order given. The rows travel as
+ * two jsonb arrays, so the statement's text is the same for any number of items and postgres.js prepares it once
+ * per connection. Items join their conversation's reservation and tool calls their item as inserted, so an append
+ * to a conversation that does not exist writes nothing and answers ConversationNotFoundError, without failing the
+ * others. Answers each append's item ids (or that error), in order; rejects when the statement fails (then
+ * nothing was written).
  */
-async function insertItems(sql: Db, conversationId: string, items: NewItem[]): Promise<string[]> {
-  if (items.length === 0) return [];
-  const ids: string[] = [];
+export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Promise<(string[] | ConversationNotFoundError)[]> {
   const itemRows: Record<string, unknown>[] = [];
   const callRows: Record<string, unknown>[] = [];
-  for (const [k, item] of items.entries()) {
-    const id = item.id ?? newId('conv_item');
-    ids.push(id);
-    itemRows.push({
-      k,
-      id,
-      role: item.role,
-      live_transcript: item.live_transcript,
-      post_call_transcript: item.post_call_transcript ?? null,
-      redacted_transcript: item.redacted_transcript ?? null,
-      duration_ms: item.duration_ms,
-      started_at: item.started_at,
-      voice_id: item.voice_id ?? null,
-      audio_speed: item.audio_speed ?? null,
-      system_prompt: item.system_prompt ?? null,
-    });
-    for (const [j, call] of (item.tool_calls ?? []).entries()) callRows.push(toolCallRow(conversationId, id, j, call));
-  }
-  const n = items.length;
-  const [{ inserted }] = await sql<{ inserted: number }[]>`
-    with reserved as (
-      update conversations set next_item_idx = next_item_idx + ${n}::int
-      where id = ${conversationId} returning next_item_idx - ${n}::int as first
+  /** Items of the batch so far per conversation: the next item's offset from the conversation's first index. */
+  const counts = new Map<string, number>();
+  const ids = appends.map(({ conversationId, items }) => {
+    let k = counts.get(conversationId) ?? 0;
+    const out: string[] = [];
+    for (const item of items) {
+      const id = item.id ?? newId('conv_item');
+      out.push(id);
+      itemRows.push({
+        k: k++,
+        conversation_id: conversationId,
+        id,
+        role: item.role,
+        live_transcript: item.live_transcript,
+        post_call_transcript: item.post_call_transcript ?? null,
+        redacted_transcript: item.redacted_transcript ?? null,
+        duration_ms: item.duration_ms,
+        started_at: item.started_at,
+        voice_id: item.voice_id ?? null,
+        audio_speed: item.audio_speed ?? null,
+        system_prompt: item.system_prompt ?? null,
+      });
+      for (const [j, call] of (item.tool_calls ?? []).entries()) callRows.push(toolCallRow(conversationId, id, j, call));
+    }
+    counts.set(conversationId, k);
+    return out;
+  });
+  if (itemRows.length === 0) return ids;
+  const stored = await sql<{ conversation_id: string; n: number }[]>`
+    with input as (
+      select * from jsonb_to_recordset(${sql.json(itemRows as Json)}) as i(k int, conversation_id text, id text,
+        role text, live_transcript text, post_call_transcript text, redacted_transcript text, duration_ms float8,
+        started_at timestamptz, voice_id text, audio_speed float8, system_prompt text)
+    ), wanted as (
+      select conversation_id, count(*)::int as n from input group by conversation_id
+    ), reserved as (
+      update conversations c set next_item_idx = c.next_item_idx + wanted.n
+      from wanted where c.id = wanted.conversation_id
+      returning c.id, c.next_item_idx - wanted.n as first
     ), items as (
       insert into conversation_items (id, conversation_id, item_idx, role, live_transcript, post_call_transcript,
         redacted_transcript, duration_ms, started_at, voice_id, audio_speed, system_prompt)
-      select i.id, ${conversationId}, reserved.first + i.k, i.role, i.live_transcript, i.post_call_transcript,
+      select i.id, i.conversation_id, r.first + i.k, i.role, i.live_transcript, i.post_call_transcript,
         i.redacted_transcript, i.duration_ms, i.started_at, i.voice_id, i.audio_speed, i.system_prompt
-      from reserved, jsonb_to_recordset(${sql.json(itemRows as Json)}) as i(k int, id text, role text,
-        live_transcript text, post_call_transcript text, redacted_transcript text, duration_ms float8,
-        started_at timestamptz, voice_id text, audio_speed float8, system_prompt text)
-      returning id
+      from input i join reserved r on r.id = i.conversation_id
+      returning id, conversation_id
     ), calls as (
       insert into conversation_tool_calls (id, conversation_id, item_id, call_idx, tool_id, tool_name, request_body,
         response_body, timed_out, error_message, integration, endpoint_method, endpoint_url, endpoint_headers,
@@ -223,9 +244,15 @@ async function insertItems(sql: Db, conversationId: string, items: NewItem[]): P
         tool_call_output_timeout_ms int)
       join items on items.id = c.item_id
     )
-    select count(*)::int as inserted from items`;
-  if (inserted !== n) throw new ConversationNotFoundError(conversationId);
-  return ids;
+    select conversation_id, count(*)::int as n from items group by conversation_id`;
+  const found = new Set<string>();
+  for (const r of stored) {
+    if (r.n !== counts.get(r.conversation_id)) {
+      throw new Error(`appended ${r.n} items to ${r.conversation_id}, expected ${counts.get(r.conversation_id)}`);
+    }
+    found.add(r.conversation_id);
+  }
+  return appends.map((a, i) => (a.items.length === 0 || found.has(a.conversationId) ? ids[i] : new ConversationNotFoundError(a.conversationId)));
 }
 
 /** Stores a new conversation (and any items); returns its id. */
@@ -270,7 +297,8 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
   }
   await transaction(sql, async (tx) => {
     await tx`insert into conversations ${tx(row)}`;
-    await insertItems(tx, id, items);
+    const [ids] = await appendItemsBatch(tx, [{ conversationId: id, items }]);
+    if (ids instanceof Error) throw ids;
   });
   return id;
 }
@@ -280,7 +308,9 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
  * Rejects with ConversationNotFoundError when there is no such conversation.
  */
 export async function appendItems(sql: Sql, conversationId: string, items: NewItem[]): Promise<string[]> {
-  return insertItems(sql, conversationId, items);
+  const [ids] = await appendItemsBatch(sql, [{ conversationId, items }]);
+  if (ids instanceof Error) throw ids;
+  return ids;
 }
 
 /** What a live conversation may change while in progress (`set_external_id`, prompt updates, lifecycle). */
@@ -311,7 +341,9 @@ export async function updateConversation(sql: Sql, conversationId: string, u: Co
 
 /**
  * Ends a conversation, stores its recordings and frees its lease; false when it had ended already (e.g. canceled)
- * or does not exist, in which case nothing is written.
+ * or does not exist, in which case nothing is written but the lease is freed all the same. One statement, so one
+ * round trip and atomic: the UPDATE re-checks `state` once it holds the row (a cancel racing it wins or loses
+ * whole), and the recordings join its result, so they land only with the finish.
  */
 export async function finishConversation(
   sql: Sql,
@@ -319,26 +351,35 @@ export async function finishConversation(
   f: Finish,
   recordings: NewRecording[] = [],
 ): Promise<boolean> {
-  return transaction(sql, async (tx) => {
-    const set = withJson(tx, {
-      state: 'ended',
-      ended_by: f.ended_by,
-      ended_at: f.ended_at,
-      duration_ms: f.duration_ms,
-      live_transcript: f.live_transcript,
-      post_call_transcript: f.post_call_transcript,
-      redacted_transcript: f.redacted_transcript,
-      latencies_ms: f.latencies_ms,
-      interruptions_count: f.interruptions_count,
-      task_results: f.task_results,
-    });
-    const rows = await tx`update conversations set ${tx(set)}
-      where id = ${conversationId} and state <> 'ended' returning 1`;
-    await tx`delete from conversation_leases where conversation_id = ${conversationId}`;
-    if (rows.length === 0) return false;
-    for (const r of recordings) await upsertRecording(tx, conversationId, r);
-    return true;
+  const set = withJson(sql, {
+    state: 'ended',
+    ended_by: f.ended_by,
+    ended_at: f.ended_at,
+    duration_ms: f.duration_ms,
+    live_transcript: f.live_transcript,
+    post_call_transcript: f.post_call_transcript,
+    redacted_transcript: f.redacted_transcript,
+    latencies_ms: f.latencies_ms,
+    interruptions_count: f.interruptions_count,
+    task_results: f.task_results,
   });
+  // One row per side: a later recording of a side replaces an earlier one, as when stored one after another.
+  const bySide = new Map(recordings.map((r) => [r.side, r]));
+  const [{ finished }] = await sql<{ finished: boolean }[]>`
+    with ended as (
+      update conversations set ${sql(set)} where id = ${conversationId} and state <> 'ended' returning id
+    ), freed as (
+      delete from conversation_leases where conversation_id = ${conversationId}
+    ), stored as (
+      insert into conversation_recordings (conversation_id, side, path, format, sample_rate, channels, bytes)
+      select ended.id, r.side, r.path, r.format, r.sample_rate, r.channels, r.bytes
+      from ended, jsonb_to_recordset(${sql.json([...bySide.values()] as unknown as Json)}) as r(side text, path text,
+        format text, sample_rate int, channels int, bytes bigint)
+      on conflict (conversation_id, side) do update set path = excluded.path, format = excluded.format,
+        sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes, created_at = now()
+    )
+    select exists (select 1 from ended) as finished`;
+  return finished;
 }
 
 export type CancelOutcome = 'canceled' | 'already_ended' | 'not_found';

@@ -1,0 +1,125 @@
+// Item appends of all live conversations, coalesced: the first append to arrive waits up to `window_ms` for
+// others, and they go to the database together as ONE statement (appendItemsBatch). A round trip costs main far
+// more than the rows it carries (bench/items.ts: ~460 us of main-thread CPU for a bare `select 1` against ~100 us
+// for an append's own work), so a batch of k appends costs main about one k-th of the round trips.
+// One batch is in flight at a time: appends arriving meanwhile wait for it and form the next batch, so a slow
+// database gets bigger batches instead of more concurrent statements, and appends to one conversation are
+// written in the order they arrived.
+// A batch either lands whole or not at all. When it fails, the likely cause is one append's rows (a constraint),
+// so each append is then retried on its own, one after another in arrival order, and only the ones that fail
+// again reject: every caller learns its own outcome, never another's.
+import { performance } from 'node:perf_hooks';
+import type { Logger } from '../log.js';
+import type { Sql } from './db.js';
+import { appendItemsBatch, type Append, type NewItem } from './conversations.js';
+
+export const APPEND_BATCH_DEFAULTS = {
+  /** How long the oldest waiting append waits for others to join its batch. */
+  window_ms: 10,
+  /** Items per statement at most; more wait for the next one. */
+  max_items: 500,
+} as const;
+
+export type AppendBatchOptions = { [K in keyof typeof APPEND_BATCH_DEFAULTS]: number };
+
+interface Waiting {
+  append: Append;
+  /** When it arrived (performance.now()). */
+  at: number;
+  resolve(ids: string[]): void;
+  reject(err: unknown): void;
+}
+
+export class AppendBatcher {
+  private queue: Waiting[] = [];
+  private queuedItems = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private inFlight: Promise<void> | null = null;
+  /** Statements sent, appends written through them, and batches that failed and were retried append by append. */
+  readonly stats = { statements: 0, appends: 0, retriedBatches: 0 };
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly log: Logger,
+    private readonly opts: AppendBatchOptions = APPEND_BATCH_DEFAULTS,
+  ) {}
+
+  /** Appends `items` after the conversation's last item, all or nothing; resolves with their ids. */
+  append(conversationId: string, items: NewItem[]): Promise<string[]> {
+    return new Promise<string[]>((resolve, reject) => {
+      this.queue.push({ append: { conversationId, items }, at: performance.now(), resolve, reject });
+      this.queuedItems += items.length;
+      this.schedule();
+    });
+  }
+
+  /** Resolves once every append made so far has been written (or has failed). */
+  async flush(): Promise<void> {
+    while (this.queue.length > 0 || this.inFlight) {
+      if (this.timer) {
+        clearTimeout(this.timer);
+        this.timer = null;
+        this.send();
+      }
+      await this.inFlight;
+    }
+  }
+
+  private schedule(): void {
+    // A batch in flight takes the queue's next batch when it ends.
+    if (this.inFlight || this.queue.length === 0) return;
+    const full = this.queuedItems >= this.opts.max_items;
+    if (this.timer) {
+      if (!full) return;
+      clearTimeout(this.timer);
+      this.timer = null;
+    }
+    const wait = full ? 0 : this.queue[0].at + this.opts.window_ms - performance.now();
+    if (wait <= 0) {
+      this.send();
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.send();
+    }, wait);
+  }
+
+  private send(): void {
+    let n = 0;
+    let items = 0;
+    // At least one append, however many items it has.
+    while (n < this.queue.length && (n === 0 || items + this.queue[n].append.items.length <= this.opts.max_items)) {
+      items += this.queue[n].append.items.length;
+      n++;
+    }
+    const batch = this.queue.splice(0, n);
+    this.queuedItems -= items;
+    this.inFlight = this.write(batch).finally(() => {
+      this.inFlight = null;
+      this.schedule();
+    });
+  }
+
+  private async write(batch: Waiting[]): Promise<void> {
+    this.stats.statements++;
+    this.stats.appends += batch.length;
+    let results: Awaited<ReturnType<typeof appendItemsBatch>>;
+    try {
+      results = await appendItemsBatch(this.sql, batch.map((w) => w.append));
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0].reject(err);
+        return;
+      }
+      this.stats.retriedBatches++;
+      this.log.warn({ err, appends: batch.length }, 'store: a batch of item appends failed; retrying them one by one');
+      for (const w of batch) await this.write([w]);
+      return;
+    }
+    for (const [i, r] of results.entries()) {
+      if (r instanceof Error) batch[i].reject(r);
+      else batch[i].resolve(r);
+    }
+  }
+}

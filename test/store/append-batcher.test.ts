@@ -1,0 +1,105 @@
+// Coalesced item appends (src/store/append-batcher.ts): appends of many conversations share one statement, each
+// caller still gets its own ids or its own error, appends to one conversation keep their order, a failing append
+// takes no other down with it. Runs on both databases.
+import t from 'tap';
+import { DB_KINDS, startTestServer } from '../helpers/server.js';
+import { createLogger } from '../../src/log.js';
+import { AppendBatcher } from '../../src/store/append-batcher.js';
+import { ConversationNotFoundError, createConversation, getConversation, type NewItem } from '../../src/store/conversations.js';
+
+t.setTimeout(300_000);
+const log = createLogger('silent');
+/** Long enough that appends made in one tick always meet in one batch, however loaded the machine. */
+const WINDOW_MS = 20;
+
+const turn = (text: string, extra: Partial<NewItem> = {}): NewItem => ({
+  role: 'user', live_transcript: text, duration_ms: 10, started_at: new Date(), ...extra,
+});
+
+for (const db of DB_KINDS) {
+  t.test(`append batcher on ${db}`, { timeout: 180_000 }, async (t) => {
+    const server = await startTestServer({ db });
+    t.teardown(() => server.close());
+    const { sql, orgId, projectId } = server;
+    const conversation = () => createConversation(sql, { orgId, projectId, origin: 'web' });
+    const texts = async (id: string) =>
+      (await getConversation(sql, id))!.record.items.map((i) => [i.item_idx, i.live_transcript]);
+
+    t.test('appends of many conversations share one statement; each gets its own ids', async (t) => {
+      const batcher = new AppendBatcher(sql, log, { window_ms: WINDOW_MS, max_items: 500 });
+      const ids = await Promise.all([conversation(), conversation(), conversation()]);
+      const got = await Promise.all(ids.map((id, c) => batcher.append(id, [turn(`${c}a`), turn(`${c}b`)])));
+      t.same(batcher.stats, { statements: 1, appends: 3, retriedBatches: 0 });
+      for (const [c, id] of ids.entries()) {
+        t.same(await texts(id), [[0, `${c}a`], [1, `${c}b`]]);
+        t.same((await getConversation(sql, id))!.record.items.map((i) => i.id), got[c], `conversation ${c}: its ids`);
+      }
+    });
+
+    t.test('appends to one conversation in one batch, and in the next, keep their order', async (t) => {
+      const batcher = new AppendBatcher(sql, log, { window_ms: WINDOW_MS, max_items: 500 });
+      const id = await conversation();
+      const first = [batcher.append(id, [turn('1'), turn('2')]), batcher.append(id, [turn('3')])];
+      // After the first batch has left: these go together in the next.
+      await new Promise((r) => setTimeout(r, WINDOW_MS * 1.5));
+      const next = [batcher.append(id, [turn('4')]), batcher.append(id, [turn('5'), turn('6')])];
+      await Promise.all([...first, ...next]);
+      t.same(await texts(id), [[0, '1'], [1, '2'], [2, '3'], [3, '4'], [4, '5'], [5, '6']]);
+      t.equal(batcher.stats.statements, 2);
+    });
+
+    t.test('a failing append rejects alone; the rest of its batch lands', async (t) => {
+      const batcher = new AppendBatcher(sql, log, { window_ms: WINDOW_MS, max_items: 500 });
+      const [a, b] = await Promise.all([conversation(), conversation()]);
+      const outcomes = await Promise.allSettled([
+        batcher.append(a, [turn('a1')]),
+        batcher.append(b, [turn('bad', { role: 'system' as NewItem['role'] })]),
+        batcher.append(a, [turn('a2')]),
+        batcher.append(b, [turn('b ok')]),
+      ]);
+      t.same(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      t.match((outcomes[1] as PromiseRejectedResult).reason.message, /check constraint/);
+      t.same(await texts(a), [[0, 'a1'], [1, 'a2']]);
+      t.same(await texts(b), [[0, 'b ok']], 'no item of the failed append, no gap');
+      t.same(batcher.stats, { statements: 5, appends: 8, retriedBatches: 1 }, 'one batch, then each append alone');
+    });
+
+    t.test('an append to a conversation that does not exist rejects alone, without a retry', async (t) => {
+      const batcher = new AppendBatcher(sql, log, { window_ms: WINDOW_MS, max_items: 500 });
+      const id = await conversation();
+      const outcomes = await Promise.allSettled([
+        batcher.append('conv_missing', [turn('lost', { tool_calls: [{ tool: { id: 't', name: 't' }, request_body: null, response_body: null, timed_out: false, error_message: null }] })]),
+        batcher.append(id, [turn('kept')]),
+      ]);
+      t.equal(outcomes[0].status, 'rejected');
+      t.type((outcomes[0] as PromiseRejectedResult).reason, ConversationNotFoundError);
+      t.equal(outcomes[1].status, 'fulfilled');
+      t.same(await texts(id), [[0, 'kept']]);
+      t.same(batcher.stats, { statements: 1, appends: 2, retriedBatches: 0 });
+      const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from conversation_tool_calls where conversation_id = 'conv_missing'`;
+      t.equal(n, 0, 'nor its tool call');
+    });
+
+    t.test('a batch carries at most max_items; a bigger append still goes, alone', async (t) => {
+      const batcher = new AppendBatcher(sql, log, { window_ms: WINDOW_MS, max_items: 3 });
+      const id = await conversation();
+      await Promise.all([
+        batcher.append(id, [turn('1'), turn('2')]),
+        batcher.append(id, [turn('3')]),
+        batcher.append(id, [turn('4'), turn('5')]),
+        batcher.append(id, [turn('6'), turn('7'), turn('8'), turn('9')]),
+      ]);
+      t.same((await texts(id)).map(([, text]) => text), ['1', '2', '3', '4', '5', '6', '7', '8', '9']);
+      t.equal(batcher.stats.statements, 3, '[1 2 3] [4 5] [6 7 8 9]');
+    });
+
+    t.test('flush waits for what is queued', async (t) => {
+      const batcher = new AppendBatcher(sql, log, { window_ms: 60_000, max_items: 500 });
+      const id = await conversation();
+      const appended = batcher.append(id, [turn('queued')]);
+      await batcher.flush();
+      t.same(await texts(id), [[0, 'queued']], 'written without waiting out the window');
+      t.equal((await appended).length, 1);
+    });
+  });
+}
