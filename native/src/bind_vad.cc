@@ -21,13 +21,21 @@ Napi::Value Create(const Napi::CallbackInfo& info) {
   return WrapHandle(env, Kind::Vad, vad);
 }
 
-Napi::Value Process(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
-  if (vad == nullptr) return env.Undefined();
-  View<int16_t> in = GetI16(env, info[1], "frame must be an Int16Array");
-  if (in.data == nullptr) return env.Undefined();
-  return Napi::Number::New(env, vad->Process(in.data, in.length));
+// vadProcess(handle, frame) -> event bits: the per-frame call, on the C API directly (one napi_get_cb_info for
+// exactly the two arguments, no Napi::CallbackInfo) and answered with a small integer (napi_create_int32: no
+// heap number).
+napi_value Process(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr) != napi_ok) return nullptr;
+  // Missing arguments arrive as undefined and fail the checks below.
+  Vad* vad = UnwrapHandle<Vad>(env, Napi::Value(env, argv[0]), Kind::Vad);
+  if (vad == nullptr) return nullptr;
+  View<int16_t> in = GetI16(env, Napi::Value(env, argv[1]), "frame must be an Int16Array");
+  if (in.data == nullptr) return nullptr;
+  napi_value events;
+  if (napi_create_int32(env, vad->Process(in.data, in.length), &events) != napi_ok) return nullptr;
+  return events;
 }
 
 // vadInfo(handle, out: Float64Array(5)): [probability, speechStartSample, lastVoicedSample, samplesSeen, speaking]
@@ -73,7 +81,12 @@ Napi::Value Reset(const Napi::CallbackInfo& info) {
 
 void InitVad(Napi::Env env, Napi::Object exports) {
   exports.Set("createVad", Napi::Function::New(env, Create, "createVad"));
-  exports.Set("vadProcess", Napi::Function::New(env, Process, "vadProcess"));
+  napi_value process;
+  if (napi_create_function(env, "vadProcess", NAPI_AUTO_LENGTH, Process, nullptr, &process) != napi_ok) {
+    Napi::Error::New(env, "cannot create vadProcess").ThrowAsJavaScriptException();
+    return;
+  }
+  exports.Set("vadProcess", Napi::Value(env, process));
   exports.Set("vadInfo", Napi::Function::New(env, Info, "vadInfo"));
   exports.Set("vadReadPrebuffer", Napi::Function::New(env, ReadPrebuffer, "vadReadPrebuffer"));
   exports.Set("vadPrebufferCapacity", Napi::Function::New(env, PrebufferCapacity, "vadPrebufferCapacity"));

@@ -76,6 +76,17 @@ constexpr float kSpeechLevelDecay = 0.99311605f;  // -0.03 dB per 10 ms step
 // threshold (with the drop, noise alone resumed speech and pushed ends hundreds of ms late).
 constexpr float kSpeakingThresholdDrop = 0.15f;
 
+// The probability of a step whose best band power / noise ratio is ratio: its SNR in dB, clipped, through the
+// logistic.
+float ProbabilityOf(float ratio) {
+  const float score = std::min(std::max(10.f * std::log10(ratio), 0.f), kMaxBandSnrDb);
+  return 1.f / (1.f + std::exp(-(score - kScoreMidDb) / kScoreScaleDb));
+}
+
+// Ratios within this factor (0.04 dB) of a threshold's are scored exactly; beyond it the probability is
+// thousands of float roundings away from the threshold, so the comparison alone decides.
+constexpr double kSureRatioMargin = 1.01;
+
 // Hann window of n points sampled at i + 1/2 (symmetric about its centre, no zero end points).
 std::vector<float> HannWindow(size_t n) {
   std::vector<float> w(n);
@@ -136,6 +147,22 @@ Vad::Vad(int rateHz, const VadOptions& options)
   for (size_t i = 0; i < window_; i++) energy += static_cast<double>(hann_[i]) * hann_[i];
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
   window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy));
+  // Hysteresis as in Silero's VADIterator: in Speech a step stays voiced down to threshold - 0.15; starting or
+  // resuming speech takes the full threshold.
+  thresholds_[0] = options.threshold;
+  thresholds_[1] = options.threshold - kSpeakingThresholdDrop;
+  for (int i = 0; i < 2; i++) {
+    sure_below_[i] = 0.f;
+    sure_above_[i] = HUGE_VALF;
+    const double t = thresholds_[i];
+    if (!(t > 0.0 && t < 1.0)) continue;
+    // The score (dB) at which the logistic reaches t, and the ratio giving it.
+    const double score = kScoreMidDb + kScoreScaleDb * std::log(t / (1.0 - t));
+    if (!(score > 1.0 && score < kMaxBandSnrDb - 1.0)) continue;
+    const double ratio = std::pow(10.0, score / 10.0);
+    sure_below_[i] = static_cast<float>(ratio / kSureRatioMargin);
+    sure_above_[i] = static_cast<float>(ratio * kSureRatioMargin);
+  }
   const int analysis_rate = rateHz >> halvings_;
   const float window_seconds = static_cast<float>(window_) / static_cast<float>(analysis_rate);
   for (int b = 0; b < kBands; b++) {
@@ -168,7 +195,8 @@ void Vad::Reset() {
   run_start_ = 0;
   speech_start_ = last_voiced_end_ = -1;
   samples_ = 0;
-  probability_ = 0.f;
+  best_ratio_ = 0.f;
+  scored_ = false;
   frame_power_ = 0.f;
   speech_level_ = 0.f;
   ring_pos_ = ring_fill_ = 0;
@@ -208,23 +236,20 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
   }
 }
 
-float Vad::Analyse() {
+void Vad::Analyse() {
   // The powers of the bins the bands cover (contiguous: each band starts where the last ended).
   const float* bins = power_.data();
   fft_.Power(frame_.data(), static_cast<size_t>(band_lo_[0]), static_cast<size_t>(band_hi_[kBands - 1]),
              power_.data());
   float power[kBands];
   for (int b = 0; b < kBands; b++) {
-    // Summed in bin order (as ever: the same rounding), four bins per loop step.
+    // Summed in bin order (as ever: the same rounding), eight bins per loop step.
     float sum = 0.f;
-    int j = band_lo_[b];
-    for (; j + 4 <= band_hi_[b]; j += 4) {
-      sum += bins[j];
-      sum += bins[j + 1];
-      sum += bins[j + 2];
-      sum += bins[j + 3];
-    }
-    for (; j < band_hi_[b]; j++) sum += bins[j];
+    const float* p = bins + band_lo_[b];
+    const float* const end = bins + band_hi_[b];
+    for (; end - p >= 8; p += 8) sum = ((((((((sum + p[0]) + p[1]) + p[2]) + p[3]) + p[4]) + p[5]) + p[6]) + p[7]);
+    for (; end - p >= 4; p += 4) sum = (((sum + p[0]) + p[1]) + p[2]) + p[3];
+    for (; p < end; p++) sum += *p;
     power[b] = sum * window_norm_;
     smoothed_[b] = steps_ == 0 ? power[b] : kSmoothing * smoothed_[b] + (1.f - kSmoothing) * power[b];
   }
@@ -236,13 +261,22 @@ float Vad::Analyse() {
   StepRecord& record = history_[static_cast<size_t>(step_index_ % static_cast<int64_t>(history_.size()))];
   for (int b = 0; b < kBands; b++) record.ratio[b] = std::max(smoothed_[b], kMinBandPower) / noise_[b];
   record.end_sample = samples_;
-  // The score is the best band SNR (one logarithm: the largest ratio).
+  // The score is the best band SNR (one logarithm, of the largest ratio, when the probability is needed).
   float best_ratio = record.ratio[0];
   for (int b = 1; b < kBands; b++) best_ratio = std::max(best_ratio, record.ratio[b]);
-  const float score = std::min(std::max(10.f * std::log10(best_ratio), 0.f), kMaxBandSnrDb);
+  best_ratio_ = best_ratio;
   // While the noise is being learnt nothing is speech.
-  if (steps_ <= kInitSteps) return 0.f;
-  return 1.f / (1.f + std::exp(-(score - kScoreMidDb) / kScoreScaleDb));
+  scored_ = steps_ > kInitSteps;
+}
+
+float Vad::probability() const { return scored_ ? ProbabilityOf(best_ratio_) : 0.f; }
+
+bool Vad::Reaches(bool speaking) const {
+  const int i = speaking ? 1 : 0;
+  if (!scored_) return 0.f >= thresholds_[i];
+  if (best_ratio_ < sure_below_[i]) return false;
+  if (best_ratio_ > sure_above_[i]) return true;
+  return ProbabilityOf(best_ratio_) >= thresholds_[i];
 }
 
 void Vad::RefineEnd() {
@@ -366,17 +400,18 @@ int Vad::Process(const int16_t* in, size_t n) {
     }
     // The first window would be half empty: it only primes the second half.
     const bool analysed = primed_;
-    probability_ = primed_ ? Analyse() : 0.f;
+    if (primed_) {
+      Analyse();
+    } else {
+      scored_ = false;
+    }
     primed_ = true;
     // Slide: the step just completed becomes the first half of the next window.
     std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(analysis_step_),
               frame_.begin() + static_cast<std::ptrdiff_t>(window_), frame_.begin());
-    // Hysteresis as in Silero's VADIterator: in Speech a step stays voiced down to threshold - 0.15; starting or
-    // resuming speech takes the full threshold.
-    const float threshold = state_ == State::Speech ? options_.threshold - kSpeakingThresholdDrop : options_.threshold;
-    // Steps far below the speaker's recent level are not their speech (tails, breath, distant talkers).
+    // In Speech the speaking threshold applies (the hysteresis: see the constructor). Steps far below the speaker's recent level are not their speech (tails, breath, distant talkers).
     const bool loud_enough = frame_power_ >= speech_level_ * kSpeechLevelGate;
-    const bool voiced = probability_ >= threshold && loud_enough;
+    const bool voiced = loud_enough && Reaches(state_ == State::Speech);
     if (analysed) {
       history_[static_cast<size_t>(step_index_ % static_cast<int64_t>(history_.size()))].loud_enough = loud_enough;
       step_index_++;

@@ -54,7 +54,8 @@ class Vad : public Module {
   void Reset();
 
   bool speaking() const { return state_ == State::Speech || state_ == State::MaybeSilence; }
-  float probability() const { return probability_; }
+  // The probability of the last step, computed when asked: the decisions need it only near a threshold.
+  float probability() const;
   int64_t speech_start_sample() const { return speech_start_; }
   int64_t last_voiced_sample() const { return last_voiced_end_; }
   int64_t samples_seen() const { return samples_; }
@@ -66,7 +67,10 @@ class Vad : public Module {
   enum class Input { Voiced, Unvoiced };
 
   Vad(int rateHz, const VadOptions& options);
-  float Analyse();                        // the probability of the step just completed
+  void Analyse();                         // the step just completed: band powers, noise, best_ratio_
+  // probability() >= the full threshold (speaking: false) or the speaking one (true); without the logarithm
+  // and the exponential unless the step's ratio lies within a hair of the threshold's.
+  bool Reaches(bool speaking) const;
   int Transition(Input input);            // the state machine; returns event bits
   void UpdateNoiseFloor(const float* smoothed);
   // At speech-end: extends the last voiced step over the hangover steps that, averaged with their
@@ -115,7 +119,11 @@ class Vad : public Module {
   int64_t speech_start_ = -1;
   int64_t last_voiced_end_ = -1;
   int64_t samples_ = 0;
-  float probability_ = 0.f;
+  float best_ratio_ = 0.f;  // the last step's best band power / noise
+  bool scored_ = false;     // it has a probability (false before the first analysis and while the noise is learnt)
+  // The full and the speaking threshold; best ratios below sure_below_ surely score under them, above
+  // sure_above_ surely reach them (0 and infinity: always computed).
+  float thresholds_[2], sure_below_[2], sure_above_[2];
   float frame_power_ = 0.f;   // smoothed band power of the last step
   float speech_level_ = 0.f;  // decaying peak of frame_power_ over voiced steps
 
