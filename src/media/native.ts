@@ -3,9 +3,9 @@
 // Conventions (see native/src/handle.h):
 // - Frames are Int16Array PCM views; outputs are caller-owned buffers written in place ("...Into" returns the
 //   number of samples or bytes written). Nothing here allocates per frame.
-// - Stateful modules (Resampler, Vad, DtmfDetector, ToneDetector) hold an opaque native handle: all native memory
-//   is allocated in the constructor and freed by destroy() (or by the garbage collector if destroy() is never
-//   called). Using a destroyed module throws.
+// - Stateful modules (Resampler, Vad, DtmfDetector, ToneDetector, and TimeStretch in time-stretch.ts) hold an
+//   opaque native handle: all native memory is allocated in the constructor and freed by destroy() (or by the
+//   garbage collector if destroy() is never called). Using a destroyed module throws.
 // - Sizes are checked at the N-API boundary: a wrong array type is a TypeError, a too-short output a RangeError.
 // - Outbound work for many streams goes through the batch functions (encodeBatch, resampleBatch,
 //   resampleEncodeBatch) or a ResampleEncodeGroup (streams registered once): one crossing into C++ per tick
