@@ -210,7 +210,9 @@ size_t TimeStretch::ProcessBound(size_t n) const {
 size_t TimeStretch::FlushBound() const {
   const int64_t end = in_start_ + in_len_;
   const int64_t steps = StepsBound(end + n_ + tol_, end);
-  return static_cast<size_t>((steps + 1) * hs_);
+  // The overlap tail follows any segment, one written before or one of these.
+  const int64_t tail = prev_ >= 0 || steps > 0 ? 1 : 0;
+  return static_cast<size_t>((steps + tail) * hs_);
 }
 
 bool TimeStretch::Reserve(size_t n) {

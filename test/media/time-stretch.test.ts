@@ -289,4 +289,7 @@ t.test('an output buffer shorter than the call writes is refused before anything
   t.throws(() => ts.process(input, a), RangeError, 'a chunk over maxInput');
   t.throws(() => ts.setSpeed(2.01), RangeError);
   t.equal(ts.currentSpeed, 0.5);
+  t.throws(() => ts.flush(small), RangeError, 'a flush with held audio into too short an out');
+  t.ok(ts.flush(a) > 0, 'the refused flush left the held audio in place');
+  t.equal(ts.flush(new Int16Array(0)), 0, 'nothing held: a flush needs no room');
 });
