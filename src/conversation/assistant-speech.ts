@@ -3,7 +3,7 @@
 // interrupted (barge-in: its queued audio dropped at once and the engine told how much was heard) or silenced (the
 // assistant chose not to respond). Emits assistant_started_speaking / assistant_finished_speaking. A transfer to
 // another agent retunes audio_speed and background noise: a new playout takes over once nothing is playing, so no
-// utterance changes speed halfway.
+// utterance changes speed halfway. Each utterance keeps the voice and speed it was heard with, for its item.
 import type { ResponseId, SpeechEngineSession } from '../engines/engine.js';
 import type { ServerEvent } from '../schemas/sts.js';
 import type { ConversationTimers } from './host.js';
@@ -18,6 +18,8 @@ export interface SpeechHost {
   session(): SpeechEngineSession | null;
   /** audio_speed in force (the engine is told heard time, not played time). */
   audioSpeed(): number;
+  /** The catalog voice the session speaks with now (the engine's report, else the one it was asked for). */
+  voiceId(): string;
   /** One frame to the client (and the recording and observers); false: the client is backed up, offer it again. */
   sendFrame(pcm: Int16Array, encoded: Uint8Array, text: string): boolean;
   /** `u`'s first frame is about to go out. */
@@ -39,6 +41,8 @@ export class AssistantSpeech {
   private options: SpeechPlayoutOptions | null = null;
   /** Options waiting for the playout to fall quiet (retune), then a new playout runs with them. */
   private nextOptions: SpeechPlayoutOptions | null = null;
+  /** Voice changes asked of the engine so far (an utterance started before one keeps its voice). */
+  private voiceAsks = 0;
 
   constructor(
     private readonly host: SpeechHost,
@@ -64,6 +68,14 @@ export class AssistantSpeech {
     this.nextOptions = same ? null : { ...this.options, ...change };
   }
 
+  /**
+   * The engine was asked for another voice (a transfer to another agent), to speak with from its next response:
+   * utterances already started keep the voice they started with, whatever the session reports at their first audio.
+   */
+  voiceChangeAsked(): void {
+    this.voiceAsks++;
+  }
+
   /** The speed of the playout in force (the engine is told heard time, not played time). */
   private get speed(): number {
     return this.options?.speed ?? this.host.audioSpeed();
@@ -82,7 +94,8 @@ export class AssistantSpeech {
 
   /** A new utterance for an engine response. */
   track(responseId: ResponseId, kind: UtteranceKind, interruptible: boolean): Utterance {
-    const u = new Utterance(responseId, kind, interruptible, (x) => this.onInterrupted(x));
+    const voice = { voiceId: this.host.voiceId(), audioSpeed: this.speed, voiceAsks: this.voiceAsks };
+    const u = new Utterance(responseId, kind, interruptible, voice, (x) => this.onInterrupted(x));
     this.utterances.set(responseId, u);
     u.startedAtMs = this.timers.now();
     return u;
@@ -108,7 +121,14 @@ export class AssistantSpeech {
     const u = this.of(responseId);
     if (!u.isActive || !this.playout) return;
     if (this.nextOptions !== null) this.retuneBefore(u);
+    if (u.queuedSamples === 0) this.firstAudio(u);
     u.queuedSamples += this.playout!.enqueue(u, pcm);
+  }
+
+  /** `u`'s first audio goes to the playout in force: the speed it plays at, and the voice the engine reports now. */
+  private firstAudio(u: Utterance): void {
+    u.audioSpeed = this.speed;
+    if (u.voiceAsks === this.voiceAsks) u.voiceId = this.host.voiceId();
   }
 
   text(responseId: ResponseId, delta: string): void {

@@ -71,6 +71,7 @@ export class Conversation implements LiveConversation {
         emit: (e) => this.emit(e),
         session: () => this.session,
         audioSpeed: () => this.settings!.audio_speed,
+        voiceId: () => this.session?.voiceId ?? this.settings!.voice_id,
         sendFrame: (pcm, encoded, text) => this.sendAssistantFrame(pcm, encoded, text),
         started: (u, atMs) => this.assistantStarted(u, atMs),
         interrupted: (u) => this.tools.interruptResponse(u.responseId),
@@ -416,8 +417,10 @@ export class Conversation implements LiveConversation {
     if (u.kind !== 'poke' && !this.turns!.userSpeaking && !this.speech.speaking()) this.silence.nobodySpeaking();
   }
 
+  /** The item records the voice and speed `u` was heard with, not those in force now (a transfer may have changed them). */
   private writeAssistantItem(u: Utterance): void {
-    this.record.appendAssistantItem(u, this.settings!, this.session?.sampleRate ?? 16000, this.deps.timers.now());
+    const voice = { voice_id: u.voiceId, audio_speed: u.audioSpeed };
+    this.record.appendAssistantItem(u, voice, this.session?.sampleRate ?? 16000, this.deps.timers.now());
   }
 
   private pokeUser(): void {
@@ -467,8 +470,11 @@ export class Conversation implements LiveConversation {
     this.tools.setTools(tools);
     this.agent = { id: resolved.agent.id, name: resolved.agent.name };
     this.speech.retune({ speed: s.audio_speed, noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null });
+    // The new agent's inactivity timers, counting from now (silence-timers.ts retime).
+    this.silence.retime(s);
     const session = this.session;
     if (!session) return null;
+    this.speech.voiceChangeAsked();
     session.updateSession({
       systemPrompt: this.resolve(s.system_prompt),
       tools: [...tools.values()].map(engineTool),

@@ -14,11 +14,15 @@ import type { UrlRules } from '../schemas/common.js';
  *   no_input_poke_text and generate_no_input_poke_text (the poke), timezone and template_variables (variables);
  * - handed on by the transfer: voice_id, default_language, additional_languages, boosted_keywords and
  *   pronunciation_dictionary (engine updateSession), audio_speed and background noise (the next utterance's
- *   playout), zero data retention (from then on; it is never turned off).
- * What does not follow: the vad_* settings (the native Vad is built once, with no setter), websocket_timeout_sec and
- * the no_input_*_sec timers (SilenceTimers fixes its durations when built), vendor_model (no engine switch), and the
- * fields used only at the start (welcome message, configuration_endpoint) or not at all yet (multilingual_mode,
- * intelligence_level, enable_redaction, enable_watermarking). The stored record keeps its start settings and agent.
+ *   playout), zero data retention (from then on; it is never turned off), websocket_timeout_sec, no_input_poke_sec
+ *   and no_input_end_conversation_sec (SilenceTimers.retime: a timer counting starts over from the transfer with
+ *   the new duration).
+ * What does not follow: the vad_* settings (the native Vad is built once, with no setter), vendor_model (no engine
+ * switch), and the fields used only at the start (welcome message, configuration_endpoint) or not at all yet
+ * (multilingual_mode, intelligence_level, enable_redaction, enable_watermarking). The stored record keeps its start
+ * settings and agent; each assistant item records the voice and speed its utterance was heard with (Utterance
+ * voiceId, audioSpeed), not those in force when it is written: a transfer line keeps the old voice, and an engine
+ * that refuses the new voice (openai-realtime, cannot_update_voice) is recorded with the voice it kept.
  */
 export interface LiveSettings extends AgentConfig {
   inputFormat: StsAudioFormat;

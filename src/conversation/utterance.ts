@@ -1,11 +1,23 @@
 // One assistant utterance (a welcome message, a reply, a `say`, a poke): from the engine's response id until its
 // audio has played out or it was interrupted. Its text is kept with the audio position it belongs to, so an
-// interrupted utterance is truncated to what was actually played. `interrupt()` is safe to call twice.
+// interrupted utterance is truncated to what was actually played. `interrupt()` is safe to call twice. It carries
+// the voice and speed it was heard with (AssistantSpeech sets them), so its item records those, not the ones in
+// force when the item is written (a transfer to another agent may have changed them meanwhile).
 import type { ResponseId } from '../engines/engine.js';
 import type { NewToolCall } from '../store/conversations.js';
 
 export type UtteranceKind = 'welcome' | 'reply' | 'say' | 'poke' | 'backchannel';
 export type UtteranceState = 'queued' | 'speaking' | 'finished' | 'interrupted';
+
+/** How an utterance sounds, as AssistantSpeech sees it when the utterance starts. */
+export interface UtteranceVoice {
+  /** The catalog voice the session speaks with. */
+  voiceId: string;
+  /** The audio_speed of the playout in force. */
+  audioSpeed: number;
+  /** How many voice changes had been asked of the engine (AssistantSpeech.voiceChangeAsked). */
+  voiceAsks: number;
+}
 
 export class Utterance {
   state: UtteranceState = 'queued';
@@ -21,6 +33,16 @@ export class Utterance {
   readonly pendingTools = new Set<Promise<void>>();
   /** The assistant chose not to respond or ended the conversation through a tool. */
   silenced = false;
+  /**
+   * The catalog voice it is spoken with: the session's when its response started (an engine keeps a response's
+   * voice to its end), checked again at its first audio unless a voice change was asked since (an engine that went
+   * back on a change before this audio, as openai-realtime does on cannot_update_voice, reports the voice it kept).
+   */
+  voiceId: string;
+  /** The audio_speed it plays at: the playout's that took its first audio. */
+  audioSpeed: number;
+  /** Voice changes asked of the engine before it started (see voiceId). */
+  readonly voiceAsks: number;
   private readonly texts: { at: number; text: string }[] = [];
   private textSent = 0;
 
@@ -28,8 +50,13 @@ export class Utterance {
     readonly responseId: ResponseId,
     readonly kind: UtteranceKind,
     readonly interruptible: boolean,
+    voice: UtteranceVoice,
     private readonly onInterrupt: (u: Utterance) => void,
-  ) {}
+  ) {
+    this.voiceId = voice.voiceId;
+    this.audioSpeed = voice.audioSpeed;
+    this.voiceAsks = voice.voiceAsks;
+  }
 
   addText(delta: string): void {
     this.texts.push({ at: this.queuedSamples, text: delta });

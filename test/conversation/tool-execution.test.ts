@@ -3,6 +3,7 @@
 // transfer to agent (allowed targets, the new agent's prompt, voice and language to the engine). Driven by a probe
 // engine that records every session call, with manual clocks.
 import t from 'tap';
+import type { SessionUpdate, SpeechEngine } from '../../src/engines/engine.js';
 import { config, setup, speak, speechFrames, type Setup } from './harness.js';
 import { ProbeEngine } from './probe-engine.js';
 
@@ -159,4 +160,92 @@ t.test('transfer to agent: a target outside agents_to_transfer_to is refused; an
   const calls = s.store.only().items.flatMap((i) => i.tool_calls ?? []);
   t.match(calls.find((c) => (c.request_body as { agent_name?: string }).agent_name === 'sales')?.error_message, /not a transfer target/);
   t.same(calls.find((c) => (c.request_body as { agent_name?: string }).agent_name === 'billing')?.response_body, { transferred_to: 'billing' });
+});
+
+const transferTool = {
+  id: 'tool_tr', name: 'transfer',
+  definition: { type: 'built_in_transfer_to_agent', name: 'transfer', description: 'Transfer', execution_mode: 'sync', agents_to_transfer_to: ['billing'] },
+};
+const billing = (config: Record<string, unknown>) => ({
+  orgId: 'org_test', project: { id: 'proj_main', name: 'main' }, agent: { id: 'agent_billing', name: 'billing', enabled: true }, config, tools: [],
+});
+
+/** Hands a transfer call to the conversation and waits for its output to reach the engine. */
+async function transfer(s: Setup, probe: ProbeEngine, responseId: string): Promise<void> {
+  const before = probe.of('submitToolOutput').length;
+  probe.toolCall({ responseId, callId: `c_${responseId}`, name: 'transfer', arguments: { agent_name: 'billing' } });
+  for (let i = 0; i < 20 && probe.of('submitToolOutput').length === before; i++) await new Promise((r) => setImmediate(r));
+  if (s.conv.settings?.system_prompt !== 'Billing.') throw new Error('the transfer did not happen');
+}
+
+/** The probe, reporting the voice it speaks with as real engines do; `voice.now` lets the test have it go back on a change. */
+function voiceReporting(probe: ProbeEngine): { engine: SpeechEngine; voice: { now: string } } {
+  const voice = { now: '' };
+  const engine: SpeechEngine = {
+    name: 'probe',
+    open: async (options, hooks) => {
+      const inner = await probe.open(options, hooks);
+      voice.now = options.voiceId;
+      const updateSession = (update: SessionUpdate) => {
+        inner.updateSession(update);
+        if (update.voiceId !== undefined) voice.now = update.voiceId;
+      };
+      return Object.defineProperty({ ...inner, updateSession }, 'voiceId', { get: () => voice.now });
+    },
+  };
+  return { engine, voice };
+}
+
+t.test('transfer to agent: each item records the voice and speed its utterance was heard with, an engine refusing the voice a moment later too', async (t) => {
+  const probe = new ProbeEngine();
+  const { engine, voice } = voiceReporting(probe);
+  const s = setup({ engine });
+  s.store.tools.set('transfer', transferTool);
+  s.store.agents.set('billing', billing({ system_prompt: 'Billing.', voice_id: 'sarah', audio_speed: 1.5 }));
+  await s.conv.start({ kind: 'config', config: config({ voice_id: 'grant', tools: ['transfer'] }) });
+  const playOut = (n: number) => {
+    for (let i = 0; i < 50 && s.client.count('assistant_finished_speaking') < n; i++) s.pacing.tick();
+  };
+
+  // A response asked for before the transfer, its audio after it: the engine speaks it with the voice it started with.
+  s.conv.handle({ type: 'generate_reply' });
+  const line = probe.of('createResponse')[0].id;
+  await transfer(s, probe, line);
+  t.equal(voice.now, 'sarah', 'the engine took the new voice');
+  probe.say(line, 'Transferring.');
+  playOut(1);
+
+  // The engine goes back on the change after the next response was asked for, before its audio (openai-realtime:
+  // cannot_update_voice crossing our update): that response speaks with the old voice.
+  s.conv.handle({ type: 'generate_reply' });
+  const next = probe.of('createResponse')[1].id;
+  voice.now = 'grant';
+  probe.say(next, 'Billing here.');
+  playOut(2);
+  t.equal(s.client.count('assistant_finished_speaking'), 2, 'both played');
+  await s.conv.end('user');
+
+  const items = s.store.only().items;
+  const heard = (text: string) => items.filter((i) => i.live_transcript === text).map((i) => [i.voice_id, i.audio_speed]);
+  t.same(heard('Transferring.'), [['grant', 1.5]], 'the transfer line: the old voice it started with; its audio, queued on a quiet playout after the transfer, played at the new speed');
+  t.same(heard('Billing here.'), [['grant', 1.5]], 'the reply after the refusal: the voice the engine kept, not the one the settings still name');
+  t.equal(s.conv.settings?.voice_id, 'sarah', 'the settings still name the new voice (the refusal came after the transfer)');
+});
+
+t.test('transfer to agent: the silence limit follows the new agent, counting from the transfer; the conversation ends on its schedule', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  s.store.tools.set('transfer', transferTool);
+  s.store.agents.set('billing', billing({ system_prompt: 'Billing.', no_input_end_conversation_sec: 4, websocket_timeout_sec: 3600 }));
+  await s.conv.start({ kind: 'config', config: config({ tools: ['transfer'], no_input_end_conversation_sec: 10, websocket_timeout_sec: 3600 }) });
+  // No welcome message: the silence counts from the start.
+  s.timers.advance(8000);
+  await transfer(s, probe, 'resp_x');
+  s.timers.advance(2000);
+  t.equal(s.conv.state, 'ready', "still live at the old agent's 10 s");
+  s.timers.advance(4000 - 2000 - 1);
+  t.equal(s.conv.state, 'ready', "still live 1 ms before the new agent's 4 s from the transfer (not from the silence's start: that would have ended it at the transfer)");
+  s.timers.advance(1);
+  t.equal(await s.conv.ended, 'assistant_silence_limit_reached', 'ended 4 s after the transfer');
+  t.equal(s.store.only().finish?.ended_by, 'assistant_silence_limit_reached');
 });
