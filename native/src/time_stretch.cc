@@ -223,7 +223,7 @@ bool TimeStretch::Reserve(size_t n) {
 bool TimeStretch::Process(const int16_t* in, size_t n, int16_t* out, size_t* written) {
   if (Idle()) {
     // Pass-through while idle at normal speed: exact, and nearly free (in and out may be one array).
-    std::memmove(out, in, n * sizeof(int16_t));
+    if (n > 0) std::memmove(out, in, n * sizeof(int16_t));
     *written = n;
     return true;
   }
