@@ -2,11 +2,12 @@
 // so it holds across nodes (DESIGN.md, "Process shape"). A live conversation holds a lease that its node renews by
 // heartbeat; a lease not renewed expires and stops counting, so a node that dies frees its share.
 // Admission is atomic: it locks the project's row, so concurrent admissions for one project take turns.
+// Each of these writes costs one round trip (main's CPU goes to round trips, not rows: bench/items.ts).
 import { hostname } from 'node:os';
 import type { Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
-import { transaction } from './transaction.js';
+import { pipelinedTransaction } from './transaction.js';
 
 export interface LeasePolicy {
   /** This node's identity (leases and heartbeats are kept per node). */
@@ -44,27 +45,38 @@ export function effectiveCap(maxActive: number | null, workspaceCap: number): nu
 /**
  * Takes a lease for `conversationId` in `projectId` if the project is under its cap. Expired leases of the project
  * are dropped first. Re-admitting a conversation that already holds a lease renews it (a reconnect) and counts once.
+ * One round trip: the project's row is locked by the first statement and the second, which sees every lease
+ * committed before the lock was granted (READ COMMITTED takes a snapshot per statement), counts and takes the lease
+ * in one go; both go out together (pipelinedTransaction). A lease of this conversation that has expired is left to
+ * the upsert (a row must not be both deleted and inserted by one statement).
  */
 export async function admit(sql: Sql, policy: LeasePolicy, projectId: string, conversationId: string): Promise<Admission> {
-  return transaction(sql, async (tx) => {
-    const [project] = await tx<{ max_active_conversations: number | null }[]>`
-      select max_active_conversations from projects where id = ${projectId} for update`;
-    if (!project) return { admitted: false, reason: 'no_project' } as const;
-    const cap = effectiveCap(project.max_active_conversations, policy.workspaceCap);
-    await tx`delete from conversation_leases where project_id = ${projectId} and expires_at <= now()`;
-    const [held] = await tx`select 1 from conversation_leases where conversation_id = ${conversationId}`;
-    const [{ n }] = await tx<{ n: number }[]>`
-      select count(*)::int as n from conversation_leases where project_id = ${projectId}`;
-    if (held) {
-      await tx`update conversation_leases set node_id = ${policy.nodeId},
-        expires_at = now() + make_interval(secs => ${policy.ttlSec}) where conversation_id = ${conversationId}`;
-      return { admitted: true, active: n, cap } as const;
-    }
-    if (n >= cap) return { admitted: false, reason: 'at_capacity', active: n, cap } as const;
-    await tx`insert into conversation_leases (conversation_id, project_id, node_id, expires_at)
-      values (${conversationId}, ${projectId}, ${policy.nodeId}, now() + make_interval(secs => ${policy.ttlSec}))`;
-    return { admitted: true, active: n + 1, cap } as const;
-  });
+  const [, [row]] = await pipelinedTransaction<{ cap: number; n: number; held: boolean }[]>(sql, (tx) => [
+    tx`select 1 from projects where id = ${projectId} for update`,
+    tx`with project as (
+        -- effectiveCap()
+        select coalesce(max_active_conversations, ${policy.workspaceCap}::int) as cap from projects where id = ${projectId}
+      ), expired as (
+        delete from conversation_leases
+        where project_id = ${projectId} and expires_at <= now() and conversation_id <> ${conversationId}
+      ), counted as (
+        select
+          (select count(*)::int from conversation_leases where project_id = ${projectId} and expires_at > now()) as n,
+          exists (select 1 from conversation_leases where conversation_id = ${conversationId}
+            and (project_id <> ${projectId} or expires_at > now())) as held
+      ), taken as (
+        insert into conversation_leases (conversation_id, project_id, node_id, expires_at)
+        select ${conversationId}, ${projectId}, ${policy.nodeId}, now() + make_interval(secs => ${policy.ttlSec})
+        from project, counted where counted.held or counted.n < project.cap
+        on conflict (conversation_id) do update set node_id = excluded.node_id, expires_at = excluded.expires_at
+      )
+      select project.cap, counted.n, counted.held from project, counted`,
+  ]);
+  if (!row) return { admitted: false, reason: 'no_project' };
+  const { cap, n, held } = row;
+  if (held) return { admitted: true, active: n, cap };
+  if (n >= cap) return { admitted: false, reason: 'at_capacity', active: n, cap };
+  return { admitted: true, active: n + 1, cap };
 }
 
 /** Whether one more conversation would be admitted now (outbound dry run); takes no lease. */
@@ -90,14 +102,17 @@ export async function release(sql: Sql, conversationId: string): Promise<boolean
 
 /** The node's heartbeat: extends every lease it holds and records that it is alive. Returns the leases renewed. */
 export async function renew(sql: Sql, policy: Pick<LeasePolicy, 'nodeId' | 'ttlSec'>): Promise<number> {
-  return transaction(sql, async (tx) => {
-    await tx`insert into node_heartbeats (node_id) values (${policy.nodeId})
-      on conflict (node_id) do update set heartbeat_at = now()`;
-    const rows = await tx`update conversation_leases
-      set expires_at = now() + make_interval(secs => ${policy.ttlSec})
-      where node_id = ${policy.nodeId} returning 1`;
-    return rows.length;
-  });
+  // One statement (atomic, one round trip): the heartbeat row upserted in a CTE beside the renewal.
+  const [{ n }] = await sql<{ n: number }[]>`
+    with beat as (
+      insert into node_heartbeats (node_id) values (${policy.nodeId})
+      on conflict (node_id) do update set heartbeat_at = now()
+    ), renewed as (
+      update conversation_leases set expires_at = now() + make_interval(secs => ${policy.ttlSec})
+      where node_id = ${policy.nodeId} returning 1
+    )
+    select count(*)::int as n from renewed`;
+  return n;
 }
 
 /** Conversations in progress now (unexpired leases), per project; projects without any are absent. */

@@ -35,3 +35,30 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
     tx.release();
   }
 }
+
+/**
+ * A transaction whose statements need no answer in between, sent at once: BEGIN, `statements(tx)` and COMMIT are
+ * issued together on the reserved connection, which postgres.js pipelines into one write (src/connection.js
+ * execute: a prepared query does not wait for the one before), so the whole transaction costs about one round trip
+ * instead of one per statement. The first time a connection runs a statement with parameters it describes it
+ * first, which holds the pipeline for that statement only. A failing statement aborts the transaction in the
+ * server: the statements after it fail, COMMIT then ends it as ROLLBACK, and the first error is thrown. Resolves
+ * with each statement's rows.
+ */
+export async function pipelinedTransaction<R extends postgres.Row[]>(
+  sql: Sql,
+  statements: (tx: Tx) => postgres.PendingQuery<R>[],
+): Promise<postgres.RowList<R>[]> {
+  const tx = await sql.reserve();
+  try {
+    const begin = tx`begin`;
+    const body = statements(tx);
+    const commit = tx`commit`;
+    const settled = await Promise.allSettled([begin, ...body, commit]);
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    return settled.slice(1, -1).map((s) => (s as PromiseFulfilledResult<postgres.RowList<R>>).value);
+  } finally {
+    tx.release();
+  }
+}

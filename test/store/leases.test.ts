@@ -130,6 +130,26 @@ for (const db of DB_KINDS) {
       await release(sql, 'conv_beat');
     });
 
+    t.test("a conversation whose own lease expired is admitted again only under the cap", async (t) => {
+      await sql`delete from conversation_leases`;
+      const [p] = await sql<{ id: string }[]>`
+        insert into projects (id, org_id, name, max_active_conversations) values ('proj_rejoin', ${orgId}, 'rejoin', 2)
+        returning id`;
+      t.equal((await admit(sql, nodeA, p.id, 'conv_rejoin')).admitted, true);
+      await sql`update conversation_leases set expires_at = now() - interval '1 second' where conversation_id = 'conv_rejoin'`;
+      t.equal((await admit(sql, nodeB, p.id, 'conv_other_1')).admitted, true);
+      t.equal((await admit(sql, nodeB, p.id, 'conv_other_2')).admitted, true, 'the expired lease does not count');
+      t.same(await admit(sql, nodeA, p.id, 'conv_rejoin'), { admitted: false, reason: 'at_capacity', active: 2, cap: 2 });
+      t.equal(await activeCount(sql, p.id), 2);
+      t.equal(await release(sql, 'conv_other_2'), true);
+      t.same(await admit(sql, nodeB, p.id, 'conv_rejoin'), { admitted: true, active: 2, cap: 2 }, 'a free place: taken again');
+      const [row] = await sql<{ node_id: string; live: boolean }[]>`
+        select node_id, expires_at > now() as live from conversation_leases where conversation_id = 'conv_rejoin'`;
+      t.same(row, { node_id: 'node-b', live: true }, 'by the node that admitted it now');
+      t.same(await admit(sql, nodeA, p.id, 'conv_rejoin'), { admitted: true, active: 2, cap: 2 }, 'held: renewed, counted once');
+      await sql`delete from conversation_leases`;
+    });
+
     t.test('the policy comes from the settings', async (t) => {
       const p = leasePolicy({ PARLEY_NODE_ID: 'n7', PARLEY_LEASE_TTL_SEC: 12, PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 3 });
       t.same(p, { nodeId: 'n7', ttlSec: 12, workspaceCap: 3 });
