@@ -43,6 +43,8 @@ export class InboundAudio {
   private readonly pcm: Int16Array;
   private readonly resampled: Int16Array;
   private readonly frameSamples: number;
+  private readonly sink: InboundSink;
+  private readonly vad: VadHook | undefined;
   /** Frames delivered to the sink (concealed included). */
   frames = 0;
   concealed = 0;
@@ -54,6 +56,10 @@ export class InboundAudio {
     const maxSamples = Math.max(this.decoder.maxSamples(maxBytes), info.samplesPerFrame);
     this.frameSamples = info.samplesPerFrame;
     this.pcm = new Int16Array(maxSamples);
+    this.lastDecodedLength = maxSamples;
+    this.lastDecoded = this.pcm;
+    this.sink = opts.sink;
+    this.vad = opts.vad;
     this.plc = new LossConcealer(info.samplesPerFrame);
     if (info.sampleRate !== opts.engineRate) {
       this.resampler = new Resampler(info.sampleRate as ResamplerRate, opts.engineRate, maxSamples);
@@ -69,25 +75,24 @@ export class InboundAudio {
 
   /** A received payload buf[offset, offset + length). */
   pushPayload(buf: Uint8Array, length: number, offset = 0): void {
-    const n = this.decoder.decodeInto(buf, length, this.pcm, offset);
-    const decoded = n === this.pcm.length ? this.pcm : this.views(n);
+    const decoded = this.decoded(this.decoder.decodeInto(buf, length, this.pcm, offset));
     this.plc.process(decoded, decoded);
-    this.deliver(n, false);
+    this.deliver(decoded, false);
   }
 
   /** Already-decoded PCM at the format's rate (e.g. a test or a local source). */
   pushPcm(pcm: Int16Array): void {
     this.pcm.set(pcm, 0);
-    const copy = pcm.length === this.pcm.length ? this.pcm : this.views(pcm.length);
+    const copy = this.decoded(pcm.length);
     this.plc.process(copy, copy);
-    this.deliver(pcm.length, false);
+    this.deliver(copy, false);
   }
 
   /** One frame lost: conceal it. */
   pushLost(): void {
     const n = this.plc.conceal(this.pcm);
     this.concealed++;
-    this.deliver(n, true);
+    this.deliver(this.decoded(n), true);
   }
 
   reset(): void {
@@ -99,29 +104,33 @@ export class InboundAudio {
     this.resampler?.destroy();
   }
 
-  private deliver(n: number, concealed: boolean): void {
-    let out: Int16Array;
+  private deliver(input: Int16Array, concealed: boolean): void {
+    let out = input;
     if (this.resampler) {
-      const input = n === this.pcm.length ? this.pcm : this.views(n);
       const m = this.resampler.process(input, this.resampled);
       out = m === this.resampled.length ? this.resampled : this.outViews(m);
-    } else {
-      out = n === this.pcm.length ? this.pcm : this.views(n);
     }
     if (out.length === 0) return;
     this.frames++;
-    this.opts.sink.onAudio(out, concealed);
-    if (this.opts.vad) {
-      const ev = this.opts.vad.process(out);
-      if (ev !== 0) this.opts.sink.onVad?.(ev);
+    this.sink.onAudio(out, concealed);
+    if (this.vad) {
+      const ev = this.vad.process(out);
+      if (ev !== 0) this.sink.onVad?.(ev);
     }
   }
 
-  // Views of the first n samples, made once per distinct n (packets of one stream have one or two sizes).
+  // Views of the first n samples, made once per distinct n (packets of one stream have one or two sizes); the
+  // last one is kept at hand, so a stream of same-sized frames does not even look it up.
   private readonly pcmViews = new Map<number, Int16Array>();
   private readonly resampledViews = new Map<number, Int16Array>();
-  private views(n: number): Int16Array {
-    return prefixView(this.pcmViews, this.pcm, n);
+  private lastDecodedLength: number;
+  private lastDecoded: Int16Array;
+  private decoded(n: number): Int16Array {
+    if (n !== this.lastDecodedLength) {
+      this.lastDecoded = prefixView(this.pcmViews, this.pcm, n);
+      this.lastDecodedLength = n;
+    }
+    return this.lastDecoded;
   }
   private outViews(n: number): Int16Array {
     return prefixView(this.resampledViews, this.resampled, n);
