@@ -5,10 +5,13 @@
 // One batch is in flight at a time: appends arriving meanwhile wait for it and form the next batch, so a slow
 // database gets bigger batches instead of more concurrent statements, and appends to one conversation are
 // written in the order they arrived.
-// A batch either lands whole or not at all. When it fails, the likely cause is one append's rows (a constraint),
-// so each append is then retried on its own, one after another in arrival order, and only the ones that fail
-// again reject: every caller learns its own outcome, never another's.
+// A batch either lands whole or not at all. When the database refuses its rows, the cause is one append's rows (a
+// constraint, a bad value), so each append is then retried on its own, one after another in arrival order, and
+// only the ones that fail again reject: every caller learns its own outcome, never another's. Any other failure (a
+// lost connection, after which the statement may have committed) rejects the whole batch instead of risking an
+// append written twice.
 import { performance } from 'node:perf_hooks';
+import postgres from 'postgres';
 import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
 import { appendItemsBatch, type Append, type NewItem } from './conversations.js';
@@ -28,6 +31,18 @@ interface Waiting {
   at: number;
   resolve(ids: string[]): void;
   reject(err: unknown): void;
+}
+
+/** SQLSTATE classes of a statement refused for its rows (PostgreSQL docs, Appendix A): it did not run. */
+const ROW_ERROR_CLASSES = new Set(['22', '23']); // data exception, integrity constraint violation
+
+/**
+ * Whether a failed batch may be retried append by append: the database refused its rows, or building them threw
+ * before anything was sent (such errors carry no `code`; postgres.js's connection errors do).
+ */
+function refusedRows(err: unknown): boolean {
+  if (err instanceof postgres.PostgresError) return ROW_ERROR_CLASSES.has(err.code.slice(0, 2));
+  return !(err instanceof Error && 'code' in err);
 }
 
 export class AppendBatcher {
@@ -108,8 +123,8 @@ export class AppendBatcher {
     try {
       results = await appendItemsBatch(this.sql, batch.map((w) => w.append));
     } catch (err) {
-      if (batch.length === 1) {
-        batch[0].reject(err);
+      if (batch.length === 1 || !refusedRows(err)) {
+        for (const w of batch) w.reject(err);
         return;
       }
       this.stats.retriedBatches++;

@@ -16,6 +16,24 @@ const turn = (text: string, extra: Partial<NewItem> = {}): NewItem => ({
   role: 'user', live_transcript: text, duration_ms: 10, started_at: new Date(), ...extra,
 });
 
+t.test('a batch lost with its connection fails whole, without a retry that could write twice', async (t) => {
+  const lost = Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
+  let statements = 0;
+  // Just enough of postgres.js's sql for appendItemsBatch: the statement fails the way a dropped connection does.
+  const sql = Object.assign(
+    () => {
+      statements++;
+      return Promise.reject(lost);
+    },
+    { json: (v: unknown) => v },
+  );
+  const batcher = new AppendBatcher(sql as never, log, { window_ms: WINDOW_MS, max_items: 500 });
+  const outcomes = await Promise.allSettled([batcher.append('conv_a', [turn('a')]), batcher.append('conv_b', [turn('b')])]);
+  t.same(outcomes.map((o) => o.status === 'rejected' && o.reason), [lost, lost], 'both callers get the error');
+  t.equal(statements, 1);
+  t.equal(batcher.stats.retriedBatches, 0);
+});
+
 for (const db of DB_KINDS) {
   t.test(`append batcher on ${db}`, { timeout: 180_000 }, async (t) => {
     const server = await startTestServer({ db });
