@@ -222,26 +222,34 @@ WindowedPowerFft::WindowedPowerFft(size_t size, const float* window, size_t leng
   }
 }
 
+template <bool kLastZero>
 void WindowedPowerFft::FirstStages(const float* x) {
   // The stages of length 2 and 4 together (twiddles 1 and -i), as in Fft::ForwardBitReversed, straight from
-  // the input: slot s of the bit-reversed order holds input vector slot_[s] (the permutation is its own
-  // inverse); vectors from live_ on are zero.
+  // the input. Slot s + j (s a multiple of 4) of the bit-reversed order holds input vector v0 + j' n/4 with
+  // v0 = slot_[s] < n/4 and j' = 0, 2, 1, 3 (j's two bits reversed): the first two lie in the first half,
+  // always live (the window covers more than half the transform); the other two may be zero padding (from
+  // live_ on), the last one is for every s when kLastZero (x + 0 = x: leaving it out changes no bit).
   Float4* re = lane_re_.data();
   Float4* im = lane_im_.data();
   const float* w = window_.data();
   const size_t live = live_;
+  const size_t q = quarter_ / 4;
   const Float4 zero = Splat4(0.f);
   for (size_t s = 0; s < quarter_; s += 4) {
-    const unsigned v0 = slot_[s], v1 = slot_[s + 1], v2 = slot_[s + 2], v3 = slot_[s + 3];
-    Float4 r0 = zero, i0 = zero, r1 = zero, i1 = zero, r2 = zero, i2 = zero, r3 = zero, i3 = zero;
-    if (v0 < live) Input(x + 8 * v0, w + 8 * v0, r0, i0);
+    const size_t v0 = slot_[s], v1 = v0 + 2 * q, v2 = v0 + q, v3 = v0 + 3 * q;
+    Float4 r0, i0, r1 = zero, i1 = zero, r2, i2;
+    Input(x + 8 * v0, w + 8 * v0, r0, i0);
     if (v1 < live) Input(x + 8 * v1, w + 8 * v1, r1, i1);
-    if (v2 < live) Input(x + 8 * v2, w + 8 * v2, r2, i2);
-    if (v3 < live) Input(x + 8 * v3, w + 8 * v3, r3, i3);
+    Input(x + 8 * v2, w + 8 * v2, r2, i2);
     const Float4 ar = r0 + r1, ai = i0 + i1;
     const Float4 br = r0 - r1, bi = i0 - i1;
-    const Float4 cr = r2 + r3, ci = i2 + i3;
-    const Float4 dr = r2 - r3, di = i2 - i3;
+    Float4 cr = r2, ci = i2, dr = r2, di = i2;
+    if (!kLastZero) {
+      Float4 r3 = zero, i3 = zero;
+      if (v3 < live) Input(x + 8 * v3, w + 8 * v3, r3, i3);
+      cr = r2 + r3, ci = i2 + i3;
+      dr = r2 - r3, di = i2 - i3;
+    }
     re[s] = ar + cr;
     im[s] = ai + ci;
     re[s + 2] = ar - cr;
@@ -324,34 +332,40 @@ void WindowedPowerFft::LastStagesInOrder() {
 }
 
 void WindowedPowerFft::Power(const float* x, size_t first, size_t end, float* power) {
-  FirstStages(x);
+  // Input vectors 3n/4 .. n - 1 all padding (a window of 5/8 of the transform, as at 8 kHz): slot 3 of every
+  // group is zero.
+  if (4 * live_ <= 3 * quarter_) {
+    FirstStages<true>(x);
+  } else {
+    FirstStages<false>(x);
+  }
   MiddleStages();
   LastStagesInOrder();
-  // The real split of RealFft::Forward, each bin's operations unchanged, squared and summed at once. Bins k
-  // and h - k share their even and odd parts: E_{h-k} = conj E_k and O_{h-k} = conj O_k exactly (the same sums
-  // and differences, negated), so one set of loads serves both and only the twiddle differs. Computed four
-  // pairs at a time from the lowest bin of a pair asked for up to h/2 (groups near h/2 may overlap: both ways
-  // give the same bits).
+  // The real split of RealFft::Forward, each bin's operations unchanged but for its halvings (left out: every
+  // value is then exactly twice RealFft's, no rounding moves, and the power four times), squared and summed
+  // at once. Bins k and h - k share their even and odd parts: E_{h-k} = conj E_k and O_{h-k} = conj O_k
+  // exactly (the same sums and differences, negated), so one set of loads serves both and only the twiddle
+  // differs. Computed four pairs at a time from the lowest bin of a pair asked for up to h/2 (groups near h/2
+  // may overlap: both ways give the same bits).
   const size_t h = half_;
   const float* zr = zr_.data();
   const float* zi = zi_.data();
   if (first == 0) {
-    const float r = zr[0] + zi[0];
+    const float r = 2.f * (zr[0] + zi[0]);
     power[0] = r * r + 0.f * 0.f;
   }
   if (end == h + 1) {
-    const float r = zr[0] - zi[0];
+    const float r = 2.f * (zr[0] - zi[0]);
     power[h] = r * r + 0.f * 0.f;
   }
   const size_t lo = std::max<size_t>(first, 1), hi = std::min(end, h);
   if (lo >= hi) return;
-  const Float4 half = Splat4(0.5f);
   for (size_t k = std::min(lo, h - (hi - 1)); k <= h / 2; k += 4) {
     const size_t b = h - k - 3;
     const Float4 ar = Load4(zr + k), ai = Load4(zi + k);
     const Float4 br = Reverse4(Load4(zr + b)), bi = Reverse4(Load4(zi + b));
-    const Float4 er = half * (ar + br), ei = half * (ai - bi);
-    const Float4 or_ = half * (ai + bi), oi = half * (br - ar);
+    const Float4 er = ar + br, ei = ai - bi;
+    const Float4 or_ = ai + bi, oi = br - ar;
     const Float4 wr = Load4(cos_.data() + k), wi = Load4(sin_.data() + k);
     const Float4 re = er + wr * or_ - wi * oi;
     const Float4 im = ei + wr * oi + wi * or_;

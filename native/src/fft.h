@@ -46,7 +46,7 @@ class RealFft {
 // Power spectrum of a windowed real frame zero-padded to a power-of-two size N >= 64, for the VAD: the same
 // transform as RealFft (one complex FFT of N / 2 points, radix-2 decimation in time, then the real split) with
 // the same operations on the same values in the same order, so its powers equal RealFft's bit for bit (the
-// VAD's decisions do not move), arranged to run four-wide throughout:
+// VAD's decisions do not move; but for an exact factor 4, see Power()), arranged to run four-wide throughout:
 // - the complex FFT of h = N / 2 points is split by its input index m mod 4 into four interleaved FFTs of h / 4
 //   points (decimation in time by 4), computed side by side, one per lane of a Float4; their first
 //   log2(h / 4) radix-2 stages are exactly the first stages of the h-point FFT, with one twiddle for all lanes;
@@ -54,22 +54,24 @@ class RealFft {
 //   done in registers with it;
 // - the input is windowed, split into even (real) and odd (imaginary) samples and scattered into the
 //   bit-reversed order of the quarter-size FFTs in one pass, 8 samples at a time;
-// - the split into bins of the real signal yields only the powers of the bins asked for.
+// - the split into bins of the real signal yields only the powers of the bins asked for (times 4).
 // Two radix-2 stages run per pass over memory where they can (the radix-2^2 idea of He and Torkelson 1996,
 // here only as a loop fusion: the arithmetic is still that of two radix-2 stages).
 class WindowedPowerFft {
  public:
-  // size: a power of two >= 64; window: length <= size values (copied).
+  // size: a power of two >= 64; window: length values (copied), size / 2 < length <= size.
   WindowedPowerFft(size_t size, const float* window, size_t length);
   size_t size() const { return size_; }
   // Window length rounded up to whole blocks of 8: the samples Power() reads.
   size_t padded_length() const { return 8 * live_; }
-  // power[k] = |X_k|^2 for first <= k < end (end <= size() / 2 + 1), X the spectrum of x[i] window[i] for
+  // power[k] = 4 |X_k|^2 for first <= k < end (end <= size() / 2 + 1), X the spectrum of x[i] window[i] for
   // i < length followed by zeros; x: padded_length() samples, those past length finite (they are weighted 0).
-  // Other bins of power from 1 to size() / 2 - 1 may be written too.
+  // Four times RealFft's power exactly (its split halves every value; here they are left whole: a power of
+  // two, so no rounding differs). Other bins of power from 1 to size() / 2 - 1 may be written too.
   void Power(const float* x, size_t first, size_t end, float* power);
 
  private:
+  template <bool kLastZero>
   void FirstStages(const float* x);  // input windowed and scattered, stages of length 2 and 4
   void MiddleStages();               // lengths 8 .. h/4
   void LastStagesInOrder();          // lengths h/2 and h, natural order

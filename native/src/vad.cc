@@ -146,7 +146,8 @@ Vad::Vad(int rateHz, const VadOptions& options)
   double energy = 0.0;
   for (size_t i = 0; i < window_; i++) energy += static_cast<double>(hann_[i]) * hann_[i];
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
-  window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy));
+  // fft_ gives 4 |X_k|^2: the quarter is folded in here (a power of two: the product rounds as before).
+  window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy)) * 0.25f;
   // Hysteresis as in Silero's VADIterator: in Speech a step stays voiced down to threshold - 0.15; starting or
   // resuming speech takes the full threshold.
   thresholds_[0] = options.threshold;
@@ -237,7 +238,7 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
 }
 
 void Vad::Analyse() {
-  // The powers of the bins the bands cover (contiguous: each band starts where the last ended).
+  // The powers (times 4) of the bins the bands cover (contiguous: each band starts where the last ended).
   const float* bins = power_.data();
   fft_.Power(frame_.data(), static_cast<size_t>(band_lo_[0]), static_cast<size_t>(band_hi_[kBands - 1]),
              power_.data());

@@ -98,7 +98,7 @@ class Vad : public Module {
   bool primed_ = false;  // a full window is available
   int band_lo_[kBands], band_hi_[kBands];
   float refine_ratio_[kBands];  // power / noise a band's +-100 ms average must reach to extend an end
-  float window_norm_;
+  float window_norm_;  // band power per sum of fft_ bin powers
 
   float smoothed_[kBands];
   float floor_[kBands];  // minimum statistics
