@@ -4,7 +4,9 @@
 // -> UDP out), the gateway pinned to core 1 and the generator to core 0.
 // Usage: node --import tsx bench/media.ts   (re-runs itself with --expose-gc for the allocation figures)
 // Env: MEDIA_RUNS (3), MEDIA_STREAMS ("500,1000"), MEDIA_WINDOW_SEC (5), UDP_RUNS (3), MEDIA_IO (the capacity run's
-// sockets on both sides: native-uring (default; NativeUdpGroup on io_uring), native-poll, dgram).
+// sockets on both sides: native-uring (default; NativeUdpGroup on io_uring), native-poll, dgram; native-shared: the
+// gateway's streams on ONE SharedUdpSocket (io_uring), demultiplexed by source port, against a generator with a
+// socket per stream (native-uring), as distinct peers would be).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -19,7 +21,7 @@ import { OutboundBatch, OutboundStream } from '../src/media/outbound.js';
 import { PacingClock } from '../src/media/pacing-clock.js';
 import { createRtpPacketView, decodeView, RtpSender, RTP_HEADER_BYTES } from '../src/media/rtp.js';
 import { TimeStretch } from '../src/media/time-stretch.js';
-import { NativeUdpGroup, NativeUdpSocket, ipv4ToUint32, uint32ToIpv4 } from '../src/media/udp-native.js';
+import { NativeUdpGroup, NativeUdpSocket, SharedUdpSocket, UDP_META_WORDS, ipv4ToUint32, uint32ToIpv4 } from '../src/media/udp-native.js';
 import { measurePerFrame } from './measure.js';
 import { measureUdpIo, median } from './udp-io.js';
 
@@ -189,7 +191,7 @@ type Msg =
   | { type: 'stop' };
 
 /** How the capacity run's gateway and generator move packets: MEDIA_IO, default the native io_uring group. */
-type MediaIo = 'native-uring' | 'native-poll' | 'dgram';
+type MediaIo = 'native-uring' | 'native-poll' | 'dgram' | 'native-shared';
 const MEDIA_IO = (process.env.MEDIA_IO ?? 'native-uring') as MediaIo;
 const LOOPBACK = ipv4ToUint32(HOST);
 
@@ -279,8 +281,51 @@ function nativeRoleIo(n: number, onPacket: OnPacket, backend: 'io_uring' | 'poll
   };
 }
 
-function roleIo(n: number, onPacket: OnPacket, isStopping: () => boolean): Promise<RoleIo> | RoleIo {
+/**
+ * One SharedUdpSocket (io_uring) for every stream: packets demultiplexed by source address:port (its peer table),
+ * the tick's packets queued in one send table whose entries carry their destinations, sent when it is full and at
+ * the end of the tick.
+ */
+function sharedRoleIo(n: number, onPacket: OnPacket): RoleIo {
+  const PACKET = 172;
+  const shared = SharedUdpSocket.open({ host: HOST, port: 0, maxPeers: n, backend: 'io_uring', slotBytes: PACKET });
+  const s = shared.socket;
+  const txSlots = s.txMeta.length / UDP_META_WORDS;
+  const views = Array.from({ length: s.rxMeta.length / UDP_META_WORDS }, (_, k) => s.rxData.subarray(k * PACKET, (k + 1) * PACKET));
+  shared.onPacket((id, k, sock) => {
+    const a = sock.rxAddress(k);
+    onPacket(id, views[k], sock.rxLength(k), a === LOOPBACK ? HOST : uint32ToIpv4(a), sock.rxPort(k));
+  });
+  shared.onUnknown((k, sock) => {
+    throw new Error(`RTP from an unknown source ${uint32ToIpv4(sock.rxAddress(k))}:${sock.rxPort(k)}`);
+  });
+  const peers = new Uint32Array(n);
+  let queued = 0;
+  const flush = () => {
+    if (queued > 0) shared.send(queued);
+    queued = 0;
+  };
+  return {
+    ports: () => new Array<number>(n).fill(shared.port),
+    peer: async (ports) => {
+      peers.set(ports);
+      for (let i = 0; i < n; i++) shared.peers.set(LOOPBACK, ports[i], i);
+    },
+    send: (i, packet, length) => {
+      if (queued === txSlots) flush();
+      s.txData.set(packet.subarray(0, length), queued * PACKET);
+      s.setTx(queued, queued * PACKET, length, LOOPBACK, peers[i]);
+      queued++;
+    },
+    flush,
+    close: () => shared.close(),
+  };
+}
+
+function roleIo(n: number, onPacket: OnPacket, isStopping: () => boolean, role: 'gateway' | 'generator'): Promise<RoleIo> | RoleIo {
   if (MEDIA_IO === 'dgram') return dgramRoleIo(n, onPacket, isStopping);
+  // native-shared: the generator keeps a socket per stream, so the gateway sees distinct peers to demultiplex.
+  if (MEDIA_IO === 'native-shared' && role === 'gateway') return sharedRoleIo(n, onPacket);
   return nativeRoleIo(n, onPacket, MEDIA_IO === 'native-poll' ? 'poll' : 'io_uring');
 }
 
@@ -307,6 +352,7 @@ async function gateway(n: number): Promise<void> {
       inbounds[i].receive(buf, length, address, port, performance.now());
     },
     () => stopping,
+    'gateway',
   );
   const outs: OutboundStream[] = [];
   const batch = new OutboundBatch();
@@ -373,7 +419,7 @@ async function generator(n: number): Promise<void> {
   const packets = mulawPackets(speechLike8k());
   const senders: RtpSender[] = [];
   let stopping = false;
-  const io = await roleIo(n, () => {}, () => stopping);
+  const io = await roleIo(n, () => {}, () => stopping, 'generator');
   for (let i = 0; i < n; i++) senders.push(new RtpSender({ payloadType: 0 }));
   send({ type: 'ports', ports: io.ports() });
   const buf = new Uint8Array(172);
@@ -481,7 +527,7 @@ async function main(): Promise<void> {
 
   const udpRuns = Number(process.env.UDP_RUNS ?? 3);
   // The I/O the capacity run uses (MEDIA_IO; dgram and the other native backend: bench/udp-io.ts).
-  const udpMode = MEDIA_IO === 'dgram' ? 'dgram' : MEDIA_IO;
+  const udpMode = MEDIA_IO === 'native-shared' ? 'shared-uring' : MEDIA_IO;
   const udp = await measureUdpIo([500], udpRuns, 5, udpMode);
   const u = udp[0];
   console.log(`UDP I/O (${udpMode}) at 500 calls: ${(u.medianCoreFraction * 100).toFixed(1)}% of a core, ${u.medianUsPerPacket.toFixed(2)} us/packet, ${(u.medianCpuUsPerCallPerSec).toFixed(0)} us CPU per call-second; projected at full rate ${(u.projectedCoreFraction * 100).toFixed(1)}%`);
