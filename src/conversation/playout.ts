@@ -4,7 +4,7 @@
 // playout sends its first frame at once instead of on the next tick (up to a frame later: gateway-added latency
 // at the start of every reply); the clock paces the rest, so the stream runs at most one frame ahead. Engine
 // audio is copied in once per engine chunk (it is lent): one array per chunk, whatever the time-stretch does to
-// it (its pieces go through fixed buffers); per tick nothing is allocated.
+// it (its 40 ms pieces are gathered in a fixed buffer); per tick nothing is allocated.
 import { createEncoder, type Encoder } from '../media/codec.js';
 import { formatInfo, FRAME_MS, type AudioFormat } from '../media/format.js';
 import { Resampler, type ResamplerRate } from '../media/native.js';
@@ -15,6 +15,9 @@ import { prefixView } from '../media/prefix-views.js';
 
 /** Engine audio fed to the time-stretcher at a time. */
 const STRETCH_CHUNK_MS = 40;
+const BYTES_PER_SAMPLE = 2;
+/** memcpy between Uint8Arrays (Node's Buffer copy works on any Uint8Array): the stretcher's pieces, no view each. */
+const copyBytes = Buffer.prototype.copy;
 
 export interface PlayoutOwner {
   readonly state: string;
@@ -47,10 +50,10 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private readonly frame: Int16Array;
   private readonly stretch: TimeStretch | null;
   private readonly stretchOut: Int16Array;
-  /** One piece of an engine chunk for the stretcher (engine audio is cut into chunkSamples pieces). */
-  private readonly stretchIn: Int16Array;
+  private readonly stretchOutBytes: Uint8Array;
   /** What the stretcher made of one engine chunk, copied out once (grows with the longest chunk seen). */
   private stretched: Int16Array;
+  private stretchedBytes: Uint8Array;
   private readonly chunkSamples: number;
   private readonly noise: NoiseMix | null;
   private readonly resampler: Resampler | null;
@@ -66,7 +69,6 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   /** Views of the first n encoded bytes, made once per distinct n (a stream has one or two frame sizes). */
   private readonly encodedViews = new Map<number, Uint8Array>();
   private readonly resampledViews = new Map<number, Int16Array>();
-  private readonly stretchInViews = new Map<number, Int16Array>();
 
   constructor(private readonly opts: PlayoutOptions<U>) {
     const rate = opts.engineRate;
@@ -76,8 +78,9 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.chunkSamples = (rate * STRETCH_CHUNK_MS) / 1000;
     this.stretch = opts.speed === 1 ? null : new TimeStretch({ sampleRate: rate, maxInput: this.chunkSamples, speed: opts.speed });
     this.stretchOut = new Int16Array(this.stretch ? this.stretch.maxOutput(this.chunkSamples) * 2 : 0);
-    this.stretchIn = new Int16Array(this.stretch ? this.chunkSamples : 0);
+    this.stretchOutBytes = new Uint8Array(this.stretchOut.buffer);
     this.stretched = new Int16Array(this.stretchOut.length);
+    this.stretchedBytes = new Uint8Array(this.stretched.buffer);
     this.noise = opts.noise && opts.noise.level > 0 ? new NoiseMix({ bed: opts.noise.bed, sampleRate: rate, level: opts.noise.level }) : null;
     const out = formatInfo(opts.outputFormat);
     this.resampler = out.sampleRate === rate ? null : new Resampler(rate, out.sampleRate as ResamplerRate, this.frameSamples);
@@ -105,16 +108,11 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
       this.chunks.push({ owner, pcm: pcm.slice(), offset: 0 });
       return pcm.length;
     }
-    const input = this.stretchIn;
-    const out = this.stretchOut;
     let queued = 0;
     for (let i = 0; i < pcm.length; i += this.chunkSamples) {
-      const n = Math.min(this.chunkSamples, pcm.length - i);
-      for (let j = 0; j < n; j++) input[j] = pcm[i + j];
-      const m = stretch.process(prefixView(this.stretchInViews, input, n), out);
+      const m = stretch.process(pcm.subarray(i, Math.min(pcm.length, i + this.chunkSamples)), this.stretchOut);
       if (queued + m > this.stretched.length) this.growStretched(queued + m);
-      const dst = this.stretched;
-      for (let j = 0; j < m; j++) dst[queued + j] = out[j];
+      copyBytes.call(this.stretchOutBytes, this.stretchedBytes, queued * BYTES_PER_SAMPLE, 0, m * BYTES_PER_SAMPLE);
       queued += m;
     }
     if (queued > 0) this.chunks.push({ owner, pcm: this.stretched.slice(0, queued), offset: 0 });
@@ -125,6 +123,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     const grown = new Int16Array(Math.max(atLeast, 2 * this.stretched.length));
     grown.set(this.stretched);
     this.stretched = grown;
+    this.stretchedBytes = new Uint8Array(grown.buffer);
   }
 
   /** The owner's audio is complete: what the stretcher still holds is queued (and sent at once if idle). */
