@@ -116,6 +116,35 @@ t.test('16 kHz (the prompts in white noise resampled; analysed at 8 kHz inside):
   t.same(r.inPadding, [], 'no speech reported in the added noise');
 });
 
+// Speech-start and last-voiced samples as the VAD placed them before its analysis was made faster (bit-identical
+// band powers since): the decisions themselves are pinned, not only the corpus figures. Keys: condition
+// (clean/noisy at 8 or 16 kHz), values [start, end] in samples at that rate.
+const PINNED_EVENTS: Record<string, Record<string, [number, number]>> = {
+  'vm-goodbye.wav': { c8: [8560, 14080], n8: [8640, 14240], c16: [17120, 28160], n16: [17280, 28320] },
+  'digits/1.wav': { c8: [9040, 13840], n8: [9360, 14720], c16: [18080, 27680], n16: [18880, 29440] },
+  'vm-intro.wav': { c8: [8800, 51440], n8: [8880, 51760], c16: [17760, 102880], n16: [17760, 103520] },
+  'conf-onlyperson.wav': { c8: [8880, 31120], n8: [8960, 30960], c16: [17760, 62240], n16: [17920, 62080] },
+};
+
+t.test('speech start and end samples are exactly where the reference analysis put them (clean and noisy, 8 and 16 kHz)', async (t) => {
+  const names = listPrompts();
+  for (const [name, expected] of Object.entries(PINNED_EVENTS)) {
+    const prompt = loadPrompt(name);
+    const clean = pad(prompt, PAD);
+    // The same noise as the corpus tests (seeded by the prompt's position in the list).
+    const noisy = addWhiteNoise(clean, truthOf(prompt).power, SNR_DB, names.indexOf(name) + 1);
+    const runs: Record<string, Outcome> = {
+      c8: runVad(clean),
+      n8: runVad(noisy),
+      c16: runVad(toWideband(clean), 2 * FRAME, WIDEBAND_RATE),
+      n16: runVad(toWideband(noisy), 2 * FRAME, WIDEBAND_RATE),
+    };
+    for (const [condition, [start, end]] of Object.entries(expected)) {
+      t.same(runs[condition], { starts: [start], ends: [end] }, `${name} ${condition}`);
+    }
+  }
+});
+
 t.test('silence prompts, digital silence and white noise alone never start speech', async (t) => {
   const silences = listPrompts().filter((n) => n.startsWith('silence/'));
   t.equal(silences.length, 10);
