@@ -181,7 +181,7 @@ void Vad::Reset() {
   second_.Reset();
   filled_ = 0;
   primed_ = false;
-  for (int b = 0; b < kBands; b++) {
+  for (int b = 0; b < kBandSlots; b++) {
     smoothed_[b] = 0.f;
     floor_[b] = kMinBandPower;
     noise_[b] = 0.f;
@@ -206,22 +206,36 @@ void Vad::Reset() {
 }
 
 void Vad::UpdateNoiseFloor(const float* smoothed) {
-  for (int b = 0; b < kBands; b++) {
-    window_min_[b] = sub_count_ == 0 ? smoothed[b] : std::min(window_min_[b], smoothed[b]);
-    floor_[b] = std::max(std::min(window_min_[b], history_floor_[b]), kMinBandPower);
+  // Four bands at a time, each lane doing exactly the scalar operations (std::min(a, b) is b < a ? b : a,
+  // std::max(a, b) is a < b ? b : a).
+  const auto min = [](Float4 a, Float4 b) { return b < a ? b : a; };
+  const auto max = [](Float4 a, Float4 b) { return a < b ? b : a; };
+  const bool starting = steps_ < kInitSteps;
+  const bool learning = starting || state_ == State::Silence;
+  const Float4 min_power = Splat4(kMinBandPower), near_floor = Splat4(kNearFloorRatio);
+  const Float4 keep = Splat4(kNoiseMeanSmoothing), take = Splat4(1.f - kNoiseMeanSmoothing);
+  const Float4 count = Splat4(static_cast<float>(steps_)), next_count = Splat4(static_cast<float>(steps_ + 1));
+  for (int b = 0; b < kBandSlots; b += 4) {
+    const Float4 s = Load4(smoothed + b);
+    const Float4 window_min = sub_count_ == 0 ? s : min(Load4(window_min_ + b), s);
+    Store4(window_min_ + b, window_min);
+    const Float4 floor = max(min(window_min, Load4(history_floor_ + b)), min_power);
+    Store4(floor_ + b, floor);
     // The minimum sits below the mean noise power by a margin that depends on the band's width; the noise
     // estimate is the running mean of the steps near the minimum (learnt in Silence only), kept within 0 to
     // 10 dB above it.
-    const float lo = floor_[b], hi = floor_[b] * kNearFloorRatio;
-    const bool learning = steps_ < kInitSteps || state_ == State::Silence;
-    if (steps_ < kInitSteps) {
+    const Float4 lo = floor, hi = floor * near_floor;
+    Float4 learned = Load4(learned_ + b);
+    if (starting) {
       // Start-up: the cumulative mean of every step so far.
-      learned_[b] = (learned_[b] * static_cast<float>(steps_) + smoothed[b]) / static_cast<float>(steps_ + 1);
-    } else if (learning && (smoothed[b] <= hi || learned_[b] < lo)) {
-      learned_[b] = kNoiseMeanSmoothing * learned_[b] + (1.f - kNoiseMeanSmoothing) * smoothed[b];
+      learned = (learned * count + s) / next_count;
+    } else if (learning) {
+      const Float4 updated = keep * learned + take * s;
+      learned = (s <= hi) | (learned < lo) ? updated : learned;
     }
-    if (learning) learned_[b] = std::min(std::max(learned_[b], lo), hi);
-    noise_[b] = std::min(std::max(learned_[b], lo), hi);
+    if (learning) learned = min(max(learned, lo), hi);
+    Store4(learned_ + b, learned);
+    Store4(noise_ + b, min(max(learned, lo), hi));
   }
   if (++sub_count_ == kSubWindowSteps) {
     for (int b = 0; b < kBands; b++) history_min_[static_cast<size_t>(sub_next_) * kBands + b] = window_min_[b];

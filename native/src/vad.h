@@ -100,13 +100,16 @@ class Vad : public Module {
   float refine_ratio_[kBands];  // power / noise a band's +-100 ms average must reach to extend an end
   float window_norm_;  // band power per sum of fft_ bin powers
 
-  float smoothed_[kBands];
-  float floor_[kBands];  // minimum statistics
-  float noise_[kBands];    // mean noise power estimate used by this step: learned_ bounded by the minimum
-  float learned_[kBands];  // running mean of noise steps, learnt in Silence, held while speech may be present
-  float window_min_[kBands];
+  // Per-band state, padded to kBandSlots so the noise update runs on whole Float4s (the lanes past kBands hold
+  // finite values nobody reads).
+  static constexpr int kBandSlots = 8;
+  float smoothed_[kBandSlots];
+  float floor_[kBandSlots];  // minimum statistics
+  float noise_[kBandSlots];    // mean noise power estimate used by this step: learned_ bounded by the minimum
+  float learned_[kBandSlots];  // running mean of noise steps, learnt in Silence, held while speech may be present
+  float window_min_[kBandSlots];
   std::vector<float> history_min_;  // kSubWindows x kBands minima of completed sub-windows
-  float history_floor_[kBands];     // their minimum (infinity before the first completes)
+  float history_floor_[kBandSlots];  // their minimum (infinity before the first completes)
   int sub_count_ = 0;               // steps in the current sub-window
   int sub_filled_ = 0;              // completed sub-windows (up to kSubWindows)
   int sub_next_ = 0;
