@@ -71,6 +71,26 @@ t.test('base64 audio follows the same mark', async (t) => {
   t.match(JSON.parse(ws.sent[0].data as string), { type: 'audio_chunk', text: 'hi' }, 'audio_chunk events');
 });
 
+t.test('binary audio: a frame with text sends neither while backed up; a frame alone asks the socket once', async (t) => {
+  const { ws, sink } = setup();
+  const client = new StsClient(sink);
+  client.binaryAudio = true;
+  let asked = 0;
+  const buffered = ws.getBufferedAmount.bind(ws);
+  ws.getBufferedAmount = () => (asked++, buffered());
+  t.ok(client.sendAudio(FRAME, ''));
+  t.equal(asked, 1, 'one getBufferedAmount per frame');
+  ws.buffered = BACKPRESSURE.audio_high_water_bytes + 1;
+  const sent = ws.sent.length;
+  t.notOk(client.sendAudio(FRAME, 'hello'), 'refused while backed up');
+  t.notOk(client.sendAudio(FRAME, ''), 'a frame alone too');
+  t.equal(ws.sent.length, sent, 'neither the text nor the audio went out');
+  ws.buffered = 0;
+  sink.drained();
+  t.ok(client.sendAudio(FRAME, 'hello'), 'after the drain');
+  t.same(ws.sent.slice(sent).map((s) => s.binary), [false, true], 'the text event, then its audio');
+});
+
 t.test('a control event that would be dropped closes the socket with 1008', async (t) => {
   const { ws, state, sink } = setup();
   const client = new StsClient(sink);
