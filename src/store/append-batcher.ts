@@ -17,8 +17,12 @@ import type { Sql } from './db.js';
 import { appendItemsBatch, type Append, type NewItem } from './conversations.js';
 
 export const APPEND_BATCH_DEFAULTS = {
-  /** How long the oldest waiting append waits for others to join its batch. */
-  window_ms: 10,
+  /**
+   * How long the oldest waiting append waits for others to join its batch. bench/items.ts at 100 items/s from 250
+   * conversations, main-thread CPU per item (medians of 3 interleaved runs) for windows 0/10/25/50 ms:
+   * 893/763/485/336 us, append latency p50 6/15/21/36 ms. Only the record's finish waits on an append.
+   */
+  window_ms: 50,
   /** Items per statement at most; more wait for the next one. */
   max_items: 500,
 } as const;
