@@ -3,18 +3,24 @@
 // the work, as in a call). 16 kHz is analysed at 8 kHz inside the VAD (half-band decimation), the other rates
 // as they come. Results to bench/results/vad.json with the load average.
 // Usage: node --import tsx bench/vad.ts   (re-runs itself pinned to core 1 with --expose-gc)
-// Env: VAD_FRAMES (20000 per run; 5 runs, median reported).
+// Env: VAD_FRAMES (20000 per run; 5 runs, median reported). VAD_COMPARE=<another build of parley_dsp.node> (e.g.
+// a copy taken before a change): also runs of that build, interleaved with runs of this one (one each in turn, so
+// the machine's load hits both alike), with the median of the paired ratios.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Vad, type ResamplerRate } from '../src/media/native.js';
+import { VAD_DEFAULTS, Vad, type ResamplerRate } from '../src/media/native.js';
 import { seededRandom } from '../src/media/noise.js';
 import { measurePerFrame, median } from './measure.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const FRAMES = Number(process.env.VAD_FRAMES ?? 20000);
 const RUNS = 5;
+const COMPARE = process.env.VAD_COMPARE;
+// Interleaved runs when comparing (more of them: paired ratios are what the comparison reports).
+const COMPARE_RUNS = 11;
 const WARMUP_FRAMES = 2000;
 const RATES: ResamplerRate[] = [8000, 16000, 24000, 48000];
 const SIGNAL_SECONDS = 8;
@@ -30,6 +36,15 @@ interface Result {
   runsNs: number[];
   bytesPerFrame: number | null;
   speechStarts: number;
+  /** With VAD_COMPARE: interleaved runs of this build and the other, and the median of other / this per pair. */
+  compare?: { addon: string; thisRunsNs: number[]; otherRunsNs: number[]; otherOverThis: number };
+}
+
+/** The raw per-frame entry points of another build of the addon. */
+interface OtherAddon {
+  createVad(rateHz: number, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): unknown;
+  vadProcess(handle: unknown, frame: Int16Array): number;
+  destroy(handle: unknown): void;
 }
 
 function signal(rate: number): Int16Array {
@@ -63,13 +78,39 @@ function measure(rate: ResamplerRate): Result {
     if (vad.process(fx[i % fx.length]) & 1) starts++;
   };
   const cost = measurePerFrame(step, { warmup: WARMUP_FRAMES, frames: FRAMES, runs: RUNS, heapWindow: 1000 });
-  vad.destroy();
-  return {
+  const result: Result = {
     rateHz: rate,
     nsPerFrame: Math.round(median(cost.runsNs)),
     runsNs: cost.runsNs.map(Math.round),
     bytesPerFrame: cost.bytesPerFrame,
     speechStarts: starts,
+  };
+  if (COMPARE) result.compare = compare(rate, fx, step);
+  vad.destroy();
+  return result;
+}
+
+function compare(rate: ResamplerRate, fx: Int16Array[], step: (i: number) => void): NonNullable<Result['compare']> {
+  const other = createRequire(import.meta.url)(COMPARE as string) as OtherAddon;
+  const d = VAD_DEFAULTS;
+  const handle = other.createVad(rate, d.threshold, d.prebufferMs, d.minSpeechMs, d.minSilenceMs);
+  const otherStep = (i: number) => {
+    other.vadProcess(handle, fx[i % fx.length]);
+  };
+  const one = { warmup: WARMUP_FRAMES, frames: FRAMES, runs: 1, heapWindow: 0 };
+  const thisRunsNs: number[] = [];
+  const otherRunsNs: number[] = [];
+  for (let r = 0; r < COMPARE_RUNS; r++) {
+    // Alternating which goes first.
+    const order = r % 2 === 0 ? [step, otherStep] : [otherStep, step];
+    for (const fn of order) (fn === step ? thisRunsNs : otherRunsNs).push(...measurePerFrame(fn, one).runsNs);
+  }
+  other.destroy(handle);
+  return {
+    addon: COMPARE as string,
+    thisRunsNs: thisRunsNs.map(Math.round),
+    otherRunsNs: otherRunsNs.map(Math.round),
+    otherOverThis: Number(median(otherRunsNs.map((o, i) => o / thisRunsNs[i])).toFixed(3)),
   };
 }
 
@@ -90,6 +131,12 @@ if (process.argv.includes('--child')) {
       `VAD ${String(r.rateHz).padStart(5)} Hz: ${String(r.nsPerFrame).padStart(6)} ns per 20 ms frame (runs ${r.runsNs.join(', ')}), ` +
         `${r.bytesPerFrame ?? '-'} B/frame, ${r.speechStarts} speech starts`,
     );
+    if (r.compare) {
+      console.log(
+        `  vs ${r.compare.addon}: interleaved medians ${median(r.compare.thisRunsNs).toFixed(0)} ns (this) and ` +
+          `${median(r.compare.otherRunsNs).toFixed(0)} ns (other), other / this ${r.compare.otherOverThis} (median of pairs)`,
+      );
+    }
   }
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(
