@@ -7,7 +7,7 @@ namespace {
 
 // The handle kind of a TimeStretch: the next free value of Kind (handle.h lists the others; it should name this one
 // there too).
-constexpr Kind kTimeStretchKind = static_cast<Kind>(6);
+constexpr Kind kTimeStretchKind = Kind::TimeStretch;
 
 // createTimeStretch(rateHz, maxInput, speed)
 Napi::Value Create(const Napi::CallbackInfo& info) {

@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+#include <cstring>
+#include <type_traits>
 
 #include "float4.h"
 
@@ -93,7 +95,23 @@ void HalfbandDecimator::Write(size_t t, const Sample* in, size_t n) {
   float* e = even_.data() + (i >> 1);
   float* o = odd_.data() + (i >> 1);
   const size_t pairs = (end - i) / 2;
-  for (size_t p = 0; p < pairs; p++) {
+  size_t p0 = 0;
+  if constexpr (std::is_same_v<Sample, int16_t>) {
+    typedef int16_t Short8 __attribute__((vector_size(16)));
+    typedef int32_t Int4 __attribute__((vector_size(16)));
+    for (; p0 + 4 <= pairs; p0 += 4) {
+      Short8 s;
+      std::memcpy(&s, in + 2 * p0, sizeof s);
+      const Short8 ev = __builtin_shufflevector(s, s, 0, 0, 2, 2, 4, 4, 6, 6);
+      const Short8 od = __builtin_shufflevector(s, s, 1, 1, 3, 3, 5, 5, 7, 7);
+      Int4 a, b;
+      std::memcpy(&a, &ev, sizeof a);
+      std::memcpy(&b, &od, sizeof b);
+      Store4(e + p0, __builtin_convertvector(a >> 16, Float4));
+      Store4(o + p0, __builtin_convertvector(b >> 16, Float4));
+    }
+  }
+  for (size_t p = p0; p < pairs; p++) {
     e[p] = static_cast<float>(in[2 * p]);
     o[p] = static_cast<float>(in[2 * p + 1]);
   }
@@ -108,6 +126,7 @@ inline void HalfbandDecimator::Decimate(float* out) {
   const size_t mid = (kTaps - (kTaps - 1) / 2) / 2;  // 10
   for (size_t m = 0; m < outputs; m += 4) {
     Float4 acc = centre_ * Load4(even_.data() + m + mid);
+#pragma GCC unroll 10
     for (int k = 0; k < kPairs; k++) {
       acc += pair_[k] * (Load4(odd_.data() + m + mid + k) + Load4(odd_.data() + m + mid - 1 - k));
     }

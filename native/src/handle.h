@@ -13,7 +13,7 @@
 
 namespace parley {
 
-enum class Kind : uint32_t { Resampler = 1, Vad = 2, Dtmf = 3, Tone = 4, ResampleEncodeGroup = 5 };
+enum class Kind : uint32_t { Resampler = 1, Vad = 2, Dtmf = 3, Tone = 4, ResampleEncodeGroup = 5, TimeStretch = 6 };
 
 struct Module {
   virtual ~Module() = default;
