@@ -5,18 +5,24 @@
 namespace parley {
 namespace {
 
+// The options from info[first..first + 3]: threshold, prebufferMs, minSpeechMs, minSilenceMs (numbers: checked by
+// the caller).
+VadOptions OptionsFrom(const Napi::CallbackInfo& info, size_t first) {
+  VadOptions o;
+  o.threshold = info[first].As<Napi::Number>().FloatValue();
+  o.prebuffer_ms = info[first + 1].As<Napi::Number>().Int32Value();
+  o.min_speech_ms = info[first + 2].As<Napi::Number>().Int32Value();
+  o.min_silence_ms = info[first + 3].As<Napi::Number>().Int32Value();
+  return o;
+}
+
 // createVad(rateHz, threshold, prebufferMs, minSpeechMs, minSilenceMs)
 Napi::Value Create(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   for (size_t i = 0; i < 5; i++)
     if (!info[i].IsNumber()) return ThrowType(env, "createVad(rateHz, threshold, prebufferMs, minSpeechMs, minSilenceMs) takes numbers");
-  VadOptions o;
   int rate = info[0].As<Napi::Number>().Int32Value();
-  o.threshold = info[1].As<Napi::Number>().FloatValue();
-  o.prebuffer_ms = info[2].As<Napi::Number>().Int32Value();
-  o.min_speech_ms = info[3].As<Napi::Number>().Int32Value();
-  o.min_silence_ms = info[4].As<Napi::Number>().Int32Value();
-  Vad* vad = Vad::Create(rate, o);
+  Vad* vad = Vad::Create(rate, OptionsFrom(info, 1));
   if (vad == nullptr) return ThrowRange(env, "unsupported VAD rate or options out of range");
   return WrapHandle(env, Kind::Vad, vad);
 }
@@ -70,6 +76,18 @@ Napi::Value PrebufferCapacity(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(vad->prebuffer_capacity()));
 }
 
+// vadSetOptions(handle, threshold, prebufferMs, minSpeechMs, minSilenceMs): new options for a running VAD (a
+// transfer to another agent), its learnt state kept; not a per-frame call (it may reallocate the prebuffer).
+Napi::Value SetOptions(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
+  if (vad == nullptr) return env.Undefined();
+  for (size_t i = 1; i < 5; i++)
+    if (!info[i].IsNumber()) return ThrowType(env, "vadSetOptions(handle, threshold, prebufferMs, minSpeechMs, minSilenceMs) takes numbers");
+  if (!vad->SetOptions(OptionsFrom(info, 1))) return ThrowRange(env, "VAD options out of range");
+  return env.Undefined();
+}
+
 Napi::Value Reset(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Vad* vad = UnwrapHandle<Vad>(env, info[0], Kind::Vad);
@@ -90,6 +108,7 @@ void InitVad(Napi::Env env, Napi::Object exports) {
   exports.Set("vadInfo", Napi::Function::New(env, Info, "vadInfo"));
   exports.Set("vadReadPrebuffer", Napi::Function::New(env, ReadPrebuffer, "vadReadPrebuffer"));
   exports.Set("vadPrebufferCapacity", Napi::Function::New(env, PrebufferCapacity, "vadPrebufferCapacity"));
+  exports.Set("vadSetOptions", Napi::Function::New(env, SetOptions, "vadSetOptions"));
   exports.Set("vadReset", Napi::Function::New(env, Reset, "vadReset"));
 }
 

@@ -65,6 +65,12 @@ constexpr float kScoreScaleDb = 2.f;
 // larger excess than a wide one. The average must exceed the noise by kRefineSigmas of those deviations.
 constexpr int64_t kRefineHalfWidth = 10;
 constexpr float kRefineSigmas = 1.6f;
+// Records the step history holds beyond the hangover: the refinement's reach on both sides, and a margin.
+constexpr size_t kHistoryMarginSteps = 2 * kRefineHalfWidth + 2;
+// Option ranges (Vad::ValidOptions).
+constexpr int kMaxPrebufferMs = 10000;
+constexpr int kMaxMinSpeechMs = 10000;
+constexpr int kMaxMinSilenceMs = 60000;
 // Voiced steps in a row that end a hangover (30 ms).
 constexpr int kResumeSteps = 3;
 // Speech level: the peak band power of voiced steps while speaking, decaying 3 dB per second; steps more than
@@ -86,6 +92,16 @@ float ProbabilityOf(float ratio) {
 // Ratios within this factor (0.04 dB) of a threshold's are scored exactly; beyond it the probability is
 // thousands of float roundings away from the threshold, so the comparison alone decides.
 constexpr double kSureRatioMargin = 1.01;
+
+// Steps of history for a hangover of min_silence_ms.
+size_t HistoryStepsFor(int min_silence_ms) {
+  return static_cast<size_t>(min_silence_ms / kStepMs) + kHistoryMarginSteps;
+}
+
+// Prebuffer ring length (samples) for prebuffer_ms at rateHz.
+size_t PrebufferSamplesFor(int rateHz, int prebuffer_ms) {
+  return static_cast<size_t>(rateHz) * prebuffer_ms / 1000;
+}
 
 // Hann window of n points sampled at i + 1/2 (symmetric about its centre, no zero end points).
 std::vector<float> HannWindow(size_t n) {
@@ -117,12 +133,14 @@ void ToFloat(const int16_t* in, size_t n, float* out) {
 
 }  // namespace
 
+bool Vad::ValidOptions(const VadOptions& o) {
+  return o.threshold >= 0.f && o.threshold <= 1.f && o.prebuffer_ms >= 0 && o.prebuffer_ms <= kMaxPrebufferMs &&
+         o.min_speech_ms >= 0 && o.min_speech_ms <= kMaxMinSpeechMs && o.min_silence_ms >= 0 &&
+         o.min_silence_ms <= kMaxMinSilenceMs;
+}
+
 Vad* Vad::Create(int rateHz, const VadOptions& o) {
-  if (!IsSupportedRate(rateHz)) return nullptr;
-  if (!(o.threshold >= 0.f && o.threshold <= 1.f)) return nullptr;
-  if (o.prebuffer_ms < 0 || o.prebuffer_ms > 10000) return nullptr;
-  if (o.min_speech_ms < 0 || o.min_speech_ms > 10000) return nullptr;
-  if (o.min_silence_ms < 0 || o.min_silence_ms > 60000) return nullptr;
+  if (!IsSupportedRate(rateHz) || !ValidOptions(o)) return nullptr;
   return new Vad(rateHz, o);
 }
 
@@ -141,17 +159,30 @@ Vad::Vad(int rateHz, const VadOptions& options)
       frame_(fft_.padded_length(), 0.f),
       power_(fft_.size() / 2 + 1),
       history_min_(static_cast<size_t>(kSubWindows) * kBands),
-      history_(static_cast<size_t>(options.min_silence_ms / kStepMs + 2 * kRefineHalfWidth + 2)),
-      ring_(static_cast<size_t>(rateHz) * options.prebuffer_ms / 1000) {
+      history_(HistoryStepsFor(options.min_silence_ms)),
+      ring_(PrebufferSamplesFor(rateHz, options.prebuffer_ms)) {
   double energy = 0.0;
   for (size_t i = 0; i < window_; i++) energy += static_cast<double>(hann_[i]) * hann_[i];
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
   // fft_ gives 4 |X_k|^2: the quarter is folded in here (a power of two: the product rounds as before).
   window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy)) * 0.25f;
+  SetThresholds();
+  const int analysis_rate = rateHz >> halvings_;
+  const float window_seconds = static_cast<float>(window_) / static_cast<float>(analysis_rate);
+  for (int b = 0; b < kBands; b++) {
+    band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / analysis_rate));
+    band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_.size() / analysis_rate));
+    const float independent_values = (kBandEdges[b + 1] - kBandEdges[b]) * window_seconds;
+    refine_ratio_[b] = 1.f + kRefineSigmas / std::sqrt(independent_values);
+  }
+  Reset();
+}
+
+void Vad::SetThresholds() {
   // Hysteresis as in Silero's VADIterator: in Speech a step stays voiced down to threshold - 0.15; starting or
   // resuming speech takes the full threshold.
-  thresholds_[0] = options.threshold;
-  thresholds_[1] = options.threshold - kSpeakingThresholdDrop;
+  thresholds_[0] = options_.threshold;
+  thresholds_[1] = options_.threshold - kSpeakingThresholdDrop;
   for (int i = 0; i < 2; i++) {
     sure_below_[i] = 0.f;
     sure_above_[i] = HUGE_VALF;
@@ -164,15 +195,42 @@ Vad::Vad(int rateHz, const VadOptions& options)
     sure_below_[i] = static_cast<float>(ratio / kSureRatioMargin);
     sure_above_[i] = static_cast<float>(ratio * kSureRatioMargin);
   }
-  const int analysis_rate = rateHz >> halvings_;
-  const float window_seconds = static_cast<float>(window_) / static_cast<float>(analysis_rate);
-  for (int b = 0; b < kBands; b++) {
-    band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / analysis_rate));
-    band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_.size() / analysis_rate));
-    const float independent_values = (kBandEdges[b + 1] - kBandEdges[b]) * window_seconds;
-    refine_ratio_[b] = 1.f + kRefineSigmas / std::sqrt(independent_values);
-  }
-  Reset();
+}
+
+bool Vad::SetOptions(const VadOptions& o) {
+  if (!ValidOptions(o)) return false;
+  options_ = o;
+  SetThresholds();
+  // The timing options are read by Transition at each step. A hangover under way keeps the records back to its
+  // last voiced step and the refinement's reach, whatever the new min silence, so its end is refined as ever.
+  size_t history = HistoryStepsFor(o.min_silence_ms);
+  if (state_ == State::MaybeSilence && last_voiced_step_ >= 0)
+    history = std::max(history, static_cast<size_t>(step_index_ - last_voiced_step_) + kHistoryMarginSteps);
+  if (history != history_.size()) ResizeHistory(history);
+  const size_t prebuffer = PrebufferSamplesFor(rate_, o.prebuffer_ms);
+  if (prebuffer != ring_.size()) ResizePrebuffer(prebuffer);
+  return true;
+}
+
+void Vad::ResizeHistory(size_t length) {
+  std::vector<StepRecord> next(length);
+  const int64_t old_size = static_cast<int64_t>(history_.size());
+  const int64_t size = static_cast<int64_t>(length);
+  // The steps held now: the newest old_size analysed, none before history_from_.
+  const int64_t held_from = std::max({history_from_, step_index_ - old_size, int64_t{0}});
+  const int64_t from = std::max(held_from, step_index_ - size);
+  for (int64_t k = from; k < step_index_; k++) next[static_cast<size_t>(k % size)] = history_[static_cast<size_t>(k % old_size)];
+  history_.swap(next);
+  history_from_ = from;
+}
+
+void Vad::ResizePrebuffer(size_t length) {
+  std::vector<int16_t> next(length);
+  // The newest samples held, oldest first, at the start of the new ring.
+  const size_t kept = ReadPrebuffer(next.data(), length);
+  ring_.swap(next);
+  ring_fill_ = kept;
+  ring_pos_ = length == 0 ? 0 : kept % length;
 }
 
 void Vad::Reset() {
@@ -202,6 +260,7 @@ void Vad::Reset() {
   speech_level_ = 0.f;
   ring_pos_ = ring_fill_ = 0;
   step_index_ = 0;
+  history_from_ = 0;
   last_voiced_step_ = -1;
 }
 
@@ -300,7 +359,7 @@ void Vad::RefineEnd() {
   const int64_t size = static_cast<int64_t>(history_.size());
   int64_t extended = last_voiced_step_;
   for (int64_t j = last_voiced_step_ + 1; j + kRefineHalfWidth <= newest; j++) {
-    if (j - kRefineHalfWidth < 0 || j - kRefineHalfWidth <= newest - size) break;
+    if (j - kRefineHalfWidth < history_from_ || j - kRefineHalfWidth <= newest - size) break;
     if (!history_[static_cast<size_t>(j % size)].loud_enough) break;
     bool above = false;
     for (int b = 0; b < kBands && !above; b++) {

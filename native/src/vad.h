@@ -17,7 +17,22 @@
 // STEP, not after the hangover. Once the hangover is over, the last voiced step is extended over the following
 // steps whose band power, averaged over +-100 ms, still stands clearly above the noise (by 1.6 standard
 // deviations of one step's band power: weak tails). The last prebuffer_ms of audio are kept in a ring so the
-// caller can fetch the audio leading into speech. Nothing is allocated after Create.
+// caller can fetch the audio leading into speech. Process allocates nothing.
+//
+// SetOptions (a transfer to another agent: its vad_* settings) changes the options of a running detector and
+// keeps everything it has learnt: noise estimates, speech level, state, positions and the prebuffered audio (a
+// new detector would spend its first 500 ms learning the noise again). A new option applies from the next step:
+// - threshold: that step's decision uses the new full threshold (new - 0.15 while in Speech);
+// - min_speech_ms: a run of voiced steps already under way (MaybeSpeech) counts against the new length; if it
+//   is already long enough, speech starts at the next voiced step, placed at the run's first step as ever;
+// - min_silence_ms: a hangover under way (MaybeSilence) counts from the last voiced step; if the unvoiced steps
+//   since already reach the new length, speech ends at the next step (at the last voiced step, refined as ever);
+// - prebuffer_ms: the ring takes the new length at once, keeping the newest of the samples it held.
+// The two buffers whose length follows an option (the prebuffer ring, and the per-step history covering the
+// hangover and the refinement's reach) are reallocated inside SetOptions when that length changes, never in
+// Process: SetOptions is not a per-frame call (allocating for the largest allowed values at Create would hold
+// ~1 MB of prebuffer per 48 kHz stream for nothing). When options are never set, nothing differs from a
+// detector created with them.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +61,15 @@ class Vad : public Module {
 
   // Returns null for an unsupported rate or options out of range.
   static Vad* Create(int rateHz, const VadOptions& options);
+  // The ranges Create and SetOptions accept: threshold 0..1, prebuffer and min speech 0..10 s, min silence
+  // 0..60 s.
+  static bool ValidOptions(const VadOptions& options);
+
+  // New options for the running detector (see the header comment for when each applies). Returns false, and
+  // changes nothing, for options out of range. Allocates when the prebuffer or the hangover history changes
+  // length.
+  bool SetOptions(const VadOptions& options);
+  const VadOptions& options() const { return options_; }
 
   // Feeds samples (any count; analysed in 10 ms steps). Returns VadEvent bits for what happened in them.
   int Process(const int16_t* in, size_t n);
@@ -78,6 +102,12 @@ class Vad : public Module {
   void RefineEnd();
   // Appends n samples to the prebuffer ring.
   void PushPrebuffer(const int16_t* in, size_t n);
+  // thresholds_ and sure_below_/sure_above_ from options_.threshold.
+  void SetThresholds();
+  // The prebuffer ring at a new length (samples), keeping the newest samples held.
+  void ResizePrebuffer(size_t length);
+  // The step history at a new length (steps), keeping the records of the newest steps held.
+  void ResizeHistory(size_t length);
 
   int rate_;
   VadOptions options_;
@@ -138,6 +168,8 @@ class Vad : public Module {
   };
   std::vector<StepRecord> history_;
   int64_t step_index_ = 0;  // steps analysed so far
+  // The oldest step whose record history_ may hold (0; after ResizeHistory, the oldest it kept).
+  int64_t history_from_ = 0;
   int64_t last_voiced_step_ = -1;
 
   std::vector<int16_t> ring_;
