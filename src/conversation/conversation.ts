@@ -17,7 +17,7 @@ import { turnLatencyMs } from './latency.js';
 import { AssistantSpeech } from './assistant-speech.js';
 import { engineHooks } from './engine-hooks.js';
 import { ConversationRecord } from './record.js';
-import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
+import { applyConfig, baseSettings, vadOptions, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
 import { SilenceTimers } from './silence-timers.js';
 import { ConversationToolHost } from './tool-host.js';
@@ -452,6 +452,15 @@ export class Conversation implements LiveConversation {
     if (!resolved) return `agent ${agentName} not found`;
     if (!resolved.agent.enabled) return `agent ${agentName} is disabled`;
     const next = applyConfig(baseSettings(resolved.config), {});
+    // The new agent's vad_* to the running VAD first: the one part that can refuse (out of the VAD's ranges), and
+    // then nothing has changed.
+    try {
+      this.turns?.setVadOptions(vadOptions(next));
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      this.deps.log.warn({ err, conversationId: this.id, agent: agentName }, 'transfer: the agent has VAD settings out of range');
+      return `agent ${agentName} has VAD settings out of range`;
+    }
     const s = this.settings!;
     // What the conversation keeps: its audio formats and template values, and the engine it runs (and its model).
     Object.assign(s, {

@@ -2,6 +2,7 @@
 // the inline fields of `config`, then the configuration endpoint's overrides (each later one wins).
 import { z } from 'zod';
 import { agentDefaults, type AgentConfig } from '../schemas/agents.js';
+import type { VadOptions } from '../media/native.js';
 import { configMessage, STS_DEFAULT_AUDIO_FORMAT, type ConfigMessage, type InlineWebSocketTool, type StsAudioFormat } from '../schemas/sts.js';
 import type { UrlRules } from '../schemas/common.js';
 
@@ -16,9 +17,11 @@ import type { UrlRules } from '../schemas/common.js';
  *   pronunciation_dictionary (engine updateSession), audio_speed and background noise (the next utterance's
  *   playout), zero data retention (from then on; it is never turned off), websocket_timeout_sec, no_input_poke_sec
  *   and no_input_end_conversation_sec (SilenceTimers.retime: a timer counting starts over from the transfer with
- *   the new duration).
- * What does not follow: the vad_* settings (the native Vad is built once, with no setter), vendor_model (no engine
- * switch), and the fields used only at the start (welcome message, configuration_endpoint) or not at all yet
+ *   the new duration), the vad_* settings (TurnTaking.setVadOptions: the running VAD keeps its learnt noise and
+ *   takes the new values from its next 10 ms step; a user turn under way ends by the new
+ *   vad_min_silence_duration_ms counted from its last voiced step; native/src/vad.h). A new agent whose vad_* the
+ *   native VAD refuses (out of its ranges) is not transferred to.
+ * What does not follow: vendor_model (no engine switch), and the fields used only at the start (welcome message, configuration_endpoint) or not at all yet
  * (multilingual_mode, intelligence_level, enable_redaction, enable_watermarking). The stored record keeps its start
  * settings and agent; each assistant item records the voice and speed its utterance was heard with (Utterance
  * voiceId, audioSpeed), not those in force when it is written: a transfer line keeps the old voice, and an engine
@@ -35,6 +38,16 @@ export interface LiveSettings extends AgentConfig {
   model: string;
   /** Engine-specific settings (EngineSessionOptions.engineSettings), e.g. `scripted_engine`. */
   engineSettings: Record<string, unknown>;
+}
+
+/** The VAD options the settings' vad_* fields give. */
+export function vadOptions(s: LiveSettings): VadOptions {
+  return {
+    threshold: s.vad_threshold,
+    prebufferMs: s.vad_prebuffer_duration_ms,
+    minSpeechMs: s.vad_min_speech_duration_ms,
+    minSilenceMs: s.vad_min_silence_duration_ms,
+  };
 }
 
 /** Fields of `config` that are not agent settings. */

@@ -4,7 +4,7 @@
 // button ends the turn, otherwise a muted turn is dropped); a backchannel during long user speech when enabled.
 // Emits user_started_speaking, user_finished_speaking and input_cancelled.
 import type { SpeechEngineSession } from '../engines/engine.js';
-import { VAD_SPEECH_END, VAD_SPEECH_START, type Vad } from '../media/native.js';
+import { VAD_SPEECH_END, VAD_SPEECH_START, type Vad, type VadOptions } from '../media/native.js';
 import type { ServerEvent } from '../schemas/sts.js';
 import type { ConversationTimers } from './host.js';
 import type { TurnEnd } from './latency.js';
@@ -59,7 +59,7 @@ export class TurnTaking {
   /** The end of the last user turn still waiting for its answer (latency). */
   private unanswered: TurnEnd | null = null;
   /** The VAD's prebuffer (speech before the start decision), read at each turn's start. */
-  private readonly prebuffer: Int16Array;
+  private prebuffer: Int16Array;
 
   constructor(private readonly o: TurnTakingOptions) {
     this.prebuffer = new Int16Array(o.vad.prebufferCapacity);
@@ -114,6 +114,17 @@ export class TurnTaking {
 
   unmute(): void {
     this.muted = false;
+  }
+
+  /**
+   * A transfer to another agent: its vad_* settings for the running VAD (what it has learnt kept; a turn under way
+   * goes on and ends by the new min silence, counted from its last voiced step). Not per frame: the prebuffer
+   * array follows the VAD's new capacity here.
+   */
+  setVadOptions(options: VadOptions): void {
+    const vad = this.o.vad;
+    vad.setOptions(options);
+    if (vad.prebufferCapacity !== this.prebuffer.length) this.prebuffer = new Int16Array(vad.prebufferCapacity);
   }
 
   /** `reset`: a turn in progress is dropped and the VAD starts over. */

@@ -54,6 +54,7 @@ interface Addon {
   vadInfo(handle: Handle, out: Float64Array): void;
   vadReadPrebuffer(handle: Handle, out: Int16Array): number;
   vadPrebufferCapacity(handle: Handle): number;
+  vadSetOptions(handle: Handle, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): void;
   vadReset(handle: Handle): void;
   createDtmf(rateHz: number): Handle;
   dtmfProcess(handle: Handle, frame: Int16Array, out: Uint8Array): number;
@@ -295,16 +296,43 @@ export const VAD_DEFAULTS = {
 export class Vad {
   private readonly handle: Handle;
   private readonly info = new Float64Array(5);
-  /** Samples the prebuffer holds (rate * prebufferMs / 1000). */
-  readonly prebufferCapacity: number;
+  private current: Readonly<VadOptions>;
+  private capacity: number;
 
+  /** Out-of-range options (threshold 0..1, prebuffer and min speech 0..10 s, min silence 0..60 s) are a RangeError. */
   constructor(
     readonly rateHz: ResamplerRate,
     options: Partial<VadOptions> = {},
   ) {
     const o = { ...VAD_DEFAULTS, ...options };
     this.handle = addon.createVad(rateHz, o.threshold, o.prebufferMs, o.minSpeechMs, o.minSilenceMs);
-    this.prebufferCapacity = addon.vadPrebufferCapacity(this.handle);
+    this.current = o;
+    this.capacity = addon.vadPrebufferCapacity(this.handle);
+  }
+
+  /** The options in force. */
+  get options(): Readonly<VadOptions> {
+    return this.current;
+  }
+
+  /** Samples the prebuffer holds (rate * prebufferMs / 1000; changes with setOptions). */
+  get prebufferCapacity(): number {
+    return this.capacity;
+  }
+
+  /**
+   * New options for the running VAD (a transfer to another agent), the ones not given kept. What it has learnt is
+   * kept (noise floors, state, positions, prebuffered audio: a new VAD would spend 500 ms learning the noise);
+   * each new value applies from the next 10 ms step: a run toward speech-start or a silence hangover under way
+   * counts against the new length from where it began (from the last voiced step for min silence), and the
+   * prebuffer keeps its newest audio (native/src/vad.h). Out-of-range options are a RangeError, and change
+   * nothing. Not a per-frame call: it may reallocate the prebuffer.
+   */
+  setOptions(options: Partial<VadOptions>): void {
+    const o = { ...this.current, ...options };
+    addon.vadSetOptions(this.handle, o.threshold, o.prebufferMs, o.minSpeechMs, o.minSilenceMs);
+    this.current = o;
+    this.capacity = addon.vadPrebufferCapacity(this.handle);
   }
 
   /** Feeds a frame (any length; analysed in 10 ms steps carried across calls); returns VadEvent bits. */
