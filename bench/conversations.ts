@@ -58,6 +58,8 @@ try {
       timestamptz '2026-01-01' + g * interval '7 minutes' + interval '90 seconds', 'user', 90000 + g % 600 * 1000,
       'user: hello ' || g
     from generate_series(1, ${SEED_CONVERSATIONS}) g`;
+  // The item counter the store keeps on each conversation (migration 20261122000400) matches the seeded items.
+  await sql`update conversations set next_item_idx = ${ITEMS_PER_CONVERSATION} where project_id = ${projectId}`;
   await sql`
     insert into conversation_items (id, conversation_id, item_idx, role, live_transcript, duration_ms, started_at)
     select 'conv_item_' || g || '_' || i, 'conv_' || lpad(g::text, 8, '0'), i,
