@@ -8,22 +8,24 @@ import { OpusCodec } from './opus.js';
 
 /** Hosts whose Int16Array holds samples in the wire's byte order (the pcm_* formats are little-endian). */
 const LITTLE_ENDIAN_HOST = endianness() === 'LE';
-/** memcpy between Uint8Arrays (Node's Buffer copy works on any Uint8Array). */
+/** memcpy from part of a Uint8Array (Node's Buffer copy works on any Uint8Array; it makes a view of the part). */
 const copyBytes = Buffer.prototype.copy;
 
 /**
- * A byte view of the whole ArrayBuffer under the sample arrays it is asked about, made again only when their
- * buffer changes: a stream's frames are one array or prefix views of it, so its per-frame path allocates nothing.
+ * A view of the whole ArrayBuffer under the arrays it is asked about, made again only when their buffer changes:
+ * a stream's frames are one array or prefix views of it, so its per-frame path allocates nothing. TypedArray
+ * set() from a whole array of the same type is a memcpy without a view.
  */
-class BufferBytes {
+class BufferView<T extends Uint8Array | Int16Array> {
   private buffer: ArrayBufferLike | undefined;
-  private bytes: Uint8Array | undefined;
-  of(samples: Int16Array): Uint8Array {
-    if (samples.buffer !== this.buffer) {
-      this.buffer = samples.buffer;
-      this.bytes = new Uint8Array(samples.buffer);
+  private view: T | undefined;
+  constructor(private readonly make: (buffer: ArrayBufferLike) => T) {}
+  of(array: ArrayBufferView): T {
+    if (array.buffer !== this.buffer) {
+      this.buffer = array.buffer;
+      this.view = this.make(array.buffer);
     }
-    return this.bytes!;
+    return this.view!;
   }
 }
 
@@ -91,14 +93,16 @@ class G711Encoder implements Encoder {
  * is how the rest of the code gets one.
  */
 export class PcmDecoder implements Decoder {
-  private readonly outBytes = new BufferBytes();
+  private readonly outBytes = new BufferView((b) => new Uint8Array(b));
   constructor(readonly format: AudioFormat, readonly sampleRate: number, private readonly littleEndianHost = LITTLE_ENDIAN_HOST) {}
   decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
     const n = length >> 1;
     if (n > out.length) throw new RangeError(`PCM payload of ${n} samples into ${out.length}`);
     // A payload running past buf (a caller's bug) takes the loop, which reads the missing bytes as zeros.
     if (this.littleEndianHost && offset + 2 * n <= buf.length) {
-      copyBytes.call(buf, this.outBytes.of(out), out.byteOffset, offset, offset + 2 * n);
+      // The whole buffer (an STS message) is set() as it is; part of one goes through a view Buffer copy makes.
+      if (offset === 0 && 2 * n === buf.length) this.outBytes.of(out).set(buf, out.byteOffset);
+      else copyBytes.call(buf, this.outBytes.of(out), out.byteOffset, offset, offset + 2 * n);
       return n;
     }
     for (let i = 0, j = offset; i < n; i++, j += 2) {
@@ -112,15 +116,18 @@ export class PcmDecoder implements Decoder {
   }
 }
 
-/** 16-bit little-endian PCM out: a memcpy from the bytes of `pcm` on a little-endian host, else byte by byte. */
+/**
+ * 16-bit little-endian PCM out: on a little-endian host a memcpy of `pcm` (whole or a view) into a 16-bit view of
+ * `out`'s buffer (made once per buffer), else byte by byte (also for an `out` at an odd byte offset).
+ */
 export class PcmEncoder implements Encoder {
-  private readonly pcmBytes = new BufferBytes();
+  private readonly outSamples = new BufferView((b) => new Int16Array(b, 0, b.byteLength >> 1));
   constructor(readonly format: AudioFormat, readonly sampleRate: number, private readonly littleEndianHost = LITTLE_ENDIAN_HOST) {}
   encodeInto(pcm: Int16Array, out: Uint8Array): number {
     const n = pcm.length;
     if (n * 2 > out.length) throw new RangeError(`PCM frame of ${n} samples into ${out.length} bytes`);
-    if (this.littleEndianHost) {
-      copyBytes.call(this.pcmBytes.of(pcm), out, 0, pcm.byteOffset, pcm.byteOffset + 2 * n);
+    if (this.littleEndianHost && (out.byteOffset & 1) === 0) {
+      this.outSamples.of(out).set(pcm, out.byteOffset >> 1);
       return n * 2;
     }
     for (let i = 0, j = 0; i < n; i++, j += 2) {

@@ -63,6 +63,9 @@ t.test('PCM encode: both paths write little-endian bytes, from a whole array or 
       t.same(expectedSamples(out, 0, pcm.length), Array.from(pcm), `${littleEndianHost ? 'memcpy' : 'loop'}: ${pcm.length} samples at ${pcm.byteOffset}`);
     }
   }
+  const odd = new Uint8Array(401).subarray(1);
+  t.equal(new PcmEncoder('pcm_8000', 8000, true).encodeInto(whole, odd), 400);
+  t.same(expectedSamples(odd, 0, 200), Array.from(whole), 'into bytes at an odd offset');
   t.throws(() => createEncoder('pcm_8000').encodeInto(whole, new Uint8Array(100)), RangeError);
 });
 
