@@ -4,7 +4,7 @@
 // playout sends its first frame at once instead of on the next tick (up to a frame later: gateway-added latency
 // at the start of every reply); the clock paces the rest, so the stream runs at most one frame ahead. Engine
 // audio is copied in once per engine chunk (it is lent): one array per chunk, whatever the time-stretch does to
-// it (its 40 ms pieces are gathered in a fixed buffer); per tick nothing is allocated.
+// it (the stretcher's 40 ms pieces are gathered with memmoves in a fixed array); per tick nothing is allocated.
 import { createEncoder, type Encoder } from '../media/codec.js';
 import { formatInfo, FRAME_MS, type AudioFormat } from '../media/format.js';
 import { Resampler, type ResamplerRate } from '../media/native.js';
@@ -15,9 +15,6 @@ import { prefixView } from '../media/prefix-views.js';
 
 /** Engine audio fed to the time-stretcher at a time. */
 const STRETCH_CHUNK_MS = 40;
-const BYTES_PER_SAMPLE = 2;
-/** memcpy between Uint8Arrays (Node's Buffer copy works on any Uint8Array): the stretcher's pieces, no view each. */
-const copyBytes = Buffer.prototype.copy;
 
 export interface PlayoutOwner {
   readonly state: string;
@@ -49,11 +46,12 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private readonly chunks: Chunk<U>[] = [];
   private readonly frame: Int16Array;
   private readonly stretch: TimeStretch | null;
-  private readonly stretchOut: Int16Array;
-  private readonly stretchOutBytes: Uint8Array;
-  /** What the stretcher made of one engine chunk, copied out once (grows with the longest chunk seen). */
-  private stretched: Int16Array;
-  private stretchedBytes: Uint8Array;
+  /**
+   * The stretcher's output (stretchOut, the start of stretchWork) and, after it, what it made of one engine chunk
+   * so far: each piece is gathered with a memmove within the one array (grows with the longest chunk seen).
+   */
+  private stretchOut: Int16Array;
+  private stretchWork: Int16Array;
   private readonly chunkSamples: number;
   private readonly noise: NoiseMix | null;
   private readonly resampler: Resampler | null;
@@ -77,10 +75,9 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.heldPcm = new Int16Array(this.frameSamples);
     this.chunkSamples = (rate * STRETCH_CHUNK_MS) / 1000;
     this.stretch = opts.speed === 1 ? null : new TimeStretch({ sampleRate: rate, maxInput: this.chunkSamples, speed: opts.speed });
-    this.stretchOut = new Int16Array(this.stretch ? this.stretch.maxOutput(this.chunkSamples) * 2 : 0);
-    this.stretchOutBytes = new Uint8Array(this.stretchOut.buffer);
-    this.stretched = new Int16Array(this.stretchOut.length);
-    this.stretchedBytes = new Uint8Array(this.stretched.buffer);
+    const outCap = this.stretch ? this.stretch.maxOutput(this.chunkSamples) * 2 : 0;
+    this.stretchWork = new Int16Array(2 * outCap);
+    this.stretchOut = this.stretchWork.subarray(0, outCap);
     this.noise = opts.noise && opts.noise.level > 0 ? new NoiseMix({ bed: opts.noise.bed, sampleRate: rate, level: opts.noise.level }) : null;
     const out = formatInfo(opts.outputFormat);
     this.resampler = out.sampleRate === rate ? null : new Resampler(rate, out.sampleRate as ResamplerRate, this.frameSamples);
@@ -108,22 +105,23 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
       this.chunks.push({ owner, pcm: pcm.slice(), offset: 0 });
       return pcm.length;
     }
+    const outCap = this.stretchOut.length;
     let queued = 0;
     for (let i = 0; i < pcm.length; i += this.chunkSamples) {
       const m = stretch.process(pcm.subarray(i, Math.min(pcm.length, i + this.chunkSamples)), this.stretchOut);
-      if (queued + m > this.stretched.length) this.growStretched(queued + m);
-      copyBytes.call(this.stretchOutBytes, this.stretchedBytes, queued * BYTES_PER_SAMPLE, 0, m * BYTES_PER_SAMPLE);
+      if (outCap + queued + m > this.stretchWork.length) this.growStretchWork(outCap + queued + m);
+      this.stretchWork.copyWithin(outCap + queued, 0, m);
       queued += m;
     }
-    if (queued > 0) this.chunks.push({ owner, pcm: this.stretched.slice(0, queued), offset: 0 });
+    if (queued > 0) this.chunks.push({ owner, pcm: this.stretchWork.slice(outCap, outCap + queued), offset: 0 });
     return queued;
   }
 
-  private growStretched(atLeast: number): void {
-    const grown = new Int16Array(Math.max(atLeast, 2 * this.stretched.length));
-    grown.set(this.stretched);
-    this.stretched = grown;
-    this.stretchedBytes = new Uint8Array(grown.buffer);
+  private growStretchWork(atLeast: number): void {
+    const grown = new Int16Array(Math.max(atLeast, 2 * this.stretchWork.length));
+    grown.set(this.stretchWork); // the piece just made and what was gathered before it
+    this.stretchWork = grown;
+    this.stretchOut = grown.subarray(0, this.stretchOut.length);
   }
 
   /** The owner's audio is complete: what the stretcher still holds is queued (and sent at once if idle). */
