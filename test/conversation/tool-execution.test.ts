@@ -1,10 +1,10 @@
 // How tool calls reach back to the engine (issue 4, "tools"): sync and async execution, the speech flags
 // (forbid_speech_after_tool_call, wait_for_response), choose not to respond with and without respond_after_sec, and
-// transfer to agent (allowed targets, the new agent's prompt, voice and language to the engine). Driven by a probe
+// transfer to agent (allowed targets, the new agent's prompt, voice and language to the engine, its VAD timing). Driven by a probe
 // engine that records every session call, with manual clocks.
 import t from 'tap';
 import type { SessionUpdate, SpeechEngine } from '../../src/engines/engine.js';
-import { config, setup, speak, speechFrames, type Setup } from './harness.js';
+import { config, setup, speak, speechFrames, until, type Setup } from './harness.js';
 import { ProbeEngine } from './probe-engine.js';
 
 t.setTimeout(120_000);
@@ -248,4 +248,42 @@ t.test('transfer to agent: the silence limit follows the new agent, counting fro
   s.timers.advance(1);
   t.equal(await s.conv.ended, 'assistant_silence_limit_reached', 'ended 4 s after the transfer');
   t.equal(s.store.only().finish?.ended_by, 'assistant_silence_limit_reached');
+});
+
+t.test("transfer to agent: the new agent's vad_min_silence_duration_ms decides when the user's turn ends (in frames)", async (t) => {
+  // The frame (20 ms, counted from the first user frame) after which user_finished_speaking came.
+  const finishedAt = async (first: Record<string, unknown>, transferTo: Record<string, unknown> | null): Promise<number> => {
+    const probe = new ProbeEngine();
+    const s = setup({ engine: probe });
+    s.store.tools.set('transfer', transferTool);
+    s.store.agents.set('billing', billing({ system_prompt: 'Billing.', ...transferTo }));
+    await s.conv.start({ kind: 'config', config: config({ tools: ['transfer'], ...first }) });
+    if (transferTo) await transfer(s, probe, 'resp_x');
+    let at = -1;
+    await speak(s, speechFrames('vm-goodbye'), (i) => {
+      if (at < 0 && s.client.count('user_finished_speaking') > 0) at = i;
+    });
+    await s.conv.end('user');
+    return at;
+  };
+  const stayed = await finishedAt({ vad_min_silence_duration_ms: 800 }, null);
+  const transferred = await finishedAt({ vad_min_silence_duration_ms: 800 }, { vad_min_silence_duration_ms: 200 });
+  const startedWith = await finishedAt({ vad_min_silence_duration_ms: 200 }, null);
+  t.ok(stayed > 0, `the turn ended at frame ${stayed} without a transfer`);
+  t.equal(stayed - transferred, 30, 'after the transfer: 600 ms (30 frames) sooner');
+  t.equal(transferred, startedWith, 'as soon as with the new agent from the start');
+});
+
+t.test('transfer to agent: an agent whose vad_* the VAD refuses (prebuffer over 10 s) is not transferred to; nothing changes', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  s.store.tools.set('transfer', transferTool);
+  s.store.agents.set('billing', billing({ system_prompt: 'Billing.', vad_prebuffer_duration_ms: 20_000 }));
+  await s.conv.start({ kind: 'config', config: config({ system_prompt: 'Front desk.', tools: ['transfer'] }) });
+  probe.toolCall({ responseId: 'r1', callId: 'c1', name: 'transfer', arguments: { agent_name: 'billing' } });
+  await until(() => probe.of('submitToolOutput').length === 1, 'the tool output');
+  t.match(probe.of('submitToolOutput')[0].output, /VAD settings out of range/);
+  t.equal(s.conv.settings?.system_prompt, 'Front desk.', 'the old agent stays');
+  t.equal(s.conv.settings?.vad_prebuffer_duration_ms, 500);
+  await s.conv.end('user');
 });
