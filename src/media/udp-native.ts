@@ -13,6 +13,14 @@
 // bench/results/udp-io.json. Where io_uring is missing or blocked (a container's seccomp profile) the group falls
 // back to the poll backend: one uv_poll and recvmmsg per socket, one sendmmsg per socket, the same dispatch.
 //
+// SharedUdpSocket (below) is the other layout: ONE socket for all of a worker's calls, received packets
+// demultiplexed by source address:port in user space (UdpPeerTable), each sent packet carrying its destination.
+// Measured against a socket per call (bench/results/udp-shared*.json, a loaded 2-vCPU VM): 0.7-0.8x the gateway
+// CPU per packet (receive ~0.5x, send ~0.75x: the kernel's udp_sendmsg and loopback delivery remain). Whether
+// calls share a port is a signalling decision (SDP would advertise one port per worker; NAT latching needs
+// another key than the local port; one flooded socket drops every call's packets), so SDP still gives each
+// stream its own port and NativeUdpSocket per call stays the default.
+//
 // Shared buffers, no per-packet JS objects:
 // - receive ring: `slots` slots of `slotBytes` bytes in rxData; packet i of a batch starts at i * slotBytes and
 //   its rxMeta words are [length, IPv4 address as uint32, port, flags (1 = truncated)]. The ring is reused by the
