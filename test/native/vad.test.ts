@@ -361,3 +361,25 @@ t.test('setOptions: the prebuffer takes its new length at once and keeps the new
   t.same(vad.options, { threshold: 0.99, prebufferMs: 0, minSpeechMs: VAD_DEFAULTS.minSpeechMs, minSilenceMs: VAD_DEFAULTS.minSilenceMs }, 'a refused change changes nothing');
   vad.destroy();
 });
+
+t.test('setOptions: min silence shortened late in a hangover still refines the end over it (the step history kept back to the last voiced step)', async (t) => {
+  // conf-locked at 10 dB SNR: the 800 ms hangover's refinement moves the end 16 steps past the last voiced step.
+  const name = 'conf-locked.wav';
+  const prompt = loadPrompt(name);
+  const x = addWhiteNoise(pad(prompt, PAD), truthOf(prompt).power, SNR_DB, listPrompts().indexOf(name) + 1);
+  const reference = runTimed(new Vad(PROMPT_RATE), x);
+  // 700 ms into the last hangover, 800 -> 200 ms (the history for 200 ms alone would reach back 420 ms).
+  let setAt = -1;
+  let unrefined = -1;
+  const changed = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
+    if (setAt < 0 && vad.speaking && fed - vad.lastVoicedSample === 70 * STEP && fed > reference.ends.at(-1)!) {
+      unrefined = vad.lastVoicedSample;
+      vad.setOptions({ minSilenceMs: 200 });
+      setAt = fed;
+    }
+  });
+  t.ok(setAt > 0, 'set late in the last hangover');
+  t.equal(changed.reportedEnds.at(-1), setAt + STEP, 'ended at the next step');
+  t.equal((reference.ends.at(-1)! - unrefined) / STEP, 16, 'the reference end: 16 steps of refinement');
+  t.same(changed.ends, reference.ends, 'the same refined ends');
+});
