@@ -32,6 +32,10 @@ export const tenthMultiple = z
 
 const unitInterval = z.number().min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1');
 const nonNegativeInt = z.number().int().min(0);
+/** The VAD's accepted ranges (native/src/vad.h, Create and SetOptions): an agent outside them could never start a conversation. */
+const VAD_MAX_PREBUFFER_MS = 10_000;
+const VAD_MAX_MIN_SPEECH_MS = 10_000;
+const VAD_MAX_MIN_SILENCE_MS = 60_000;
 
 /** Spec, "Conventions": Task. */
 export const task = z.object({ name: z.string().min(1), description: z.string() });
@@ -134,9 +138,9 @@ const writableShape = (rules: UrlRules) => ({
   configuration_endpoint: configurationEndpoint(rules).nullable(),
   inbound_rollout: unitInterval,
   inbound_rollout_forward_phone_number: e164.nullable(),
-  vad_prebuffer_duration_ms: nonNegativeInt,
-  vad_min_speech_duration_ms: nonNegativeInt,
-  vad_min_silence_duration_ms: nonNegativeInt,
+  vad_prebuffer_duration_ms: nonNegativeInt.max(VAD_MAX_PREBUFFER_MS),
+  vad_min_speech_duration_ms: nonNegativeInt.max(VAD_MAX_MIN_SPEECH_MS),
+  vad_min_silence_duration_ms: nonNegativeInt.max(VAD_MAX_MIN_SILENCE_MS),
   vad_threshold: unitInterval,
   enable_redaction: z.boolean(),
   enable_watermarking: z.boolean(),

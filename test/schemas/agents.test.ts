@@ -63,6 +63,13 @@ t.test('ranges: levels between 0 and 1, integers where the spec says integer', a
   t.same(paths(update.safeParse({ vad_prebuffer_duration_ms: -1 })), ['vad_prebuffer_duration_ms']);
 });
 
+t.test('VAD durations within what the VAD accepts (a longer one could never start a conversation)', async (t) => {
+  t.same(paths(update.safeParse({ vad_prebuffer_duration_ms: 10_000, vad_min_speech_duration_ms: 10_000, vad_min_silence_duration_ms: 60_000 })), []);
+  t.same(paths(update.safeParse({ vad_prebuffer_duration_ms: 10_001 })), ['vad_prebuffer_duration_ms']);
+  t.same(paths(update.safeParse({ vad_min_speech_duration_ms: 10_001 })), ['vad_min_speech_duration_ms']);
+  t.same(paths(update.safeParse({ vad_min_silence_duration_ms: 60_001 })), ['vad_min_silence_duration_ms']);
+});
+
 t.test('enums: audio format, background noise, multilingual mode, model, observability provider', async (t) => {
   t.same(paths(update.safeParse({ audio_format: 'mp3' })), ['audio_format']);
   t.same(paths(update.safeParse({ background_noise: 'street' })), ['background_noise']);
