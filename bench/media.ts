@@ -126,7 +126,7 @@ function stages(): StageResult[] {
   out.push(measure('VAD 16k (native)', (i) => void vad.process(frame16(i))));
   const ts = new TimeStretch({ sampleRate: 16000, maxInput: 320, speed: 1.2 });
   const tsOut = new Int16Array(ts.maxOutput(320) + 1024);
-  out.push(measure('time-stretch 1.2x 16k (WSOLA)', (i) => void ts.process(frame16(i), tsOut)));
+  out.push(measure('time-stretch 1.2x 16k (WSOLA, native)', (i) => void ts.process(frame16(i), tsOut)));
   const noise = new NoiseMix({ bed: 'call-center', sampleRate: 16000, level: 0.3 });
   const nFrame = new Int16Array(320);
   out.push(measure('noise mix 16k', (i) => {
