@@ -357,7 +357,9 @@ export class Conversation implements LiveConversation {
   pushAudio(bytes: Uint8Array): void {
     if (!isLive(this.state) || !this.inbound) return;
     this.silence.clientActive();
-    this.step('activity');
+    // Live is ready or active, and 'activity' only moves ready to active (conversation.fsm.ts): once active, a
+    // frame needs no transition lookup.
+    if (this.state !== 'active') this.step('activity');
     if (this.turns!.isMuted) return;
     const max = this.maxChunkBytes;
     if (bytes.length <= max) return this.inbound.pushPayload(bytes, bytes.length);
@@ -389,7 +391,8 @@ export class Conversation implements LiveConversation {
 
   private onUserFrame(frame: Int16Array): void {
     this.record.recordUser(frame);
-    for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
+    // Per frame: no iterator over an empty set (observers are the rare monitoring connections).
+    if (this.observers.size !== 0) for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
     this.turns!.frame(frame);
   }
 
@@ -406,7 +409,7 @@ export class Conversation implements LiveConversation {
   private sendAssistantFrame(pcm: Int16Array, encoded: Uint8Array, text: string): boolean {
     if (!this.client.sendAudio(encoded, text)) return false;
     this.record.recordAssistant(pcm);
-    for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
+    if (this.observers.size !== 0) for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
     return true;
   }
 
