@@ -15,7 +15,8 @@
         "src/tone.cc",
         "src/bind_detectors.cc",
         "src/udp_io.cc", "src/udp_ring.cc", "src/bind_udp.cc",
-        "src/time_stretch.cc", "src/bind_time_stretch.cc"
+        "src/time_stretch.cc", "src/bind_time_stretch.cc",
+        "src/bind_pcm.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
