@@ -181,6 +181,14 @@ inline void Transpose(Float4& r0, Float4& r1, Float4& r2, Float4& r3) {
 
 }  // namespace
 
+// Power()'s working arrays, one set per thread for the largest size (a trivial type: no per-thread
+// construction; 10 KB instead of up to 10 KB per stream, touched by every stream the thread serves).
+struct WindowedPowerFft::Scratch {
+  Float4 lane_re[kMaxSize / 8], lane_im[kMaxSize / 8];  // the four quarter-size FFTs, lane j: inputs m = 4v + j
+  alignas(16) float zr[kMaxSize / 2];                   // the h-point FFT in natural order
+  alignas(16) float zi[kMaxSize / 2];
+};
+
 WindowedPowerFft::WindowedPowerFft(size_t size, const float* window, size_t length)
     : size_(size),
       half_(size / 2),
@@ -188,10 +196,6 @@ WindowedPowerFft::WindowedPowerFft(size_t size, const float* window, size_t leng
       live_((length + 7) / 8),
       window_(window, window + length),
       slot_(size / 8),
-      lane_re_(size / 8),
-      lane_im_(size / 8),
-      zr_(size / 2),
-      zi_(size / 2),
       cos_(size / 2),
       sin_(size / 2) {
   window_.resize(8 * live_, 0.f);
@@ -223,14 +227,14 @@ WindowedPowerFft::WindowedPowerFft(size_t size, const float* window, size_t leng
 }
 
 template <bool kLastZero>
-void WindowedPowerFft::FirstStages(const float* x) {
+void WindowedPowerFft::FirstStages(const float* x, Scratch& scratch) const {
   // The stages of length 2 and 4 together (twiddles 1 and -i), as in Fft::ForwardBitReversed, straight from
   // the input. Slot s + j (s a multiple of 4) of the bit-reversed order holds input vector v0 + j' n/4 with
   // v0 = slot_[s] < n/4 and j' = 0, 2, 1, 3 (j's two bits reversed): the first two lie in the first half,
   // always live (the window covers more than half the transform); the other two may be zero padding (from
   // live_ on), the last one is for every s when kLastZero (x + 0 = x: leaving it out changes no bit).
-  Float4* re = lane_re_.data();
-  Float4* im = lane_im_.data();
+  Float4* re = scratch.lane_re;
+  Float4* im = scratch.lane_im;
   const float* w = window_.data();
   const size_t live = live_;
   const size_t q = quarter_ / 4;
@@ -261,12 +265,12 @@ void WindowedPowerFft::FirstStages(const float* x) {
   }
 }
 
-void WindowedPowerFft::MiddleStages() {
+void WindowedPowerFft::MiddleStages(Scratch& scratch) const {
   // Stages of length 8 .. h/4, two per pass where two remain: blocks of 2 len, butterflies k of the first
   // stage at (k, k + len/2) and (k + len, k + 3 len/2), then those of the second at (k, k + len) and
   // (k + len/2, k + 3 len/2). One twiddle for the four lanes (they share the position within the stage).
-  Float4* re = lane_re_.data();
-  Float4* im = lane_im_.data();
+  Float4* re = scratch.lane_re;
+  Float4* im = scratch.lane_im;
   const size_t n = quarter_;
   const Float4* wc = lane_cos_.data();
   const Float4* ws = lane_sin_.data();
@@ -297,21 +301,21 @@ void WindowedPowerFft::MiddleStages() {
   }
 }
 
-void WindowedPowerFft::LastStagesInOrder() {
+void WindowedPowerFft::LastStagesInOrder(Scratch& scratch) const {
   // Lane j of quarter-FFT output q is bin position q + (h/4) rev2(j) of the h-point FFT after its first
   // log2(h/4) stages (j's two bits are the top two of the bit-reversed input index, reversed). Four
   // consecutive q transposed give the natural-order vectors at q, q + h/4, q + h/2, q + 3h/4 (lanes 0, 2, 1,
   // 3), exactly the four a radix-4 step of the last two stages (len h/2, then h) combines.
-  const Float4* re = lane_re_.data();
-  const Float4* im = lane_im_.data();
+  const Float4* re = scratch.lane_re;
+  const Float4* im = scratch.lane_im;
   const size_t n = quarter_;
   // Stage len's twiddles start after those of 8 .. len/2: at 4 + 8 + ... + len/4 = len/2 - 4.
   const float* c2 = stage_cos_.data() + (half_ / 4 - 4);
   const float* s2 = stage_sin_.data() + (half_ / 4 - 4);
   const float* c4 = stage_cos_.data() + (half_ / 2 - 4);
   const float* s4 = stage_sin_.data() + (half_ / 2 - 4);
-  float* zr = zr_.data();
-  float* zi = zi_.data();
+  float* zr = scratch.zr;
+  float* zi = scratch.zi;
   for (size_t q = 0; q < n; q += 4) {
     Float4 r0 = re[q], r2 = re[q + 1], r1 = re[q + 2], r3 = re[q + 3];
     Float4 i0 = im[q], i2 = im[q + 1], i1 = im[q + 2], i3 = im[q + 3];
@@ -331,16 +335,18 @@ void WindowedPowerFft::LastStagesInOrder() {
   }
 }
 
-void WindowedPowerFft::Power(const float* x, size_t first, size_t end, float* power) {
+void WindowedPowerFft::Power(const float* x, size_t first, size_t end, float* power) const {
+  // The calling thread's working arrays (trivial: no construction guard; nothing in them outlives this call).
+  thread_local Scratch scratch;
   // Input vectors 3n/4 .. n - 1 all padding (a window of 5/8 of the transform, as at 8 kHz): slot 3 of every
   // group is zero.
   if (4 * live_ <= 3 * quarter_) {
-    FirstStages<true>(x);
+    FirstStages<true>(x, scratch);
   } else {
-    FirstStages<false>(x);
+    FirstStages<false>(x, scratch);
   }
-  MiddleStages();
-  LastStagesInOrder();
+  MiddleStages(scratch);
+  LastStagesInOrder(scratch);
   // The real split of RealFft::Forward, each bin's operations unchanged but for its halvings (left out: every
   // value is then exactly twice RealFft's, no rounding moves, and the power four times), squared and summed
   // at once. Bins k and h - k share their even and odd parts: E_{h-k} = conj E_k and O_{h-k} = conj O_k
@@ -348,8 +354,8 @@ void WindowedPowerFft::Power(const float* x, size_t first, size_t end, float* po
   // differs. Computed four pairs at a time from the lowest bin of a pair asked for up to h/2 (groups near h/2
   // may overlap: both ways give the same bits).
   const size_t h = half_;
-  const float* zr = zr_.data();
-  const float* zi = zi_.data();
+  const float* zr = scratch.zr;
+  const float* zi = scratch.zi;
   if (first == 0) {
     const float r = 2.f * (zr[0] + zi[0]);
     power[0] = r * r + 0.f * 0.f;

@@ -59,7 +59,10 @@ class RealFft {
 // here only as a loop fusion: the arithmetic is still that of two radix-2 stages).
 class WindowedPowerFft {
  public:
-  // size: a power of two >= 64; window: length values (copied), size / 2 < length <= size.
+  // The largest size: the scratch of Power() is one fixed set of arrays per thread, sized for it (the VAD's
+  // largest transform, 44.1 kHz: 20 ms = 882 samples, padded to 1024).
+  static constexpr size_t kMaxSize = 1024;
+  // size: a power of two, 64 <= size <= kMaxSize; window: length values (copied), size / 2 < length <= size.
   WindowedPowerFft(size_t size, const float* window, size_t length);
   size_t size() const { return size_; }
   // Window length rounded up to whole blocks of 8: the samples Power() reads.
@@ -68,13 +71,17 @@ class WindowedPowerFft {
   // i < length followed by zeros; x: padded_length() samples, those past length finite (they are weighted 0).
   // Four times RealFft's power exactly (its split halves every value; here they are left whole: a power of
   // two, so no rounding differs). Other bins of power from 1 to size() / 2 - 1 may be written too.
-  void Power(const float* x, size_t first, size_t end, float* power);
+  // Const and reentrant: the object holds only read-only tables (one instance may serve every stream of a
+  // configuration, on any thread); the transform's working arrays are the calling thread's (thread_local,
+  // used only inside this call).
+  void Power(const float* x, size_t first, size_t end, float* power) const;
 
  private:
+  struct Scratch;  // the four quarter-size FFTs and the h-point FFT in natural order (fft.cc)
   template <bool kLastZero>
-  void FirstStages(const float* x);  // input windowed and scattered, stages of length 2 and 4
-  void MiddleStages();               // lengths 8 .. h/4
-  void LastStagesInOrder();          // lengths h/2 and h, natural order
+  void FirstStages(const float* x, Scratch& s) const;  // input windowed and scattered, stages of length 2 and 4
+  void MiddleStages(Scratch& s) const;                 // lengths 8 .. h/4
+  void LastStagesInOrder(Scratch& s) const;            // lengths h/2 and h, natural order
 
   size_t size_;
   size_t half_;     // h: the complex FFT's size
@@ -82,8 +89,6 @@ class WindowedPowerFft {
   size_t live_;     // input vectors (8 samples) that are not zero padding
   std::vector<float> window_;  // padded to 8 live_ with zeros
   std::vector<unsigned> slot_;  // bit-reversed position (among h / 4) of input vector v = z[4v..4v+3]
-  std::vector<Float4> lane_re_, lane_im_;  // the four quarter-size FFTs, lane j holding inputs m = 4v + j
-  std::vector<float> zr_, zi_;              // the h-point FFT in natural order
   // Twiddles e^{-2 pi i k / len} of the stages len = 8, 16, ..., h, each stage's k contiguous (as in Fft),
   // and e^{-2 pi i k / size} of the real split (as in RealFft).
   std::vector<float> stage_cos_, stage_sin_, cos_, sin_;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "float4.h"
 #include "resampler.h"
@@ -34,7 +37,7 @@ constexpr float kBandEdges[Vad::kBands + 1] = {200.f, 400.f, 800.f, 1500.f, 2500
 constexpr float kSmoothing = 0.7f;
 // Minimum statistics: the floor is the minimum over kSubWindows completed sub-windows of kSubWindowSteps steps
 // plus the current one, i.e. 1.5 to 1.8 s of history.
-constexpr int kSubWindows = 5;
+constexpr int kSubWindows = Vad::kSubWindows;
 constexpr int kSubWindowSteps = 30;
 // Steps within 10 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95), and only
 // while the detector is in Silence: speech steps near a minimum raised by long speech would otherwise teach
@@ -110,6 +113,31 @@ std::vector<float> HannWindow(size_t n) {
   return w;
 }
 
+// The Hann-windowed transform of `length` samples zero-padded to NextPow2(length): one immutable instance per
+// length for the whole process (hundreds of detectors then read one set of tables instead of ~4.5 KB each at
+// 8 kHz), built under a mutex at the first detector of that length and never freed (detectors on any thread
+// may hold it until exit) nor changed.
+const WindowedPowerFft* SharedFft(size_t length) {
+  static std::mutex mutex;
+  static auto* const table = new std::map<size_t, std::unique_ptr<const WindowedPowerFft>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<const WindowedPowerFft>& fft = (*table)[length];
+  if (!fft) {
+    const std::vector<float> hann = HannWindow(length);
+    fft = std::make_unique<const WindowedPowerFft>(NextPow2(length), hann.data(), length);
+  }
+  return fft.get();
+}
+
+// The per-thread working arrays of one Process call: the bin powers of a step, and first_'s output (second_'s
+// input) when halving twice (half a 48 kHz step, the longest).
+constexpr size_t kMaxBetween = 48000 * kStepMs / 1000 / 2;
+struct StepScratch {
+  float power[WindowedPowerFft::kMaxSize / 2 + 1];
+  float between[kMaxBetween];
+};
+thread_local StepScratch step_scratch;
+
 // out[i] = in[i] for i < n, eight samples at a time: each int16 doubled into both halves of an int32 and
 // shifted down arithmetically is the sign-extended sample (a shuffle and a shift instead of a scalar
 // conversion per sample).
@@ -141,6 +169,12 @@ bool Vad::ValidOptions(const VadOptions& o) {
 
 Vad* Vad::Create(int rateHz, const VadOptions& o) {
   if (!IsSupportedRate(rateHz) || !ValidOptions(o)) return nullptr;
+  // The per-thread scratch covers every supported rate (the longest window: 44.1 kHz, 882 samples -> 1024;
+  // the longest middle signal: 48 kHz); checked here so that a new rate cannot overrun it.
+  const size_t step = static_cast<size_t>(rateHz) * kStepMs / 1000;
+  const int halvings = HalvingsFor(rateHz);
+  if (NextPow2(2 * (step >> halvings)) > WindowedPowerFft::kMaxSize) return nullptr;
+  if (halvings >= 2 && step / 2 > kMaxBetween) return nullptr;
   return new Vad(rateHz, o);
 }
 
@@ -153,25 +187,22 @@ Vad::Vad(int rateHz, const VadOptions& options)
       window_(2 * analysis_step_),
       first_(halvings_ >= 1 ? step_ : kHalvingBlock),
       second_(halvings_ >= 2 ? step_ / 2 : kHalvingBlock),
-      between_(halvings_ >= 2 ? step_ / 2 : 0),
-      hann_(HannWindow(window_)),
-      fft_(NextPow2(window_), hann_.data(), window_),
-      frame_(fft_.padded_length(), 0.f),
-      power_(fft_.size() / 2 + 1),
-      history_min_(static_cast<size_t>(kSubWindows) * kBands),
+      fft_(SharedFft(window_)),
+      frame_(fft_->padded_length(), 0.f),
       history_(HistoryStepsFor(options.min_silence_ms)),
       ring_(PrebufferSamplesFor(rateHz, options.prebuffer_ms)) {
+  const std::vector<float> hann = HannWindow(window_);
   double energy = 0.0;
-  for (size_t i = 0; i < window_; i++) energy += static_cast<double>(hann_[i]) * hann_[i];
+  for (size_t i = 0; i < window_; i++) energy += static_cast<double>(hann[i]) * hann[i];
   // Band power of a bin range = 2 * sum |X_k|^2 / (N * sum w^2): the mean power of the signal in that band.
   // fft_ gives 4 |X_k|^2: the quarter is folded in here (a power of two: the product rounds as before).
-  window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_.size()) * energy)) * 0.25f;
+  window_norm_ = static_cast<float>(2.0 / (static_cast<double>(fft_->size()) * energy)) * 0.25f;
   SetThresholds();
   const int analysis_rate = rateHz >> halvings_;
   const float window_seconds = static_cast<float>(window_) / static_cast<float>(analysis_rate);
   for (int b = 0; b < kBands; b++) {
-    band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_.size() / analysis_rate));
-    band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_.size() / analysis_rate));
+    band_lo_[b] = static_cast<int>(std::lround(kBandEdges[b] * fft_->size() / analysis_rate));
+    band_hi_[b] = static_cast<int>(std::lround(kBandEdges[b + 1] * fft_->size() / analysis_rate));
     const float independent_values = (kBandEdges[b + 1] - kBandEdges[b]) * window_seconds;
     refine_ratio_[b] = 1.f + kRefineSigmas / std::sqrt(independent_values);
   }
@@ -312,9 +343,8 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
 
 void Vad::Analyse() {
   // The powers (times 4) of the bins the bands cover (contiguous: each band starts where the last ended).
-  const float* bins = power_.data();
-  fft_.Power(frame_.data(), static_cast<size_t>(band_lo_[0]), static_cast<size_t>(band_hi_[kBands - 1]),
-             power_.data());
+  float* const bins = step_scratch.power;
+  fft_->Power(frame_.data(), static_cast<size_t>(band_lo_[0]), static_cast<size_t>(band_hi_[kBands - 1]), bins);
   float power[kBands];
   for (int b = 0; b < kBands; b++) {
     // Summed in bin order (as ever: the same rounding), eight bins per loop step.
@@ -334,7 +364,6 @@ void Vad::Analyse() {
   frame_power_ = total;
   StepRecord& record = history_[static_cast<size_t>(step_index_ % static_cast<int64_t>(history_.size()))];
   for (int b = 0; b < kBands; b++) record.ratio[b] = std::max(smoothed_[b], kMinBandPower) / noise_[b];
-  record.end_sample = samples_;
   // The score is the best band SNR (one logarithm, of the largest ratio, when the probability is needed).
   float best_ratio = record.ratio[0];
   for (int b = 1; b < kBands; b++) best_ratio = std::max(best_ratio, record.ratio[b]);
@@ -373,7 +402,7 @@ void Vad::RefineEnd() {
   }
   if (extended > last_voiced_step_) {
     last_voiced_step_ = extended;
-    last_voiced_end_ = history_[static_cast<size_t>(extended % size)].end_sample;
+    last_voiced_end_ = StepEnd(extended);
   }
 }
 
@@ -468,8 +497,9 @@ int Vad::Process(const int16_t* in, size_t n) {
     if (halvings_ == 1) {
       first_.Decimate(frame_.data() + analysis_step_);
     } else if (halvings_ == 2) {
-      first_.Decimate(between_.data());
-      second_.Write(0, between_.data(), between_.size());
+      float* const between = step_scratch.between;
+      first_.Decimate(between);
+      second_.Write(0, between, step_ / 2);
       second_.Decimate(frame_.data() + analysis_step_);
     }
     // The first window would be half empty: it only primes the second half.

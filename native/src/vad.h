@@ -58,6 +58,7 @@ enum VadEvent : int { kVadNone = 0, kVadSpeechStart = 1, kVadSpeechEnd = 2 };
 class Vad : public Module {
  public:
   static constexpr int kBands = 5;
+  static constexpr int kSubWindows = 5;  // minimum statistics: completed sub-windows kept (vad.cc)
 
   // Returns null for an unsupported rate or options out of range.
   static Vad* Create(int rateHz, const VadOptions& options);
@@ -119,11 +120,12 @@ class Vad : public Module {
   size_t analysis_step_;  // step_ at the analysis rate
   size_t window_;         // 2 analysis steps
   HalfbandDecimator first_, second_;
-  std::vector<float> between_;  // first_'s output and second_'s input when halving twice
-  std::vector<float> hann_;  // window_ values
-  WindowedPowerFft fft_;
-  // frame_: the window's samples, zero-padded to fft_.padded_length(); power_: |X_k|^2 of the bins (0..N/2)
-  std::vector<float> frame_, power_;
+  // The Hann-windowed transform: read-only tables shared by every detector of this window length (built once
+  // per configuration, never changed after; its working arrays, like the bin powers and the halvings' middle
+  // signal, are the calling thread's for one Process call: a detector holds only what outlives a step).
+  const WindowedPowerFft* fft_;
+  // The window's samples, zero-padded to fft_->padded_length(): the previous step, then the current one.
+  std::vector<float> frame_;
   size_t filled_ = 0;  // input samples of the current step so far
   bool primed_ = false;  // a full window is available
   int band_lo_[kBands], band_hi_[kBands];
@@ -138,7 +140,7 @@ class Vad : public Module {
   float noise_[kBandSlots];    // mean noise power estimate used by this step: learned_ bounded by the minimum
   float learned_[kBandSlots];  // running mean of noise steps, learnt in Silence, held while speech may be present
   float window_min_[kBandSlots];
-  std::vector<float> history_min_;  // kSubWindows x kBands minima of completed sub-windows
+  float history_min_[kSubWindows * kBands] = {};  // their minima, sub-window after sub-window
   float history_floor_[kBandSlots];  // their minimum (infinity before the first completes)
   int sub_count_ = 0;               // steps in the current sub-window
   int sub_filled_ = 0;              // completed sub-windows (up to kSubWindows)
@@ -160,12 +162,15 @@ class Vad : public Module {
   float frame_power_ = 0.f;   // smoothed band power of the last step
   float speech_level_ = 0.f;  // decaying peak of frame_power_ over voiced steps
 
-  // Per-step history covering the hangover: band power / noise ratios, loudness gate, end sample.
+  // Per-step history covering the hangover: band power / noise ratios, loudness gate (24 bytes; a step's end
+  // sample is not kept: step k analysed ends at sample (k + 2) step_, see StepEnd).
   struct StepRecord {
     float ratio[kBands];
     bool loud_enough;
-    int64_t end_sample;
   };
+  // The input sample at which analysed step k ends (the first analysis closes the second step: the first only
+  // primes the window).
+  int64_t StepEnd(int64_t k) const { return (k + 2) * static_cast<int64_t>(step_); }
   std::vector<StepRecord> history_;
   int64_t step_index_ = 0;  // steps analysed so far
   // The oldest step whose record history_ may hold (0; after ResizeHistory, the oldest it kept).
