@@ -39,42 +39,56 @@ export function ownedTimer(timers: ConversationTimers, delayMs: number | null, f
  * Like ownedTimer, for a timer re-armed far more often than it fires (the idle timeout, re-armed by every 20 ms
  * audio frame): `start` only moves the deadline; the one pending timer, when it fires before the deadline,
  * waits out the rest. Fires `delayMs` after the last `start`, as ownedTimer does, without a clear and a set per call.
+ * A class, not closures: every conversation's `start` is then the one prototype method, so the per-frame call site
+ * stays monomorphic and inlined (closures made it a call to one of N functions: 110 -> 70 ns per clientActive at
+ * 250 conversations; of the 70, about 60 are the clock read, Date.now in the worker).
  */
-export function slidingTimer(timers: ConversationTimers, delayMs: number | null, fire: () => void): OwnedTimer {
-  let handle: unknown;
-  let pending = false;
-  let armed = false;
-  let deadline = 0;
-  const enabled = delayMs !== null && delayMs > 0;
-  const onTimer = () => {
-    pending = false;
-    if (!armed) return;
-    const left = deadline - timers.now();
+class SlidingTimer implements OwnedTimer {
+  private handle: unknown;
+  private pending = false;
+  private isArmed = false;
+  private deadline = 0;
+  private readonly onTimer = (): void => {
+    this.pending = false;
+    if (!this.isArmed) return;
+    const left = this.deadline - this.timers.now();
     if (left > 0) {
-      pending = true;
-      handle = timers.set(onTimer, left);
+      this.pending = true;
+      this.handle = this.timers.set(this.onTimer, left);
       return;
     }
-    armed = false;
-    fire();
+    this.isArmed = false;
+    this.fire();
   };
-  return {
-    start() {
-      if (!enabled) return;
-      armed = true;
-      deadline = timers.now() + delayMs;
-      if (pending) return;
-      pending = true;
-      handle = timers.set(onTimer, delayMs);
-    },
-    cancel() {
-      armed = false;
-      if (!pending) return;
-      pending = false;
-      timers.clear(handle);
-    },
-    get armed() {
-      return armed;
-    },
-  };
+
+  constructor(
+    private readonly timers: ConversationTimers,
+    /** 0: disabled. */
+    private readonly delayMs: number,
+    private readonly fire: () => void,
+  ) {}
+
+  start(): void {
+    if (this.delayMs === 0) return;
+    this.isArmed = true;
+    this.deadline = this.timers.now() + this.delayMs;
+    if (this.pending) return;
+    this.pending = true;
+    this.handle = this.timers.set(this.onTimer, this.delayMs);
+  }
+
+  cancel(): void {
+    this.isArmed = false;
+    if (!this.pending) return;
+    this.pending = false;
+    this.timers.clear(this.handle);
+  }
+
+  get armed(): boolean {
+    return this.isArmed;
+  }
+}
+
+export function slidingTimer(timers: ConversationTimers, delayMs: number | null, fire: () => void): OwnedTimer {
+  return new SlidingTimer(timers, delayMs !== null && delayMs > 0 ? delayMs : 0, fire);
 }
