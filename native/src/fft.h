@@ -78,6 +78,7 @@ class WindowedPowerFft {
 
  private:
   struct Scratch;  // the four quarter-size FFTs and the h-point FFT in natural order (fft.cc)
+  static Scratch* ThreadScratch();  // the calling thread's
   template <bool kLastZero>
   void FirstStages(const float* x, Scratch& s) const;  // input windowed and scattered, stages of length 2 and 4
   void MiddleStages(Scratch& s) const;                 // lengths 8 .. h/4

@@ -38,9 +38,15 @@ class HalfbandDecimator {
 
  private:
   static constexpr size_t kHistory = kTaps - 1;  // even
+  // The filter, the same for every decimator: built once per process (a function-local static: thread-safe
+  // initialisation), read-only after, so hundreds of streams share one copy instead of 176 bytes each.
+  struct Coefficients {
+    Float4 centre;
+    Float4 pair[kPairs];  // coefficient of the pair at offsets +-(2k + 1) from the centre
+  };
+  static const Coefficients& Filter();
   size_t block_;
-  Float4 centre_;
-  Float4 pair_[kPairs];            // coefficient of the pair at offsets +-(2k + 1) from the centre
+  const Coefficients* filter_;
   std::vector<float> even_, odd_;  // (kHistory + block) / 2 each: buffer samples 2j and 2j + 1
 };
 
@@ -62,23 +68,31 @@ inline double BesselI0(double x) {
 }  // namespace halfband_detail
 
 inline HalfbandDecimator::HalfbandDecimator(size_t block)
-    : block_(block), even_((kHistory + block) / 2), odd_((kHistory + block) / 2) {
-  // h[i] = 0.5 sinc((i - c) / 2) * kaiser(i), c = (kTaps - 1) / 2, normalised to unit gain at DC.
-  const int c = (kTaps - 1) / 2;
-  double h[kTaps];
-  double sum = 0.0;
-  for (int i = 0; i < kTaps; i++) {
-    const double n = i - c;
-    const double sinc = n == 0 ? 1.0 : std::sin(M_PI * n / 2.0) / (M_PI * n / 2.0);
-    const double r = n / c;
-    const double kaiser = halfband_detail::BesselI0(halfband_detail::kKaiserBeta * std::sqrt(1.0 - r * r)) /
-                          halfband_detail::BesselI0(halfband_detail::kKaiserBeta);
-    h[i] = 0.5 * sinc * kaiser;
-    sum += h[i];
-  }
-  centre_ = Splat4(static_cast<float>(h[c] / sum));
-  for (int k = 0; k < kPairs; k++) pair_[k] = Splat4(static_cast<float>(h[c - (2 * k + 1)] / sum));
+    : block_(block), filter_(&Filter()), even_((kHistory + block) / 2), odd_((kHistory + block) / 2) {
   Reset();
+}
+
+inline const HalfbandDecimator::Coefficients& HalfbandDecimator::Filter() {
+  static const Coefficients filter = [] {
+    Coefficients f;
+    // h[i] = 0.5 sinc((i - c) / 2) * kaiser(i), c = (kTaps - 1) / 2, normalised to unit gain at DC.
+    const int c = (kTaps - 1) / 2;
+    double h[kTaps];
+    double sum = 0.0;
+    for (int i = 0; i < kTaps; i++) {
+      const double n = i - c;
+      const double sinc = n == 0 ? 1.0 : std::sin(M_PI * n / 2.0) / (M_PI * n / 2.0);
+      const double r = n / c;
+      const double kaiser = halfband_detail::BesselI0(halfband_detail::kKaiserBeta * std::sqrt(1.0 - r * r)) /
+                            halfband_detail::BesselI0(halfband_detail::kKaiserBeta);
+      h[i] = 0.5 * sinc * kaiser;
+      sum += h[i];
+    }
+    f.centre = Splat4(static_cast<float>(h[c] / sum));
+    for (int k = 0; k < kPairs; k++) f.pair[k] = Splat4(static_cast<float>(h[c - (2 * k + 1)] / sum));
+    return f;
+  }();
+  return filter;
 }
 
 inline void HalfbandDecimator::Reset() {
@@ -124,11 +138,16 @@ inline void HalfbandDecimator::Decimate(float* out) {
   // pair at distance 2k + 1 reads b[2m + 21 + 2k] = odd_[m + 10 + k] and b[2m + 19 - 2k] = odd_[m + 9 - k].
   const size_t outputs = block_ / 2;
   const size_t mid = (kTaps - (kTaps - 1) / 2) / 2;  // 10
+  // The coefficients in locals (registers): stores to out could alias the shared table for all the compiler
+  // knows, which would reload them for every output vector.
+  const Float4 centre = filter_->centre;
+  Float4 pair[kPairs];
+  for (int k = 0; k < kPairs; k++) pair[k] = filter_->pair[k];
   for (size_t m = 0; m < outputs; m += 4) {
-    Float4 acc = centre_ * Load4(even_.data() + m + mid);
+    Float4 acc = centre * Load4(even_.data() + m + mid);
 #pragma GCC unroll 10
     for (int k = 0; k < kPairs; k++) {
-      acc += pair_[k] * (Load4(odd_.data() + m + mid + k) + Load4(odd_.data() + m + mid - 1 - k));
+      acc += pair[k] * (Load4(odd_.data() + m + mid + k) + Load4(odd_.data() + m + mid - 1 - k));
     }
     Store4(out + m, acc);
   }

@@ -137,6 +137,9 @@ struct StepScratch {
   float between[kMaxBetween];
 };
 thread_local StepScratch step_scratch;
+// The calling thread's scratch, behind a call the optimiser does not see through (as in fft.cc: addressed
+// as a thread_local, the 48 kHz halvings ran 4% more instructions per frame, callgrind).
+__attribute__((noinline)) StepScratch* ThreadScratch() { return &step_scratch; }
 
 // out[i] = in[i] for i < n, eight samples at a time: each int16 doubled into both halves of an int32 and
 // shifted down arithmetically is the sign-extended sample (a shuffle and a shift instead of a scalar
@@ -343,7 +346,7 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
 
 void Vad::Analyse() {
   // The powers (times 4) of the bins the bands cover (contiguous: each band starts where the last ended).
-  float* const bins = step_scratch.power;
+  float* const bins = ThreadScratch()->power;
   fft_->Power(frame_.data(), static_cast<size_t>(band_lo_[0]), static_cast<size_t>(band_hi_[kBands - 1]), bins);
   float power[kBands];
   for (int b = 0; b < kBands; b++) {
@@ -497,7 +500,7 @@ int Vad::Process(const int16_t* in, size_t n) {
     if (halvings_ == 1) {
       first_.Decimate(frame_.data() + analysis_step_);
     } else if (halvings_ == 2) {
-      float* const between = step_scratch.between;
+      float* const between = ThreadScratch()->between;
       first_.Decimate(between);
       second_.Write(0, between, step_ / 2);
       second_.Decimate(frame_.data() + analysis_step_);
