@@ -190,6 +190,40 @@ t.test('turn blocks are reused without mixing turns; a turn over the cap keeps i
   await session.close();
 });
 
+t.test('a session that held a long turn reuses its blocks for the next long turn: no new block in steady state', async (t) => {
+  /** Records which buffers the played audio came from (the turn's blocks: the playback lends views of them). */
+  class BufferRecorder extends Recorder {
+    readonly buffers = new Map<string, Set<ArrayBufferLike>>();
+    override onAssistantAudio(responseId: string, pcm: Int16Array): void {
+      super.onAssistantAudio(responseId, pcm);
+      const set = this.buffers.get(responseId) ?? new Set<ArrayBufferLike>();
+      set.add(pcm.buffer);
+      this.buffers.set(responseId, set);
+    }
+  }
+  const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
+  const hooks = new BufferRecorder();
+  const session = await engine.open(sessionOptions(), hooks);
+  const SEC = 16000;
+  const turnOf = (value: number, sec: number) => {
+    for (let f = 0; f < sec * 50; f++) session.appendAudio(new Int16Array(SEC / 50).fill(value));
+    session.commitUserTurn();
+  };
+  const played: Set<ArrayBufferLike>[] = [];
+  for (let i = 0; i < 3; i++) {
+    turnOf(i + 1, 10);
+    await hooks.untilKind('done', i + 1);
+    await new Promise((r) => setImmediate(r)); // the blocks go back once the response has finished, after done
+    const id = (hooks.events.filter((e) => e.kind === 'done')[i] as { responseId: string }).responseId;
+    t.ok(hooks.samplesOf(id).every((v) => v === i + 1), `turn ${i + 1} played intact`);
+    played.push(hooks.buffers.get(id)!);
+  }
+  t.equal(played[0].size, 10, 'a 10 s turn is held in ten 1 s blocks');
+  t.same([...played[1]].filter((b) => !played[0].has(b)), [], 'the second 10 s turn is all blocks of the first (a fixed 4-block free list allocated 6 again)');
+  t.same([...played[2]].filter((b) => !played[0].has(b)), [], 'and so is the third');
+  await session.close();
+});
+
 t.test('updateSession (a transfer): the next response speaks with the new voice, cached apart; one under way keeps its own', async (t) => {
   const tts = createLocalTts({ cacheDir: tempDir() });
   const engine = createEchoEngine({ tts, voiceFor: (id) => (id === 'sarah' ? 'en-us+m3' : 'en-us'), log });
