@@ -18,8 +18,8 @@ t.test('text, then the audio in 100 ms chunks in order, then done; the next resp
   const b = p.newId();
   t.not(a, b, 'ids are distinct');
   let finishedA = 0;
-  p.play(a, async () => [{ kind: 'text', text: 'hi' }, { kind: 'audio', pcm }], t.fail, true, () => finishedA++);
-  p.play(b, async () => [{ kind: 'audio', pcm: ramp(CHUNK, 5) }], t.fail);
+  p.play(a, async () => [{ kind: 'text', text: 'hi' }, { kind: 'audio', pcm }], (err) => void t.fail(String(err)), true, () => finishedA++);
+  p.play(b, async () => [{ kind: 'audio', pcm: ramp(CHUNK, 5) }], (err) => void t.fail(String(err)));
   t.same(hooks.events, [], 'nothing inside the call that queued it');
   await p.idle();
   await turn();
@@ -40,7 +40,7 @@ t.test('one chunk per turn of the event loop: an engine never hands the whole re
   const hooks = new Recorder();
   const p = new Playback('x', RATE, hooks);
   const id = p.newId();
-  p.play(id, async () => [{ kind: 'audio', pcm: ramp(10 * CHUNK) }], t.fail, false);
+  p.play(id, async () => [{ kind: 'audio', pcm: ramp(10 * CHUNK) }], (err) => void t.fail(String(err)), false);
   const perTurn: number[] = [];
   for (let i = 0; i < 30 && perTurn.reduce((s, n) => s + n, 0) < 10; i++) {
     const before = hooks.events.length;
@@ -63,8 +63,8 @@ t.test('a cancel mid-way stops the audio at once and says nothing more; finished
   hooks.onEvent = (e) => {
     if (e.kind === 'audio' && e.responseId === a && hooks.audio.get(a)!.length === 3) p.cancel(a);
   };
-  p.play(a, async () => [{ kind: 'audio', pcm: ramp(10 * CHUNK) }, { kind: 'text', text: 'never' }], t.fail, true, () => finished++);
-  p.play(b, async () => [{ kind: 'text', text: 'next' }], t.fail, true, () => finished++);
+  p.play(a, async () => [{ kind: 'audio', pcm: ramp(10 * CHUNK) }, { kind: 'text', text: 'never' }], (err) => void t.fail(String(err)), true, () => finished++);
+  p.play(b, async () => [{ kind: 'text', text: 'next' }], (err) => void t.fail(String(err)), true, () => finished++);
   await p.idle();
   await turn();
   t.same(
@@ -88,10 +88,10 @@ t.test('a response canceled before it starts says nothing; a failing one is repo
   const c = p.newId();
   const failures: unknown[] = [];
   let finished = 0;
-  p.play(a, async () => [{ kind: 'text', text: 'never' }], t.fail, true, () => finished++);
+  p.play(a, async () => [{ kind: 'text', text: 'never' }], (err) => void t.fail(String(err)), true, () => finished++);
   p.play(b, async () => Promise.reject(new Error('tts broke')), (err) => failures.push(err), true, () => finished++);
   let ran = 0;
-  p.play(c, async () => [{ kind: 'call', run: () => ran++ }], t.fail, true, () => finished++);
+  p.play(c, async () => [{ kind: 'call', run: () => ran++ }], (err) => void t.fail(String(err)), true, () => finished++);
   p.cancel(a);
   await p.idle();
   await turn();
@@ -110,8 +110,8 @@ t.test('close stops what plays and what is queued', async (t) => {
   hooks.onEvent = (e) => {
     if (e.kind === 'audio') p.close();
   };
-  p.play(a, async () => [{ kind: 'audio', pcm: ramp(5 * CHUNK) }], t.fail, true, () => finished++);
-  p.play(p.newId(), async () => [{ kind: 'text', text: 'never' }], t.fail, true, () => finished++);
+  p.play(a, async () => [{ kind: 'audio', pcm: ramp(5 * CHUNK) }], (err) => void t.fail(String(err)), true, () => finished++);
+  p.play(p.newId(), async () => [{ kind: 'text', text: 'never' }], (err) => void t.fail(String(err)), true, () => finished++);
   await p.idle();
   await turn();
   t.same(hooks.events.map((e) => e.kind), ['audio']);
