@@ -188,12 +188,12 @@ Vad::Vad(int rateHz, const VadOptions& options)
       halvings_(HalvingsFor(rateHz)),
       analysis_step_(step_ >> halvings_),
       window_(2 * analysis_step_),
-      first_(halvings_ >= 1 ? step_ : kHalvingBlock),
-      second_(halvings_ >= 2 ? step_ / 2 : kHalvingBlock),
       fft_(SharedFft(window_)),
       frame_(fft_->padded_length(), 0.f),
       history_(HistoryStepsFor(options.min_silence_ms)),
-      ring_(PrebufferSamplesFor(rateHz, options.prebuffer_ms)) {
+      ring_(PrebufferSamplesFor(rateHz, options.prebuffer_ms)),
+      first_(halvings_ >= 1 ? step_ : kHalvingBlock),
+      second_(halvings_ >= 2 ? step_ / 2 : kHalvingBlock) {
   const std::vector<float> hann = HannWindow(window_);
   double energy = 0.0;
   for (size_t i = 0; i < window_; i++) energy += static_cast<double>(hann[i]) * hann[i];
