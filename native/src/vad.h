@@ -128,7 +128,6 @@ class Vad : public Module {
   size_t filled_ = 0;  // input samples of the current step so far
   bool primed_ = false;  // a full window is available
   int band_lo_[kBands], band_hi_[kBands];
-  float refine_ratio_[kBands];  // power / noise a band's +-100 ms average must reach to extend an end
   float window_norm_;  // band power per sum of fft_ bin powers
 
   // Per-band state, padded to kBandSlots so the noise update runs on whole Float4s (the lanes past kBands hold
@@ -139,7 +138,7 @@ class Vad : public Module {
   float noise_[kBandSlots];    // mean noise power estimate used by this step: learned_ bounded by the minimum
   float learned_[kBandSlots];  // running mean of noise steps, learnt in Silence, held while speech may be present
   float window_min_[kBandSlots];
-  float history_min_[kSubWindows * kBands] = {};  // their minima, sub-window after sub-window
+  // (the minima of the completed sub-windows: history_min_, below with the fields steps seldom read)
   float history_floor_[kBandSlots];  // their minimum (infinity before the first completes)
   int sub_count_ = 0;               // steps in the current sub-window
   int sub_filled_ = 0;              // completed sub-windows (up to kSubWindows)
@@ -180,9 +179,12 @@ class Vad : public Module {
   size_t ring_pos_ = 0;
   size_t ring_fill_ = 0;
 
-  // The half-band decimators (halvings_ of them in use), last: at 8 kHz no step reads them, so the fields every
-  // step does read share fewer cache lines.
+  // Last, what most steps do not read, so that the fields every step reads share fewer cache lines:
+  // the half-band decimators (halvings_ of them in use; none at 8 kHz), the minima of the completed noise
+  // sub-windows (read once per sub-window), the refinement's ratios (read at speech ends).
   HalfbandDecimator first_, second_;
+  float history_min_[kSubWindows * kBands] = {};  // kSubWindows x kBands minima, sub-window after sub-window
+  float refine_ratio_[kBands];  // power / noise a band's +-100 ms average must reach to extend an end
 };
 
 }  // namespace parley
