@@ -3,7 +3,7 @@
 // Reported: CPU (user + system) per call, the median of ROUNDS rounds that alternate the two paths, and the
 // ratio of the medians. Usage: node --import tsx bench/interleave.ts   Env: INTERLEAVE_CALLS (200000 per round)
 import { interleaveStereoInto } from '../src/media/native.js';
-import { interleaveInto, recordingBlock } from '../src/media/recording.js';
+import { interleavePairs, recordingBlock } from '../src/media/recording.js';
 
 const CALLS = Number(process.env.INTERLEAVE_CALLS ?? 200_000);
 const ROUNDS = 7;
@@ -29,7 +29,7 @@ function cpuNsPerCall(run: (at: number) => void, n: number): number {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 for (const n of SIZES) {
-  const js = (at: number): void => interleaveInto(block, at, arena, 0, 960, n);
+  const js = (at: number): void => interleavePairs(block.pairs, at, arena, 0, 960, n);
   const native = (at: number): void => interleaveStereoInto(arena, 0, arena, 960, n, block.samples, at);
   const a: number[] = [];
   const b: number[] = [];

@@ -10,9 +10,10 @@
 // side had nothing, so the two channels stay on the call's timeline.
 //
 // Per tick, nothing allocates and little is copied: a side's frame is interleaved straight from its FIFO's ring
-// when it lies there whole (else it is first read out into a scratch frame of the same arena, with memmoves), and
-// on little-endian hosts each sample pair is one 32-bit store into the block (left in the low half: the WAV's
-// byte order). Blocks are recycled once
+// when it lies there whole (else it is first read out into a scratch frame of the same arena, with memmoves), on
+// little-endian hosts by one native call per tick (native/src/pcm_interleave.h; host order is the WAV's byte
+// order). Recorders are ticked one by one from their conversations' ticks, so there is no batch across them: a
+// crossing (~150 ns) is a fraction of what the JS loop cost (~550 ns for 160 samples). Blocks are recycled once
 // written (a second of stereo audio per conversation, which as fresh ArrayBuffers drove V8's external-memory GCs).
 // Blocks go to the file one after the other through fs.write with one callback made once (a promise chain and
 // FileHandle.write cost ~2 KB of garbage per block).
@@ -22,6 +23,7 @@ import { pipeline } from 'node:stream/promises';
 import { endianness } from 'node:os';
 import { createGzip } from 'node:zlib';
 import { FRAME_MS } from './format.js';
+import { interleaveStereoInto } from './native.js';
 import { SampleFifo } from './pipeline.js';
 
 export type RecordingFormat = 'wav' | 'wav.gz';
@@ -41,6 +43,12 @@ const GZIP_CHUNK_BYTES = 256 * 1024;
 const GZIP_LEVEL = 6;
 /** Hosts whose 32-bit words hold a left sample and a right one in WAV byte order (RIFF is little-endian). */
 const LITTLE_ENDIAN_HOST = endianness() === 'LE';
+/**
+ * Frames this long or longer are interleaved natively: an N-API crossing costs ~150 ns, the JS loop ~2.5-3.5 ns
+ * per sample; they break even at ~64 (bench/interleave.ts: native/js 1.00 at 64, 0.33 at 160, 0.21 at 320, 0.18 at
+ * 480, 1.8 at 32). Every 20 ms frame at 8 kHz or more (160+) is above it.
+ */
+const NATIVE_INTERLEAVE_MIN_SAMPLES = 64;
 
 export class RecordingError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -93,19 +101,25 @@ export function recordingBlock(pairs: number): RecordingBlock {
 
 /**
  * Interleaves src[l, l + n) (left) and src[r, r + n) (right) into block from sample pair `at`, in WAV byte order
- * (little-endian): on a little-endian host a pair is one 32-bit store.
+ * (little-endian). On a little-endian host a frame of NATIVE_INTERLEAVE_MIN_SAMPLES or more goes through the
+ * native interleave (host order is then WAV order), a shorter one through a JS loop of 32-bit pair stores.
  */
 export function interleaveInto(block: RecordingBlock, at: number, src: Int16Array, l: number, r: number, n: number, littleEndianHost = LITTLE_ENDIAN_HOST): void {
-  if (littleEndianHost) {
-    const pairs = block.pairs;
-    for (let i = 0; i < n; i++) pairs[at + i] = (src[l + i] & 0xffff) | (src[r + i] << 16);
+  if (littleEndianHost && n >= NATIVE_INTERLEAVE_MIN_SAMPLES) {
+    interleaveStereoInto(src, l, src, r, n, block.samples, at);
     return;
   }
+  if (littleEndianHost) return interleavePairs(block.pairs, at, src, l, r, n);
   const bytes = block.bytes;
   for (let i = 0, o = at * CHANNELS * BYTES_PER_SAMPLE; i < n; i++, o += CHANNELS * BYTES_PER_SAMPLE) {
     bytes.writeInt16LE(src[l + i], o);
     bytes.writeInt16LE(src[r + i], o + BYTES_PER_SAMPLE);
   }
+}
+
+/** The JS interleave of a little-endian host: each sample pair one 32-bit store, left in the low half. */
+export function interleavePairs(pairs: Uint32Array, at: number, src: Int16Array, l: number, r: number, n: number): void {
+  for (let i = 0; i < n; i++) pairs[at + i] = (src[l + i] & 0xffff) | (src[r + i] << 16);
 }
 
 export class StereoRecorder {
