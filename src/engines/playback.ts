@@ -2,6 +2,9 @@
 // in chunks, then done, each step on a later turn of the event loop (never inside the call that started it, so
 // the caller knows the response id before any event of it arrives). Responses of a session play one after the
 // other; a canceled one stops emitting at once and says nothing more (not even done).
+// A callback loop, one setImmediate per step: no Promise nor closure per audio chunk. Each chunk is still a view
+// of the response's audio: copying it into one reused buffer instead cost 1.4-1.5 us per 100 ms chunk at 8 kHz
+// against 40-80 ns for the view (scratch micro benchmark, CPU time).
 import type { EngineHooks, ResponseId } from './engine.js';
 
 /** Audio handed to onAssistantAudio per call: 100 ms (the playout queues it; engines may run ahead of real time). */
@@ -12,19 +15,39 @@ export type PlaybackStep =
   | { kind: 'audio'; pcm: Int16Array }
   | { kind: 'call'; run: () => void };
 
+interface Queued {
+  id: ResponseId;
+  steps: () => Promise<PlaybackStep[]>;
+  fail: (err: unknown) => void;
+  done: boolean;
+  finished: (() => void) | undefined;
+}
+
 export class Playback {
-  private tail: Promise<void> = Promise.resolve();
+  private readonly queue: Queued[] = [];
+  /** The response playing (its steps resolved or resolving), or null. */
+  private current: Queued | null = null;
+  private list: PlaybackStep[] | null = null;
+  private stepIndex = 0;
+  /** Samples of the current audio step already emitted. */
+  private offset = 0;
   private readonly canceled = new Set<ResponseId>();
   /** Responses queued or playing (a cancel of any other is a no-op). */
   private readonly queued = new Set<ResponseId>();
   private closed = false;
   private seq = 0;
+  /** Samples per chunk. */
+  private readonly chunk: number;
+  private idleWaiters: (() => void)[] = [];
+  private readonly onTurn = (): void => this.turn();
 
   constructor(
     private readonly prefix: string,
-    private readonly sampleRate: number,
+    sampleRate: number,
     private readonly hooks: EngineHooks,
-  ) {}
+  ) {
+    this.chunk = Math.round((sampleRate * PLAYBACK_CHUNK_MS) / 1000);
+  }
 
   newId(): ResponseId {
     return `${this.prefix}_${++this.seq}`;
@@ -37,43 +60,9 @@ export class Playback {
    */
   play(id: ResponseId, steps: () => Promise<PlaybackStep[]>, fail: (err: unknown) => void, done = true, finished?: () => void): void {
     this.queued.add(id);
-    this.tail = this.tail
-      .then(async () => {
-        try {
-          await this.run(id, steps, fail, done);
-        } finally {
-          this.queued.delete(id);
-          this.canceled.delete(id);
-          finished?.();
-        }
-      })
-      .catch(fail); // keeps the queue going; hooks should not throw, but if one does it is reported, not lost
-  }
-
-  private async run(id: ResponseId, steps: () => Promise<PlaybackStep[]>, fail: (err: unknown) => void, done: boolean): Promise<void> {
-    const chunk = Math.round((this.sampleRate * PLAYBACK_CHUNK_MS) / 1000);
-    let list: PlaybackStep[];
-    try {
-      list = await steps();
-    } catch (err) {
-      if (!this.isStopped(id)) fail(err);
-      return;
-    }
-    for (const step of list) {
-      await nextTurn();
-      if (this.isStopped(id)) return;
-      if (step.kind === 'text') this.hooks.onAssistantText(id, step.text);
-      else if (step.kind === 'call') step.run();
-      else {
-        for (let at = 0; at < step.pcm.length; at += chunk) {
-          if (this.isStopped(id)) return;
-          this.hooks.onAssistantAudio(id, step.pcm.subarray(at, Math.min(step.pcm.length, at + chunk)));
-          if (at + chunk < step.pcm.length) await nextTurn();
-        }
-      }
-    }
-    await nextTurn();
-    if (done && !this.isStopped(id)) this.hooks.onResponseDone(id);
+    this.queue.push({ id, steps, fail, done, finished });
+    // Never inside this call: the caller learns the id before any event of it.
+    if (this.current === null && this.queue.length === 1) queueMicrotask(() => this.startNext());
   }
 
   cancel(id: ResponseId): void {
@@ -86,14 +75,105 @@ export class Playback {
 
   /** Resolves when everything queued has played (or stopped). */
   idle(): Promise<void> {
-    return this.tail;
+    if (this.current === null && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private startNext(): void {
+    if (this.current !== null) return;
+    const next = this.queue.shift();
+    if (next === undefined) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+      return;
+    }
+    this.current = next;
+    let steps: Promise<PlaybackStep[]>;
+    try {
+      steps = next.steps();
+    } catch (err) {
+      this.stepsFailed(next, err);
+      return;
+    }
+    steps.then(
+      (list) => {
+        this.list = list;
+        this.stepIndex = 0;
+        this.offset = 0;
+        setImmediate(this.onTurn);
+      },
+      (err: unknown) => this.stepsFailed(next, err),
+    );
+  }
+
+  private stepsFailed(q: Queued, err: unknown): void {
+    const stopped = this.isStopped(q.id);
+    this.finish(q, null);
+    if (!stopped) this.report(q, err);
+  }
+
+  /** One step of the current response per turn of the event loop. */
+  private turn(): void {
+    const q = this.current!;
+    const list = this.list!;
+    try {
+      if (this.isStopped(q.id)) return this.finish(q, null);
+      if (this.stepIndex === list.length) {
+        if (q.done) this.hooks.onResponseDone(q.id);
+        return this.finish(q, null);
+      }
+      const step = list[this.stepIndex];
+      if (step.kind === 'text') {
+        this.stepIndex++;
+        this.hooks.onAssistantText(q.id, step.text);
+      } else if (step.kind === 'call') {
+        this.stepIndex++;
+        step.run();
+      } else {
+        const pcm = step.pcm;
+        const at = this.offset;
+        const end = Math.min(pcm.length, at + this.chunk);
+        if (end === pcm.length) {
+          this.stepIndex++;
+          this.offset = 0;
+        } else this.offset = end;
+        if (end > at) this.hooks.onAssistantAudio(q.id, pcm.subarray(at, end));
+      }
+    } catch (err) {
+      // A hook threw: reported, not lost; the queue goes on.
+      return this.finish(q, err);
+    }
+    setImmediate(this.onTurn);
+  }
+
+  /** The current response has played or stopped (`err`: a hook threw): finished, then the next. */
+  private finish(q: Queued, err: unknown): void {
+    this.current = null;
+    this.list = null;
+    this.queued.delete(q.id);
+    this.canceled.delete(q.id);
+    try {
+      q.finished?.();
+    } catch (finishedErr) {
+      this.report(q, finishedErr);
+    }
+    if (err !== null) this.report(q, err);
+    this.startNext();
+  }
+
+  private report(q: Queued, err: unknown): void {
+    try {
+      q.fail(err);
+    } catch (failErr) {
+      // fail is the last resort (it logs and reports the engine error); a throw from it has nowhere else to go.
+      queueMicrotask(() => {
+        throw failErr;
+      });
+    }
   }
 
   private isStopped(id: ResponseId): boolean {
     return this.closed || this.canceled.has(id);
   }
-}
-
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }
