@@ -5,6 +5,7 @@
 import t from 'tap';
 import { config, setup } from './harness.js';
 import { ProbeEngine } from './probe-engine.js';
+import { systemVariables } from '../../src/conversation/variables.js';
 
 const ALL = '{{system_weekday}} {{system_date}} {{system_year}} {{system_time}} {{system_conversation_timezone}}';
 
@@ -34,4 +35,36 @@ t.test("a stored agent's time zone and template defaults apply; the start time h
   s.conv.handle({ type: 'update_system_prompt', system_prompt: `Later: {{system_time}}` });
   t.same(probe.of('updateSession').map((c) => c.update.systemPrompt), ['Later: 06:00'], 'system variables are those of the start');
   await s.conv.end('user');
+});
+
+t.test('systemVariables with cached formatters says what a formatter built per call says, for many zones and dates', async (t) => {
+  const reference = (at: Date, timeZone: string) => {
+    const part = (opts: Intl.DateTimeFormatOptions) => new Intl.DateTimeFormat('en-US', { timeZone, ...opts }).format(at);
+    return {
+      system_date: part({ month: 'long', day: 'numeric' }),
+      system_time: part({ hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }),
+      system_weekday: part({ weekday: 'long' }),
+      system_year: part({ year: 'numeric' }),
+      system_conversation_timezone: timeZone,
+    };
+  };
+  const dates = [Date.UTC(2026, 10, 22, 17, 0), Date.UTC(2024, 1, 29, 0, 5), Date.UTC(2025, 11, 31, 23, 59), Date.UTC(2026, 2, 29, 1, 30)].map((ms) => new Date(ms));
+  // Over the cache's bound (64 zones): evicted zones are rebuilt, and each zone asked again says the same.
+  const zones = Intl.supportedValuesOf('timeZone').filter((_, i) => i % 5 === 0).slice(0, 80);
+  t.ok(zones.length >= 70);
+  for (let round = 0; round < 2; round++) {
+    for (const z of ['Pacific/Kiritimati', 'Pacific/Pago_Pago', 'Europe/London', 'Asia/Kolkata', ...zones]) {
+      for (const d of dates) {
+        const got = systemVariables(d, z);
+        const want = reference(d, z);
+        if (JSON.stringify(got) !== JSON.stringify(want)) t.same(got, want, `${z} at ${d.toISOString()}`);
+      }
+    }
+  }
+  t.same(systemVariables(dates[0], 'Pacific/Kiritimati'), {
+    system_date: 'November 23', system_time: '07:00', system_weekday: 'Monday', system_year: '2026', system_conversation_timezone: 'Pacific/Kiritimati',
+  });
+  t.same(systemVariables(dates[3], 'Europe/London').system_time, '02:30', 'summer time in London (BST from 01:00 UTC)');
+  t.throws(() => systemVariables(dates[0], 'Not/AZone'), RangeError, 'an unknown zone throws, each time');
+  t.throws(() => systemVariables(dates[0], 'Not/AZone'), RangeError);
 });
