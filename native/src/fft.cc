@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "float4.h"
 
@@ -14,22 +15,38 @@ size_t NextPow2(size_t n) {
   return p;
 }
 
-Fft::Fft(size_t size) : size_(size), bitrev_(size) {
+namespace {
+
+// The bit-reversal permutation of 0 .. size - 1 (size a power of two): entry i is i with its log2(size) bits reversed.
+template <typename Index>
+void FillBitReversed(std::vector<Index>& out, size_t size) {
   unsigned bits = 0;
   while ((size_t{1} << bits) < size) bits++;
   for (size_t i = 0; i < size; i++) {
     unsigned r = 0;
     for (unsigned b = 0; b < bits; b++)
       if (i & (size_t{1} << b)) r |= 1u << (bits - 1 - b);
-    bitrev_[i] = r;
+    out[i] = r;
   }
-  for (size_t len = 8; len <= size; len <<= 1) {
+}
+
+// The twiddles exp(-2 pi i k / len), k < len / 2, of every radix-2 stage from len 8 up to max_len, one stage after
+// the other (stages 2 and 4 need none: twiddles 1 and -i).
+void AppendStageTwiddles(size_t max_len, std::vector<float>& cos_out, std::vector<float>& sin_out) {
+  for (size_t len = 8; len <= max_len; len <<= 1) {
     for (size_t k = 0; k < len / 2; k++) {
       double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(len);
-      stage_cos_.push_back(static_cast<float>(std::cos(a)));
-      stage_sin_.push_back(static_cast<float>(std::sin(a)));
+      cos_out.push_back(static_cast<float>(std::cos(a)));
+      sin_out.push_back(static_cast<float>(std::sin(a)));
     }
   }
+}
+
+}  // namespace
+
+Fft::Fft(size_t size) : size_(size), bitrev_(size) {
+  FillBitReversed(bitrev_, size);
+  AppendStageTwiddles(size, stage_cos_, stage_sin_);
 }
 
 void Fft::Forward(float* re, float* im) const {
@@ -207,21 +224,8 @@ WindowedPowerFft::WindowedPowerFft(size_t size, const float* window, size_t leng
       cos_(size / 2),
       sin_(size / 2) {
   window_.resize(8 * live_, 0.f);
-  unsigned bits = 0;
-  while ((size_t{1} << bits) < quarter_) bits++;
-  for (size_t v = 0; v < quarter_; v++) {
-    unsigned r = 0;
-    for (unsigned b = 0; b < bits; b++)
-      if (v & (size_t{1} << b)) r |= 1u << (bits - 1 - b);
-    slot_[v] = r;
-  }
-  for (size_t len = 8; len <= half_; len <<= 1) {
-    for (size_t k = 0; k < len / 2; k++) {
-      double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(len);
-      stage_cos_.push_back(static_cast<float>(std::cos(a)));
-      stage_sin_.push_back(static_cast<float>(std::sin(a)));
-    }
-  }
+  FillBitReversed(slot_, quarter_);
+  AppendStageTwiddles(half_, stage_cos_, stage_sin_);
   for (size_t k = 0; k < half_; k++) {
     double a = -2.0 * M_PI * static_cast<double>(k) / static_cast<double>(size);
     cos_[k] = static_cast<float>(std::cos(a));

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "g711.h"
+#include "vec8.h"
 
 namespace parley {
 namespace {
@@ -112,30 +113,7 @@ std::shared_ptr<const PolyphaseTable> TableFor(int fromHz, int toHz) {
 // sample. Every output is one accumulator over the taps in order and the same final reduction, whichever path
 // computes it, so blocked and single outputs are bit-identical (no FMA contraction: -std=c++17 keeps
 // -ffp-contract=off).
-typedef float Vec8 __attribute__((vector_size(32)));
-
-// The helpers below take and return Vec8 by value; they are always inlined, so the AVX calling convention that
-// -Wpsabi warns about never applies.
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PARLEY_INLINE inline __attribute__((always_inline))
-#else
-#define PARLEY_INLINE inline
-#endif
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PARLEY_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PARLEY_KERNEL_CLONES
-#endif
-
-PARLEY_INLINE Vec8 Load8(const float* p) {
-  Vec8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-PARLEY_INLINE float Sum8(const Vec8& a) { return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7])); }
+// (Vec8 and its helpers: vec8.h.)
 
 PARLEY_INLINE float Dot(const float* c, const float* x, int K) {
   Vec8 a = {0, 0, 0, 0, 0, 0, 0, 0};

@@ -1,4 +1,5 @@
 #include "time_stretch.h"
+#include "vec8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -22,37 +23,10 @@ constexpr double kEnergyFloor = 1e-9;
 // The kernels (correlation, energy, overlap-add): 8-wide vectors (GCC/Clang vector extensions), built twice
 // (target_clones): an AVX2 clone and a baseline (SSE2 / NEON) clone, one chosen once at load by the dynamic
 // linker, never per call.
-typedef float Vec8 __attribute__((vector_size(32)));
+// (Vec8 and its helpers: vec8.h.)
 constexpr int kLanes = 8;
 // Candidates correlated together in the main loop: four vectors, four independent sums in flight.
 constexpr int kBlock = 4 * kLanes;
-
-// The helpers take and return Vec8 by value; they are always inlined, so the AVX calling convention that -Wpsabi
-// warns about never applies.
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#define PARLEY_INLINE inline __attribute__((always_inline))
-#else
-#define PARLEY_INLINE inline
-#endif
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#define PARLEY_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PARLEY_KERNEL_CLONES
-#endif
-
-PARLEY_INLINE Vec8 Load8(const float* p) {
-  Vec8 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-PARLEY_INLINE void Store8(float* p, const Vec8& v) { std::memcpy(p, &v, sizeof v); }
-
-// A scalar operand of vector arithmetic is broadcast (one vbroadcastss); an initializer list of eight copies is
-// built lane by lane.
-PARLEY_INLINE Vec8 Splat8(float x) { return Vec8{} + x; }
 
 // xy[k] = sum over j < len of near[j] * far[k + j], for k < count rounded up to whole vectors (far is readable that
 // far: zero padding or held input). Vectorized across candidates: a broadcast sample of the natural continuation times
