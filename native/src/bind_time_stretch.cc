@@ -5,10 +5,6 @@
 namespace parley {
 namespace {
 
-// The handle kind of a TimeStretch: the next free value of Kind (handle.h lists the others; it should name this one
-// there too).
-constexpr Kind kTimeStretchKind = Kind::TimeStretch;
-
 // createTimeStretch(rateHz, maxInput, speed)
 Napi::Value Create(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -20,13 +16,13 @@ Napi::Value Create(const Napi::CallbackInfo& info) {
   if (!TimeStretch::ValidRate(rate)) return ThrowRange(env, "time-stretch rate outside 4000..192000 Hz");
   if (maxInput <= 0 || maxInput > (1 << 22)) return ThrowRange(env, "maxInput out of range");
   if (!TimeStretch::ValidSpeed(speed)) return ThrowRange(env, "audio speed outside 0.5..2");
-  return WrapHandle(env, kTimeStretchKind, TimeStretch::Create(rate, static_cast<size_t>(maxInput), speed));
+  return WrapHandle(env, Kind::TimeStretch, TimeStretch::Create(rate, static_cast<size_t>(maxInput), speed));
 }
 
 // timeStretchProcess(handle, input: Int16Array, out: Int16Array, length): stretches input[0, length).
 Napi::Value Process(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], kTimeStretchKind);
+  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], Kind::TimeStretch);
   if (ts == nullptr) return env.Undefined();
   View<int16_t> in = GetI16(env, info[1], "input must be an Int16Array");
   if (in.data == nullptr) return env.Undefined();
@@ -46,7 +42,7 @@ Napi::Value Process(const Napi::CallbackInfo& info) {
 // timeStretchFlush(handle, out: Int16Array)
 Napi::Value Flush(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], kTimeStretchKind);
+  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], Kind::TimeStretch);
   if (ts == nullptr) return env.Undefined();
   View<int16_t> out = GetI16(env, info[1], "out must be an Int16Array");
   if (out.data == nullptr) return env.Undefined();
@@ -58,7 +54,7 @@ Napi::Value Flush(const Napi::CallbackInfo& info) {
 
 Napi::Value SetSpeed(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], kTimeStretchKind);
+  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], Kind::TimeStretch);
   if (ts == nullptr) return env.Undefined();
   if (!info[1].IsNumber()) return ThrowType(env, "speed must be a number");
   const double speed = info[1].As<Napi::Number>().DoubleValue();
@@ -69,7 +65,7 @@ Napi::Value SetSpeed(const Napi::CallbackInfo& info) {
 
 Napi::Value MaxOutput(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], kTimeStretchKind);
+  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], Kind::TimeStretch);
   if (ts == nullptr) return env.Undefined();
   if (!info[1].IsNumber()) return ThrowType(env, "n must be a number");
   const int64_t n = info[1].As<Napi::Number>().Int64Value();
@@ -79,7 +75,7 @@ Napi::Value MaxOutput(const Napi::CallbackInfo& info) {
 
 Napi::Value Reset(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], kTimeStretchKind);
+  TimeStretch* ts = UnwrapHandle<TimeStretch>(env, info[0], Kind::TimeStretch);
   if (ts != nullptr) ts->Reset();
   return env.Undefined();
 }
