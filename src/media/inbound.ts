@@ -108,7 +108,7 @@ export class InboundAudio {
     let out = input;
     if (this.resampler) {
       const m = this.resampler.process(input, this.resampled);
-      out = m === this.resampled.length ? this.resampled : this.outViews(m);
+      out = prefixView(this.resampledViews, this.resampled, m);
     }
     if (out.length === 0) return;
     this.frames++;
@@ -131,9 +131,6 @@ export class InboundAudio {
       this.lastDecodedLength = n;
     }
     return this.lastDecoded;
-  }
-  private outViews(n: number): Int16Array {
-    return prefixView(this.resampledViews, this.resampled, n);
   }
 
   /** 20 ms at the format's rate. */
