@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import postgres from 'postgres';
+import { median } from './measure.js';
 
 const N = Number(process.env.ITEMS_N ?? 250);
 const RATE = Number(process.env.ITEMS_RATE ?? 100);
@@ -22,8 +23,6 @@ const WARMUP_SEC = Number(process.env.ITEMS_WARMUP_SEC ?? 2);
 const TOOL_SHARE = Number(process.env.ITEMS_TOOL_SHARE ?? 0.1);
 const FLOOR = process.env.ITEMS_FLOOR ?? '';
 const BATCH_WINDOW_MS = process.env.ITEMS_BATCH_WINDOW_MS;
-/** Items per statement at most, when ITEMS_BATCH_WINDOW_MS is set (as APPEND_BATCH_DEFAULTS). */
-const BATCH_MAX_ITEMS = 500;
 const PG_ADMIN = process.env.PARLEY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The scheduler's tick: items due by then are sent together. */
 const TICK_MS = 5;
@@ -41,11 +40,6 @@ type GeneratorMessage =
 /** On-CPU time of one thread or process in ns (the first field of schedstat). */
 function schedNs(path: string): number {
   return Number(readFileSync(path, 'utf8').split(' ')[0]);
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? 0;
 }
 
 function percentile(xs: number[], p: number): number {
@@ -143,6 +137,7 @@ async function run(): Promise<void> {
   const { leasePolicy } = await import('../src/store/leases.js');
   const { createConversation } = await import('../src/store/conversations.js');
   const { createRequestHandler } = await import('../src/realtime/main-handlers.js');
+  const { APPEND_BATCH_DEFAULTS } = await import('../src/store/append-batcher.js');
 
   const name = `parley_items_${randomBytes(4).toString('hex')}`;
   const admin = postgres(PG_ADMIN, { max: 1, onnotice: () => {} });
@@ -166,7 +161,7 @@ async function run(): Promise<void> {
       policy: leasePolicy(settings),
       log,
       now: () => new Date(),
-      ...(BATCH_WINDOW_MS === undefined ? {} : { appendBatch: { window_ms: Number(BATCH_WINDOW_MS), max_items: BATCH_MAX_ITEMS } }),
+      ...(BATCH_WINDOW_MS === undefined ? {} : { appendBatch: { ...APPEND_BATCH_DEFAULTS, window_ms: Number(BATCH_WINDOW_MS) } }),
     });
     const handle: typeof real =
       FLOOR === 'message'
