@@ -17,7 +17,7 @@ import { turnLatencyMs } from './latency.js';
 import { AssistantSpeech } from './assistant-speech.js';
 import { engineHooks } from './engine-hooks.js';
 import { ConversationRecord } from './record.js';
-import { applyConfig, baseSettings, vadOptions, type LiveSettings } from './settings.js';
+import { applyConfig, baseSettings, playoutNoise, vadOptions, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
 import { SilenceTimers } from './silence-timers.js';
 import { ConversationToolHost } from './tool-host.js';
@@ -212,12 +212,7 @@ export class Conversation implements LiveConversation {
     }
     this.session = session;
     const rate = session.sampleRate as ResamplerRate;
-    const vad = new Vad(rate, {
-      threshold: s.vad_threshold,
-      prebufferMs: s.vad_prebuffer_duration_ms,
-      minSpeechMs: s.vad_min_speech_duration_ms,
-      minSilenceMs: s.vad_min_silence_duration_ms,
-    });
+    const vad = new Vad(rate, vadOptions(s));
     const inInfo = formatInfo(s.inputFormat);
     this.maxChunkBytes = inInfo.bytesPerFrame > 0 ? inInfo.bytesPerFrame * 3 : Number.MAX_SAFE_INTEGER;
     this.inbound = new InboundAudio({
@@ -230,7 +225,7 @@ export class Conversation implements LiveConversation {
       engineRate: rate,
       outputFormat: s.outputFormat,
       speed: s.audio_speed,
-      noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null,
+      noise: playoutNoise(s),
     });
     if (s.data_retention_policy.zero_data_retention) this.record.keepNothing();
     await this.record.openRecording(this.deps.dataDir, rate);
@@ -481,7 +476,7 @@ export class Conversation implements LiveConversation {
     for (const t of resolved.tools) tools.set(t.name, fromStored(t));
     this.tools.setTools(tools);
     this.agent = { id: resolved.agent.id, name: resolved.agent.name };
-    this.speech.retune({ speed: s.audio_speed, noise: s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null });
+    this.speech.retune({ speed: s.audio_speed, noise: playoutNoise(s) });
     // The new agent's inactivity timers, counting from now (silence-timers.ts retime).
     this.silence.retime(s);
     const session = this.session;

@@ -50,6 +50,11 @@ export function vadOptions(s: LiveSettings): VadOptions {
   };
 }
 
+/** The playout's background noise the settings give (null: none); at the start and on a transfer. */
+export function playoutNoise(s: LiveSettings): { bed: NonNullable<LiveSettings['background_noise']>; level: number } | null {
+  return s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null;
+}
+
 /** Fields of `config` that are not agent settings. */
 const NOT_SETTINGS = new Set(['type', 'agent', 'project', 'model', 'input_format', 'output_format', 'binary_audio', 'tools', 'template_variables', 'external_id', 'scripted_engine']);
 
