@@ -42,6 +42,22 @@ void AppendStageTwiddles(size_t max_len, std::vector<float>& cos_out, std::vecto
   }
 }
 
+// The outputs of a radix-4 butterfly whose twiddles are 1 and -i, at s .. s + 3, from the sums and differences of
+// the first pair (a = x0 + x1, b = x0 - x1) and the second (c = x2 + x3, d = x2 - x3): no products. T is float
+// (Fft) or Float4 (WindowedPowerFft's four lanes).
+template <typename T>
+inline void Radix4Out(T* re, T* im, size_t s, T ar, T ai, T br, T bi, T cr, T ci, T dr, T di) {
+  re[s] = ar + cr;
+  im[s] = ai + ci;
+  re[s + 2] = ar - cr;
+  im[s + 2] = ai - ci;
+  // (dr + i di) * -i = di - i dr
+  re[s + 1] = br + di;
+  im[s + 1] = bi - dr;
+  re[s + 3] = br - di;
+  im[s + 3] = bi + dr;
+}
+
 }  // namespace
 
 Fft::Fft(size_t size) : size_(size), bitrev_(size) {
@@ -77,15 +93,7 @@ void Fft::ForwardBitReversed(float* re, float* im) const {
     const float br = re[s] - re[s + 1], bi = im[s] - im[s + 1];
     const float cr = re[s + 2] + re[s + 3], ci = im[s + 2] + im[s + 3];
     const float dr = re[s + 2] - re[s + 3], di = im[s + 2] - im[s + 3];
-    re[s] = ar + cr;
-    im[s] = ai + ci;
-    re[s + 2] = ar - cr;
-    im[s + 2] = ai - ci;
-    // (dr + i di) * -i = di - i dr
-    re[s + 1] = br + di;
-    im[s + 1] = bi - dr;
-    re[s + 3] = br - di;
-    im[s + 3] = bi + dr;
+    Radix4Out(re, im, s, ar, ai, br, bi, cr, ci, dr, di);
   }
   const float* wc = stage_cos_.data();
   const float* ws = stage_sin_.data();
@@ -266,14 +274,7 @@ void WindowedPowerFft::FirstStages(const float* x, Scratch& scratch) const {
       cr = r2 + r3, ci = i2 + i3;
       dr = r2 - r3, di = i2 - i3;
     }
-    re[s] = ar + cr;
-    im[s] = ai + ci;
-    re[s + 2] = ar - cr;
-    im[s + 2] = ai - ci;
-    re[s + 1] = br + di;
-    im[s + 1] = bi - dr;
-    re[s + 3] = br - di;
-    im[s + 3] = bi + dr;
+    Radix4Out(re, im, s, ar, ai, br, bi, cr, ci, dr, di);
   }
 }
 
