@@ -117,3 +117,27 @@ t.test('close stops what plays and what is queued', async (t) => {
   t.same(hooks.events.map((e) => e.kind), ['audio']);
   t.equal(finished, 2);
 });
+
+t.test('a hook that throws is reported once to that response, which stops; finished runs once and the queue goes on', async (t) => {
+  const hooks = new Recorder();
+  const p = new Playback('x', RATE, hooks);
+  const a = p.newId();
+  const b = p.newId();
+  const failures: unknown[] = [];
+  let finished = 0;
+  hooks.onEvent = (e) => {
+    if (e.kind === 'text' && e.responseId === a) throw new Error('hook broke');
+  };
+  p.play(a, async () => [{ kind: 'text', text: 'boom' }, { kind: 'audio', pcm: ramp(CHUNK) }], (err) => failures.push(err), true, () => finished++);
+  p.play(b, async () => [{ kind: 'text', text: 'next' }], (err) => void t.fail(String(err)), true, () => finished++);
+  await p.idle();
+  await turn();
+  t.same(
+    hooks.events.map((e) => ('responseId' in e ? `${e.kind}:${e.responseId}` : e.kind)),
+    [`text:${a}`, `text:${b}`, `done:${b}`],
+    'a stops at the throw (no audio, no done); b plays',
+  );
+  t.equal(failures.length, 1);
+  t.equal((failures[0] as Error).message, 'hook broke');
+  t.equal(finished, 2, 'finished once each');
+});
