@@ -123,6 +123,7 @@ export class ConversationNotFoundError extends Error {
 const DEFAULT_MODEL = 'merritt';
 const DEFAULT_FORMAT = 'pcm_16000';
 
+/** A tool call's row for appendItemsBatch's jsonb_to_recordset, where an absent (undefined) field reads as NULL. */
 function toolCallRow(conversationId: string, itemId: string, idx: number, c: NewToolCall) {
   return {
     id: c.id ?? newId('tool_call'),
@@ -131,20 +132,20 @@ function toolCallRow(conversationId: string, itemId: string, idx: number, c: New
     call_idx: idx,
     tool_id: c.tool.id,
     tool_name: c.tool.name,
-    request_body: c.request_body ?? null,
-    response_body: c.response_body ?? null,
+    request_body: c.request_body,
+    response_body: c.response_body,
     timed_out: c.timed_out,
     error_message: c.error_message,
-    integration: c.integration ?? null,
-    endpoint_method: c.endpoint_method ?? null,
-    endpoint_url: c.endpoint_url ?? null,
-    endpoint_headers: c.endpoint_headers ?? null,
-    endpoint_timeout_ms: c.endpoint_timeout_ms ?? null,
+    integration: c.integration,
+    endpoint_method: c.endpoint_method,
+    endpoint_url: c.endpoint_url,
+    endpoint_headers: c.endpoint_headers,
+    endpoint_timeout_ms: c.endpoint_timeout_ms,
     // toISOString throws on an unparseable time (JSON.stringify would quietly store null).
     endpoint_called_at: c.endpoint_called_at ? new Date(c.endpoint_called_at).toISOString() : null,
-    query_params: c.query_params ?? null,
-    response_status_code: c.response_status_code ?? null,
-    tool_call_output_timeout_ms: c.tool_call_output_timeout_ms ?? null,
+    query_params: c.query_params,
+    response_status_code: c.response_status_code,
+    tool_call_output_timeout_ms: c.tool_call_output_timeout_ms,
   };
 }
 
@@ -191,19 +192,20 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
     for (const item of items) {
       const id = item.id ?? newId('conv_item');
       out.push(id);
+      // As toolCallRow: an absent field reads as NULL.
       itemRows.push({
         k: k++,
         conversation_id: conversationId,
         id,
         role: item.role,
         live_transcript: item.live_transcript,
-        post_call_transcript: item.post_call_transcript ?? null,
-        redacted_transcript: item.redacted_transcript ?? null,
+        post_call_transcript: item.post_call_transcript,
+        redacted_transcript: item.redacted_transcript,
         duration_ms: item.duration_ms,
         started_at: item.started_at,
-        voice_id: item.voice_id ?? null,
-        audio_speed: item.audio_speed ?? null,
-        system_prompt: item.system_prompt ?? null,
+        voice_id: item.voice_id,
+        audio_speed: item.audio_speed,
+        system_prompt: item.system_prompt,
       });
       for (const [j, call] of (item.tool_calls ?? []).entries()) callRows.push(toolCallRow(conversationId, id, j, call));
     }
