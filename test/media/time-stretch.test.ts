@@ -15,19 +15,9 @@ function tone(seconds: number, freqs: number[]): Int16Array {
   return out;
 }
 
+/** Stretches input at one speed, fed in 20 ms chunks (stretchChunked, below). */
 function stretch(input: Int16Array, speed: number): Int16Array {
-  const ts = new TimeStretch({ sampleRate: RATE, maxInput: CHUNK, speed });
-  const out = new Int16Array(Math.ceil(input.length / speed) + 10 * RATE);
-  const buf = new Int16Array(ts.maxOutput(CHUNK) + 4096);
-  let w = 0;
-  for (let i = 0; i < input.length; i += CHUNK) {
-    const n = ts.process(input.subarray(i, Math.min(i + CHUNK, input.length)), buf);
-    out.set(buf.subarray(0, n), w);
-    w += n;
-  }
-  const n = ts.flush(buf);
-  out.set(buf.subarray(0, n), w);
-  return out.subarray(0, w + n);
+  return stretchChunked(RATE, input, [CHUNK], () => speed);
 }
 
 /** Power at frequency f (Goertzel) over x, a signal at `rate` (default RATE). */
@@ -178,18 +168,23 @@ function stretchChunked(
   const maxInput = Math.max(...chunks);
   const ts = new TimeStretch({ sampleRate: rate, maxInput, speed: speedAt(0) });
   const out = new Int16Array(input.length * 2 + rate);
-  const buf = new Int16Array(ts.maxOutput(maxInput));
+  // Sized by maxOutput before each call, as callers must: the bound grows with the input held.
+  let buf = new Int16Array(ts.maxOutput(maxInput));
+  const room = (n: number) => {
+    if (ts.maxOutput(n) > buf.length) buf = new Int16Array(ts.maxOutput(n));
+    return buf;
+  };
   let w = 0;
   for (let offset = 0, c = 0; offset < input.length; c++) {
     const k = Math.min(chunks[c % chunks.length], input.length - offset);
     const speed = speedAt(offset);
     if (speed !== ts.currentSpeed) ts.setSpeed(speed);
-    const n = ts.process(input.subarray(offset, offset + k), buf);
+    const n = ts.process(input.subarray(offset, offset + k), room(k));
     out.set(buf.subarray(0, n), w);
     w += n;
     offset += k;
   }
-  const n = ts.flush(buf);
+  const n = ts.flush(room(0));
   out.set(buf.subarray(0, n), w);
   return out.subarray(0, w + n);
 }
