@@ -306,6 +306,19 @@ for (const db of DB_KINDS) {
       t.equal(await getRecording(sql, id, 'both'), null, 'nor store recordings after it');
     });
 
+    t.test('a finish replaces a stored recording of a side, and of two for one side keeps the later', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active' });
+      await addRecording(sql, id, { side: 'both', path: 'y/early.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 44 });
+      t.equal(
+        await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date() }, [
+          { side: 'both', path: 'y/first.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 50 },
+          { side: 'both', path: 'y/second.wav.gz', format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 20 },
+        ]),
+        true,
+      );
+      t.match(await getRecording(sql, id, 'both'), { path: 'y/second.wav.gz', format: 'wav.gz', bytes: 20 });
+    });
+
     t.test('deleting content keeps the record with deletion_info', async (t) => {
       const live = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active' });
       t.same(await deleteConversationContent(sql, live), { kind: 'in_progress' });
