@@ -111,18 +111,11 @@ void HalfbandDecimator::Write(size_t t, const Sample* in, size_t n) {
   const size_t pairs = (end - i) / 2;
   size_t p0 = 0;
   if constexpr (std::is_same_v<Sample, int16_t>) {
-    typedef int16_t Short8 __attribute__((vector_size(16)));
-    typedef int32_t Int4 __attribute__((vector_size(16)));
     for (; p0 + 4 <= pairs; p0 += 4) {
       Short8 s;
       std::memcpy(&s, in + 2 * p0, sizeof s);
-      const Short8 ev = __builtin_shufflevector(s, s, 0, 0, 2, 2, 4, 4, 6, 6);
-      const Short8 od = __builtin_shufflevector(s, s, 1, 1, 3, 3, 5, 5, 7, 7);
-      Int4 a, b;
-      std::memcpy(&a, &ev, sizeof a);
-      std::memcpy(&b, &od, sizeof b);
-      Store4(e + p0, __builtin_convertvector(a >> 16, Float4));
-      Store4(o + p0, __builtin_convertvector(b >> 16, Float4));
+      Store4(e + p0, DoubledInt16ToFloat4(__builtin_shufflevector(s, s, 0, 0, 2, 2, 4, 4, 6, 6)));
+      Store4(o + p0, DoubledInt16ToFloat4(__builtin_shufflevector(s, s, 1, 1, 3, 3, 5, 5, 7, 7)));
     }
   }
   for (size_t p = p0; p < pairs; p++) {
