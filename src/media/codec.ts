@@ -1,13 +1,10 @@
 // The codec registry: one decoder and one encoder per wire format, writing into caller-owned buffers.
 // G.711 goes through the native addon (src/media/native.ts); PCM formats are little-endian 16-bit (the STS
 // socket's raw audio); Opus through the lazily loaded @discordjs/opus (browser clients only).
-import { endianness } from 'node:os';
-import { formatInfo, type AudioFormat } from './format.js';
+import { formatInfo, LITTLE_ENDIAN_HOST, type AudioFormat } from './format.js';
 import { alawDecodeInto, alawEncodeInto, mulawDecodeInto, mulawEncodeInto } from './native.js';
 import { OpusCodec } from './opus.js';
 
-/** Hosts whose Int16Array holds samples in the wire's byte order (the pcm_* formats are little-endian). */
-const LITTLE_ENDIAN_HOST = endianness() === 'LE';
 /** memcpy from part of a Uint8Array (Node's Buffer copy works on any Uint8Array; it makes a view of the part). */
 const copyBytes = Buffer.prototype.copy;
 

@@ -1,6 +1,14 @@
 // Audio formats and 20 ms frames: the names the API, the STS socket and SDP use, and their sizes.
 // Frames are Int16Array PCM views (docs/CONTRACTS.md); encoded frames are Uint8Array views.
 
+import { endianness } from 'node:os';
+
+/**
+ * Hosts whose typed arrays hold samples in the byte order of the pcm_* wire formats and of WAV (both little-endian):
+ * there, PCM is copied rather than converted byte by byte.
+ */
+export const LITTLE_ENDIAN_HOST = endianness() === 'LE';
+
 /** The media packetization interval everywhere in Parley. RFC 3551 4.5: default packetization 20 ms. */
 export const FRAME_MS = 20;
 export const FRAMES_PER_SECOND = 1000 / FRAME_MS;

@@ -20,9 +20,8 @@
 import { createReadStream, createWriteStream, write } from 'node:fs';
 import { open, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
-import { endianness } from 'node:os';
 import { createGzip } from 'node:zlib';
-import { FRAME_MS } from './format.js';
+import { FRAME_MS, LITTLE_ENDIAN_HOST } from './format.js';
 import { interleaveStereoInto } from './native.js';
 import { SampleFifo } from './pipeline.js';
 
@@ -41,8 +40,6 @@ const MAX_SIDE_BACKLOG_MS = 2000;
 const GZIP_CHUNK_BYTES = 256 * 1024;
 /** zlib's default trade-off; on speech PCM level 1 saves a third of the CPU but stores ~10% more. */
 const GZIP_LEVEL = 6;
-/** Hosts whose 32-bit words hold a left sample and a right one in WAV byte order (RIFF is little-endian). */
-const LITTLE_ENDIAN_HOST = endianness() === 'LE';
 /**
  * Frames this long or longer are interleaved natively: an N-API crossing costs ~150 ns, the JS loop ~2.5-3.5 ns
  * per sample; they break even at ~64 (bench/interleave.ts: native/js 1.00 at 64, 0.33 at 160, 0.21 at 320, 0.18 at
