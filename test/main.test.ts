@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import postgres from 'postgres';
 import t from 'tap';
-import { POSTGRES_ADMIN_URL, USER_NODE, userEnv } from './helpers/server.js';
+import { USER_NODE, userEnv } from './helpers/server.js';
+import { createTempDatabase } from './helpers/temp-database.js';
 
 // Three real start-ups (one initialises a fresh embedded database): slow on a loaded machine.
 t.setTimeout(600_000);
@@ -56,17 +56,10 @@ function startMain(env: Record<string, string>): Running {
 }
 
 t.test('starts on PostgreSQL with PARLEY_BOOTSTRAP_API_KEY, serves it, stops on SIGTERM', async (t) => {
-  const name = `parley_test_main_${Date.now().toString(36)}`;
-  const admin = postgres(POSTGRES_ADMIN_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  t.teardown(async () => {
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
+  const db = await createTempDatabase('parley_test_main');
+  t.teardown(db.drop);
   const key = 'bootstrap-key-for-tests-0123456789';
-  const main = startMain({ DATABASE_URL: url.toString(), PARLEY_BOOTSTRAP_API_KEY: key });
+  const main = startMain({ DATABASE_URL: db.url, PARLEY_BOOTSTRAP_API_KEY: key });
   const [, base] = await main.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"control plane listening"/);
   const res = await fetch(`${base}/v1/projects`, { headers: { authorization: `Bearer ${key}` } });
   t.equal(res.status, 200);

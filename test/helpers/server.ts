@@ -1,12 +1,11 @@
 // Test harness (docs/CONTRACTS.md): a real control plane on port 0, on PGlite or on a fresh PostgreSQL database.
 // PGlite: one template data directory per run (initialised and migrated once, shared by every test file
-// through a file in the temp dir), restored per server in under a second. PostgreSQL: CREATE DATABASE
-// parley_test_<random> on 127.0.0.1:5432, dropped on close.
-import { createHash, randomBytes } from 'node:crypto';
+// through a file in the temp dir), restored per server in under a second. PostgreSQL: a throwaway database
+// (./temp-database.ts), dropped on close.
+import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
 import { loadSettings, type Settings } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { openStore, type Sql, type Store } from '../../src/store/db.js';
@@ -15,12 +14,13 @@ import { bootstrap, createWorkspace as createWorkspaceRows } from '../../src/sto
 import { createContext, type AppContext } from '../../src/api/context.js';
 import { buildApp } from '../../src/api/app.js';
 import type { ApiApp } from '../../src/api/routes.js';
+import { createTempDatabase, POSTGRES_ADMIN_URL } from './temp-database.js';
 
 export type DbKind = 'pglite' | 'postgres';
 export const DB_KINDS: DbKind[] = ['pglite', 'postgres'];
 
-/** The PostgreSQL every test uses (DESIGN.md, "Real peers in tests"). */
-export const POSTGRES_ADMIN_URL = process.env.PARLEY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** Re-exported for the files that take it from here (bench/api.ts). */
+export { POSTGRES_ADMIN_URL };
 
 export interface TestServer {
   url: string;
@@ -100,24 +100,9 @@ export async function startTestServer(opts: StartOptions): Promise<TestServer> {
   let dropDatabase: (() => Promise<void>) | null = null;
   let store: Store;
   if (opts.db === 'postgres') {
-    const name = `parley_test_${randomBytes(6).toString('hex')}`;
-    const admin = postgres(POSTGRES_ADMIN_URL, { max: 1, onnotice: () => {} });
-    try {
-      await admin.unsafe(`create database ${name}`);
-    } catch (err) {
-      await admin.end();
-      throw new Error(`PostgreSQL on ${POSTGRES_ADMIN_URL} is needed (see .ci/run): ${(err as Error).message}`);
-    }
-    const url = new URL(POSTGRES_ADMIN_URL);
-    url.pathname = `/${name}`;
-    env.DATABASE_URL = url.toString();
-    dropDatabase = async () => {
-      try {
-        await admin.unsafe(`drop database if exists ${name} with (force)`);
-      } finally {
-        await admin.end();
-      }
-    };
+    const db = await createTempDatabase();
+    env.DATABASE_URL = db.url;
+    dropDatabase = db.drop;
   } else {
     delete env.DATABASE_URL;
   }

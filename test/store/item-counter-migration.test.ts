@@ -3,7 +3,6 @@
 // with nor skips past what is stored. PostgreSQL only: it needs a database stopped at the migration before, and a
 // fresh embedded one costs seconds and ~760 MB (DESIGN.md, "Real peers in tests"); the SQL is the same on both.
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
@@ -12,24 +11,19 @@ import { createLogger } from '../../src/log.js';
 import { migrate, migrationFiles, MIGRATIONS_DIR } from '../../src/store/migrate.js';
 import { bootstrap } from '../../src/store/workspaces.js';
 import { appendItems, createConversation, getConversation } from '../../src/store/conversations.js';
-import { POSTGRES_ADMIN_URL } from '../helpers/server.js';
+import { createTempDatabase } from '../helpers/temp-database.js';
 
 const COUNTER_MIGRATION = '20261122000400_conversation_item_counter.sql';
 const log = createLogger('silent');
 
 t.test('existing conversations continue after their last stored item', async (t) => {
-  const name = `parley_test_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(POSTGRES_ADMIN_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  const sql = postgres(url.toString(), { max: 2, onnotice: () => {} });
+  const db = await createTempDatabase();
+  const sql = postgres(db.url, { max: 2, onnotice: () => {} });
   const before = mkdtempSync(join(tmpdir(), 'parley-migrations-'));
   t.teardown(async () => {
     rmSync(before, { recursive: true, force: true });
     await sql.end();
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
+    await db.drop();
   });
 
   for (const f of migrationFiles().filter((f) => f < COUNTER_MIGRATION)) copyFileSync(join(MIGRATIONS_DIR, f), join(before, f));
