@@ -15,6 +15,7 @@ import {
   type SpeechEngineSession,
   type SpeechSettings,
 } from './engine.js';
+import { echoBlockPool, type EchoBlockPool } from './echo-block-pool.js';
 import type { LocalTts } from './local-tts.js';
 import { Playback } from './playback.js';
 
@@ -31,16 +32,13 @@ export const ECHO_NARROWBAND_RATE: ResamplerRate = 8_000;
 export const ECHO_ACKNOWLEDGEMENT = 'Okay.';
 /** Longest user turn kept for playback: 60 s; older audio of a longer turn is dropped. */
 export const ECHO_MAX_TURN_SEC = 60;
-/** User audio is kept in blocks of 1 s, reused once played: no allocation per frame in steady state. */
-const BLOCK_SEC = 1;
 /**
- * Free blocks kept per session for reuse: a floor of a usual turn's worth (a few seconds, while the previous turn
- * plays back), raised to the longest turn the session has held (its high-water mark, at most ECHO_MAX_TURN_SEC).
- * With a fixed 4, every turn over 4 s allocated its extra 1 s blocks again (bench/sts-cost's 30 s prompt: 27 blocks
- * per turn, appendAudio 4.3-4.7% of CPU). A session pins no more than it already held at its peak (at 8 kHz,
- * 16 KB per block: 0.5 MB for a 30 s turn), freed when it closes.
+ * User audio is kept in blocks of 1 s from the worker's pool of its rate (echo-block-pool.ts), given back once
+ * played, cleared or dropped, and at close: no allocation per frame, and none per turn once the pool has reached
+ * the worker's concurrent need. (Per-session free lists, kept up to each session's high-water mark and dropped at
+ * close, made 430-590 MB of small ArrayBuffers at N=500 and a major GC every 0.5-1 s.)
  */
-const MIN_FREE_BLOCKS = 4;
+const BLOCK_SEC = 1;
 
 export interface EchoEngineOptions {
   tts: LocalTts;
@@ -83,12 +81,11 @@ class EchoSession implements SpeechEngineSession {
   private readonly playback: Playback;
   private readonly maxTurnSamples: number;
   private readonly blockSamples: number;
+  /** Where the turn's blocks come from and go back to: each block is this session's from take to give. */
+  private readonly pool: EchoBlockPool;
   /** The open turn: full blocks, and the block being filled (`fill` samples of it). */
   private turn: Int16Array[] = [];
   private fill = 0;
-  private readonly free: Int16Array[] = [];
-  /** Blocks kept on the free list: MIN_FREE_BLOCKS, or the most a turn of this session has held with its predecessor's playback. */
-  private maxFree = MIN_FREE_BLOCKS;
   private readonly onFail = (err: unknown): void => this.fail(err);
   /** Voice and pronunciations of what it says; a transfer to another agent replaces them (updateSession). */
   private speech: SpeechSettings;
@@ -102,6 +99,7 @@ class EchoSession implements SpeechEngineSession {
     this.sampleRate = echoSampleRate(options.sampleRate, session.clientSampleRate);
     this.maxTurnSamples = this.sampleRate * ECHO_MAX_TURN_SEC;
     this.blockSamples = this.sampleRate * BLOCK_SEC;
+    this.pool = echoBlockPool(this.blockSamples);
     this.playback = new Playback('echo', this.sampleRate, hooks);
     this.speech = speechSettingsOf(session);
   }
@@ -115,8 +113,8 @@ class EchoSession implements SpeechEngineSession {
     // pcm is lent: copied into the turn's blocks.
     for (let at = 0; at < pcm.length; ) {
       if (this.turn.length === 0 || this.fill === this.blockSamples) {
-        if ((this.turn.length + 1) * this.blockSamples > this.maxTurnSamples) this.recycle(this.turn.shift()!);
-        this.turn.push(this.free.pop() ?? this.newBlock());
+        if ((this.turn.length + 1) * this.blockSamples > this.maxTurnSamples) this.pool.give(this.turn.shift()!);
+        this.turn.push(this.pool.take());
         this.fill = 0;
       }
       const n = Math.min(pcm.length - at, this.blockSamples - this.fill);
@@ -136,31 +134,23 @@ class EchoSession implements SpeechEngineSession {
     this.hooks.onInputTranscript('', true);
     if (blocks.length === 0) return;
     const id = this.playback.newId();
+    // The blocks are the playback's until it has played or stopped (also after close: Playback still finishes
+    // every queued response, stopped, and calls this back); only then do they go back to the pool.
     this.playback.play(
       id,
       async () => blocks.map((block, i) => ({ kind: 'audio' as const, pcm: i === blocks.length - 1 ? block.subarray(0, lastFill) : block })),
       this.onFail,
       true,
       () => {
-        for (let i = 0; i < blocks.length; i++) this.recycle(blocks[i]);
+        for (let i = 0; i < blocks.length; i++) this.pool.give(blocks[i]);
       },
     );
   }
 
   clearUserTurn(): void {
-    for (let i = 0; i < this.turn.length; i++) this.recycle(this.turn[i]);
+    for (let i = 0; i < this.turn.length; i++) this.pool.give(this.turn[i]);
     this.turn = [];
     this.fill = 0;
-  }
-
-  /** The free list ran dry: the session holds one block more than ever, so the list may keep one more. */
-  private newBlock(): Int16Array {
-    if (this.maxFree < this.maxTurnSamples / this.blockSamples) this.maxFree++;
-    return new Int16Array(this.blockSamples);
-  }
-
-  private recycle(block: Int16Array): void {
-    if (!this.closed && this.free.length < this.maxFree) this.free.push(block);
   }
 
   createResponse(): ResponseId {
@@ -200,8 +190,7 @@ class EchoSession implements SpeechEngineSession {
   async close(): Promise<void> {
     this.closed = true;
     this.playback.close();
-    this.turn = [];
-    this.free.length = 0;
+    this.clearUserTurn();
   }
 
   private fail(err: unknown): void {

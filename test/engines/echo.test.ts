@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { echoBlockPool } from '../../src/engines/echo-block-pool.js';
 import { createEchoEngine, ECHO_ACKNOWLEDGEMENT } from '../../src/engines/echo.js';
 import { EngineError } from '../../src/engines/engine.js';
 import { createLocalTts, parseWav, resample, TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
@@ -191,13 +192,18 @@ t.test('turn blocks are reused without mixing turns; a turn over the cap keeps i
 });
 
 t.test('a session that held a long turn reuses its blocks for the next long turn: no new block in steady state', async (t) => {
-  /** Records which buffers the played audio came from (the turn's blocks: the playback lends views of them). */
+  /**
+   * Records which blocks the played audio came from (the playback lends views of the turn's blocks; blocks are
+   * 1 s views of the pool's slabs, so a block is its buffer and its 32,000-byte place in it).
+   */
   class BufferRecorder extends Recorder {
-    readonly buffers = new Map<string, Set<ArrayBufferLike>>();
+    readonly buffers = new Map<string, Set<string>>();
+    private readonly bufferIds = new Map<ArrayBufferLike, number>();
     override onAssistantAudio(responseId: string, pcm: Int16Array): void {
       super.onAssistantAudio(responseId, pcm);
-      const set = this.buffers.get(responseId) ?? new Set<ArrayBufferLike>();
-      set.add(pcm.buffer);
+      const set = this.buffers.get(responseId) ?? new Set<string>();
+      if (!this.bufferIds.has(pcm.buffer)) this.bufferIds.set(pcm.buffer, this.bufferIds.size);
+      set.add(`${this.bufferIds.get(pcm.buffer)}:${Math.floor(pcm.byteOffset / (16000 * 2))}`);
       this.buffers.set(responseId, set);
     }
   }
@@ -209,7 +215,7 @@ t.test('a session that held a long turn reuses its blocks for the next long turn
     for (let f = 0; f < sec * 50; f++) session.appendAudio(new Int16Array(SEC / 50).fill(value));
     session.commitUserTurn();
   };
-  const played: Set<ArrayBufferLike>[] = [];
+  const played: Set<string>[] = [];
   for (let i = 0; i < 3; i++) {
     turnOf(i + 1, 10);
     await hooks.untilKind('done', i + 1);
@@ -256,4 +262,100 @@ t.test('without espeak-ng another voice is another tone pattern, as long', async
   const fresh = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
   const c = await fresh.synthesize('one two three', 'en-us', 16000);
   t.ok(c.every((v, i) => v === a[i]), 'and stable');
+});
+
+/** Lets queued playbacks finish (a stopped response gives its blocks back on a later turn of the event loop). */
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+};
+
+t.test('a turn spoken while the previous one still plays back never gets its blocks: both play intact', async (t) => {
+  const pool = echoBlockPool(16000);
+  const inUseBefore = pool.stats().blocksInUse;
+  const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions(), hooks);
+  const turnOf = (value: number, samples: number) => {
+    for (let at = 0; at < samples; at += 320) session.appendAudio(new Int16Array(Math.min(320, samples - at)).fill(value));
+    session.commitUserTurn();
+  };
+  turnOf(111, 5 * 16000);
+  // The first turn is queued for playback (not a sample played yet): the next turn takes other blocks.
+  t.equal(pool.stats().blocksInUse, inUseBefore + 5, 'the first turn\'s 5 blocks are out, held by its playback');
+  turnOf(-222, 5 * 16000);
+  t.equal(pool.stats().blocksInUse, inUseBefore + 10, '5 more for the second: none of the first reused');
+  await hooks.untilKind('done', 2);
+  const [a, b] = hooks.events.filter((e) => e.kind === 'done').map((e) => hooks.samplesOf((e as { responseId: string }).responseId));
+  t.ok(a.length === 80_000 && a.every((v) => v === 111), 'first turn intact');
+  t.ok(b.length === 80_000 && b.every((v) => v === -222), 'second turn intact');
+  await settle();
+  t.equal(pool.stats().blocksInUse, inUseBefore, 'both turns\' blocks back once played');
+  await session.close();
+});
+
+t.test('sessions of one rate share the worker\'s pool and never hold one block at once', async (t) => {
+  const pool = echoBlockPool(8000);
+  const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+  const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log });
+  const recorders = [new Recorder(), new Recorder(), new Recorder()];
+  const sessions = await Promise.all(recorders.map((r) => engine.open(sessionOptions({ clientSampleRate: 8000 }), r)));
+  const inUseBefore = pool.stats().blocksInUse;
+  // Frames of the three interleaved, each session its own value: 3.5 s each.
+  for (let f = 0; f < 175; f++) sessions.forEach((s, i) => s.appendAudio(new Int16Array(160).fill(1000 * (i + 1))));
+  t.equal(pool.stats().blocksInUse, inUseBefore + 12, 'four blocks each, from the one pool');
+  sessions.forEach((s) => s.commitUserTurn());
+  await Promise.all(recorders.map((r) => r.untilKind('done')));
+  recorders.forEach((r, i) => {
+    const id = (r.events.find((e) => e.kind === 'done') as { responseId: string }).responseId;
+    const pcm = r.samplesOf(id);
+    t.ok(pcm.length === 28_000 && pcm.every((v) => v === 1000 * (i + 1)), `session ${i + 1} plays its own audio only`);
+  });
+  await Promise.all(sessions.map((s) => s.close()));
+});
+
+t.test('a steady load of echo sessions carves no new slab after its first turns', async (t) => {
+  const pool = echoBlockPool(8000);
+  const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+  const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log });
+  const n = 20;
+  const recorders = Array.from({ length: n }, () => new Recorder());
+  const sessions = await Promise.all(recorders.map((r) => engine.open(sessionOptions({ clientSampleRate: 8000 }), r)));
+  const carved: number[] = [];
+  for (let turn = 0; turn < 5; turn++) {
+    // 12 s turns: 240 blocks out at once over the 20 sessions, about two slabs.
+    for (let f = 0; f < 600; f++) for (const s of sessions) s.appendAudio(new Int16Array(160).fill(turn + 1));
+    for (const s of sessions) s.commitUserTurn();
+    await Promise.all(recorders.map((r) => r.untilKind('done', turn + 1)));
+    await settle();
+    carved.push(pool.stats().slabsCarved);
+  }
+  t.ok(carved[0] >= 2, `the first turns carved the slabs they needed (${carved[0]})`);
+  t.same(carved.slice(1), [carved[0], carved[0], carved[0], carved[0]], 'and later turns none');
+  await Promise.all(sessions.map((s) => s.close()));
+});
+
+t.test('close gives every block back: the open turn at once, queued playbacks once they stop', async (t) => {
+  const pool = echoBlockPool(16000);
+  await settle();
+  const inUseBefore = pool.stats().blocksInUse;
+  const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions(), hooks);
+  const speak = (value: number, sec: number) => {
+    for (let f = 0; f < sec * 50; f++) session.appendAudio(new Int16Array(320).fill(value));
+  };
+  speak(1, 3);
+  session.commitUserTurn();
+  speak(2, 4);
+  session.commitUserTurn();
+  speak(3, 2.5); // the open turn
+  t.equal(pool.stats().blocksInUse, inUseBefore + 3 + 4 + 3);
+  await session.close();
+  t.equal(pool.stats().blocksInUse, inUseBefore + 7, 'the open turn\'s blocks at once');
+  await settle();
+  t.equal(pool.stats().blocksInUse, inUseBefore, 'the queued turns\' once their playback stopped');
+  t.notOk(hooks.events.some((e) => e.kind === 'done'), 'nothing played after close');
+  session.appendAudio(new Int16Array(320));
+  session.clearUserTurn();
+  t.equal(pool.stats().blocksInUse, inUseBefore, 'a closed session takes nothing');
 });
