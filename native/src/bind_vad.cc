@@ -95,9 +95,22 @@ Napi::Value Reset(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// vadLimits: the maxima of the options createVad and vadSetOptions accept (each option's minimum is 0), a frozen
+// object built once at load.
+Napi::Object Limits(Napi::Env env) {
+  Napi::Object limits = Napi::Object::New(env);
+  limits.Set("maxThreshold", Napi::Number::New(env, Vad::kMaxThreshold));
+  limits.Set("maxPrebufferMs", Napi::Number::New(env, Vad::kMaxPrebufferMs));
+  limits.Set("maxMinSpeechMs", Napi::Number::New(env, Vad::kMaxMinSpeechMs));
+  limits.Set("maxMinSilenceMs", Napi::Number::New(env, Vad::kMaxMinSilenceMs));
+  limits.Freeze();
+  return limits;
+}
+
 }  // namespace
 
 void InitVad(Napi::Env env, Napi::Object exports) {
+  exports.Set("vadLimits", Limits(env));
   exports.Set("createVad", Napi::Function::New(env, Create, "createVad"));
   napi_value process;
   if (napi_create_function(env, "vadProcess", NAPI_AUTO_LENGTH, Process, nullptr, &process) != napi_ok) {

@@ -70,10 +70,6 @@ constexpr int64_t kRefineHalfWidth = 10;
 constexpr float kRefineSigmas = 1.6f;
 // Records the step history holds beyond the hangover: the refinement's reach on both sides, and a margin.
 constexpr size_t kHistoryMarginSteps = 2 * kRefineHalfWidth + 2;
-// Option ranges (Vad::ValidOptions).
-constexpr int kMaxPrebufferMs = 10000;
-constexpr int kMaxMinSpeechMs = 10000;
-constexpr int kMaxMinSilenceMs = 60000;
 // Voiced steps in a row that end a hangover (30 ms).
 constexpr int kResumeSteps = 3;
 // Speech level: the peak band power of voiced steps while speaking, decaying 3 dB per second; steps more than
@@ -156,9 +152,9 @@ void ToFloat(const int16_t* in, size_t n, float* out) {
 }  // namespace
 
 bool Vad::ValidOptions(const VadOptions& o) {
-  return o.threshold >= 0.f && o.threshold <= 1.f && o.prebuffer_ms >= 0 && o.prebuffer_ms <= kMaxPrebufferMs &&
-         o.min_speech_ms >= 0 && o.min_speech_ms <= kMaxMinSpeechMs && o.min_silence_ms >= 0 &&
-         o.min_silence_ms <= kMaxMinSilenceMs;
+  return o.threshold >= 0.f && o.threshold <= kMaxThreshold && o.prebuffer_ms >= 0 &&
+         o.prebuffer_ms <= kMaxPrebufferMs && o.min_speech_ms >= 0 && o.min_speech_ms <= kMaxMinSpeechMs &&
+         o.min_silence_ms >= 0 && o.min_silence_ms <= kMaxMinSilenceMs;
 }
 
 Vad* Vad::Create(int rateHz, const VadOptions& o) {

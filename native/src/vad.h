@@ -60,10 +60,17 @@ class Vad : public Module {
   static constexpr int kBands = 5;
   static constexpr int kSubWindows = 5;  // minimum statistics: completed sub-windows kept (vad.cc)
 
+  // The ranges Create and SetOptions accept: each option from 0 up to its maximum here. Exported to JavaScript as
+  // the addon's vadLimits (bind_vad.cc); the agent schema's vad_* bounds (src/schemas/agents.ts) must equal them
+  // (test/native/vad-limits.test.ts), or an agent could be saved that no conversation can start with.
+  static constexpr float kMaxThreshold = 1.f;
+  static constexpr int kMaxPrebufferMs = 10000;
+  static constexpr int kMaxMinSpeechMs = 10000;
+  static constexpr int kMaxMinSilenceMs = 60000;
+
   // Returns null for an unsupported rate or options out of range.
   static Vad* Create(int rateHz, const VadOptions& options);
-  // The ranges Create and SetOptions accept: threshold 0..1, prebuffer and min speech 0..10 s, min silence
-  // 0..60 s.
+  // Whether options are within the ranges above.
   static bool ValidOptions(const VadOptions& options);
 
   // New options for the running detector (see the header comment for when each applies). Returns false, and

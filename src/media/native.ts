@@ -50,6 +50,7 @@ interface Addon {
   ): void;
   createResampleEncodeGroup(codec: number, handles: Handle[], inputs: Int16Array[], outs: Uint8Array[]): Handle;
   resampleEncodeGroupRun(group: Handle, written: Int32Array): void;
+  readonly vadLimits: Readonly<VadLimits>;
   createVad(rateHz: number, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): Handle;
   vadProcess(handle: Handle, frame: Int16Array): number;
   vadInfo(handle: Handle, out: Float64Array): void;
@@ -297,6 +298,19 @@ export interface VadOptions {
   /** vad_min_silence_duration_ms: unvoiced time after the last voiced frame before speech-end is reported. */
   minSilenceMs: number;
 }
+
+/**
+ * The maxima of the options Vad accepts, as the addon defines them (native/src/vad.h; every minimum is 0). The agent
+ * schema's vad_* bounds repeat them (schemas stay free of native code); test/native/vad-limits.test.ts keeps the two
+ * equal.
+ */
+export interface VadLimits {
+  maxThreshold: number;
+  maxPrebufferMs: number;
+  maxMinSpeechMs: number;
+  maxMinSilenceMs: number;
+}
+export const VAD_LIMITS: Readonly<VadLimits> = addon.vadLimits;
 
 export const VAD_DEFAULTS = {
   threshold: 0.38,

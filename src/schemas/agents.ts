@@ -32,7 +32,11 @@ export const tenthMultiple = z
 
 const unitInterval = z.number().min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1');
 const nonNegativeInt = z.number().int().min(0);
-/** The VAD's accepted ranges (native/src/vad.h, Create and SetOptions): an agent outside them could never start a conversation. */
+/**
+ * The VAD's accepted ranges (native/src/vad.h, Vad::kMax*; the addon's vadLimits): an agent outside them could never
+ * start a conversation. Repeated here to keep schemas free of native code; test/native/vad-limits.test.ts fails when
+ * they differ.
+ */
 const VAD_MAX_PREBUFFER_MS = 10_000;
 const VAD_MAX_MIN_SPEECH_MS = 10_000;
 const VAD_MAX_MIN_SILENCE_MS = 60_000;
