@@ -16,7 +16,10 @@ const MS_PER_SEC = 1000;
 export interface SpeechHost {
   emit(event: ServerEvent): void;
   session(): SpeechEngineSession | null;
-  /** audio_speed in force (the engine is told heard time, not played time). */
+  /**
+   * audio_speed in force, for utterances tracked before attach() (an engine may speak while open() is under way:
+   * test/conversation/speech-before-attach.test.ts); after it, the playout's speed is used.
+   */
   audioSpeed(): number;
   /** The catalog voice the session speaks with now (the engine's report, else the one it was asked for). */
   voiceId(): string;
