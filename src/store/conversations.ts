@@ -456,3 +456,21 @@ export async function addExtraction(
   return id;
 }
 
+
+/**
+ * A recording was compressed (src/media/recording-compressor.ts): moves its row from the `.wav` at `from` to the
+ * compressed file, compare-and-set: only while the row still points at that `.wav`. false when the recording was
+ * deleted (deleteConversationContent) or replaced meanwhile: nothing is written, so no row comes back.
+ */
+export async function moveRecordingToCompressed(
+  sql: Sql,
+  conversationId: string,
+  side: RecordingSide,
+  from: string,
+  to: { path: string; format: 'wav.gz'; bytes: number },
+): Promise<boolean> {
+  const rows = await sql`update conversation_recordings set path = ${to.path}, format = ${to.format}, bytes = ${to.bytes}
+    where conversation_id = ${conversationId} and side = ${side} and path = ${from} and format = 'wav'
+    returning 1`;
+  return rows.length > 0;
+}
