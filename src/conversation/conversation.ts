@@ -65,7 +65,7 @@ export class Conversation implements LiveConversation {
     this.client = deps.client;
     this.fetch = deps.fetch ?? globalThis.fetch;
     this.ended = new Promise((r) => (this.resolveEnded = r));
-    this.record = new ConversationRecord(deps.store, deps.log);
+    this.record = new ConversationRecord(deps.store, deps.log, { compressor: deps.recordingCompressor });
     this.speech = new AssistantSpeech(
       {
         emit: (e) => this.emit(e),

@@ -9,6 +9,7 @@ import type { ConversationPatch, ResolvedAgent } from '../realtime/worker-protoc
 import type { Admission } from '../store/leases.js';
 import type { Finish, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
 import type { PacedStream } from '../media/pacing-clock.js';
+import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { Logger } from '../log.js';
 
 /** The far end of one conversation: the STS socket (or a phone call). */
@@ -67,6 +68,8 @@ export interface ConversationDeps {
   fetch?: typeof fetch;
   /** PARLEY_DATA_DIR: recordings go under `<dataDir>/recordings/`. */
   dataDir: string;
+  /** The worker's background gzip of finished `wav.gz` recordings (absent: they stay `.wav`). */
+  recordingCompressor?: RecordingCompressor;
   /** PARLEY_ALLOW_PRIVATE_ENDPOINTS (inline settings are validated with it). */
   allowPrivateEndpoints: boolean;
   /** This node's id (stored on the conversation). */

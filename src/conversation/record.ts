@@ -3,18 +3,29 @@
 // items land in the order they happened. A user item is held until its final transcript is known (the reply, or the
 // next turn, flushes it). Under zero data retention (spec, DataRetentionPolicy form A: "retains nothing") no
 // recording is made and no transcript or tool call body is stored: the items keep only roles, times and durations.
+// The record is finished as soon as the recording's WAV is closed, pointing at that `.wav` (playable, and served as
+// either container); a recording wanted as `wav.gz` is then handed to the worker's compressor, which moves the row
+// to the `.wav.gz` when it is done (src/media/recording-compressor.ts). The record never waits for a gzip.
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import type { EndedBy } from '../schemas/conversations.js';
-import { StereoRecorder } from '../media/recording.js';
+import { StereoRecorder, type RecordingFormat } from '../media/recording.js';
+import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { Logger } from '../log.js';
 import type { NewItem, NewRecording } from '../store/conversations.js';
 import type { ConversationStore } from './host.js';
 import type { Utterance } from './utterance.js';
 
-/** Recordings are stored under `<dataDir>/recordings/` as `<conversation id>.wav.gz`. */
+/** Recordings are stored under `<dataDir>/recordings/` as `<conversation id>.wav.gz` (`.wav` until compressed). */
 const RECORDINGS_SUBDIR = 'recordings';
-const RECORDING_FORMAT = 'wav.gz';
+const RECORDING_FORMAT: RecordingFormat = 'wav.gz';
+
+export interface RecordOptions {
+  /** Compresses `wav.gz` recordings after the record is finished; without one they stay `.wav`. */
+  compressor?: RecordingCompressor;
+  /** The stored format wanted (RECORDING_FORMAT by default); `wav` is never compressed. */
+  format?: RecordingFormat;
+}
 
 /** How the assistant sounded while an utterance played (stored on its item). */
 export interface AssistantVoice {
@@ -30,11 +41,13 @@ export class ConversationRecord {
   private pendingUserItem: NewItem | null = null;
   private writes: Promise<unknown> = Promise.resolve();
   private recorder: StereoRecorder | null = null;
+  private recordingsDir = '';
   private retainNothing = false;
 
   constructor(
     private readonly store: ConversationStore,
     private readonly log: Logger,
+    private readonly opts: RecordOptions = {},
   ) {}
 
   /** The stored conversation this record writes to (after `createConversation`). */
@@ -52,7 +65,9 @@ export class ConversationRecord {
     if (!this.id || this.retainNothing) return;
     const dir = join(dataDir, RECORDINGS_SUBDIR);
     await mkdir(dir, { recursive: true });
-    this.recorder = await StereoRecorder.open(join(dir, `${this.id}.${RECORDING_FORMAT}`), { sampleRate, format: RECORDING_FORMAT });
+    const format = this.opts.format ?? RECORDING_FORMAT;
+    this.recorder = await StereoRecorder.open(join(dir, `${this.id}.${format}`), { sampleRate, format });
+    this.recordingsDir = dir;
   }
 
   recordUser(pcm: Int16Array): void {
@@ -124,20 +139,27 @@ export class ConversationRecord {
     this.writes = this.writes.then(fn).catch((err: unknown) => this.log.error({ err, conversationId: this.id }, 'store write failed'));
   }
 
-  /** Waits for queued writes, closes the recording and stores how the conversation ended. */
+  /**
+   * Waits for queued writes, closes the recording and stores how the conversation ended, the recording as the
+   * `.wav` on disk; then, for `wav.gz`, queues its compression (the record does not wait for it).
+   */
   async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number): Promise<void> {
     await this.writes;
     const recordings: NewRecording[] = [];
+    let compress = false;
     if (this.recorder) {
       try {
         const r = await this.recorder.finish();
-        recordings.push({ side: 'both', path: `${this.id}.${RECORDING_FORMAT}`, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes });
+        const path = relative(this.recordingsDir, r.path);
+        recordings.push({ side: 'both', path, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes });
+        compress = r.wanted === 'wav.gz';
       } catch (err) {
         this.log.error({ err, conversationId: this.id }, 'recording failed');
       }
     }
     if (!this.id) return;
-    await this.store
+    const id = this.id;
+    const finished = await this.store
       .finishConversation(
         this.id,
         {
@@ -150,6 +172,16 @@ export class ConversationRecord {
         },
         recordings,
       )
-      .catch((err: unknown) => this.log.error({ err, conversationId: this.id }, 'finishing the record failed'));
+      .then(
+        (r) => r.finished,
+        (err: unknown) => {
+          this.log.error({ err, conversationId: id }, 'finishing the record failed');
+          return false;
+        },
+      );
+    // Not finished (canceled meanwhile, or the store failed): no row points at the WAV, so none is moved.
+    const compressor = this.opts.compressor;
+    if (!compress || !finished || !compressor) return;
+    for (const r of recordings) compressor.enqueue({ conversationId: id, side: r.side, dir: this.recordingsDir, wav: r.path });
   }
 }

@@ -1,9 +1,9 @@
 // Recording of both sides of a conversation: one stereo 16-bit PCM WAV, left = user (caller), right = assistant
 // (agent), both at one sample rate (the engine's: both chains have it before resampling). Written as the call
-// goes, one block a second, so a long call never sits in memory; the RIFF sizes are patched when it ends. For
-// `wav.gz` the finished WAV is then gzipped as a stream into `<path>.gz` and the WAV removed: node:zlib, which
-// compresses on the libuv thread pool (a minute of 8 kHz stereo: ~60 ms of CPU there; pako took ~750 ms of the
-// media worker's own event loop, stalling every other conversation's pacing when one ended).
+// goes, one block a second, so a long call never sits in memory; the RIFF sizes are patched when it ends. finish()
+// never compresses: it leaves a complete, playable `.wav` at once (the record is finished with it), and a recording
+// wanted as `wav.gz` is gzipped afterwards, in the background and a bounded number at a time, by
+// src/media/recording-compressor.ts (a mass hang-up or a shutdown must not wait on hundreds of gzips).
 //
 // Alignment: both sides feed per-side FIFOs as their audio appears (inbound per packet, outbound per tick);
 // tick() (the pacing clock, once per 20 ms) moves exactly one frame per side into the file, silence where a
@@ -17,10 +17,8 @@
 // written (a second of stereo audio per conversation, which as fresh ArrayBuffers drove V8's external-memory GCs).
 // Blocks go to the file one after the other through fs.write with one callback made once (a promise chain and
 // FileHandle.write cost ~2 KB of garbage per block).
-import { createReadStream, createWriteStream, write } from 'node:fs';
-import { open, stat, unlink, type FileHandle } from 'node:fs/promises';
-import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
+import { write } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { FRAME_MS, LITTLE_ENDIAN_HOST } from './format.js';
 import { interleaveStereoInto } from './native.js';
 import { SampleFifo } from './pipeline.js';
@@ -36,10 +34,6 @@ const BYTES_PER_SAMPLE = 2;
 const BLOCK_MS = 1000;
 /** A side may run this far ahead of the clock (jitter, bursts) before its oldest audio is dropped. */
 const MAX_SIDE_BACKLOG_MS = 2000;
-/** gzip input chunk (bytes) when compressing the finished WAV. */
-const GZIP_CHUNK_BYTES = 256 * 1024;
-/** zlib's default trade-off; on speech PCM level 1 saves a third of the CPU but stores ~10% more. */
-const GZIP_LEVEL = 6;
 /**
  * Frames this long or longer are interleaved natively: an N-API crossing costs ~150 ns, the JS loop ~2.5-3.5 ns
  * per sample; they break even at ~64 (bench/interleave.ts: native/js 1.00 at 64, 0.33 at 160, 0.21 at 320, 0.18 at
@@ -55,8 +49,12 @@ export class RecordingError extends Error {
 }
 
 export interface RecordingResult {
+  /** The finished WAV (always a `.wav`: finish() does not compress). */
   path: string;
-  format: RecordingFormat;
+  /** What is on disk now: always `wav`. */
+  format: 'wav';
+  /** The format the recording was opened for: `wav.gz` asks the compressor to gzip it later. */
+  wanted: RecordingFormat;
   sampleRate: number;
   channels: 2;
   frames: number;
@@ -162,8 +160,8 @@ export class StereoRecorder {
   }
 
   /**
-   * Opens `path` (for 'wav.gz' the WAV is written at `path` without `.gz` first). The file is created
-   * exclusively: an existing recording is never overwritten.
+   * Opens `path` (for 'wav.gz', the format wanted, the WAV is written at `path` without `.gz`; the compressor
+   * makes `path` later). The file is created exclusively: an existing recording is never overwritten.
    */
   static async open(path: string, opts: { sampleRate: number; format?: RecordingFormat }): Promise<StereoRecorder> {
     const format = opts.format ?? 'wav';
@@ -220,7 +218,10 @@ export class StereoRecorder {
     return this.error;
   }
 
-  /** Writes what is left, patches the sizes, compresses for wav.gz; resolves with the file's details. */
+  /**
+   * Writes what is left, patches the sizes and closes the WAV; resolves with the file's details. Never compresses
+   * (a `wav.gz` recording is handed to the compressor by its owner once the record points at the WAV).
+   */
   async finish(): Promise<RecordingResult> {
     if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
     this.state = 'finishing';
@@ -232,22 +233,16 @@ export class StereoRecorder {
       await this.file.write(wavHeader(this.sampleRate, dataBytes), 0, WAV_HEADER_BYTES, 0);
       this.closed = true;
       await this.file.close();
-      let path = this.wavPath;
-      let bytes = WAV_HEADER_BYTES + dataBytes;
-      if (this.format === 'wav.gz') {
-        path = `${this.wavPath}.gz`;
-        bytes = await gzipFile(this.wavPath, path);
-        await unlink(this.wavPath);
-      }
       this.state = 'done';
       return {
-        path,
-        format: this.format,
+        path: this.wavPath,
+        format: 'wav',
+        wanted: this.format,
         sampleRate: this.sampleRate,
         channels: 2,
         frames: this.frames,
         durationMs: this.frames * FRAME_MS,
-        bytes,
+        bytes: WAV_HEADER_BYTES + dataBytes,
       };
     } catch (err) {
       this.state = 'failed';
@@ -309,14 +304,4 @@ export class StereoRecorder {
     this.writesEnded = null;
     ended?.();
   };
-}
-
-/** Gzips `src` into `dst` (created exclusively) as a stream, off the event loop; returns the compressed size. */
-async function gzipFile(src: string, dst: string): Promise<number> {
-  await pipeline(
-    createReadStream(src, { highWaterMark: GZIP_CHUNK_BYTES }),
-    createGzip({ level: GZIP_LEVEL, chunkSize: GZIP_CHUNK_BYTES }),
-    createWriteStream(dst, { flags: 'wx' }),
-  );
-  return (await stat(dst)).size;
 }

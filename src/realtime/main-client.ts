@@ -1,6 +1,7 @@
 // The worker side of the worker protocol (src/realtime/worker-protocol.ts): requests to main, each with its own
 // id and a timeout, answered by one `reply`. Also the ConversationStore of src/conversation/host.ts over it.
 import type { ConversationStore } from '../conversation/host.js';
+import type { CompressionStore } from '../media/recording-compressor.js';
 import type { Reply, WorkerMessage, WorkerReplies, WorkerRequest } from './worker-protocol.js';
 
 /** The one error type of this boundary: main answered with an error, or did not answer in time. */
@@ -94,5 +95,12 @@ export function conversationStore(main: MainClient): ConversationStore {
     appendItems: (conversationId, items) => main.request('append_items', { conversationId, items }),
     finishConversation: (conversationId, finish, recordings) =>
       main.request('finish_conversation', { conversationId, finish, recordings }),
+  };
+}
+
+/** The recording compressor's store (src/media/recording-compressor.ts): the `recording_compressed` request. */
+export function compressionStore(main: MainClient): CompressionStore {
+  return {
+    recordingCompressed: (conversationId, side, from, to) => main.request('recording_compressed', { conversationId, side, from, to }),
   };
 }

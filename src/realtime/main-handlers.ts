@@ -9,7 +9,7 @@ import { findAgent } from '../api/agents.js';
 import { resolveProject } from '../api/lookup.js';
 import { toolsByNames } from '../store/tools.js';
 import { admit, type LeasePolicy } from '../store/leases.js';
-import { createConversation, finishConversation, updateConversation } from '../store/conversations.js';
+import { createConversation, finishConversation, moveRecordingToCompressed, updateConversation } from '../store/conversations.js';
 import { AppendBatcher, APPEND_BATCH_DEFAULTS, type AppendBatchOptions } from '../store/append-batcher.js';
 import type { Reply, ResolvedAgent, WorkerReplies, WorkerRequest } from './worker-protocol.js';
 
@@ -89,6 +89,8 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) =>
         return { itemIds: await appends.append(req.conversationId, req.items) };
       case 'finish_conversation':
         return { finished: await finishConversation(sql, req.conversationId, req.finish, req.recordings) };
+      case 'recording_compressed':
+        return { updated: await moveRecordingToCompressed(sql, req.conversationId, req.side, req.from, req.to) };
     }
   }
 

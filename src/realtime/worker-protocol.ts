@@ -4,6 +4,8 @@
 import type { Auth } from '../auth/authenticate.js';
 import type { Admission } from '../store/leases.js';
 import type { Finish, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
+import type { CompressedRecording } from '../media/recording-compressor.js';
+import type { RecordingSide } from '../schemas/conversations.js';
 
 /** Everything a live conversation needs of a stored agent: its record's config and its tools' definitions. */
 export interface ResolvedAgent {
@@ -26,7 +28,13 @@ export type WorkerRequest =
   | { type: 'create_conversation'; id: number; conversation: NewConversation }
   | { type: 'update_conversation'; id: number; conversationId: string; patch: ConversationPatch }
   | { type: 'append_items'; id: number; conversationId: string; items: NewItem[] }
-  | { type: 'finish_conversation'; id: number; conversationId: string; finish: Finish; recordings: NewRecording[] };
+  | { type: 'finish_conversation'; id: number; conversationId: string; finish: Finish; recordings: NewRecording[] }
+  /**
+   * A finished recording's `.wav` (path `from`, as its row stores it) was gzipped in the background: move the row
+   * to `to`, only while it still points at `from` (compare-and-set; `updated: false` when the recording was
+   * deleted or replaced meanwhile: the worker then removes the `.gz`, on true the `.wav`).
+   */
+  | { type: 'recording_compressed'; id: number; conversationId: string; side: RecordingSide; from: string; to: CompressedRecording };
 
 export interface ConversationPatch {
   state?: 'configuring' | 'ready' | 'active';
@@ -46,6 +54,7 @@ export interface WorkerReplies {
   update_conversation: { updated: boolean };
   append_items: { itemIds: string[] };
   finish_conversation: { finished: boolean };
+  recording_compressed: { updated: boolean };
 }
 
 export type Reply =

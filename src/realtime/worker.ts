@@ -7,7 +7,8 @@ import { parseTrustedProxies } from '../auth/addresses.js';
 import { Conversation } from '../conversation/conversation.js';
 import type { ConversationTimers } from '../conversation/host.js';
 import { PacingClock } from '../media/pacing-clock.js';
-import { conversationStore, MainClient } from './main-client.js';
+import { RecordingCompressor } from '../media/recording-compressor.js';
+import { compressionStore, conversationStore, MainClient } from './main-client.js';
 import { LiveHost } from './live-host.js';
 import { StsServer } from './sts-server.js';
 import { engineLookup } from './engines.js';
@@ -34,6 +35,8 @@ const timers: ConversationTimers = {
   clear: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 const engineFor = engineLookup(settings, log);
+/** Gzips this worker's finished recordings after their records are saved (one at a time). */
+const recordingCompressor = new RecordingCompressor({ store: compressionStore(main), log });
 
 const host = new LiveHost({
   workerId,
@@ -51,6 +54,7 @@ const host = new LiveHost({
         pacing,
         log,
         dataDir: settings.PARLEY_DATA_DIR,
+        recordingCompressor,
         allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
         nodeId: settings.PARLEY_NODE_ID ?? null,
       },
@@ -74,6 +78,8 @@ async function shutdown(graceMs: number): Promise<void> {
   if (stopping) return;
   stopping = true;
   await server.close(graceMs);
+  // Compressions not done are abandoned: their partial .gz removed, their rows left on the playable .wav.
+  await recordingCompressor.close();
   // Let the close frames and the last finish_conversation replies go out before the thread ends.
   const deadline = Date.now() + graceMs;
   while (main.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));

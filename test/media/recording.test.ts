@@ -3,7 +3,18 @@ import { readFileSync, existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pako from 'pako';
 import wavefile from 'wavefile';
+import { Transform } from 'node:stream';
 import { interleaveInto, recordingBlock, RecordingError, StereoRecorder } from '../../src/media/recording.js';
+import { compressRecording } from '../../src/media/recording-compressor.js';
+
+/** Resolves once `cond` holds (polled on timers; fails the test after 5 s). */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 const RATE = 8000;
 const FRAME = 160;
@@ -56,21 +67,58 @@ t.test('stereo WAV: both sides aligned on the tick timeline, readable, correct l
   t.equal(right[100 * FRAME + 3], 0, 'silent after');
 });
 
-t.test('wav.gz: the gzipped file holds the same WAV and no .wav is left behind', async (t) => {
+t.test('wav.gz: finish() leaves the complete WAV at once, uncompressed; compressRecording gzips exactly its bytes', async (t) => {
   const dir = t.testdir({});
   const res = await record(join(dir, 'call.wav.gz'), 'wav.gz', 120);
-  t.equal(res.path, join(dir, 'call.wav.gz'));
-  t.notOk(existsSync(join(dir, 'call.wav')), 'intermediate WAV removed');
-  const gz = readFileSync(res.path);
-  t.equal(gz.length, res.bytes);
-  t.equal(statSync(res.path).size, res.bytes);
+  t.equal(res.path, join(dir, 'call.wav'), 'the WAV, not the gzip');
+  t.equal(res.format, 'wav', 'stored as what is on disk');
+  t.equal(res.wanted, 'wav.gz', 'the format asked for, for the compressor');
+  t.notOk(existsSync(join(dir, 'call.wav.gz')), 'nothing compressed by finish()');
+  const wavFile = readFileSync(res.path);
+  t.equal(wavFile.length, res.bytes);
+  t.equal(wavFile.length, 44 + 120 * FRAME * 4);
+  const gzPath = join(dir, 'call.wav.gz');
+  const gzBytes = await compressRecording(res.path, gzPath);
+  const gz = readFileSync(gzPath);
+  t.equal(gz.length, gzBytes);
+  t.equal(statSync(gzPath).size, gzBytes);
   const wav = pako.ungzip(gz);
-  t.equal(wav.length, 44 + 120 * FRAME * 4);
+  t.ok(Buffer.from(wav).equals(wavFile), 'the gzip holds exactly the WAV');
   const { left, right } = channels(wav);
   t.equal(left.length, 120 * FRAME);
   t.equal(left[119 * FRAME], 1000 + 119);
   t.equal(right[60 * FRAME], -5000 + 60);
   t.ok(gz.length < wav.length / 5, `compressed (${gz.length} of ${wav.length})`);
+  await t.rejects(compressRecording(res.path, gzPath), { code: 'EEXIST' }, 'an existing gzip is never overwritten');
+  t.ok(readFileSync(gzPath).equals(gz), 'and is left as it was');
+});
+
+t.test('a compression aborted half-way leaves no .gz behind', async (t) => {
+  const dir = t.testdir({});
+  const res = await record(join(dir, 'call.wav.gz'), 'wav.gz', 400); // 8 s: several 256 KB reads
+  const gzPath = join(dir, 'call.wav.gz');
+  const wavBefore = readFileSync(res.path);
+  const abort = new AbortController();
+  let chunks = 0;
+  let reached!: () => void;
+  const firstChunk = new Promise<void>((r) => (reached = r));
+  // Passes the first chunk on, then holds every later one: the gzip is open and incomplete.
+  const gate = () =>
+    new Transform({
+      transform(chunk, _enc, done) {
+        if (chunks++ === 0) {
+          done(null, chunk);
+          reached();
+        }
+      },
+    });
+  const running = compressRecording(res.path, gzPath, { signal: abort.signal, through: gate });
+  await firstChunk;
+  await until(() => existsSync(gzPath), 'the gzip file opened');
+  abort.abort();
+  await t.rejects(running, { name: 'AbortError' });
+  t.notOk(existsSync(gzPath), 'the partial gzip removed');
+  t.ok(readFileSync(res.path).equals(wavBefore), 'the WAV untouched');
 });
 
 t.test('an existing recording is never overwritten; finishing twice is refused; overflow is counted', async (t) => {
