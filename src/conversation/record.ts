@@ -151,8 +151,9 @@ export class ConversationRecord {
       try {
         const r = await this.recorder.finish();
         const path = relative(this.recordingsDir, r.path);
-        recordings.push({ side: 'both', path, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes });
         compress = r.wanted === 'wav.gz';
+        // compress_to: the intent survives a shutdown or crash before the gzip lands (resumed at the next start).
+        recordings.push({ side: 'both', path, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes, compress_to: compress ? 'wav.gz' : null });
       } catch (err) {
         this.log.error({ err, conversationId: this.id }, 'recording failed');
       }

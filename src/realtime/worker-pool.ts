@@ -8,6 +8,8 @@ import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { leasePolicy, startHeartbeat } from '../store/leases.js';
 import { createRequestHandler } from './main-handlers.js';
+import { resumeCompressions } from './recording-resume.js';
+import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { MainMessage, RelayKind, SocketInspection, WorkerMessage } from './worker-protocol.js';
 import type { WorkerData } from './worker.js';
 
@@ -100,6 +102,14 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const inspections = new Map<number, (sockets: SocketInspection[]) => void>();
   let nextInspection = 1;
   let closing = false;
+  // Compressions a previous run left undone: found before any worker runs (so none of this run's recordings is
+  // taken for one), then compressed in the background. A failure is logged; the rows stay on their playable .wav.
+  let resumed: RecordingCompressor | null = null;
+  try {
+    resumed = (await resumeCompressions({ sql, dataDir: settings.PARLEY_DATA_DIR, log })).compressor;
+  } catch (err) {
+    log.error({ err }, 'resuming recording compressions failed');
+  }
 
   const post = (workerId: number, msg: MainMessage) => {
     const m = members[workerId];
@@ -219,6 +229,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const close = async (graceMs: number = POOL_DEFAULTS.shutdown_grace_ms) => {
     if (closing) return;
     closing = true;
+    await resumed?.close();
     for (const m of members) m.worker.postMessage({ type: 'shutdown', graceMs } satisfies MainMessage);
     await Promise.all(
       members.map(async (m) => {

@@ -110,6 +110,8 @@ export interface NewRecording {
   sample_rate: number;
   channels: number;
   bytes: number;
+  /** Stored as `wav` while its gzip is pending: the format wanted (cleared when the row moves to the gzip). */
+  compress_to?: 'wav.gz' | null;
 }
 
 /** An append named a conversation that does not exist (nothing was written). */
@@ -368,12 +370,13 @@ export async function finishConversation(
     ), freed as (
       delete from conversation_leases where conversation_id = ${conversationId}
     ), stored as (
-      insert into conversation_recordings (conversation_id, side, path, format, sample_rate, channels, bytes)
-      select ended.id, r.side, r.path, r.format, r.sample_rate, r.channels, r.bytes
+      insert into conversation_recordings (conversation_id, side, path, format, sample_rate, channels, bytes, compress_to)
+      select ended.id, r.side, r.path, r.format, r.sample_rate, r.channels, r.bytes, r.compress_to
       from ended, jsonb_to_recordset(${sql.json([...bySide.values()] as unknown as Json)}) as r(side text, path text,
-        format text, sample_rate int, channels int, bytes bigint)
+        format text, sample_rate int, channels int, bytes bigint, compress_to text)
       on conflict (conversation_id, side) do update set path = excluded.path, format = excluded.format,
-        sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes, created_at = now()
+        sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes,
+        compress_to = excluded.compress_to, created_at = now()
     )
     select exists (select 1 from ended) as finished`;
   return finished;
@@ -437,10 +440,10 @@ export async function addRecording(sql: Sql, conversationId: string, r: NewRecor
 }
 
 async function upsertRecording(sql: Db, conversationId: string, r: NewRecording): Promise<void> {
-  await sql`insert into conversation_recordings ${sql({ conversation_id: conversationId, ...r })}
+  await sql`insert into conversation_recordings ${sql({ conversation_id: conversationId, ...r, compress_to: r.compress_to ?? null })}
     on conflict (conversation_id, side) do update set path = excluded.path, format = excluded.format,
       sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes,
-      created_at = now()`;
+      compress_to = excluded.compress_to, created_at = now()`;
 }
 
 /** Stores an extraction made from a conversation; returns its id. */
@@ -469,8 +472,22 @@ export async function moveRecordingToCompressed(
   from: string,
   to: { path: string; format: 'wav.gz'; bytes: number },
 ): Promise<boolean> {
-  const rows = await sql`update conversation_recordings set path = ${to.path}, format = ${to.format}, bytes = ${to.bytes}
+  const rows = await sql`update conversation_recordings set path = ${to.path}, format = ${to.format}, bytes = ${to.bytes},
+      compress_to = null
     where conversation_id = ${conversationId} and side = ${side} and path = ${from} and format = 'wav'
     returning 1`;
   return rows.length > 0;
+}
+
+/** A recording still stored as its `.wav` whose gzip was wanted but never landed (shutdown, crash). */
+export interface PendingCompression {
+  conversation_id: string;
+  side: RecordingSide;
+  path: string;
+}
+
+/** Recordings left as `.wav` with a gzip pending, oldest first (resumed at start). */
+export async function pendingCompressions(sql: Sql): Promise<PendingCompression[]> {
+  return sql<PendingCompression[]>`select conversation_id, side, path from conversation_recordings
+    where format = 'wav' and compress_to is not null order by created_at, conversation_id, side`;
 }

@@ -17,7 +17,7 @@ import { compressionStore, conversationStore, MainClient } from '../../src/realt
 import { createRequestHandler } from '../../src/realtime/main-handlers.js';
 import type { WorkerRequest } from '../../src/realtime/worker-protocol.js';
 import { leasePolicy } from '../../src/store/leases.js';
-import { deleteConversationContent, getConversation, getRecording } from '../../src/store/conversations.js';
+import { deleteConversationContent, getConversation, getRecording, pendingCompressions } from '../../src/store/conversations.js';
 
 t.setTimeout(120_000);
 
@@ -115,6 +115,7 @@ t.test('recording compression against PostgreSQL', async (t) => {
     await compressor.idle();
     const after = await getRecording(sql, id, 'both');
     t.match(after, { path: `${id}.wav.gz`, format: 'wav.gz', sample_rate: RATE, channels: 2 }, 'the row moved to the gzip');
+    t.notOk((await pendingCompressions(sql)).some((p) => p.conversation_id === id), 'no longer pending');
     const gz = readFileSync(join(dir, `${id}.wav.gz`));
     t.equal(after!.bytes, gz.length, 'with the gzip\'s size');
     t.ok(gunzipSync(gz).equals(wav), 'the gzip decompresses to exactly the WAV\'s bytes');
@@ -143,6 +144,8 @@ t.test('recording compression against PostgreSQL', async (t) => {
       t.ok(wav.toString('ascii', 0, 4) === 'RIFF' && wav.readUInt32LE(40) === wav.length - 44, `${id} playable`);
     }
     t.same(readdirSync(a.dir).filter((f) => f.endsWith('.gz')), [], 'no .gz left');
+    const pending = (await pendingCompressions(sql)).map((p) => p.conversation_id);
+    t.ok([a, b, c].every(({ id }) => pending.includes(id)), 'all three left pending for the next start');
     t.same(compressor.outcomes, { compressed: 0, row_gone: 0, abandoned: 3, failed: 0 });
   });
 
@@ -174,6 +177,7 @@ t.test('recording compression against PostgreSQL', async (t) => {
     await compressor.idle();
     t.same(gate.calls, [], 'no compression ran');
     t.match(await getRecording(sql, id, 'both'), { path: `${id}.wav`, format: 'wav' });
+    t.notOk((await pendingCompressions(sql)).some((p) => p.conversation_id === id), 'not pending for a later start either');
     t.same(readdirSync(dir), [`${id}.wav`]);
     t.ok(statSync(join(dir, `${id}.wav`)).size > 44);
   });

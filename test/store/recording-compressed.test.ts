@@ -10,6 +10,7 @@ import {
   finishConversation,
   getRecording,
   moveRecordingToCompressed,
+  pendingCompressions,
 } from '../../src/store/conversations.js';
 
 t.setTimeout(120_000);
@@ -24,8 +25,10 @@ t.test('moveRecordingToCompressed on postgres', async (t) => {
 
   t.test('moves the row while it points at the .wav, once', async (t) => {
     const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
-    t.ok(await finishConversation(sql, id, ended, [wav(`${id}.wav`)]));
+    t.ok(await finishConversation(sql, id, ended, [{ ...wav(`${id}.wav`), compress_to: 'wav.gz' }]));
+    t.ok((await pendingCompressions(sql)).some((p) => p.conversation_id === id && p.path === `${id}.wav`), 'pending while wav');
     t.equal(await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)), true);
+    t.notOk((await pendingCompressions(sql)).some((p) => p.conversation_id === id), 'no longer pending once moved');
     t.match(await getRecording(sql, id, 'both'), { path: `${id}.wav.gz`, format: 'wav.gz', bytes: 20_000, sample_rate: 8000, channels: 2 });
     t.equal(await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)), false, 'a second move finds no .wav');
   });
