@@ -1,8 +1,7 @@
 // Conversation recordings behind signed, expiring links (the `audio_url` of a conversation). The link itself is the
 // credential: no Authorization header, 403 on a bad or expired signature. Files live under
 // PARLEY_DATA_DIR/recordings as `wav` or `wav.gz`; either container is served from either stored form.
-import { createReadStream } from 'node:fs';
-import { stat, unlink } from 'node:fs/promises';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { pipeline } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
@@ -52,6 +51,31 @@ export function recordingFile(ctx: AppContext, stored: string): string {
   return full;
 }
 
+/** How many times a recording is looked up when its file vanished between reading the row and opening the file. */
+const OPEN_ATTEMPTS = 2;
+
+/**
+ * Opens a conversation's stored recording, or null when it has none. The file is opened before anything is sent:
+ * the background compressor (src/media/recording-compressor.ts) moves a row from its `.wav` to the finished
+ * `.wav.gz` and then unlinks the `.wav`, so a `.wav` missing right after its row was read means the row has moved;
+ * it is read once more. An open file stays readable after that unlink.
+ */
+export async function openRecording(
+  lookup: () => Promise<RecordingRow | null>,
+  fileOf: (row: RecordingRow) => string,
+): Promise<{ row: RecordingRow; file: FileHandle } | null> {
+  for (let attempt = 1; attempt <= OPEN_ATTEMPTS; attempt++) {
+    const row = await lookup();
+    if (!row) return null;
+    try {
+      return { row, file: await open(fileOf(row), 'r') };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return null;
+}
+
 /** Removes the files of deleted recordings; a file already gone is not an error. */
 export async function removeRecordingFiles(ctx: AppContext, rows: RecordingRow[]): Promise<void> {
   for (const r of rows) {
@@ -74,16 +98,13 @@ export const recordingRoutes: RoutePlugin = async (app, ctx) => {
       if (!ctx.signer.verify(path, req.query.expires, req.query.sig, ctx.now())) {
         throw forbidden('the link is invalid or has expired', 'invalid_signature');
       }
-      const rec = await getRecording(ctx.sql, id, side);
-      if (!rec) throw notFound('recording', `${id}/${side}`);
-      const full = recordingFile(ctx, rec.path);
-      try {
-        await stat(full);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw notFound('recording', `${id}/${side}`);
-        throw err;
-      }
-      const source = createReadStream(full);
+      const opened = await openRecording(
+        () => getRecording(ctx.sql, id, side),
+        (row) => recordingFile(ctx, row.path),
+      );
+      if (!opened) throw notFound('recording', `${id}/${side}`);
+      const rec = opened.row;
+      const source = opened.file.createReadStream();
       reply
         .header('content-type', CONTENT_TYPE[container])
         .header('content-disposition', `attachment; filename="${id}.${container}"`)

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 import { addRecording, createConversation } from '../../src/store/conversations.js';
-import { RECORDINGS_DIR } from '../../src/api/recordings.js';
+import { openRecording, RECORDINGS_DIR } from '../../src/api/recordings.js';
+import type { RecordingRow } from '../../src/store/conversation-reads.js';
 
 const SPEECH_WAV = '/usr/share/asterisk/sounds/en_US_f_Allison/hello-world.wav';
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -134,3 +135,34 @@ for (const db of DB_KINDS) {
     });
   });
 }
+
+// The compressor moves a row from its .wav to the .wav.gz and then unlinks the .wav: a download that read the row
+// just before the move finds the .wav gone and must look the row up again, not answer 404.
+t.test('openRecording: a file gone between the row read and the open is looked up once more', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'parley-open-rec-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'c.wav.gz'), gzipSync(speech));
+  const row = (path: string, format: 'wav' | 'wav.gz'): RecordingRow => ({ conversation_id: 'c', side: 'both', path, format, sample_rate: 8000, channels: 2, bytes: 1 });
+  const fileOf = (r: RecordingRow) => join(dir, r.path);
+
+  const moved = [row('c.wav', 'wav'), row('c.wav.gz', 'wav.gz')];
+  let lookups = 0;
+  const opened = await openRecording(async () => moved[lookups++], fileOf);
+  t.equal(lookups, 2, 'the row was read again after ENOENT');
+  t.equal(opened?.row.format, 'wav.gz', 'the moved row is served');
+  t.same(gunzipSync(await opened!.file.readFile()), speech, 'its file is the one opened');
+  await opened!.file.close();
+
+  let gone = 0;
+  t.equal(await openRecording(async () => (gone++, row('missing.wav', 'wav')), fileOf), null, 'a file missing on both reads: no recording');
+  t.equal(gone, 2, 'looked up twice, then given up');
+  t.equal(await openRecording(async () => null, fileOf), null, 'no row: no recording');
+
+  writeFileSync(join(dir, 'plain'), 'x');
+  await t.rejects(openRecording(async () => row('plain/c.wav', 'wav'), fileOf), { code: 'ENOTDIR' }, 'other open errors are not hidden as a missing file');
+
+  const held = await openRecording(async () => row('c.wav.gz', 'wav.gz'), fileOf);
+  rmSync(join(dir, 'c.wav.gz'));
+  t.same(gunzipSync(await held!.file.readFile()), speech, 'a file unlinked after it was opened is still read whole');
+  await held!.file.close();
+});
