@@ -7,7 +7,7 @@ import { Resampler } from '../../src/media/native.js';
 import { noiseBedLoop, seededRandom, type NoiseBed } from '../../src/media/noise.js';
 import { config, setup, type Setup } from './harness.js';
 import { PROBE_FRAME, PROBE_RATE, ProbeEngine } from './probe-engine.js';
-import { loadPrompt } from '../media/speech.js';
+import { concatPcm as concat, loadPrompt } from '../media/speech.js';
 
 t.setTimeout(120_000);
 
@@ -39,16 +39,6 @@ function captureSent(s: Setup): Int16Array[] {
     return ok;
   };
   return sent;
-}
-
-function concat(frames: Int16Array[]): Int16Array {
-  const out = new Int16Array(frames.reduce((n, f) => n + f.length, 0));
-  let at = 0;
-  for (const f of frames) {
-    out.set(f, at);
-    at += f.length;
-  }
-  return out;
 }
 
 function rms(x: Int16Array): number {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { echoBlockPool } from '../../src/engines/echo-block-pool.js';
 import { createEchoEngine, ECHO_ACKNOWLEDGEMENT } from '../../src/engines/echo.js';
-import { EngineError } from '../../src/engines/engine.js';
+import { EngineError, type SpeechEngineSession } from '../../src/engines/engine.js';
 import { createLocalTts, parseWav, resample, TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
 import { energy, Recorder, sessionOptions } from './recorder.js';
 
@@ -167,10 +167,7 @@ t.test('turn blocks are reused without mixing turns; a turn over the cap keeps i
   const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
   const hooks = new Recorder();
   const session = await engine.open(sessionOptions(), hooks);
-  const turnOf = (value: number, samples: number) => {
-    for (let at = 0; at < samples; at += 320) session.appendAudio(new Int16Array(Math.min(320, samples - at)).fill(value));
-    session.commitUserTurn();
-  };
+  const turnOf = (value: number, samples: number) => speakTurn(session, value, samples);
   turnOf(1000, 40_000); // 2.5 blocks
   await hooks.untilKind('done', 1);
   turnOf(-2000, 17_000); // reuses the first turn's blocks
@@ -265,6 +262,12 @@ t.test('without espeak-ng another voice is another tone pattern, as long', async
 });
 
 /** Lets queued playbacks finish (a stopped response gives its blocks back on a later turn of the event loop). */
+/** A user turn of `samples` samples, all `value`, appended in 20 ms frames (at 16 kHz) and committed. */
+function speakTurn(session: SpeechEngineSession, value: number, samples: number): void {
+  for (let at = 0; at < samples; at += 320) session.appendAudio(new Int16Array(Math.min(320, samples - at)).fill(value));
+  session.commitUserTurn();
+}
+
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
 };
@@ -275,10 +278,7 @@ t.test('a turn spoken while the previous one still plays back never gets its blo
   const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
   const hooks = new Recorder();
   const session = await engine.open(sessionOptions(), hooks);
-  const turnOf = (value: number, samples: number) => {
-    for (let at = 0; at < samples; at += 320) session.appendAudio(new Int16Array(Math.min(320, samples - at)).fill(value));
-    session.commitUserTurn();
-  };
+  const turnOf = (value: number, samples: number) => speakTurn(session, value, samples);
   turnOf(111, 5 * 16000);
   // The first turn is queued for playback (not a sample played yet): the next turn takes other blocks.
   t.equal(pool.stats().blocksInUse, inUseBefore + 5, 'the first turn\'s 5 blocks are out, held by its playback');

@@ -1,4 +1,5 @@
 // Test helper: EngineHooks that record every event in order, and waits on them.
+import { concatPcm } from '../media/speech.js';
 import type { EngineError, EngineHooks, EngineSessionOptions, EngineToolCall, ResponseId } from '../../src/engines/engine.js';
 
 export type Recorded =
@@ -60,14 +61,7 @@ export class Recorder implements EngineHooks {
   }
 
   samplesOf(responseId: ResponseId): Int16Array {
-    const list = this.audio.get(responseId) ?? [];
-    const out = new Int16Array(list.reduce((n, a) => n + a.length, 0));
-    let at = 0;
-    for (const a of list) {
-      out.set(a, at);
-      at += a.length;
-    }
-    return out;
+    return concatPcm(this.audio.get(responseId) ?? []);
   }
 
   kinds(): string[] {

@@ -4,7 +4,7 @@ import { mulawEncodeInto, mulawDecodeInto, Resampler } from '../../src/media/nat
 import { RtpSender, RTP_HEADER_BYTES } from '../../src/media/rtp.js';
 import { TelephoneEventSender } from '../../src/media/rfc4733.js';
 import type { DtmfDigit } from '../../src/media/rfc4733.js';
-import { loadPrompt } from './speech.js';
+import { concatPcm as concat, loadPrompt } from './speech.js';
 
 const PEER = '192.0.2.10';
 
@@ -20,16 +20,6 @@ function collector() {
     onDtmf: (d) => digits.push(d),
   };
   return { sink, frames, concealed, digits };
-}
-
-function concat(frames: Int16Array[]): Int16Array {
-  const out = new Int16Array(frames.reduce((n, f) => n + f.length, 0));
-  let o = 0;
-  for (const f of frames) {
-    out.set(f, o);
-    o += f.length;
-  }
-  return out;
 }
 
 function snrDb(ref: Int16Array, x: Int16Array): number {

@@ -14,3 +14,14 @@ export function loadPrompt(name: string): Int16Array {
   if (fmt.sampleRate !== 8000 || fmt.numChannels !== 1 || fmt.bitsPerSample !== 16) throw new Error(`${path}: not 8 kHz mono 16-bit`);
   return Int16Array.from(w.getSamples(false, Int16Array) as unknown as ArrayLike<number>);
 }
+
+/** Frames (or chunks) of PCM joined end to end into one array. */
+export function concatPcm(frames: readonly Int16Array[]): Int16Array {
+  const out = new Int16Array(frames.reduce((n, f) => n + f.length, 0));
+  let at = 0;
+  for (const f of frames) {
+    out.set(f, at);
+    at += f.length;
+  }
+  return out;
+}
