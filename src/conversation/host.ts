@@ -7,7 +7,7 @@ import type { ConfigMessage, ServerEvent, SessionMessage } from '../schemas/sts.
 import type { SpeechEngine } from '../engines/engine.js';
 import type { ConversationPatch, ResolvedAgent } from '../realtime/worker-protocol.js';
 import type { Admission } from '../store/leases.js';
-import type { Finish, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
+import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { Logger } from '../log.js';
@@ -37,8 +37,12 @@ export interface ConversationStore {
   /** false: the conversation has ended meanwhile (e.g. canceled through the API); the engine stops. */
   updateConversation(conversationId: string, patch: ConversationPatch): Promise<{ updated: boolean }>;
   appendItems(conversationId: string, items: NewItem[]): Promise<{ itemIds: string[] }>;
-  /** false: it had already ended (canceled); nothing changed. */
-  finishConversation(conversationId: string, finish: Finish, recordings: NewRecording[]): Promise<{ finished: boolean }>;
+  /**
+   * `ended: false`: it had already ended (canceled); that ending stands, and only what it left empty is filled in
+   * (transcripts, latencies, interruptions, task results) and the recordings stored. `recordingsStored`: the
+   * recording rows were written (false when they were deleted meanwhile or nothing is retained).
+   */
+  finishConversation(conversationId: string, finish: Finish, recordings: NewRecording[]): Promise<FinishOutcome>;
 }
 
 /** Timers of one conversation: injected so tests run every timeout without sleeping. */

@@ -141,7 +141,9 @@ export class ConversationRecord {
 
   /**
    * Waits for queued writes, closes the recording and stores how the conversation ended, the recording as the
-   * `.wav` on disk; then, for `wav.gz`, queues its compression (the record does not wait for it).
+   * `.wav` on disk; then, for `wav.gz`, queues its compression whenever the recording row was stored (also when the
+   * conversation had been canceled meanwhile: the store fills the canceled record in). The record does not wait for
+   * the gzip.
    */
   async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number): Promise<void> {
     await this.writes;
@@ -160,7 +162,7 @@ export class ConversationRecord {
     }
     if (!this.id) return;
     const id = this.id;
-    const finished = await this.store
+    const outcome = await this.store
       .finishConversation(
         this.id,
         {
@@ -173,16 +175,24 @@ export class ConversationRecord {
         },
         recordings,
       )
-      .then(
-        (r) => r.finished,
-        (err: unknown) => {
-          this.log.error({ err, conversationId: id }, 'finishing the record failed');
-          return false;
-        },
-      );
-    // Not finished (canceled meanwhile, or the store failed): no row points at the WAV, so none is moved.
+      .catch((err: unknown) => {
+        // The statement is atomic, so nothing was stored; the .wav stays on disk (the audio is not thrown away).
+        this.log.error({ err, conversationId: id }, 'finishing the record failed');
+        return null;
+      });
+    if (!outcome) return;
+    if (!outcome.ended) {
+      this.log.info({ conversationId: id, endedBy, recordingsStored: outcome.recordingsStored }, 'record had ended already (canceled): filled in');
+    }
+    if (recordings.length > 0 && !outcome.recordingsStored) {
+      // Refused by the store: the recordings were deleted meanwhile, nothing is retained, the side had a row already
+      // or the conversation is gone. The .wav is left as it is (a row of that side may point at the same file).
+      this.log.warn({ conversationId: id, paths: recordings.map((r) => r.path) }, 'recording not stored');
+      return;
+    }
+    // Stored (also after a cancel): the row points at the .wav, so the compressor can move it to the .wav.gz.
     const compressor = this.opts.compressor;
-    if (!compress || !finished || !compressor) return;
+    if (!compress || !outcome.recordingsStored || !compressor) return;
     for (const r of recordings) compressor.enqueue({ conversationId: id, side: r.side, dir: this.recordingsDir, wav: r.path });
   }
 }

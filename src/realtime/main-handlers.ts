@@ -88,7 +88,7 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) =>
       case 'append_items':
         return { itemIds: await appends.append(req.conversationId, req.items) };
       case 'finish_conversation':
-        return { finished: await finishConversation(sql, req.conversationId, req.finish, req.recordings) };
+        return finishConversation(sql, req.conversationId, req.finish, req.recordings);
       case 'recording_compressed':
         return { updated: await moveRecordingToCompressed(sql, req.conversationId, req.side, req.from, req.to) };
     }

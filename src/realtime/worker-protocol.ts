@@ -3,7 +3,7 @@
 // WebSocket and telephony both use it. Values cross by structured clone (Dates survive, class instances do not).
 import type { Auth } from '../auth/authenticate.js';
 import type { Admission } from '../store/leases.js';
-import type { Finish, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
+import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
 import type { CompressedRecording } from '../media/recording-compressor.js';
 import type { RecordingSide } from '../schemas/conversations.js';
 
@@ -53,7 +53,12 @@ export interface WorkerReplies {
   create_conversation: { conversationId: string };
   update_conversation: { updated: boolean };
   append_items: { itemIds: string[] };
-  finish_conversation: { finished: boolean };
+  /**
+   * `ended`: this request ended the conversation (false when it had ended already, e.g. canceled through the API:
+   * the earlier ending stands and only what it left empty was filled in). `recordingsStored`: the recording rows were
+   * written (also after a cancel; not when the recordings were deleted or nothing is retained).
+   */
+  finish_conversation: FinishOutcome;
   recording_compressed: { updated: boolean };
 }
 

@@ -338,35 +338,81 @@ export async function updateConversation(sql: Sql, conversationId: string, u: Co
   return rows.length > 0;
 }
 
+/** What a finish did: `ended` (this call ended it) and `recordingsStored` (its recording rows were written). */
+export interface FinishOutcome {
+  ended: boolean;
+  recordingsStored: boolean;
+}
+
 /**
- * Ends a conversation, stores its recordings and frees its lease; false when it had ended already (e.g. canceled)
- * or does not exist, in which case nothing is written but the lease is freed all the same. One statement, so one
- * round trip and atomic: the UPDATE re-checks `state` once it holds the row (a cancel racing it wins or loses
- * whole), and the recordings join its result, so they land only with the finish.
+ * Ends a conversation, stores its recordings and frees its lease (freed in every case). One statement, so one
+ * round trip and atomic: it first locks the conversation's row (`for update`, which waits for a cancel or a content
+ * deletion in flight and then sees its outcome), and the update and the recordings join that locked row.
+ *
+ * A conversation that is not yet ended is ended with everything given (`ended: true`).
+ *
+ * One that has ended already (canceled through the API, whose `POST .../cancel` ends the row before the live side
+ * hears of it; or finished before) keeps what that ending set and is only filled in with what the live side alone
+ * knows, so nothing the call produced is lost (`ended: false`). Per field:
+ * - ended_by, ended_at, duration_ms: kept; the earlier ending's word stands (a cancel's user_canceled and its time).
+ * - live/post_call/redacted transcripts: filled only where still null, and never when the transcripts were deleted
+ *   (`transcripts_deleted_at`, deleteConversationContent after the cancel) or the conversation retains nothing
+ *   (zero data retention). null, not '', is "never set": a cancel sets no transcript.
+ * - latencies_ms: filled only while the stored list is empty (the default; a cancel sets none). An earlier finish's
+ *   list is the whole call's, so the two are never concatenated.
+ * - interruptions_count: filled only while 0 (the default; "none counted" cannot be told from "not set", and a count
+ *   filled in from 0 loses nothing).
+ * - task_results: filled only while `{}` (the default).
+ * - recordings: a side that has no row yet is stored, unless the recordings were deleted (`audio_recordings_deleted_at`)
+ *   or the conversation retains nothing; a side that has one keeps it.
+ * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
+ * src/conversation/record.ts passes them there too).
  */
 export async function finishConversation(
   sql: Sql,
   conversationId: string,
   f: Finish,
   recordings: NewRecording[] = [],
-): Promise<boolean> {
-  const set = withJson(sql, {
-    state: 'ended',
-    ended_by: f.ended_by,
-    ended_at: f.ended_at,
-    duration_ms: f.duration_ms,
-    live_transcript: f.live_transcript,
-    post_call_transcript: f.post_call_transcript,
-    redacted_transcript: f.redacted_transcript,
-    latencies_ms: f.latencies_ms,
-    interruptions_count: f.interruptions_count,
-    task_results: f.task_results,
-  });
+): Promise<FinishOutcome> {
   // One row per side: a later recording of a side replaces an earlier one, as when stored one after another.
   const bySide = new Map(recordings.map((r) => [r.side, r]));
-  const [{ finished }] = await sql<{ finished: boolean }[]>`
-    with ended as (
-      update conversations set ${sql(set)} where id = ${conversationId} and state <> 'ended' returning id
+  const json = (v: unknown) => (v === undefined || v === null ? null : sql.json(v as Json));
+  // An omitted field (undefined) leaves the column as it is; an in-progress row has nothing in these columns but
+  // the defaults, so `coalesce(given, column)` is what the update helper did before for a first finish.
+  const [out] = await sql<{ ended: boolean; recordings_stored: boolean }[]>`
+    with prev as materialized (
+      select id, state = 'ended' as was_ended,
+        transcripts_deleted_at is null
+          and not coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as keeps_transcripts,
+        audio_recordings_deleted_at is null
+          and not coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as keeps_recordings
+      from conversations where id = ${conversationId} for update
+    ), ended as (
+      update conversations c set
+        state = 'ended',
+        ended_by = case when prev.was_ended then c.ended_by else coalesce(${f.ended_by ?? null}::text, c.ended_by) end,
+        ended_at = case when prev.was_ended then c.ended_at else coalesce(${f.ended_at ?? null}::timestamptz, c.ended_at) end,
+        duration_ms = case when prev.was_ended then c.duration_ms
+          else coalesce(${f.duration_ms ?? null}::float8, c.duration_ms) end,
+        live_transcript = case when not prev.was_ended then coalesce(${f.live_transcript ?? null}::text, c.live_transcript)
+          when prev.keeps_transcripts then coalesce(c.live_transcript, ${f.live_transcript ?? null}::text)
+          else c.live_transcript end,
+        post_call_transcript = case
+          when not prev.was_ended then coalesce(${f.post_call_transcript ?? null}::text, c.post_call_transcript)
+          when prev.keeps_transcripts then coalesce(c.post_call_transcript, ${f.post_call_transcript ?? null}::text)
+          else c.post_call_transcript end,
+        redacted_transcript = case
+          when not prev.was_ended then coalesce(${f.redacted_transcript ?? null}::text, c.redacted_transcript)
+          when prev.keeps_transcripts then coalesce(c.redacted_transcript, ${f.redacted_transcript ?? null}::text)
+          else c.redacted_transcript end,
+        latencies_ms = case when not prev.was_ended or jsonb_array_length(c.latencies_ms) = 0
+          then coalesce(${json(f.latencies_ms)}::jsonb, c.latencies_ms) else c.latencies_ms end,
+        interruptions_count = case when not prev.was_ended or c.interruptions_count = 0
+          then coalesce(${f.interruptions_count ?? null}::int, c.interruptions_count) else c.interruptions_count end,
+        task_results = case when not prev.was_ended or c.task_results = '{}'::jsonb
+          then coalesce(${json(f.task_results)}::jsonb, c.task_results) else c.task_results end
+      from prev where c.id = prev.id
+      returning c.id, prev.was_ended, prev.keeps_recordings
     ), freed as (
       delete from conversation_leases where conversation_id = ${conversationId}
     ), stored as (
@@ -374,12 +420,17 @@ export async function finishConversation(
       select ended.id, r.side, r.path, r.format, r.sample_rate, r.channels, r.bytes, r.compress_to
       from ended, jsonb_to_recordset(${sql.json([...bySide.values()] as unknown as Json)}) as r(side text, path text,
         format text, sample_rate int, channels int, bytes bigint, compress_to text)
+      where not ended.was_ended
+        or (ended.keeps_recordings and not exists (select 1 from conversation_recordings x
+          where x.conversation_id = ended.id and x.side = r.side))
       on conflict (conversation_id, side) do update set path = excluded.path, format = excluded.format,
         sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes,
         compress_to = excluded.compress_to, created_at = now()
+      returning 1
     )
-    select exists (select 1 from ended) as finished`;
-  return finished;
+    select exists (select 1 from ended where not was_ended) as ended,
+      exists (select 1 from stored) as recordings_stored`;
+  return { ended: out.ended, recordingsStored: out.recordings_stored };
 }
 
 export type CancelOutcome = 'canceled' | 'already_ended' | 'not_found';

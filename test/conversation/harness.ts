@@ -150,11 +150,11 @@ export class MemoryStore implements ConversationStore {
   }
   async finishConversation(id: string, finish: Finish, recordings: NewRecording[]) {
     const r = this.records.get(id)!;
-    if (r.finish) return { finished: false };
+    if (r.finish) return { ended: false, recordingsStored: false };
     r.finish = finish;
     r.recordings = recordings;
     this.active.delete(id);
-    return { finished: true };
+    return { ended: true, recordingsStored: recordings.length > 0 };
   }
   only(): StoredRecord {
     const all = [...this.records.values()];

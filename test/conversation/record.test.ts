@@ -1,8 +1,15 @@
 // The record and its audio: a stored agent (template defaults, its tools), zero data retention, observers,
-// a generated welcome, a telephony start from a resolved agent.
+// a generated welcome, a telephony start from a resolved agent; compression queued whenever the store took the
+// recording (also after a cancel), not when it refused it.
 import t from 'tap';
-import { readdirSync, existsSync } from 'node:fs';
+import { readdirSync, existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
+import { ConversationRecord } from '../../src/conversation/record.js';
+import type { ConversationStore } from '../../src/conversation/host.js';
+import type { CompressionJob, RecordingCompressor } from '../../src/media/recording-compressor.js';
+import type { Finish, FinishOutcome, NewRecording } from '../../src/store/conversations.js';
 import { config, parseScript, setup, speak, speechFrames, tickUntil, until } from './harness.js';
 import type { ServerEvent } from '../../src/schemas/sts.js';
 
@@ -99,4 +106,37 @@ t.test('telephony start: a resolved agent, G.711 mu-law both ways, 160-byte fram
   t.ok(frames.length > 10 && frames.every((f) => f.bytes === 160), '20 ms mu-law frames');
   await s.conv.end('user');
   t.same(s.store.only().conversation.agent, { id: 'agent_support', name: 'support' });
+});
+
+t.test('a wav.gz recording is queued for compression whenever the store took its row, also after a cancel', async (t) => {
+  const cases: [string, FinishOutcome, number][] = [
+    ['ended by this finish', { ended: true, recordingsStored: true }, 1],
+    ['canceled meanwhile, recording stored', { ended: false, recordingsStored: true }, 1],
+    ['canceled meanwhile, recordings deleted (refused)', { ended: false, recordingsStored: false }, 0],
+  ];
+  for (const [name, outcome, queued] of cases) {
+    const finishes: { finish: Finish; recordings: NewRecording[] }[] = [];
+    const store = {
+      finishConversation: async (_id: string, finish: Finish, recordings: NewRecording[]) => {
+        finishes.push({ finish, recordings });
+        return outcome;
+      },
+    } as unknown as ConversationStore;
+    const jobs: CompressionJob[] = [];
+    const compressor = { enqueue: (job: CompressionJob) => jobs.push(job) } as unknown as RecordingCompressor;
+    const record = new ConversationRecord(store, pino({ level: 'silent' }), { compressor, format: 'wav.gz' });
+    record.bind('conv_rec');
+    await record.openRecording(mkdtempSync(join(tmpdir(), 'parley-rec-')), 16000);
+    for (let i = 0; i < 5; i++) {
+      record.recordUser(new Int16Array(320).fill(1000));
+      record.tick();
+    }
+    record.addLatency(250);
+    await record.finish('user', 1000, 6000);
+    t.equal(finishes.length, 1, `${name}: finished once`);
+    t.match(finishes[0].recordings, [{ side: 'both', path: 'conv_rec.wav', format: 'wav', compress_to: 'wav.gz' }], `${name}: the .wav offered`);
+    t.same(finishes[0].finish.latencies_ms, [250]);
+    t.equal(jobs.length, queued, `${name}: ${queued} compression queued`);
+    if (queued) t.match(jobs[0], { conversationId: 'conv_rec', side: 'both', wav: 'conv_rec.wav' });
+  }
 });

@@ -103,7 +103,7 @@ for (const db of DB_KINDS) {
           ],
         },
       ]);
-      t.equal(
+      t.same(
         await finishConversation(sql, id, {
           ended_by: 'assistant',
           ended_at: new Date(startedAt.getTime() + 3000),
@@ -115,7 +115,7 @@ for (const db of DB_KINDS) {
           { side: 'both', path: `${id}/both.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 1234 },
           { side: 'user', path: `${id}/user.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 1, bytes: 600 },
         ]),
-        true,
+        { ended: true, recordingsStored: true },
       );
       t.match(await getRecording(sql, id, 'user'), { format: 'wav.gz', channels: 1, bytes: 600 }, 'recordings stored with the finish');
       got = await getConversation(sql, id);
@@ -296,25 +296,109 @@ for (const db of DB_KINDS) {
       t.ok((got?.record.duration_ms ?? -1) >= 0);
       t.equal(await cancelConversation(sql, id), 'already_ended');
       t.equal(await cancelConversation(sql, 'conv_missing'), 'not_found');
-      t.equal(
-        await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date() }, [
-          { side: 'both', path: 'late.wav', format: 'wav', sample_rate: 8000, channels: 1, bytes: 1 },
-        ]),
-        false,
-        'the live engine cannot overwrite a cancel',
+    });
+
+    // What the live side knows when it ends after a cancel (src/conversation/record.ts passes these).
+    const late = (transcript: string) => ({
+      ended_by: 'user' as const,
+      ended_at: new Date(Date.now() + 60_000),
+      duration_ms: 99_999,
+      live_transcript: transcript,
+      latencies_ms: [120, 340.5],
+      interruptions_count: 2,
+      task_results: { score: 4 },
+    });
+    const lateWav = (id: string) => ({
+      side: 'both' as const, path: `${id}.wav`, format: 'wav' as const, sample_rate: 16000, channels: 2, bytes: 4444, compress_to: 'wav.gz' as const,
+    });
+
+    t.test('a finish after a cancel keeps the cancel and stores what the call produced', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date(Date.now() - 5000) });
+      t.equal(await cancelConversation(sql, id), 'canceled');
+      const canceled = (await getConversation(sql, id))!.record;
+      t.same(
+        await finishConversation(sql, id, late('user: hi\nassistant: hello'), [lateWav(id)]),
+        { ended: false, recordingsStored: true },
+        'not ended by this finish, but its recording stored',
       );
-      t.equal(await getRecording(sql, id, 'both'), null, 'nor store recordings after it');
+      const got = (await getConversation(sql, id))!;
+      const r = got.record;
+      t.equal(got.state, 'ended');
+      t.equal(r.ended_by, 'user_canceled', 'the cancel stands');
+      t.equal(r.ended_at, canceled.ended_at, "the cancel's ended_at");
+      t.equal(r.duration_ms, canceled.duration_ms, "the cancel's duration");
+      t.ok(r.duration_ms >= 4000 && r.duration_ms < 60_000, `duration counted by the cancel (${r.duration_ms} ms)`);
+      t.equal(r.live_transcript, 'user: hi\nassistant: hello', 'the transcript is stored');
+      t.same(r.analysis.latencies_ms, [120, 340.5], 'latencies stored');
+      t.equal(r.analysis.interruptions_count, 2, 'interruptions stored');
+      t.same(r.task_results, { score: 4 });
+      t.match(got.recording, { side: 'both', path: `${id}.wav`, format: 'wav', bytes: 4444 }, 'the recording row is stored');
+      t.ok(conversationSchema.safeParse(r).success, 'the record matches the spec schema');
+      t.equal(await cancelConversation(sql, id), 'already_ended');
+      t.equal(await cancelConversation(sql, 'conv_missing'), 'not_found');
+    });
+
+    t.test('recordings deleted after the cancel: a late finish brings no recording or transcript back', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      t.equal(await cancelConversation(sql, id), 'canceled');
+      t.equal((await deleteConversationContent(sql, id)).kind, 'deleted');
+      t.same(await finishConversation(sql, id, late('user: secret'), [lateWav(id)]), { ended: false, recordingsStored: false });
+      const got = (await getConversation(sql, id))!;
+      t.equal(got.recording, null, 'no recording row');
+      t.equal(await getRecording(sql, id, 'both'), null);
+      t.equal(got.record.live_transcript, null, 'the deleted transcript stays deleted');
+      t.ok(got.record.deletion_info?.audio_recordings_deleted_at, 'still marked deleted');
+      t.equal(got.record.ended_by, 'user_canceled');
+    });
+
+    t.test('zero data retention: a finish after a cancel stores no transcript and no recording', async (t) => {
+      const id = await createConversation(sql, {
+        orgId, projectId, origin: 'web', state: 'active', started_at: new Date(),
+        settings: { data_retention_policy: { zero_data_retention: true } },
+      });
+      t.equal(await cancelConversation(sql, id), 'canceled');
+      t.same(
+        await finishConversation(sql, id, { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' }, [lateWav(id)]),
+        { ended: false, recordingsStored: false },
+      );
+      const got = (await getConversation(sql, id))!;
+      t.equal(got.recording, null, 'no recording row');
+      t.same([got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript], [null, null, null], 'no transcript');
+      // Numbers, nothing said: stored under zero data retention as on a first finish.
+      t.same(got.record.analysis.latencies_ms, [120, 340.5]);
+      t.equal(got.record.ended_by, 'user_canceled');
+    });
+
+    t.test('a second finish of a conversation it ended itself changes nothing it had, fills only what was empty', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      const first = {
+        ended_by: 'assistant' as const, ended_at: new Date('2026-11-22T12:00:00.000Z'), duration_ms: 3000,
+        live_transcript: 'assistant: bye', latencies_ms: [100], interruptions_count: 1, task_results: { done: true },
+      };
+      t.same(await finishConversation(sql, id, first, [{ ...lateWav(id), path: 'first.wav' }]), { ended: true, recordingsStored: true });
+      t.same(
+        await finishConversation(sql, id, { ...late('other'), ended_by: 'error', post_call_transcript: 'post' }, [{ ...lateWav(id), path: 'second.wav' }]),
+        { ended: false, recordingsStored: false },
+      );
+      const got = (await getConversation(sql, id))!;
+      t.match(got.record, {
+        ended_by: 'assistant', ended_at: '2026-11-22T12:00:00.000Z', duration_ms: 3000, live_transcript: 'assistant: bye',
+        task_results: { done: true }, analysis: { latencies_ms: [100], interruptions_count: 1 },
+      }, 'everything the first finish set is kept');
+      t.same(got.record.analysis.latencies_ms, [100], 'latencies not concatenated');
+      t.equal(got.record.post_call_transcript, 'post', 'what it left empty is filled in');
+      t.match(got.recording, { path: 'first.wav' }, 'the recording of the side is kept');
     });
 
     t.test('a finish replaces a stored recording of a side, and of two for one side keeps the later', async (t) => {
       const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active' });
       await addRecording(sql, id, { side: 'both', path: 'y/early.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 44 });
-      t.equal(
+      t.same(
         await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date() }, [
           { side: 'both', path: 'y/first.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 50 },
           { side: 'both', path: 'y/second.wav.gz', format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 20 },
         ]),
-        true,
+        { ended: true, recordingsStored: true },
       );
       t.match(await getRecording(sql, id, 'both'), { path: 'y/second.wav.gz', format: 'wav.gz', bytes: 20 });
     });

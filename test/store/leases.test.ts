@@ -161,11 +161,11 @@ for (const db of DB_KINDS) {
       await sql`delete from conversation_leases`;
       const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
       t.equal((await admit(sql, nodeA, projectId, id)).admitted, true);
-      t.equal(await finishConversation(sql, id, { ended_by: 'assistant', ended_at: new Date(), duration_ms: 1200 }), true);
+      t.equal((await finishConversation(sql, id, { ended_by: 'assistant', ended_at: new Date(), duration_ms: 1200 })).ended, true);
       t.equal(await activeCount(sql, projectId), 0);
-      t.equal(
+      t.same(
         await finishConversation(sql, id, { ended_by: 'error', ended_at: new Date() }),
-        false,
+        { ended: false, recordingsStored: false },
         'a second finish changes nothing',
       );
       const [row] = await sql`select ended_by, duration_ms from conversations where id = ${id}`;

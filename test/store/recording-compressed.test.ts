@@ -25,7 +25,7 @@ t.test('moveRecordingToCompressed on postgres', async (t) => {
 
   t.test('moves the row while it points at the .wav, once', async (t) => {
     const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
-    t.ok(await finishConversation(sql, id, ended, [{ ...wav(`${id}.wav`), compress_to: 'wav.gz' }]));
+    t.ok((await finishConversation(sql, id, ended, [{ ...wav(`${id}.wav`), compress_to: 'wav.gz' }])).ended);
     t.ok((await pendingCompressions(sql)).some((p) => p.conversation_id === id && p.path === `${id}.wav`), 'pending while wav');
     t.equal(await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)), true);
     t.notOk((await pendingCompressions(sql)).some((p) => p.conversation_id === id), 'no longer pending once moved');
@@ -35,7 +35,7 @@ t.test('moveRecordingToCompressed on postgres', async (t) => {
 
   t.test('a row replaced meanwhile is left as it is', async (t) => {
     const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
-    t.ok(await finishConversation(sql, id, ended, [wav(`${id}.wav`)]));
+    t.ok((await finishConversation(sql, id, ended, [wav(`${id}.wav`)])).ended);
     await addRecording(sql, id, wav('other.wav'));
     t.equal(await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)), false);
     t.match(await getRecording(sql, id, 'both'), { path: 'other.wav', format: 'wav', bytes: 64_044 });
@@ -43,7 +43,7 @@ t.test('moveRecordingToCompressed on postgres', async (t) => {
 
   t.test('a deleted recording does not come back', async (t) => {
     const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
-    t.ok(await finishConversation(sql, id, ended, [wav(`${id}.wav`)]));
+    t.ok((await finishConversation(sql, id, ended, [wav(`${id}.wav`)])).ended);
     t.equal((await deleteConversationContent(sql, id)).kind, 'deleted');
     t.equal(await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)), false);
     t.equal(await getRecording(sql, id, 'both'), null);
@@ -51,7 +51,7 @@ t.test('moveRecordingToCompressed on postgres', async (t) => {
 
   t.test('only the named side moves', async (t) => {
     const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
-    t.ok(await finishConversation(sql, id, ended, [wav(`${id}.wav`), { ...wav(`${id}.wav`), side: 'user' }]));
+    t.ok((await finishConversation(sql, id, ended, [wav(`${id}.wav`), { ...wav(`${id}.wav`), side: 'user' }])).ended);
     t.equal(await moveRecordingToCompressed(sql, id, 'user', `${id}.wav`, gz(`${id}.wav.gz`)), true);
     t.match(await getRecording(sql, id, 'both'), { path: `${id}.wav`, format: 'wav' }, 'the other side untouched');
     t.match(await getRecording(sql, id, 'user'), { path: `${id}.wav.gz`, format: 'wav.gz' });
