@@ -103,7 +103,7 @@ class MemoryStore implements ConversationStore {
     return { itemIds: items.map((_, i) => `item_${i}`) };
   }
   async finishConversation() {
-    return { finished: true };
+    return { ended: true, recordingsStored: false };
   }
 }
 
