@@ -41,12 +41,6 @@ function captureSent(s: Setup): Int16Array[] {
   return sent;
 }
 
-function rms(x: Int16Array): number {
-  let sum = 0;
-  for (const v of x) sum += v * v;
-  return Math.sqrt(sum / x.length);
-}
-
 /**
  * Where in `bed`'s loop (at PROBE_RATE) `x` is one unbroken stretch of it at `level` (mixed into silence, as
  * NoiseMix does: the scaled sample truncated into the int16 frame); -1 when it is not.
@@ -108,8 +102,8 @@ t.test("transfer to agent: the next utterance is sent over the new agent's noise
   t.equal(bedOffset(first, 'office', 0.5), -1, 'none of it is office');
   t.not(bedOffset(second, 'office', 0.5), -1, 'the next utterance: office at 0.5 throughout');
   t.equal(bedOffset(second, 'coffee-shop', 0.2), -1, 'none of it is coffee-shop');
-  const [r1, r2] = [rms(first), rms(second)];
-  t.ok(r2 > 1.5 * r1, `louder bed after the transfer (RMS ${r1.toFixed(0)} -> ${r2.toFixed(0)})`);
+  // The level is in bedOffset's exact match (each sample is the bed's scaled by exactly that level). An RMS
+  // comparison is not: 200 ms of two beds at loop offsets that depend on timing differ by more than 0.2 vs 0.5.
 });
 
 // ---- prebuffer ----
