@@ -11,6 +11,13 @@ import { Playout, type PlayoutOptions } from './playout.js';
 import { Utterance, type UtteranceKind } from './utterance.js';
 
 const MS_PER_SEC = 1000;
+/**
+ * Utterances tracked per conversation beyond which the oldest ended ones (not queued or speaking, no tool call
+ * running) are forgotten. Kept: late engine events for a response that just ended (a cancelled response's audio
+ * deltas in flight, a tool call read with its response's end) still find it. Without a bound the map grew with every
+ * response of the call, and speaking()/retune scans with it: per frame, O(responses so far).
+ */
+export const MAX_TRACKED_UTTERANCES = 32;
 
 /** What the assistant's speech needs of its conversation. */
 export interface SpeechHost {
@@ -101,7 +108,22 @@ export class AssistantSpeech {
     const u = new Utterance(responseId, kind, interruptible, voice, (x) => this.onInterrupted(x));
     this.utterances.set(responseId, u);
     u.startedAtMs = this.timers.now();
+    this.forgetOldest();
     return u;
+  }
+
+  /** Utterances tracked now (at most MAX_TRACKED_UTTERANCES, plus any still active or running a tool). */
+  get trackedCount(): number {
+    return this.utterances.size;
+  }
+
+  /** Drops the oldest ended utterances over MAX_TRACKED_UTTERANCES (a Map iterates in insertion order). */
+  private forgetOldest(): void {
+    if (this.utterances.size <= MAX_TRACKED_UTTERANCES) return;
+    for (const [id, u] of this.utterances) {
+      if (this.utterances.size <= MAX_TRACKED_UTTERANCES) return;
+      if (!u.isActive && u.pendingTools.size === 0) this.utterances.delete(id);
+    }
   }
 
   /** The utterance of a response; one the engine started on its own (a reply to the user) is tracked on first sight. */
