@@ -1,7 +1,8 @@
 // The record a conversation over the STS WebSocket leaves behind (issue 4, "the record"): external_id from config
 // and from set_external_id (found by it), origin, the recording behind audio_url in both containers (wav.gz by
-// default, wav on request), zero data retention keeping nothing said, and websocket_timeout_sec closing an idle
-// client's conversation. Real server, real sockets, PostgreSQL.
+// default, wav on request), zero data retention keeping nothing said, websocket_timeout_sec closing an idle
+// client's conversation, and a cancel through the API keeping what the call produced. Real server, real sockets,
+// PostgreSQL.
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { api } from '../helpers/server.js';
@@ -72,5 +73,39 @@ t.test('the record of a live conversation', async (t) => {
     t.equal(closed.code, 1000, 'closed normally by the server');
     const conv = await endedConversation((p) => http.get(p), id);
     t.equal(conv.ended_by, 'user');
+  });
+
+  // POST /v1/conversations/{id}/cancel ends the row first (ended_by user_canceled); the live side hears of it at its
+  // next write and ends, and its finish fills in what the call produced (src/store/conversations.ts
+  // finishConversation): the cancel's ending stands, the transcript and the recording are kept.
+  t.test('a canceled live conversation keeps its transcript and a recording that downloads', async (t) => {
+    const c = await open();
+    c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000', welcome_message: 'Hello there.' });
+    await c.untilEvent('assistant_finished_speaking');
+    const id = created(c);
+
+    const canceled = await http.post(`/v1/conversations/${id}/cancel`);
+    t.equal(canceled.status, 200, 'canceled');
+    const atCancel = (await http.get(`/v1/conversations/${id}`)).body.conversation;
+    t.equal(atCancel.ended_by, 'user_canceled');
+    // The live side learns of the cancel at its next write (docs/CONTRACTS.md): it ends and saves its record, then
+    // closes the socket.
+    c.send({ type: 'set_external_id', external_id: 'after-cancel' });
+    await c.closed;
+
+    const conv = (await http.get(`/v1/conversations/${id}`)).body.conversation;
+    t.equal(conv.ended_by, 'user_canceled', 'the cancel stands');
+    t.equal(conv.ended_at, atCancel.ended_at, "the cancel's ended_at");
+    t.equal(conv.duration_ms, atCancel.duration_ms, "the cancel's duration");
+    t.equal(conv.live_transcript, 'assistant: Hello there.', 'the transcript the call produced is stored');
+    t.match(conv.audio_url, /\.wav\.gz\?expires=\d+&sig=/, 'a recording link');
+    const res = await fetch(conv.audio_url);
+    t.equal(res.status, 200, 'the recording downloads');
+    const gz = Buffer.from(await res.arrayBuffer());
+    t.same([...gz.subarray(0, 2)], GZIP_MAGIC, 'gzip');
+    const wav = gunzipSync(gz);
+    t.equal(wav.toString('ascii', 0, 4), 'RIFF', 'a WAV file');
+    t.equal(wav.readUInt16LE(WAV_CHANNELS_OFFSET), 2, 'both sides');
+    t.ok(wav.length > 44 + 16000 * 2 * 2 * 0.5, `holds the call's audio (${wav.length} bytes)`);
   });
 });
