@@ -2,18 +2,15 @@
 // credential: no Authorization header, 403 on a bad or expired signature. Files live under
 // PARLEY_DATA_DIR/recordings as `wav` or `wav.gz`; either container is served from either stored form.
 import { open, unlink, type FileHandle } from 'node:fs/promises';
-import { isAbsolute, relative, resolve } from 'node:path';
 import { pipeline } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { z } from 'zod';
+import { recordingPath } from '../media/recording.js';
 import { AUDIO_CONTAINERS, RECORDING_SIDES, type AudioContainer, type RecordingSide } from '../schemas/conversations.js';
 import { getRecording, type RecordingRow } from '../store/conversations.js';
 import type { AppContext } from './context.js';
 import { forbidden, notFound } from './errors.js';
 import type { RoutePlugin } from './routes.js';
-
-/** Sub-directory of PARLEY_DATA_DIR that holds recordings. */
-export const RECORDINGS_DIR = 'recordings';
 
 const FILE_PATTERN = new RegExp(`^(${RECORDING_SIDES.join('|')})\\.(${AUDIO_CONTAINERS.map((c) => c.replace('.', '\\.')).join('|')})$`);
 
@@ -42,13 +39,7 @@ export function recordingLink(
 
 /** The absolute path of a stored recording; throws when a stored path would leave the recordings directory. */
 export function recordingFile(ctx: AppContext, stored: string): string {
-  const root = resolve(ctx.settings.PARLEY_DATA_DIR, RECORDINGS_DIR);
-  const full = resolve(root, stored);
-  const rel = relative(root, full);
-  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
-    throw new Error(`recording path ${stored} is outside ${root}`);
-  }
-  return full;
+  return recordingPath(ctx.settings.PARLEY_DATA_DIR, stored);
 }
 
 /** How many times a recording is looked up when its file vanished between reading the row and opening the file. */

@@ -9,15 +9,13 @@
 import { mkdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { EndedBy } from '../schemas/conversations.js';
-import { StereoRecorder, type RecordingFormat } from '../media/recording.js';
+import { RECORDINGS_DIR, StereoRecorder, type RecordingFormat } from '../media/recording.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { Logger } from '../log.js';
 import type { NewItem, NewRecording } from '../store/conversations.js';
 import type { ConversationStore } from './host.js';
 import type { Utterance } from './utterance.js';
 
-/** Recordings are stored under `<dataDir>/recordings/` as `<conversation id>.wav.gz` (`.wav` until compressed). */
-const RECORDINGS_SUBDIR = 'recordings';
 const RECORDING_FORMAT: RecordingFormat = 'wav.gz';
 
 export interface RecordOptions {
@@ -63,7 +61,7 @@ export class ConversationRecord {
   /** Opens the stereo recording (user left, assistant right), unless nothing is retained. */
   async openRecording(dataDir: string, sampleRate: number): Promise<void> {
     if (!this.id || this.retainNothing) return;
-    const dir = join(dataDir, RECORDINGS_SUBDIR);
+    const dir = join(dataDir, RECORDINGS_DIR);
     await mkdir(dir, { recursive: true });
     const format = this.opts.format ?? RECORDING_FORMAT;
     this.recorder = await StereoRecorder.open(join(dir, `${this.id}.${format}`), { sampleRate, format });

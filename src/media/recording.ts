@@ -19,6 +19,7 @@
 // FileHandle.write cost ~2 KB of garbage per block).
 import { write } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { FRAME_MS, LITTLE_ENDIAN_HOST } from './format.js';
 import { interleaveStereoInto } from './native.js';
 import { SampleFifo } from './pipeline.js';
@@ -46,6 +47,18 @@ export class RecordingError extends Error {
     super(message, options);
     this.name = 'RecordingError';
   }
+}
+
+/** Sub-directory of PARLEY_DATA_DIR that holds recordings; stored paths are relative to it. */
+export const RECORDINGS_DIR = 'recordings';
+
+/** The absolute path of a stored recording; a RecordingError when the stored path would leave the recordings directory. */
+export function recordingPath(dataDir: string, stored: string): string {
+  const root = resolve(dataDir, RECORDINGS_DIR);
+  const full = resolve(root, stored);
+  const rel = relative(root, full);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) throw new RecordingError(`recording path ${stored} is outside ${root}`);
+  return full;
 }
 
 export interface RecordingResult {

@@ -6,14 +6,12 @@
 // Runs on main's own compressor (one at a time, the rows moved with the store directly: main owns the database).
 import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
-import { isAbsolute, join, normalize } from 'node:path';
+import { join, relative } from 'node:path';
 import type { Logger } from '../log.js';
+import { RecordingError, recordingPath, RECORDINGS_DIR } from '../media/recording.js';
 import { RecordingCompressor, type CompressFn } from '../media/recording-compressor.js';
 import type { Sql } from '../store/db.js';
 import { moveRecordingToCompressed, pendingCompressions } from '../store/conversations.js';
-
-/** Sub-directory of PARLEY_DATA_DIR that holds recordings (src/api/recordings.ts RECORDINGS_DIR). */
-const RECORDINGS_SUBDIR = 'recordings';
 
 export interface ResumeOptions {
   sql: Sql;
@@ -31,17 +29,21 @@ export async function resumeCompressions(opts: ResumeOptions): Promise<{ compres
     compress: opts.compress,
     store: { recordingCompressed: async (id, side, from, to) => ({ updated: await moveRecordingToCompressed(sql, id, side, from, to) }) },
   });
-  const dir = join(opts.dataDir, RECORDINGS_SUBDIR);
+  const dir = join(opts.dataDir, RECORDINGS_DIR);
   let queued = 0;
   for (const r of await pendingCompressions(sql)) {
-    const rel = normalize(r.path);
-    if (isAbsolute(rel) || rel.startsWith('..')) {
-      log.error({ conversationId: r.conversation_id, path: r.path }, 'pending recording outside the recordings directory: not compressed');
+    let wav: string;
+    try {
+      wav = recordingPath(opts.dataDir, r.path);
+    } catch (err) {
+      if (!(err instanceof RecordingError)) throw err;
+      log.error({ err, conversationId: r.conversation_id }, 'pending recording outside the recordings directory: not compressed');
       continue;
     }
-    if (!existsSync(join(dir, rel))) continue;
+    if (!existsSync(wav)) continue;
+    const rel = relative(dir, wav);
     try {
-      await unlink(join(dir, `${rel}.gz`));
+      await unlink(`${wav}.gz`);
       log.info({ conversationId: r.conversation_id, path: `${rel}.gz` }, 'removed the partial gzip of an interrupted compression');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

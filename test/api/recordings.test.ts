@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 import { addRecording, createConversation } from '../../src/store/conversations.js';
-import { openRecording, RECORDINGS_DIR } from '../../src/api/recordings.js';
+import { openRecording } from '../../src/api/recordings.js';
+import { RECORDINGS_DIR } from '../../src/media/recording.js';
 import type { RecordingRow } from '../../src/store/conversation-reads.js';
 
 const SPEECH_WAV = '/usr/share/asterisk/sounds/en_US_f_Allison/hello-world.wav';
