@@ -5,8 +5,9 @@
 // recording is made and no transcript or tool call body is stored: the items keep only roles, times and durations.
 // The record is finished as soon as the recording's WAV is closed, pointing at that `.wav` (playable, and served as
 // either container); a recording wanted as `wav.gz` is then handed to the worker's compressor, which moves the row
-// to the `.wav.gz` when it is done (src/media/recording-compressor.ts). The record never waits for a gzip.
-import { mkdir } from 'node:fs/promises';
+// to the `.wav.gz` when it is done (src/media/recording-compressor.ts). The record never waits for a gzip. A
+// recording the store refuses to store (deleted meanwhile, not retained) has its file removed once the store said so.
+import { mkdir, unlink } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { EndedBy } from '../schemas/conversations.js';
 import { RECORDINGS_DIR, StereoRecorder, type RecordingFormat } from '../media/recording.js';
@@ -141,7 +142,7 @@ export class ConversationRecord {
    * Waits for queued writes, closes the recording and stores how the conversation ended, the recording as the
    * `.wav` on disk; then, for `wav.gz`, queues its compression whenever the recording row was stored (also when the
    * conversation had been canceled meanwhile: the store fills the canceled record in). The record does not wait for
-   * the gzip.
+   * the gzip. A recording the store refused has its file removed; when the store did not answer, the file stays.
    */
   async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number): Promise<void> {
     await this.writes;
@@ -183,14 +184,38 @@ export class ConversationRecord {
       this.log.info({ conversationId: id, endedBy, recordingsStored: outcome.recordingsStored }, 'record had ended already (canceled): filled in');
     }
     if (recordings.length > 0 && !outcome.recordingsStored) {
-      // Refused by the store: the recordings were deleted meanwhile, nothing is retained, the side had a row already
-      // or the conversation is gone. The .wav is left as it is (a row of that side may point at the same file).
-      this.log.warn({ conversationId: id, paths: recordings.map((r) => r.path) }, 'recording not stored');
+      await this.removeRefused(id, recordings);
       return;
     }
     // Stored (also after a cancel): the row points at the .wav, so the compressor can move it to the .wav.gz.
     const compressor = this.opts.compressor;
     if (!compress || !outcome.recordingsStored || !compressor) return;
     for (const r of recordings) compressor.enqueue({ conversationId: id, side: r.side, dir: this.recordingsDir, wav: r.path });
+  }
+
+  /**
+   * The store answered that it refused these recordings (finishConversation: the conversation had ended already and
+   * its recordings were deleted or it retains nothing (zero data retention), or it is gone): no row points at their
+   * files, so nobody could download or delete them, and they are audio we must not keep. Their files are removed.
+   * None of them can be a file the store keeps: each is this record's own `<conversation id>.<format>`, a row comes
+   * to point at it only through a finish that stores it, and this is the record's only finish (Conversation.end runs
+   * once); so where the store refused because the side had a row already, that row points at another file. No
+   * `.wav.gz` of a refused recording exists: only a stored one is handed to the compressor. A failed removal is
+   * logged and the end goes on.
+   */
+  private async removeRefused(conversationId: string, recordings: NewRecording[]): Promise<void> {
+    for (const r of recordings) {
+      const path = join(this.recordingsDir, r.path);
+      try {
+        await unlink(path);
+        this.log.info({ conversationId, path }, 'recording refused by the store (deleted, not retained, or the conversation is gone): its file removed');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+          this.log.info({ conversationId, path }, 'recording refused by the store: its file was already gone');
+          continue;
+        }
+        this.log.error({ err, conversationId, path }, 'removing the file of a recording the store refused failed: it stays on disk');
+      }
+    }
   }
 }

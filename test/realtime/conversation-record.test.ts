@@ -1,10 +1,14 @@
 // The record a conversation over the STS WebSocket leaves behind (issue 4, "the record"): external_id from config
 // and from set_external_id (found by it), origin, the recording behind audio_url in both containers (wav.gz by
 // default, wav on request), zero data retention keeping nothing said, websocket_timeout_sec closing an idle
-// client's conversation, and a cancel through the API keeping what the call produced. Real server, real sockets,
+// client's conversation, a cancel through the API keeping what the call produced (its recording file too), and a
+// recording the store refuses (deleted after the cancel) leaving no file behind. Real server, real sockets,
 // PostgreSQL.
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
+import { RECORDINGS_DIR } from '../../src/media/recording.js';
 import { api } from '../helpers/server.js';
 import { endedConversation, startRealtimeServer, TestClient } from '../helpers/realtime.js';
 
@@ -21,6 +25,9 @@ t.test('the record of a live conversation', async (t) => {
   const auth = { authorization: `Bearer ${server.apiKey}` };
   const open = () => TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
   const created = (c: TestClient) => String(c.events('conversation_created')[0]?.conversation_id);
+  const recordingsDir = join(server.settings.PARLEY_DATA_DIR, RECORDINGS_DIR);
+  /** The files of a conversation's recording in the recordings directory (`<id>.wav`, `<id>.wav.gz`). */
+  const recordingFiles = (id: string) => readdirSync(recordingsDir).filter((f) => f.startsWith(`${id}.`));
 
   t.test('external_id from config, then set_external_id; origin; audio_url in wav.gz and wav', async (t) => {
     const c = await open();
@@ -107,5 +114,28 @@ t.test('the record of a live conversation', async (t) => {
     t.equal(wav.toString('ascii', 0, 4), 'RIFF', 'a WAV file');
     t.equal(wav.readUInt16LE(WAV_CHANNELS_OFFSET), 2, 'both sides');
     t.ok(wav.length > 44 + 16000 * 2 * 2 * 0.5, `holds the call's audio (${wav.length} bytes)`);
+    t.ok(recordingFiles(id).length > 0, `the stored recording's file is kept (${recordingFiles(id).join(', ')})`);
+  });
+
+  // DELETE /v1/conversations/{id} between the cancel and the live side's end: the finish that follows finds the
+  // recordings deleted and refuses the recording row (finishConversation), so nothing would ever point at the .wav the
+  // call wrote; the record removes it (src/conversation/record.ts).
+  t.test('a recording refused by the store (deleted after the cancel) leaves no file behind', async (t) => {
+    const c = await open();
+    c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000', welcome_message: 'Hello there.' });
+    await c.untilEvent('assistant_finished_speaking');
+    const id = created(c);
+    t.same(recordingFiles(id), [`${id}.wav`], 'the call is being recorded');
+
+    t.equal((await http.post(`/v1/conversations/${id}/cancel`)).status, 200, 'canceled');
+    t.equal((await http.delete(`/v1/conversations/${id}`)).status, 200, 'its content deleted');
+    // The live side learns of the cancel at its next write; it saves its record before it closes the socket.
+    c.send({ type: 'set_external_id', external_id: 'after-delete' });
+    await c.closed;
+
+    const conv = (await http.get(`/v1/conversations/${id}`)).body.conversation;
+    t.equal(conv.ended_by, 'user_canceled', 'the cancel stands');
+    t.equal(conv.audio_url, null, 'no recording link');
+    t.same(recordingFiles(id), [], 'no recording file left in the recordings directory');
   });
 });
