@@ -62,6 +62,7 @@ export class AssistantSpeech {
   /** The engine is open: audio goes out through a playout at its rate. */
   attach(options: SpeechPlayoutOptions): void {
     this.options = options;
+    this.playout?.destroy(); // a playout replaced gives its queued blocks back to the pool
     this.playout = new Playout<Utterance>({
       ...options,
       sink: { frame: (u, pcm, encoded, playedEnd) => this.frame(u, pcm, encoded, playedEnd), drained: (u) => this.drained(u) },
@@ -203,7 +204,9 @@ export class AssistantSpeech {
   }
 
   destroy(): void {
+    // Its queued audio goes back to the worker's block pool; audio arriving after this is not queued anywhere.
     this.playout?.destroy();
+    this.playout = null;
   }
 
   private onInterrupted(u: Utterance): void {

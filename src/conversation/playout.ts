@@ -3,8 +3,9 @@
 // the client could not take (backpressure) is kept and offered again on the next tick. Audio reaching an idle
 // playout sends its first frame at once instead of on the next tick (up to a frame later: gateway-added latency
 // at the start of every reply); the clock paces the rest, so the stream runs at most one frame ahead. Engine
-// audio is copied in once per engine chunk (it is lent): one array per chunk, whatever the time-stretch does to
-// it (the stretcher's 40 ms pieces are gathered with memmoves in a fixed array); per tick nothing is allocated.
+// audio (lent) is copied once, after the time-stretch, into the playout's queue of pooled one-second blocks
+// (playout-queue.ts): neither queuing nor a tick allocates.
+import { audioBlockPool } from '../media/audio-block-pool.js';
 import { createEncoder, type Encoder } from '../media/codec.js';
 import { formatInfo, FRAME_MS, type AudioFormat } from '../media/format.js';
 import { Resampler, type ResamplerRate } from '../media/native.js';
@@ -12,6 +13,7 @@ import { NoiseMix, type NoiseBed } from '../media/noise.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import { TimeStretch } from '../media/time-stretch.js';
 import { prefixView } from '../media/prefix-views.js';
+import { PlayoutQueue } from './playout-queue.js';
 
 /** Engine audio fed to the time-stretcher at a time. */
 const STRETCH_CHUNK_MS = 40;
@@ -35,23 +37,13 @@ export interface PlayoutOptions<U extends PlayoutOwner> {
   sink: PlayoutSink<U>;
 }
 
-interface Chunk<U> {
-  owner: U;
-  pcm: Int16Array;
-  offset: number;
-}
-
 export class Playout<U extends PlayoutOwner> implements PacedStream {
   readonly frameSamples: number;
-  private readonly chunks: Chunk<U>[] = [];
+  private readonly queued: PlayoutQueue<U>;
   private readonly frame: Int16Array;
   private readonly stretch: TimeStretch | null;
-  /**
-   * The stretcher's output (stretchOut, the start of stretchWork) and, after it, what it made of one engine chunk
-   * so far: each piece is gathered with a memmove within the one array (grows with the longest chunk seen).
-   */
-  private stretchOut: Int16Array;
-  private stretchWork: Int16Array;
+  /** What the stretcher made of one 40 ms piece (or its flush), before it is queued. */
+  private readonly stretchOut: Int16Array;
   private readonly chunkSamples: number;
   private readonly noise: NoiseMix | null;
   private readonly resampler: Resampler | null;
@@ -75,9 +67,9 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.heldPcm = new Int16Array(this.frameSamples);
     this.chunkSamples = (rate * STRETCH_CHUNK_MS) / 1000;
     this.stretch = opts.speed === 1 ? null : new TimeStretch({ sampleRate: rate, maxInput: this.chunkSamples, speed: opts.speed });
-    const outCap = this.stretch ? this.stretch.maxOutput(this.chunkSamples) * 2 : 0;
-    this.stretchWork = new Int16Array(2 * outCap);
-    this.stretchOut = this.stretchWork.subarray(0, outCap);
+    // Room for one piece's output or for a flush (which may exceed a piece's).
+    this.stretchOut = new Int16Array(this.stretch ? this.stretch.maxOutput(this.chunkSamples) * 2 : 0);
+    this.queued = new PlayoutQueue<U>(audioBlockPool(rate));
     this.noise = opts.noise && opts.noise.level > 0 ? new NoiseMix({ bed: opts.noise.bed, sampleRate: rate, level: opts.noise.level }) : null;
     const out = formatInfo(opts.outputFormat);
     this.resampler = out.sampleRate === rate ? null : new Resampler(rate, out.sampleRate as ResamplerRate, this.frameSamples);
@@ -88,40 +80,30 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
 
   /** Nothing queued or held: the next audio starts a stream of frames. */
   get idle(): boolean {
-    return this.held === null && this.chunks.length === 0;
+    return this.held === null && this.queued.isEmpty;
   }
 
   /** Queues engine audio of `owner`; returns the samples queued after time-stretch. An idle playout sends a frame at once. */
   enqueue(owner: U, pcm: Int16Array): number {
     const idle = this.idle;
     const queued = this.queue(owner, pcm);
-    if (idle && this.chunks.length > 0) this.tick();
+    if (idle && !this.queued.isEmpty) this.tick();
     return queued;
   }
 
   private queue(owner: U, pcm: Int16Array): number {
     const stretch = this.stretch;
     if (!stretch) {
-      this.chunks.push({ owner, pcm: pcm.slice(), offset: 0 });
+      this.queued.push(owner, pcm);
       return pcm.length;
     }
-    const outCap = this.stretchOut.length;
     let queued = 0;
     for (let i = 0; i < pcm.length; i += this.chunkSamples) {
       const m = stretch.process(pcm.subarray(i, Math.min(pcm.length, i + this.chunkSamples)), this.stretchOut);
-      if (outCap + queued + m > this.stretchWork.length) this.growStretchWork(outCap + queued + m);
-      this.stretchWork.copyWithin(outCap + queued, 0, m);
+      this.queued.push(owner, this.stretchOut, 0, m);
       queued += m;
     }
-    if (queued > 0) this.chunks.push({ owner, pcm: this.stretchWork.slice(outCap, outCap + queued), offset: 0 });
     return queued;
-  }
-
-  private growStretchWork(atLeast: number): void {
-    const grown = new Int16Array(Math.max(atLeast, 2 * this.stretchWork.length));
-    grown.set(this.stretchWork); // the piece just made and what was gathered before it
-    this.stretchWork = grown;
-    this.stretchOut = grown.subarray(0, this.stretchOut.length);
   }
 
   /** The owner's audio is complete: what the stretcher still holds is queued (and sent at once if idle). */
@@ -130,20 +112,14 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     const idle = this.idle;
     const n = this.stretch.flush(this.stretchOut);
     this.stretch.reset();
-    if (n > 0) this.chunks.push({ owner, pcm: this.stretchOut.slice(0, n), offset: 0 });
-    if (idle && this.chunks.length > 0) this.tick();
+    this.queued.push(owner, this.stretchOut, 0, n);
+    if (idle && !this.queued.isEmpty) this.tick();
     return n;
   }
 
   /** Barge-in: drops everything queued (and a held frame) of `owner`; returns the samples dropped. */
   clear(owner: U): number {
-    let dropped = 0;
-    for (let i = this.chunks.length - 1; i >= 0; i--) {
-      const c = this.chunks[i];
-      if (c.owner !== owner) continue;
-      dropped += c.pcm.length - c.offset;
-      this.chunks.splice(i, 1);
-    }
+    const dropped = this.queued.drop(owner);
     if (this.held?.owner === owner) this.held = null;
     this.stretch?.reset();
     this.played.delete(owner);
@@ -151,11 +127,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   }
 
   hasAudio(owner: U): boolean {
-    if (this.held?.owner === owner) return true;
-    // A loop, not chunks.some(): a closure per call would be an allocation per frame (afterFrame asks every tick).
-    const chunks = this.chunks;
-    for (let i = 0; i < chunks.length; i++) if (chunks[i].owner === owner) return true;
-    return false;
+    return this.held?.owner === owner || this.queued.has(owner);
   }
 
   /** Pacing clock: one frame is due. */
@@ -171,21 +143,9 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
       this.afterFrame(h.owner);
       return;
     }
-    const head = this.chunks[0];
-    if (!head) return;
-    const owner = head.owner;
-    let filled = 0;
-    while (filled < this.frameSamples && this.chunks.length > 0 && this.chunks[0].owner === owner) {
-      const c = this.chunks[0];
-      const n = Math.min(this.frameSamples - filled, c.pcm.length - c.offset);
-      // A copy loop, not set(subarray()): a view per tick would be an allocation per frame.
-      const frame = this.frame;
-      const src = c.pcm;
-      for (let i = 0, j = c.offset; i < n; i++, j++) frame[filled + i] = src[j];
-      c.offset += n;
-      filled += n;
-      if (c.offset === c.pcm.length) this.chunks.shift();
-    }
+    const owner = this.queued.headOwner();
+    if (owner === null) return;
+    const filled = this.queued.read(owner, this.frame, 0, this.frameSamples);
     if (filled < this.frameSamples) this.frame.fill(0, filled);
     this.noise?.process(this.frame, this.frame);
     let pcm = this.frame;
@@ -218,7 +178,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   }
 
   destroy(): void {
-    this.chunks.length = 0;
+    this.queued.clear();
     this.held = null;
     this.resampler?.destroy();
   }

@@ -15,7 +15,7 @@ import {
   type SpeechEngineSession,
   type SpeechSettings,
 } from './engine.js';
-import { echoBlockPool, type EchoBlockPool } from './echo-block-pool.js';
+import { audioBlockPool, type AudioBlockPool } from '../media/audio-block-pool.js';
 import type { LocalTts } from './local-tts.js';
 import { Playback } from './playback.js';
 
@@ -82,7 +82,7 @@ class EchoSession implements SpeechEngineSession {
   private readonly maxTurnSamples: number;
   private readonly blockSamples: number;
   /** Where the turn's blocks come from and go back to: each block is this session's from take to give. */
-  private readonly pool: EchoBlockPool;
+  private readonly pool: AudioBlockPool;
   /** The open turn: full blocks, and the block being filled (`fill` samples of it). */
   private turn: Int16Array[] = [];
   private fill = 0;
@@ -99,7 +99,7 @@ class EchoSession implements SpeechEngineSession {
     this.sampleRate = echoSampleRate(options.sampleRate, session.clientSampleRate);
     this.maxTurnSamples = this.sampleRate * ECHO_MAX_TURN_SEC;
     this.blockSamples = this.sampleRate * BLOCK_SEC;
-    this.pool = echoBlockPool(this.blockSamples);
+    this.pool = audioBlockPool(this.blockSamples);
     this.playback = new Playback('echo', this.sampleRate, hooks);
     this.speech = speechSettingsOf(session);
   }

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { Playout, type PlayoutOwner } from '../../src/conversation/playout.js';
+import { audioBlockPool } from '../../src/media/audio-block-pool.js';
 import { TimeStretch } from '../../src/media/time-stretch.js';
 
 class Owner implements PlayoutOwner {
@@ -151,4 +152,25 @@ t.test('with time-stretch, engine chunks of any length play exactly what the str
   t.ok(expected.length > 0.75 * lengths.reduce((a, b) => a + b) && expected.length < lengths.reduce((a, b) => a + b), 'the audio was stretched');
   t.same(frames.slice(0, expected.length), expected, 'the same samples in the same order');
   t.ok(frames.slice(expected.length).every((v) => v === 0), 'then silence to the end of the last frame');
+});
+
+t.test('queued audio sits in the worker\'s block pool: given back once played, on barge-in and on destroy', async (t) => {
+  const pool = audioBlockPool(8000);
+  const base = pool.stats().blocksInUse;
+  const { playout, sent, tick } = setup();
+  const a = new Owner('a');
+  const b = new Owner('b');
+  playout.enqueue(a, audio(60)); // 1.2 s: two blocks of 1 s
+  t.equal(pool.stats().blocksInUse - base, 2);
+  for (let i = 0; i < 60; i++) tick();
+  t.equal(sent.length, 60, 'all of it played');
+  t.equal(pool.stats().blocksInUse - base, 0, 'played out: blocks back');
+  playout.enqueue(b, audio(75));
+  t.equal(pool.stats().blocksInUse - base, 2);
+  t.equal(playout.clear(b), 74 * 160, 'barge-in drops what was not sent');
+  t.equal(pool.stats().blocksInUse - base, 0, 'cleared: blocks back');
+  playout.enqueue(a, audio(120));
+  t.equal(pool.stats().blocksInUse - base, 3);
+  playout.destroy();
+  t.equal(pool.stats().blocksInUse - base, 0, 'destroyed: blocks back');
 });

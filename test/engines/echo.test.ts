@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { echoBlockPool } from '../../src/engines/echo-block-pool.js';
+import { audioBlockPool } from '../../src/media/audio-block-pool.js';
 import { createEchoEngine, ECHO_ACKNOWLEDGEMENT } from '../../src/engines/echo.js';
 import { EngineError, type SpeechEngineSession } from '../../src/engines/engine.js';
 import { createLocalTts, parseWav, resample, TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
@@ -273,7 +273,7 @@ const settle = async () => {
 };
 
 t.test('a turn spoken while the previous one still plays back never gets its blocks: both play intact', async (t) => {
-  const pool = echoBlockPool(16000);
+  const pool = audioBlockPool(16000);
   const inUseBefore = pool.stats().blocksInUse;
   const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });
   const hooks = new Recorder();
@@ -294,7 +294,7 @@ t.test('a turn spoken while the previous one still plays back never gets its blo
 });
 
 t.test('sessions of one rate share the worker\'s pool and never hold one block at once', async (t) => {
-  const pool = echoBlockPool(8000);
+  const pool = audioBlockPool(8000);
   const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
   const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log });
   const recorders = [new Recorder(), new Recorder(), new Recorder()];
@@ -314,7 +314,7 @@ t.test('sessions of one rate share the worker\'s pool and never hold one block a
 });
 
 t.test('a steady load of echo sessions carves no new slab after its first turns', async (t) => {
-  const pool = echoBlockPool(8000);
+  const pool = audioBlockPool(8000);
   const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
   const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log });
   const n = 20;
@@ -335,7 +335,7 @@ t.test('a steady load of echo sessions carves no new slab after its first turns'
 });
 
 t.test('close gives every block back: the open turn at once, queued playbacks once they stop', async (t) => {
-  const pool = echoBlockPool(16000);
+  const pool = audioBlockPool(16000);
   await settle();
   const inUseBefore = pool.stats().blocksInUse;
   const engine = createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log });

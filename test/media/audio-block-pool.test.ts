@@ -1,5 +1,5 @@
 import t from 'tap';
-import { EchoBlockPool, SLAB_BYTES, SLAB_IDLE_RELEASE_MS, type BlockPoolClock } from '../../src/engines/echo-block-pool.js';
+import { AudioBlockPool, SLAB_BYTES, SLAB_IDLE_RELEASE_MS, type BlockPoolClock } from '../../src/media/audio-block-pool.js';
 
 /** A clock the test moves by hand; scheduled runs fire when it passes their time. */
 class ManualClock implements BlockPoolClock {
@@ -27,8 +27,8 @@ class ManualClock implements BlockPoolClock {
 const BLOCK = 8000; // 1 s at 8 kHz: 16,000 bytes
 
 t.test('blocks are views of 2 MiB slabs: 131 blocks of 1 s at 8 kHz, 65 at 16 kHz', async (t) => {
-  const narrow = new EchoBlockPool(8000, new ManualClock());
-  const wide = new EchoBlockPool(16000, new ManualClock());
+  const narrow = new AudioBlockPool(8000, new ManualClock());
+  const wide = new AudioBlockPool(16000, new ManualClock());
   t.equal(narrow.blocksPerSlab, Math.floor(SLAB_BYTES / 16000));
   t.equal(narrow.blocksPerSlab, 131);
   t.equal(wide.blocksPerSlab, 65);
@@ -41,7 +41,7 @@ t.test('blocks are views of 2 MiB slabs: 131 blocks of 1 s at 8 kHz, 65 at 16 kH
 });
 
 t.test('a steady workload reuses returned blocks: no new slab after the first round', async (t) => {
-  const pool = new EchoBlockPool(BLOCK, new ManualClock());
+  const pool = new AudioBlockPool(BLOCK, new ManualClock());
   const sessions = 40;
   // Each session holds a 30-block turn while its previous 30-block turn plays back: 60 blocks each, 2400 in all.
   let playing: Int16Array[][] = [];
@@ -60,7 +60,7 @@ t.test('a steady workload reuses returned blocks: no new slab after the first ro
 });
 
 t.test('blocks of different owners never alias while both are out', async (t) => {
-  const pool = new EchoBlockPool(BLOCK, new ManualClock());
+  const pool = new AudioBlockPool(BLOCK, new ManualClock());
   const out: { owner: number; block: Int16Array }[] = [];
   // Interleaved takes and gives (churn), each owner writing its own pattern over its whole block.
   for (let step = 0; step < 2000; step++) {
@@ -83,7 +83,7 @@ t.test('blocks of different owners never alias while both are out', async (t) =>
 });
 
 t.test('a block given back twice, or one not of the pool, throws (a second owner would corrupt the first)', async (t) => {
-  const pool = new EchoBlockPool(BLOCK, new ManualClock());
+  const pool = new AudioBlockPool(BLOCK, new ManualClock());
   const a = pool.take();
   pool.give(a);
   t.throws(() => pool.give(a), /given back twice/);
@@ -97,7 +97,7 @@ t.test('a block given back twice, or one not of the pool, throws (a second owner
 
 t.test('retention: a wholly free slab is released after SLAB_IDLE_RELEASE_MS, kept if used again before', async (t) => {
   const clock = new ManualClock();
-  const pool = new EchoBlockPool(BLOCK, clock);
+  const pool = new AudioBlockPool(BLOCK, clock);
   const per = pool.blocksPerSlab;
   // A burst: five slabs' worth out at once.
   const burst = Array.from({ length: per * 5 }, () => pool.take());
@@ -136,7 +136,7 @@ t.test('retention: a wholly free slab is released after SLAB_IDLE_RELEASE_MS, ke
 
 t.test('a slab freed later than another is released on its own schedule', async (t) => {
   const clock = new ManualClock();
-  const pool = new EchoBlockPool(BLOCK, clock);
+  const pool = new AudioBlockPool(BLOCK, clock);
   const per = pool.blocksPerSlab;
   const first = Array.from({ length: per }, () => pool.take());
   const second = Array.from({ length: per }, () => pool.take());

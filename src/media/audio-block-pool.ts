@@ -1,10 +1,11 @@
-// One pool of echo audio blocks per media worker and block length (so per session rate): every echo session takes
-// the blocks of its user turns from it and gives them back (played back, cleared, dropped oldest of an over-long
-// turn, session closed). Before, each session kept its own free list of 16,000-byte blocks up to its high-water
-// mark and dropped them at close: at N=500 in bench/sts.ts the worker held 430-590 MB of ArrayBuffers in thousands
-// of small buffers. Measured with this pool (bench/sts-cost.ts, COST_N=250 COST_SEC=90, medians of 3): ArrayBuffers
-// 178 -> 146 MB, RSS growth 138 -> 113 MB; major GCs unchanged (57 -> 56: they follow the JS heap's own
-// allocation, not these blocks).
+// One pool of audio blocks per media worker and block length (one second at a rate): the echo engine keeps the
+// user turns it will play back in its blocks, and every playout (src/conversation/playout.ts) queues the
+// assistant audio waiting for the pacing clock in them; both give them back once played, cleared or closed.
+// Before, echo sessions kept their own free lists of 16,000-byte blocks up to each one's high-water mark and
+// dropped them at close: at N=500 in bench/sts.ts the worker held 430-590 MB of ArrayBuffers in thousands of
+// small buffers. Measured with this pool (bench/sts-cost.ts, COST_N=250 COST_SEC=90, medians of 3): ArrayBuffers
+// 178 -> 146 MB, RSS growth 138 -> 113 MB; major GCs unchanged (57 -> 56). The playout, for its part, copied each
+// engine chunk into a new array that lived until played (seconds, so promoted to the old generation).
 //
 // Blocks are views carved from slabs of SLAB_BYTES (one ArrayBuffer each, every view created when the slab is),
 // so V8 sees a few large buffers, and take/give allocate nothing: allocation stops once the pool has reached the
@@ -16,8 +17,8 @@
 // that keeps it. So the pool holds: every slab with a block in use, plus the slabs that have been wholly free for
 // less than a minute. The bound: a minute after a burst's turns have played out, the pool is back to its live
 // blocks rounded up to whole slabs, the free blocks inside partly used slabs (which the oldest-first order fills
-// before any new slab is carved) and nothing more; an idle worker holds nothing a minute after its last echo
-// turn. A load that recurs within the minute (turns come and go within ECHO_MAX_TURN_SEC) keeps its slabs and
+// before any new slab is carved) and nothing more; an idle worker holds nothing a minute after its last turn
+// played. A load that recurs within the minute (echo turns come and go within ECHO_MAX_TURN_SEC) keeps its slabs and
 // carves none again. A slab is released by dropping it; a block of it still referenced elsewhere would keep the
 // whole slab alive, which is why a block is only ever given back once (give throws otherwise).
 import { performance } from 'node:perf_hooks';
@@ -76,7 +77,7 @@ interface Slab {
   freeSince: number;
 }
 
-export class EchoBlockPool {
+export class AudioBlockPool {
   readonly blocksPerSlab: number;
   private readonly blockBytes: number;
   /** Oldest first. */
@@ -118,8 +119,8 @@ export class EchoBlockPool {
   give(block: Int16Array): void {
     const slab = this.slabOf.get(block.buffer);
     const b = slab === undefined ? -1 : block.byteOffset / this.blockBytes;
-    if (slab === undefined || slab.blocks[b] !== block) throw new Error('echo block pool: not a block of this pool');
-    if (slab.isFree[b] === 1) throw new Error('echo block pool: block given back twice');
+    if (slab === undefined || slab.blocks[b] !== block) throw new Error('audio block pool: not a block of this pool');
+    if (slab.isFree[b] === 1) throw new Error('audio block pool: block given back twice');
     slab.isFree[b] = 1;
     slab.freeStack[slab.freeCount++] = b;
     this.inUse--;
@@ -190,13 +191,13 @@ export class EchoBlockPool {
 }
 
 /** The worker's pools, by block length. */
-const pools = new Map<number, EchoBlockPool>();
+const pools = new Map<number, AudioBlockPool>();
 
 /** The worker-wide pool of blocks of `blockSamples` samples. */
-export function echoBlockPool(blockSamples: number): EchoBlockPool {
+export function audioBlockPool(blockSamples: number): AudioBlockPool {
   let pool = pools.get(blockSamples);
   if (pool === undefined) {
-    pool = new EchoBlockPool(blockSamples);
+    pool = new AudioBlockPool(blockSamples);
     pools.set(blockSamples, pool);
   }
   return pool;
