@@ -349,7 +349,8 @@ export interface FinishOutcome {
  * round trip and atomic: it first locks the conversation's row (`for update`, which waits for a cancel or a content
  * deletion in flight and then sees its outcome), and the update and the recordings join that locked row.
  *
- * A conversation that is not yet ended is ended with everything given (`ended: true`).
+ * A conversation that is not yet ended is ended with everything given (`ended: true`), except its content when it
+ * retains nothing (below).
  *
  * One that has ended already (canceled through the API, whose `POST .../cancel` ends the row before the live side
  * hears of it; or finished before) keeps what that ending set and is only filled in with what the live side alone
@@ -367,6 +368,13 @@ export interface FinishOutcome {
  *   or the conversation retains nothing; a side that has one keeps it.
  * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
  * src/conversation/record.ts passes them there too).
+ *
+ * Zero data retention (the conversation's data_retention_policy, form A: "retains nothing"; spec, shared records), on
+ * any finish, first or later: no recording is stored (`recordingsStored: false`: the worker removes the files), no
+ * transcript is kept (given or stored: all three are null afterwards), and the content its items hold is dropped
+ * (their transcripts and their tool calls' request and response bodies, as deleteConversationContent drops them). A
+ * conversation can become zero data retention mid-call (a transfer to such an agent marks it through
+ * updateConversation), after items with text were appended: none of it is kept.
  */
 export async function finishConversation(
   sql: Sql,
@@ -382,6 +390,7 @@ export async function finishConversation(
   const [out] = await sql<{ ended: boolean; recordings_stored: boolean }[]>`
     with prev as materialized (
       select id, state = 'ended' as was_ended,
+        coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as retains_nothing,
         transcripts_deleted_at is null
           and not coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as keeps_transcripts,
         audio_recordings_deleted_at is null
@@ -394,14 +403,15 @@ export async function finishConversation(
         ended_at = case when prev.was_ended then c.ended_at else coalesce(${f.ended_at ?? null}::timestamptz, c.ended_at) end,
         duration_ms = case when prev.was_ended then c.duration_ms
           else coalesce(${f.duration_ms ?? null}::float8, c.duration_ms) end,
-        live_transcript = case when not prev.was_ended then coalesce(${f.live_transcript ?? null}::text, c.live_transcript)
+        live_transcript = case when prev.retains_nothing then null
+          when not prev.was_ended then coalesce(${f.live_transcript ?? null}::text, c.live_transcript)
           when prev.keeps_transcripts then coalesce(c.live_transcript, ${f.live_transcript ?? null}::text)
           else c.live_transcript end,
-        post_call_transcript = case
+        post_call_transcript = case when prev.retains_nothing then null
           when not prev.was_ended then coalesce(${f.post_call_transcript ?? null}::text, c.post_call_transcript)
           when prev.keeps_transcripts then coalesce(c.post_call_transcript, ${f.post_call_transcript ?? null}::text)
           else c.post_call_transcript end,
-        redacted_transcript = case
+        redacted_transcript = case when prev.retains_nothing then null
           when not prev.was_ended then coalesce(${f.redacted_transcript ?? null}::text, c.redacted_transcript)
           when prev.keeps_transcripts then coalesce(c.redacted_transcript, ${f.redacted_transcript ?? null}::text)
           else c.redacted_transcript end,
@@ -412,7 +422,15 @@ export async function finishConversation(
         task_results = case when not prev.was_ended or c.task_results = '{}'::jsonb
           then coalesce(${json(f.task_results)}::jsonb, c.task_results) else c.task_results end
       from prev where c.id = prev.id
-      returning c.id, prev.was_ended, prev.keeps_recordings
+      returning c.id, prev.was_ended, prev.retains_nothing, prev.keeps_recordings
+    ), items_emptied as (
+      update conversation_items i set live_transcript = null, post_call_transcript = null, redacted_transcript = null
+      from prev where prev.retains_nothing and i.conversation_id = prev.id
+        and (i.live_transcript is not null or i.post_call_transcript is not null or i.redacted_transcript is not null)
+    ), calls_emptied as (
+      update conversation_tool_calls tc set request_body = null, response_body = null
+      from prev where prev.retains_nothing and tc.conversation_id = prev.id
+        and (tc.request_body is not null or tc.response_body is not null)
     ), freed as (
       delete from conversation_leases where conversation_id = ${conversationId}
     ), stored as (
@@ -420,9 +438,9 @@ export async function finishConversation(
       select ended.id, r.side, r.path, r.format, r.sample_rate, r.channels, r.bytes, r.compress_to
       from ended, jsonb_to_recordset(${sql.json([...bySide.values()] as unknown as Json)}) as r(side text, path text,
         format text, sample_rate int, channels int, bytes bigint, compress_to text)
-      where not ended.was_ended
+      where not ended.retains_nothing and (not ended.was_ended
         or (ended.keeps_recordings and not exists (select 1 from conversation_recordings x
-          where x.conversation_id = ended.id and x.side = r.side))
+          where x.conversation_id = ended.id and x.side = r.side)))
       on conflict (conversation_id, side) do update set path = excluded.path, format = excluded.format,
         sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes,
         compress_to = excluded.compress_to, created_at = now()

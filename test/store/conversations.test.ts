@@ -48,7 +48,8 @@ for (const db of DB_KINDS) {
           background_noise_level: 0.2,
           vad_threshold: 0.5,
           metadata: { ticket: 42 },
-          data_retention_policy: { zero_data_retention: true },
+          // Form B: this conversation keeps its content (zero data retention keeps none: tests below).
+          data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 24 }, audio_recordings: { delete_after_hours: null } },
         },
       });
       let got = await getConversation(sql, id);
@@ -136,7 +137,7 @@ for (const db of DB_KINDS) {
       t.same(r.additional_languages, ['de', 'fr']);
       t.same(r.pronunciation_dictionary, [{ word: 'SQL', pronunciation: 'sequel' }]);
       t.same(r.metadata, { ticket: 42 });
-      t.same(r.data_retention_policy, { zero_data_retention: true });
+      t.same(r.data_retention_policy, { zero_data_retention: false, transcripts: { delete_after_hours: 24 }, audio_recordings: { delete_after_hours: null } });
       t.equal(r.background_noise, 'office');
       t.equal(r.input_format, 'mulaw_8000');
       t.equal(r.items.length, 2);
@@ -367,6 +368,41 @@ for (const db of DB_KINDS) {
       // Numbers, nothing said: stored under zero data retention as on a first finish.
       t.same(got.record.analysis.latencies_ms, [120, 340.5]);
       t.equal(got.record.ended_by, 'user_canceled');
+    });
+
+    t.test('zero data retention: a first finish stores no recording and no transcript', async (t) => {
+      const id = await createConversation(sql, {
+        orgId, projectId, origin: 'web', state: 'active', started_at: new Date(),
+        settings: { data_retention_policy: { zero_data_retention: true } },
+      });
+      t.same(
+        await finishConversation(sql, id, { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' }, [lateWav(id)]),
+        { ended: true, recordingsStored: false },
+        'it ends the conversation and stores no recording',
+      );
+      const got = (await getConversation(sql, id))!;
+      t.equal(got.recording, null, 'no recording row');
+      const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from conversation_recordings where conversation_id = ${id}`;
+      t.equal(n, 0, 'no recording row of any side');
+      t.same([got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript], [null, null, null], 'no transcript');
+      t.match(got.record, { ended_by: 'user', duration_ms: 99_999, analysis: { latencies_ms: [120, 340.5], interruptions_count: 2 } }, 'the ending and the numbers are stored');
+    });
+
+    // A conversation marked zero data retention mid-call (a transfer to such an agent: src/conversation/record.ts
+    // keepNothing) after items with text were appended: the finish keeps none of it.
+    t.test('zero data retention set mid-call: the finish drops the text items and tool calls already hold', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      const call = { id: `tool_call_${id}`, tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null };
+      await appendItems(sql, id, [turn('my card is 4111'), turn('noted', { role: 'assistant', tool_calls: [call] })]);
+      t.equal(await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }), true);
+      t.same(await finishConversation(sql, id, late('user: my card is 4111'), [lateWav(id)]), { ended: true, recordingsStored: false });
+      const got = (await getConversation(sql, id))!;
+      t.equal(got.recording, null, 'no recording row');
+      t.equal(got.record.live_transcript, null, 'no transcript');
+      t.same(got.record.items.map((i) => [i.role, i.live_transcript]), [['user', null], ['assistant', null]], 'the items stay, without their text');
+      const [stored] = got.record.items[1].tool_calls!;
+      t.same([stored.tool.name, stored.request_body, stored.response_body], ['x', null, null], 'the tool call stays, without its bodies');
+      t.same(got.record.data_retention_policy, { zero_data_retention: true });
     });
 
     t.test('a second finish of a conversation it ended itself changes nothing it had, fills only what was empty', async (t) => {
