@@ -3,7 +3,8 @@
 // goes, one block a second, so a long call never sits in memory; the RIFF sizes are patched when it ends. finish()
 // never compresses: it leaves a complete, playable `.wav` at once (the record is finished with it), and a recording
 // wanted as `wav.gz` is gzipped afterwards, in the background and a bounded number at a time, by
-// src/media/recording-compressor.ts (a mass hang-up or a shutdown must not wait on hundreds of gzips).
+// src/media/recording-compressor.ts (a mass hang-up or a shutdown must not wait on hundreds of gzips). abort()
+// instead throws the recording away mid-call, file and all (a conversation that becomes zero data retention).
 //
 // Alignment: both sides feed per-side FIFOs as their audio appears (inbound per packet, outbound per tick);
 // tick() (the pacing clock, once per 20 ms) moves exactly one frame per side into the file, silence where a
@@ -18,7 +19,7 @@
 // Blocks go to the file one after the other through fs.write with one callback made once (a promise chain and
 // FileHandle.write cost ~2 KB of garbage per block).
 import { write } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { FRAME_MS, LITTLE_ENDIAN_HOST } from './format.js';
 import { interleaveStereoInto } from './native.js';
@@ -93,7 +94,7 @@ function wavHeader(sampleRate: number, dataBytes: number): Uint8Array {
   return h;
 }
 
-type RecorderState = 'recording' | 'finishing' | 'done' | 'failed';
+type RecorderState = 'recording' | 'finishing' | 'done' | 'failed' | 'aborted';
 
 /** One second of interleaved stereo: the same bytes as 32-bit sample pairs, as 16-bit samples and for the file. */
 export interface RecordingBlock {
@@ -272,6 +273,33 @@ export class StereoRecorder {
     }
   }
 
+  /**
+   * Throws the recording away at once (zero data retention from now on): nothing more is taken or written (the
+   * audio waiting in the FIFOs and blocks not yet handed to the file are dropped; a write already in the kernel's
+   * hands is waited for, never continued), the file is closed and removed. Resolves once it is gone; rejects with a
+   * RecordingError when closing or removing failed (the file may then stay). Only while recording: a recording
+   * finishing or finished is its owner's to remove.
+   */
+  async abort(): Promise<void> {
+    if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
+    this.state = 'aborted';
+    this.writes.length = Math.min(this.writes.length, 1);
+    if (this.writes.length > 0) await new Promise<void>((resolve) => (this.writesEnded = resolve));
+    let closeError: unknown = null;
+    this.closed = true;
+    try {
+      await this.file.close();
+    } catch (err) {
+      closeError = err;
+    }
+    try {
+      await unlink(this.wavPath);
+    } catch (err) {
+      throw new RecordingError(`removing aborted recording ${this.wavPath} failed: ${(err as Error).message}`, { cause: closeError ? new AggregateError([err, closeError]) : err });
+    }
+    if (closeError) throw new RecordingError(`closing aborted recording ${this.wavPath} failed (the file is removed): ${(closeError as Error).message}`, { cause: closeError });
+  }
+
   private feed(fifo: SampleFifo, pcm: Int16Array, n: number): void {
     if (this.state !== 'recording') return;
     if (n > fifo.capacity) throw new RangeError(`recording chunk of ${n} samples exceeds the ${fifo.capacity}-sample backlog`);
@@ -307,8 +335,8 @@ export class StereoRecorder {
       this.writes.length = 0;
     } else {
       w.done += n;
-      // A short write (a full disk on the way, a signal): the rest of the block goes next.
-      if (w.done < w.bytes) return this.writeNext();
+      // A short write (a full disk on the way, a signal): the rest of the block goes next (not once aborted).
+      if (w.done < w.bytes && this.state !== 'aborted') return this.writeNext();
       this.writes.shift();
       this.spare.push(w.block);
     }
