@@ -3,6 +3,11 @@
 // items land in the order they happened. A user item is held until its final transcript is known (the reply, or the
 // next turn, flushes it). Under zero data retention (spec, DataRetentionPolicy form A: "retains nothing") no
 // recording is made and no transcript or tool call body is stored: the items keep only roles, times and durations.
+// A conversation can become zero data retention mid-call (a transfer to such an agent): the recording made so far is
+// thrown away at once, file and all, and the stored conversation is marked so, which makes the store drop the
+// content it already holds (items' transcripts and tool call bodies) and refuse any more at the finish
+// (src/store/conversations.ts finishConversation). Retaining nothing is for the rest of the conversation: a later
+// transfer to an agent that retains does not bring it back.
 // The record is finished as soon as the recording's WAV is closed, pointing at that `.wav` (playable, and served as
 // either container); a recording wanted as `wav.gz` is then handed to the worker's compressor, which moves the row
 // to the `.wav.gz` when it is done (src/media/recording-compressor.ts). The record never waits for a gzip. A
@@ -18,6 +23,8 @@ import type { ConversationStore } from './host.js';
 import type { Utterance } from './utterance.js';
 
 const RECORDING_FORMAT: RecordingFormat = 'wav.gz';
+/** DataRetentionPolicy form A (spec, shared records): retains nothing. */
+const ZERO_DATA_RETENTION = { zero_data_retention: true } as const;
 
 export interface RecordOptions {
   /** Compresses `wav.gz` recordings after the record is finished; without one they stay `.wav`. */
@@ -42,6 +49,8 @@ export class ConversationRecord {
   private recorder: StereoRecorder | null = null;
   private recordingsDir = '';
   private retainNothing = false;
+  /** The recording being thrown away (keepNothing mid-call); the finish waits for it. */
+  private discarding: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly store: ConversationStore,
@@ -54,9 +63,22 @@ export class ConversationRecord {
     this.id = conversationId;
   }
 
-  /** Zero data retention: from now on nothing said is stored (set before anything is). */
+  /**
+   * Zero data retention, for the rest of the conversation: nothing said is stored from now on, a recording made
+   * so far stops at once and its file is removed, and the stored conversation is marked as retaining nothing (after
+   * the writes queued before it), so the store drops what it holds of its content and refuses more. Once only.
+   */
   keepNothing(): void {
+    if (this.retainNothing) return;
     this.retainNothing = true;
+    const recorder = this.recorder;
+    this.recorder = null;
+    if (recorder) this.discarding = this.discardRecording(recorder);
+    const id = this.id;
+    if (!id) return;
+    // `updated: false` means the conversation has ended meanwhile (canceled): its finish still retains nothing, as
+    // this record hands it no content, and the store marks it then.
+    this.write(() => this.store.updateConversation(id, { settings: { data_retention_policy: ZERO_DATA_RETENTION } }));
   }
 
   /** Opens the stereo recording (user left, assistant right), unless nothing is retained. */
@@ -65,8 +87,22 @@ export class ConversationRecord {
     const dir = join(dataDir, RECORDINGS_DIR);
     await mkdir(dir, { recursive: true });
     const format = this.opts.format ?? RECORDING_FORMAT;
-    this.recorder = await StereoRecorder.open(join(dir, `${this.id}.${format}`), { sampleRate, format });
+    const recorder = await StereoRecorder.open(join(dir, `${this.id}.${format}`), { sampleRate, format });
     this.recordingsDir = dir;
+    // Zero data retention came while the file was being created: it is not kept either.
+    if (this.retainNothing) return void (this.discarding = this.discardRecording(recorder));
+    this.recorder = recorder;
+  }
+
+  /** Stops a recording for good and removes its file (zero data retention from now on); a failure is logged. */
+  private async discardRecording(recorder: StereoRecorder): Promise<void> {
+    const path = recorder.wavPath;
+    try {
+      await recorder.abort();
+      this.log.info({ conversationId: this.id, path }, 'zero data retention from now on: the recording stopped and its file removed');
+    } catch (err) {
+      this.log.error({ err, conversationId: this.id, path }, 'throwing away the recording of a zero data retention conversation failed: its file may stay on disk');
+    }
   }
 
   recordUser(pcm: Int16Array): void {
@@ -146,11 +182,14 @@ export class ConversationRecord {
    */
   async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number): Promise<void> {
     await this.writes;
+    await this.discarding;
     const recordings: NewRecording[] = [];
     let compress = false;
-    if (this.recorder) {
+    const recorder = this.recorder;
+    this.recorder = null;
+    if (recorder) {
       try {
-        const r = await this.recorder.finish();
+        const r = await recorder.finish();
         const path = relative(this.recordingsDir, r.path);
         compress = r.wanted === 'wav.gz';
         // compress_to: the intent survives a shutdown or crash before the gzip lands (resumed at the next start).
@@ -161,6 +200,10 @@ export class ConversationRecord {
     }
     if (!this.id) return;
     const id = this.id;
+    if (this.retainNothing && recordings.length > 0) {
+      // Zero data retention came while the recording was being closed: its file is removed, not handed on.
+      await this.removeFiles(id, recordings.splice(0), 'zero data retention came as it closed');
+    }
     const outcome = await this.store
       .finishConversation(
         this.id,
@@ -184,7 +227,7 @@ export class ConversationRecord {
       this.log.info({ conversationId: id, endedBy, recordingsStored: outcome.recordingsStored }, 'record had ended already (canceled): filled in');
     }
     if (recordings.length > 0 && !outcome.recordingsStored) {
-      await this.removeRefused(id, recordings);
+      await this.removeFiles(id, recordings, 'refused by the store (deleted, not retained, or the conversation is gone)');
       return;
     }
     // Stored (also after a cancel): the row points at the .wav, so the compressor can move it to the .wav.gz.
@@ -194,27 +237,28 @@ export class ConversationRecord {
   }
 
   /**
-   * The store answered that it refused these recordings (finishConversation: the conversation had ended already and
-   * its recordings were deleted or it retains nothing (zero data retention), or it is gone): no row points at their
-   * files, so nobody could download or delete them, and they are audio we must not keep. Their files are removed.
+   * The store answered that it refused these recordings (finishConversation: the conversation retains nothing (zero
+   * data retention, on any finish), or had ended already and its recordings were deleted, or it is gone): no row
+   * points at their files, so nobody could download or delete them, and they are audio we must not keep. Their
+   * files are removed.
    * None of them can be a file the store keeps: each is this record's own `<conversation id>.<format>`, a row comes
    * to point at it only through a finish that stores it, and this is the record's only finish (Conversation.end runs
    * once); so where the store refused because the side had a row already, that row points at another file. No
    * `.wav.gz` of a refused recording exists: only a stored one is handed to the compressor. A failed removal is
-   * logged and the end goes on.
+   * logged and the end goes on. Also used for a recording closed as the conversation became zero data retention.
    */
-  private async removeRefused(conversationId: string, recordings: NewRecording[]): Promise<void> {
+  private async removeFiles(conversationId: string, recordings: NewRecording[], why: string): Promise<void> {
     for (const r of recordings) {
       const path = join(this.recordingsDir, r.path);
       try {
         await unlink(path);
-        this.log.info({ conversationId, path }, 'recording refused by the store (deleted, not retained, or the conversation is gone): its file removed');
+        this.log.info({ conversationId, path }, `recording ${why}: its file removed`);
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-          this.log.info({ conversationId, path }, 'recording refused by the store: its file was already gone');
+          this.log.info({ conversationId, path }, `recording ${why}: its file was already gone`);
           continue;
         }
-        this.log.error({ err, conversationId, path }, 'removing the file of a recording the store refused failed: it stays on disk');
+        this.log.error({ err, conversationId, path }, `removing the file of a recording ${why} failed: it stays on disk`);
       }
     }
   }

@@ -80,6 +80,59 @@ t.test('without zero data retention the same conversation keeps its transcripts 
   t.equal(rec.recordings.length, 1);
 });
 
+// A transfer to an agent that retains nothing (src/conversation/record.ts keepNothing): the recording stops at once
+// and its file goes, the stored conversation is marked zero data retention (the store then drops the text it holds:
+// test/store/conversations), nothing said after it is handed to the store; a later transfer back does not undo it.
+t.test('a transfer to a zero data retention agent: the recording is thrown away at once, the record marked, nothing more said kept', async (t) => {
+  const s = setup();
+  const transfer = (name: string) => ({ id: `tool_${name}`, name, definition: { type: 'built_in_transfer_to_agent', name, description: 'Transfer', execution_mode: 'sync', agents_to_transfer_to: ['vault', 'desk'] } });
+  s.store.tools.set('to_vault', transfer('to_vault'));
+  s.store.tools.set('to_desk', transfer('to_desk'));
+  s.store.agents.set('vault', { ...agent({ data_retention_policy: { zero_data_retention: true }, tools: ['to_desk'] }), agent: { id: 'agent_vault', name: 'vault', enabled: true }, tools: [transfer('to_desk')] });
+  s.store.agents.set('desk', { ...agent({}), agent: { id: 'agent_desk', name: 'desk', enabled: true } });
+  await s.conv.start({
+    kind: 'config',
+    config: config({
+      welcome_message: 'Hi.',
+      tools: ['to_vault'],
+      scripted_engine: {
+        responses: [
+          { say: 'To the vault.', tool_calls: [{ name: 'to_vault', arguments: { agent_name: 'vault' } }] },
+          { say: 'Vault here.', tool_calls: [{ name: 'to_desk', arguments: { agent_name: 'desk' } }] },
+          { say: 'Desk again.' },
+        ],
+      },
+    }),
+  });
+  const dir = join(s.dataDir, 'recordings');
+  const files = () => (existsSync(dir) ? readdirSync(dir) : []);
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
+  t.equal(files().length, 1, 'recording before the transfer');
+  s.conv.handle({ type: 'generate_reply' });
+  await until(() => s.conv.settings?.data_retention_policy.zero_data_retention === true, 'transferred to the vault');
+  await until(() => files().length === 0, 'the recording file removed');
+  t.same(files(), [], 'the recording file is removed at the transfer, before the conversation ends');
+  await until(() => s.store.only().patches.length > 0 && JSON.stringify(s.store.only().patches).includes('zero_data_retention'), 'the record marked');
+  t.same(
+    s.store.only().patches.filter((p) => JSON.stringify(p).includes('data_retention_policy')),
+    [{ settings: { data_retention_policy: { zero_data_retention: true } } }],
+    'the stored conversation is marked zero data retention, once',
+  );
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 2, 'the transfer line');
+  s.conv.handle({ type: 'generate_reply' });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 3, 'the vault agent, transferring back');
+  await until(() => s.conv.settings?.data_retention_policy.zero_data_retention === false, 'back on an agent that retains');
+  s.conv.handle({ type: 'generate_reply' });
+  await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 4, 'the desk agent again');
+  await s.conv.end('user');
+  const rec = s.store.only();
+  t.same(rec.recordings, [], 'no recording handed to the store');
+  t.same(files(), [], 'no file in the recordings directory');
+  t.equal(rec.finish?.live_transcript, null, 'no conversation transcript');
+  t.same(rec.items.map((i) => i.live_transcript), ['Hi.', null, null, null], 'only the text stored before the transfer was handed over (the store drops it)');
+  t.same(rec.items.flatMap((i) => i.tool_calls ?? []).map((c) => [c.tool.name, c.request_body, c.response_body]), [['to_vault', null, null], ['to_desk', null, null]], 'no tool call bodies');
+});
+
 t.test('observers see events and both sides of the audio; a generated welcome', async (t) => {
   const s = setup();
   const seen: ServerEvent[] = [];
