@@ -7,10 +7,14 @@
 // first assistant frame, as the client sees it) p50/p99, user_finished_speaking after the end of the last voiced
 // frame plus the configured silence (vad_min_silence_duration_ms), outbound frame jitter (|inter-arrival - 20 ms|
 // at the client, so it includes the generator's own lateness) p50/p99, generator lateness p50/p99/max.
+// Parley runs with --trace-gc: the media worker's scavenges and mark-compacts in the window, their pauses, and the
+// longest marking cycle (wall), which on one pinned core is time the worker shares with the marking threads; the
+// other isolates' (main, tsx's loader threads: idle then) apart.
 // Results: bench/results/sts.json.
 // Usage: node --import tsx bench/sts.ts      Env: STS_N ("100,250,500,1000"), STS_WINDOW_SEC (15), STS_BARGE (0.2),
 //   STS_MODES ("floor,parley": which servers run), STS_PARLEY_NODE_ARGS (extra node flags for the Parley server,
-//   e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it), STS_NO_WRITE=1 (print only, no results file).
+//   e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it), STS_NO_WRITE=1 (print only, no results file),
+//   STS_GC_LOG=1 (the --trace-gc lines of the window to stderr).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -34,6 +38,7 @@ const BARGE_SHARE = Number(process.env.STS_BARGE ?? 0.2);
 const MODES = (process.env.STS_MODES ?? 'floor,parley').split(',') as ('floor' | 'parley')[];
 const PARLEY_NODE_ARGS = (process.env.STS_PARLEY_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const WRITE_RESULTS = process.env.STS_NO_WRITE !== '1';
+const GC_LOG = process.env.STS_GC_LOG === '1';
 const CLK_TCK = 100; // getconf CLK_TCK
 /**
  * Server run-queue wait (% of the window) above which a run's CPU and latency figures measure the machine's other
@@ -395,23 +400,101 @@ function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 }
 
-async function startServer(mode: 'parley' | 'floor'): Promise<{ child: ChildProcess; port: number; apiKey: string }> {
-  const extra = mode === 'parley' ? PARLEY_NODE_ARGS : [];
+/**
+ * V8's --trace-gc lines of the Parley server (both isolates: main is idle in the window, the worker does the
+ * work): `[pid:isolate] t ms: Scavenge 40.1 (52.3) -> 38.0 (52.3) MB, 1.23 / 0.00 ms ...`. The first figure after
+ * the sizes is the pause on the isolate's thread; a Mark-Compact line also gives the wall time since marking began
+ * (the stretch in which the marking threads share core 0 with the worker).
+ */
+const GC_LINE = /^\[\d+:(0x[0-9a-f]+)\].*: (Scavenge|Mark-Compact|Minor Mark-Compact)[^,]*, ([\d.]+) \/ [\d.]+ ms(?:.*walltime since start of marking (\d+) ms)?/;
+
+interface GcTally {
+  scavenges: number;
+  mark_compacts: number;
+  pause_total_ms: number;
+  pause_max_ms: number;
+  /** Longest marking cycle, start to finish (wall): concurrent marking competes with the worker on its core. */
+  marking_wall_max_ms: number;
+}
+
+function newGcTally(): GcTally {
+  return { scavenges: 0, mark_compacts: 0, pause_total_ms: 0, pause_max_ms: 0, marking_wall_max_ms: 0 };
+}
+
+/** GC lines tallied per isolate (the media worker, main, tsx's loader threads). */
+type GcByIsolate = Map<string, GcTally>;
+
+function countGcLine(byIsolate: GcByIsolate, line: string): void {
+  const m = GC_LINE.exec(line);
+  if (!m) return;
+  let tally = byIsolate.get(m[1]);
+  if (!tally) byIsolate.set(m[1], (tally = newGcTally()));
+  const pause = Number(m[3]);
+  if (m[2] === 'Mark-Compact') tally.mark_compacts++;
+  else tally.scavenges++;
+  tally.pause_total_ms += pause;
+  tally.pause_max_ms = Math.max(tally.pause_max_ms, pause);
+  if (m[4] !== undefined) tally.marking_wall_max_ms = Math.max(tally.marking_wall_max_ms, Number(m[4]));
+}
+
+/**
+ * The media worker's GC in the window: the isolate that collected most often (it does all the work; main and the
+ * loader threads are idle then, their few collections are reported apart), per minute and in all.
+ */
+function workerGc(byIsolate: GcByIsolate, windowSec: number): Record<string, number> {
+  const all = [...byIsolate.values()].sort((a, b) => b.scavenges + b.mark_compacts - (a.scavenges + a.mark_compacts));
+  const w = all[0] ?? newGcTally();
+  const others = all.slice(1);
+  return {
+    ...w,
+    pause_total_ms: Math.round(w.pause_total_ms * 10) / 10,
+    mark_compacts_per_min: Math.round((w.mark_compacts / windowSec) * 60 * 10) / 10,
+    other_isolates_collections: others.reduce((n, t) => n + t.scavenges + t.mark_compacts, 0),
+    other_isolates_pause_total_ms: Math.round(others.reduce((n, t) => n + t.pause_total_ms, 0) * 10) / 10,
+  };
+}
+
+interface Server {
+  child: ChildProcess;
+  port: number;
+  apiKey: string;
+  /** GC of the Parley server while `gc` is set (null for the floor, which runs without --trace-gc). */
+  gc: GcByIsolate | null;
+}
+
+async function startServer(mode: 'parley' | 'floor'): Promise<Server> {
+  const extra = mode === 'parley' ? ['--trace-gc', ...PARLEY_NODE_ARGS] : [];
   const child = spawn('taskset', ['-c', '0', process.execPath, ...extra, ...process.execArgv, SELF, `--serve-${mode}`], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const server: Server = { child, port: 0, apiKey: '', gc: null };
+  // Line by line: the port line (the first that starts with {"port"), --trace-gc lines (tallied while measuring),
+  // and the rest (errors: PARLEY_LOG_LEVEL=error) to our stderr.
+  let acc = '';
+  let announced: ((line: string) => void) | null = null;
+  const onLine = (line: string) => {
+    if (announced && line.startsWith('{"port"')) return announced(line);
+    if (GC_LINE.test(line)) {
+      if (server.gc) countGcLine(server.gc, line);
+      if (GC_LOG) process.stderr.write(line + '\n');
+      return;
+    }
+    process.stderr.write(line + '\n');
+  };
+  child.stdout!.on('data', (d: Buffer) => {
+    acc += d.toString();
+    for (let nl = acc.indexOf('\n'); nl >= 0; nl = acc.indexOf('\n')) {
+      onLine(acc.slice(0, nl));
+      acc = acc.slice(nl + 1);
+    }
+  });
   const line = await new Promise<string>((resolve, reject) => {
-    let acc = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      acc += d.toString();
-      const nl = acc.indexOf('\n');
-      if (nl >= 0) resolve(acc.slice(0, nl));
-    });
+    announced = resolve;
     child.once('exit', (code) => reject(new Error(`${mode} server exited (${code})`)));
   });
+  announced = null;
   const { port, apiKey } = JSON.parse(line) as { port: number; apiKey: string };
-  // What the server logs after its first line (errors: PARLEY_LOG_LEVEL=error) goes to our stderr.
-  child.stdout!.removeAllListeners('data');
-  child.stdout!.on('data', (d: Buffer) => process.stderr.write(d));
-  return { child, port, apiKey };
+  server.port = port;
+  server.apiKey = apiKey;
+  return server;
 }
 
 async function stopServer(child: ChildProcess): Promise<void> {
@@ -423,7 +506,8 @@ async function stopServer(child: ChildProcess): Promise<void> {
 }
 
 async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<string, unknown>> {
-  const { child, port, apiKey } = await startServer(mode);
+  const server = await startServer(mode);
+  const { child, port, apiKey } = server;
   const pid = child.pid!; // taskset execs node in place: same pid
   await new Promise((r) => setTimeout(r, 1000));
   const rssBase = rssKb(pid);
@@ -443,8 +527,10 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
   const c0 = cpuTicks(pid);
   const w0 = runqueueWaitNs(pid);
   g.measuring = true;
+  const gc = mode === 'parley' ? (server.gc = new Map()) : null;
   await new Promise((r) => setTimeout(r, WINDOW_SEC * 1000));
   g.measuring = false;
+  server.gc = null;
   const windowSec = (performance.now() - t0) / 1000;
   const cpu = ((cpuTicks(pid) - c0) / CLK_TCK / windowSec) * 100;
   const waitPct = ((runqueueWaitNs(pid) - w0) / 1e9 / windowSec) * 100;
@@ -481,6 +567,7 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
     generator_lateness_ms: { p50: quantile(g.lateness, 0.5), p99: lateP99, max: quantile(g.lateness, 1) },
     generator_bound: lateP99 !== null && lateP99 > FRAME_MS / 2,
     contention_bound: waitPct > CONTENTION_WAIT_PCT,
+    worker_gc: gc && workerGc(gc, windowSec),
   };
   console.log(JSON.stringify(result));
   return result;
