@@ -7,6 +7,7 @@ import type { Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { leasePolicy, startHeartbeat } from '../store/leases.js';
+import { tuneHeapForMedia } from './heap-tuning.js';
 import { createRequestHandler } from './main-handlers.js';
 import { resumeCompressions } from './recording-resume.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
@@ -90,6 +91,7 @@ function freePort(host: string): Promise<number> {
 
 export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPool> {
   const { settings, sql, log } = opts;
+  tuneHeapForMedia(); // before the workers' isolates exist
   const count = opts.workers ?? settings.PARLEY_WORKERS;
   const policy = leasePolicy(settings);
   const handle = createRequestHandler({ sql, policy, log, now: opts.now ?? (() => new Date()) });
