@@ -21,6 +21,7 @@ import type { ConversationStore, ConversationTimers, PacingRegistry } from '../s
 import { createLogger } from '../src/log.js';
 import type { PacedStream } from '../src/media/pacing-clock.js';
 import { engineLookup } from '../src/realtime/engines.js';
+import { tuneHeapForMedia } from '../src/realtime/heap-tuning.js';
 import { LiveHost, newAttachment, type Attachment } from '../src/realtime/live-host.js';
 import type { FrameSink } from '../src/realtime/sink.js';
 import type { NewItem } from '../src/store/conversations.js';
@@ -133,6 +134,7 @@ function quantile(xs: number[], q: number): number | null {
 }
 
 async function main(): Promise<void> {
+  tuneHeapForMedia(); // as startWorkerPool does before its workers start
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-sts-cost-'));
   const settings = loadSettings({ PARLEY_DATA_DIR: dataDir, PARLEY_LOG_LEVEL: 'error' });
   const log = createLogger('error');
