@@ -17,7 +17,7 @@ export {
   type StoredConversation,
 } from './conversation-reads.js';
 import type { RecordingRow } from './conversation-reads.js';
-import { transaction, type Tx } from './transaction.js';
+import { pipelinedTransaction, transaction, type Tx } from './transaction.js';
 
 type Json = Parameters<Sql['json']>[0];
 /** The pool or a transaction of it. */
@@ -125,6 +125,59 @@ export class ConversationNotFoundError extends Error {
 const DEFAULT_MODEL = 'merritt';
 const DEFAULT_FORMAT = 'pcm_16000';
 
+/**
+ * Zero data retention: the `conversations` row's data_retention_policy is form A, "retains nothing" (spec, shared
+ * records). Unqualified: for a statement in which only `conversations` has that column. appendItemsBatch writes it
+ * out: its statement is built with a single call of `sql` (the append batcher's test double counts each call as a
+ * statement).
+ */
+function retainsNothing(sql: Db) {
+  return sql`coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false)`;
+}
+
+// The content of a conversation is the text said in it: the three transcripts of its record and of each of its items,
+// and its tool calls' request and response bodies (its recordings are files, dropped apart). It goes on
+// deleteConversationContent and, under zero data retention, at the marking (updateConversation), at every append
+// (appendItemsBatch stores items without it) and at every finish (finishConversation). Defined once, here.
+
+/** A `set` list: the three transcripts, which a conversation's row and its items' rows both have, dropped. */
+function transcriptsDropped(sql: Db) {
+  return sql`live_transcript = null, post_call_transcript = null, redacted_transcript = null`;
+}
+
+/**
+ * Two data-modifying CTEs, for a statement's `with`: the content that the items and tool calls of the conversations
+ * listed by the relation `of` (its `id` column) hold is dropped; rows already without it are not rewritten. The
+ * record's own transcripts are left to the caller, whose statement may update that row already (a row is updated at
+ * most once per statement).
+ */
+function itemsContentDropped(sql: Db, of: string) {
+  const conv = sql(of);
+  return sql`items_content_dropped as (
+      update conversation_items i set ${transcriptsDropped(sql)}
+      from ${conv} where i.conversation_id = ${conv}.id
+        and (i.live_transcript is not null or i.post_call_transcript is not null or i.redacted_transcript is not null)
+    ), calls_content_dropped as (
+      update conversation_tool_calls tc set request_body = null, response_body = null
+      from ${conv} where tc.conversation_id = ${conv}.id and (tc.request_body is not null or tc.response_body is not null)
+    )`;
+}
+
+/**
+ * One statement: drops the content a conversation holds when it retains nothing (its record's transcripts, its
+ * items' and tool calls'), and does nothing otherwise.
+ */
+function contentDroppedIfRetainsNothing(sql: Db, conversationId: string) {
+  return sql`
+    with zdr as (
+      select id from conversations where id = ${conversationId} and ${retainsNothing(sql)}
+    ), record_content_dropped as (
+      update conversations c set ${transcriptsDropped(sql)} from zdr where c.id = zdr.id
+        and (c.live_transcript is not null or c.post_call_transcript is not null or c.redacted_transcript is not null)
+    ), ${itemsContentDropped(sql, 'zdr')}
+    select 1`;
+}
+
 /** A tool call's row for appendItemsBatch's jsonb_to_recordset, where an absent (undefined) field reads as NULL. */
 function toolCallRow(conversationId: string, itemId: string, idx: number, c: NewToolCall) {
   return {
@@ -182,6 +235,10 @@ export interface Append {
  * to a conversation that does not exist writes nothing and answers ConversationNotFoundError, without failing the
  * others. Answers each append's item ids (or that error), in order; rejects when the statement fails (then
  * nothing was written).
+ *
+ * An append to a conversation that retains nothing (zero data retention) stores its items and tool calls without
+ * their content (transcripts, request and response bodies), whatever it was handed. That is read off the row the
+ * reservation locked, in its latest version, so an append waiting on a marking (updateConversation) sees it.
  */
 export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Promise<(string[] | ConversationNotFoundError)[]> {
   const itemRows: Record<string, unknown>[] = [];
@@ -225,28 +282,33 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
     ), reserved as (
       update conversations c set next_item_idx = c.next_item_idx + wanted.n
       from wanted where c.id = wanted.conversation_id
-      returning c.id, c.next_item_idx - wanted.n as first
+      returning c.id, c.next_item_idx - wanted.n as first,
+        coalesce((c.data_retention_policy ->> 'zero_data_retention')::boolean, false) as retains_nothing
     ), items as (
       insert into conversation_items (id, conversation_id, item_idx, role, live_transcript, post_call_transcript,
         redacted_transcript, duration_ms, started_at, voice_id, audio_speed, system_prompt)
-      select i.id, i.conversation_id, r.first + i.k, i.role, i.live_transcript, i.post_call_transcript,
-        i.redacted_transcript, i.duration_ms, i.started_at, i.voice_id, i.audio_speed, i.system_prompt
+      select i.id, i.conversation_id, r.first + i.k, i.role,
+        case when r.retains_nothing then null else i.live_transcript end,
+        case when r.retains_nothing then null else i.post_call_transcript end,
+        case when r.retains_nothing then null else i.redacted_transcript end,
+        i.duration_ms, i.started_at, i.voice_id, i.audio_speed, i.system_prompt
       from input i join reserved r on r.id = i.conversation_id
       returning id, conversation_id
     ), calls as (
       insert into conversation_tool_calls (id, conversation_id, item_id, call_idx, tool_id, tool_name, request_body,
         response_body, timed_out, error_message, integration, endpoint_method, endpoint_url, endpoint_headers,
         endpoint_timeout_ms, endpoint_called_at, query_params, response_status_code, tool_call_output_timeout_ms)
-      select c.id, c.conversation_id, c.item_id, c.call_idx, c.tool_id, c.tool_name, c.request_body,
-        c.response_body, c.timed_out, c.error_message, c.integration, c.endpoint_method, c.endpoint_url,
-        c.endpoint_headers, c.endpoint_timeout_ms, c.endpoint_called_at, c.query_params, c.response_status_code,
+      select c.id, c.conversation_id, c.item_id, c.call_idx, c.tool_id, c.tool_name,
+        case when r.retains_nothing then null else c.request_body end,
+        case when r.retains_nothing then null else c.response_body end,
+        c.timed_out, c.error_message, c.integration, c.endpoint_method, c.endpoint_url, c.endpoint_headers, c.endpoint_timeout_ms, c.endpoint_called_at, c.query_params, c.response_status_code,
         c.tool_call_output_timeout_ms
       from jsonb_to_recordset(${sql.json(callRows as Json)}) as c(id text, conversation_id text, item_id text,
         call_idx int, tool_id text, tool_name text, request_body jsonb, response_body jsonb, timed_out boolean,
         error_message text, integration text, endpoint_method text, endpoint_url text, endpoint_headers jsonb,
         endpoint_timeout_ms int, endpoint_called_at timestamptz, query_params jsonb, response_status_code int,
         tool_call_output_timeout_ms int)
-      join items on items.id = c.item_id
+      join items on items.id = c.item_id join reserved r on r.id = items.conversation_id
     )
     select distinct conversation_id from items`;
   // A conversation that exists took all of its items (they join its reservation); one that does not, none.
@@ -323,18 +385,27 @@ export interface ConversationUpdate {
 /**
  * Changes a conversation in progress; false when it has ended (finished, or canceled through the API: the live
  * engine takes that as its signal to stop) or does not exist. `started_at` is set once.
+ *
+ * An update that sets the data retention policy is one transaction with the drop of the content the conversation
+ * holds when it now retains nothing (zero data retention; a transfer to such an agent marks it mid-call:
+ * src/conversation/record.ts keepNothing): the text stored before the marking is gone once it answers, not only at
+ * the finish, which may never come. The drop is a statement of its own after the update, so it sees every append
+ * that committed before the update took the row's lock; appends after it wait on that lock and then store no text
+ * (appendItemsBatch).
  */
 export async function updateConversation(sql: Sql, conversationId: string, u: ConversationUpdate): Promise<boolean> {
   const set = withJson(sql, { ...(u.settings ?? {}), state: u.state, external_id: u.external_id });
   const startedAt = u.started_at ?? null;
   // postgres.js recognises its update helper only right after `set`: one statement per shape.
-  const rows =
+  const update = (db: Db) =>
     Object.keys(set).length > 0
-      ? await sql`update conversations set ${sql(set)},
+      ? db`update conversations set ${db(set)},
           started_at = coalesce(started_at, ${startedAt}::timestamptz)
         where id = ${conversationId} and state <> 'ended' returning 1`
-      : await sql`update conversations set started_at = coalesce(started_at, ${startedAt}::timestamptz)
+      : db`update conversations set started_at = coalesce(started_at, ${startedAt}::timestamptz)
         where id = ${conversationId} and state <> 'ended' returning 1`;
+  if (u.settings?.data_retention_policy === undefined) return (await update(sql)).length > 0;
+  const [rows] = await pipelinedTransaction(sql, (tx) => [update(tx), contentDroppedIfRetainsNothing(tx, conversationId)]);
   return rows.length > 0;
 }
 
@@ -374,7 +445,7 @@ export interface FinishOutcome {
  * transcript is kept (given or stored: all three are null afterwards), and the content its items hold is dropped
  * (their transcripts and their tool calls' request and response bodies, as deleteConversationContent drops them). A
  * conversation can become zero data retention mid-call (a transfer to such an agent marks it through
- * updateConversation), after items with text were appended: none of it is kept.
+ * updateConversation, which drops that content already), after items with text were appended: none of it is kept.
  */
 export async function finishConversation(
   sql: Sql,
@@ -390,11 +461,9 @@ export async function finishConversation(
   const [out] = await sql<{ ended: boolean; recordings_stored: boolean }[]>`
     with prev as materialized (
       select id, state = 'ended' as was_ended,
-        coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as retains_nothing,
-        transcripts_deleted_at is null
-          and not coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as keeps_transcripts,
-        audio_recordings_deleted_at is null
-          and not coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as keeps_recordings
+        ${retainsNothing(sql)} as retains_nothing,
+        transcripts_deleted_at is null and not ${retainsNothing(sql)} as keeps_transcripts,
+        audio_recordings_deleted_at is null and not ${retainsNothing(sql)} as keeps_recordings
       from conversations where id = ${conversationId} for update
     ), ended as (
       update conversations c set
@@ -423,15 +492,9 @@ export async function finishConversation(
           then coalesce(${json(f.task_results)}::jsonb, c.task_results) else c.task_results end
       from prev where c.id = prev.id
       returning c.id, prev.was_ended, prev.retains_nothing, prev.keeps_recordings
-    ), items_emptied as (
-      update conversation_items i set live_transcript = null, post_call_transcript = null, redacted_transcript = null
-      from prev where prev.retains_nothing and i.conversation_id = prev.id
-        and (i.live_transcript is not null or i.post_call_transcript is not null or i.redacted_transcript is not null)
-    ), calls_emptied as (
-      update conversation_tool_calls tc set request_body = null, response_body = null
-      from prev where prev.retains_nothing and tc.conversation_id = prev.id
-        and (tc.request_body is not null or tc.response_body is not null)
-    ), freed as (
+    ), zdr as (
+      select id from prev where retains_nothing
+    ), ${itemsContentDropped(sql, 'zdr')}, freed as (
       delete from conversation_leases where conversation_id = ${conversationId}
     ), stored as (
       insert into conversation_recordings (conversation_id, side, path, format, sample_rate, channels, bytes, compress_to)
@@ -487,15 +550,14 @@ export async function deleteConversationContent(sql: Sql, conversationId: string
       select state from conversations where id = ${conversationId} for update`;
     if (!row) return { kind: 'not_found' } as const;
     if (row.state !== 'ended') return { kind: 'in_progress' } as const;
-    await tx`update conversations set live_transcript = null, post_call_transcript = null,
-        redacted_transcript = null,
-        transcripts_deleted_at = coalesce(transcripts_deleted_at, now()),
-        audio_recordings_deleted_at = coalesce(audio_recordings_deleted_at, now())
-      where id = ${conversationId}`;
-    await tx`update conversation_items set live_transcript = null, post_call_transcript = null,
-        redacted_transcript = null where conversation_id = ${conversationId}`;
-    await tx`update conversation_tool_calls set request_body = null, response_body = null
-      where conversation_id = ${conversationId}`;
+    await tx`
+      with conv as (
+        update conversations set ${transcriptsDropped(tx)},
+          transcripts_deleted_at = coalesce(transcripts_deleted_at, now()),
+          audio_recordings_deleted_at = coalesce(audio_recordings_deleted_at, now())
+        where id = ${conversationId} returning id
+      ), ${itemsContentDropped(tx, 'conv')}
+      select 1`;
     const recordings = await tx<RecordingRow[]>`delete from conversation_recordings
       where conversation_id = ${conversationId}
       returning conversation_id, side, path, format, sample_rate, channels, bytes::float8 as bytes`;

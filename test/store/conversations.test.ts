@@ -6,6 +6,7 @@ import { DB_KINDS, startTestServer } from '../helpers/server.js';
 import {
   addRecording,
   appendItems,
+  appendItemsBatch,
   cancelConversation,
   ConversationNotFoundError,
   createConversation,
@@ -15,6 +16,7 @@ import {
   getRecording,
   listConversations,
   updateConversation,
+  type Append,
   type NewItem,
 } from '../../src/store/conversations.js';
 import { conversation as conversationSchema } from '../../src/schemas/conversations.js';
@@ -405,6 +407,66 @@ for (const db of DB_KINDS) {
       t.same(got.record.data_retention_policy, { zero_data_retention: true });
     });
 
+    // The text stored before the marking must not stay readable until the finish (which may never come: a worker
+    // that dies mid-call).
+    t.test('zero data retention set mid-call: the marking drops the text items and tool calls already hold, at once', async (t) => {
+      const secretCall = (id: string) => ({ id: `tool_call_${id}`, tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null });
+      const said = (id: string) => [
+        turn('my card is 4111', { post_call_transcript: 'My card is 4111.', redacted_transcript: 'My card is [card].' }),
+        turn('noted', { role: 'assistant', tool_calls: [secretCall(id)] }),
+      ];
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      await appendItems(sql, id, said(id));
+      const kept = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      await appendItems(sql, kept, said(kept));
+      const before = (await getConversation(sql, id))!.record.items;
+
+      t.equal(await updateConversation(sql, kept, { settings: { data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 1 }, audio_recordings: { delete_after_hours: null } } } }), true);
+      t.equal(await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }), true);
+
+      const got = (await getConversation(sql, id))!;
+      t.equal(got.state, 'active', 'still in progress: no finish yet');
+      t.same(
+        got.record.items.map((i) => [i.role, i.item_idx, i.started_at, i.duration_ms, i.live_transcript, i.post_call_transcript, i.redacted_transcript]),
+        before.map((i) => [i.role, i.item_idx, i.started_at, i.duration_ms, null, null, null]),
+        'the items stay (roles, times, durations), without their text',
+      );
+      const [stored] = got.record.items[1].tool_calls!;
+      t.same([stored.tool.name, stored.request_body, stored.response_body], ['x', null, null], 'the tool call stays, without its bodies');
+      const other = (await getConversation(sql, kept))!.record;
+      t.same(other.items.map((i) => i.live_transcript), ['my card is 4111', 'noted'], 'a conversation that retains its content keeps it');
+      t.same(other.items[1].tool_calls![0].request_body, { card: '4111' });
+    });
+
+    t.test('zero data retention: an append stores the items and tool calls without their text', async (t) => {
+      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      t.equal(await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }), true);
+      const kept = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      const at = new Date('2026-11-22T10:00:01.000Z');
+      const call = (cid: string) => ({ id: `tool_call_${cid}`, tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null });
+      const said = (cid: string): Append => ({
+        conversationId: cid,
+        items: [
+          turn('my card is 4111', { post_call_transcript: 'My card is 4111.', redacted_transcript: 'My card is [card].', started_at: at, duration_ms: 1200 }),
+          turn('noted', { role: 'assistant', started_at: new Date(at.getTime() + 1500), duration_ms: 800, tool_calls: [call(cid)] }),
+        ],
+      });
+      // One batch for both: the text is dropped per conversation.
+      const out = await appendItemsBatch(sql, [said(id), said(kept)]);
+      t.notOk(out.some((r) => r instanceof Error), 'both appends stored');
+      const got = (await getConversation(sql, id))!.record;
+      t.same(
+        got.items.map((i) => [i.role, i.item_idx, i.started_at, i.duration_ms, i.live_transcript, i.post_call_transcript, i.redacted_transcript]),
+        [['user', 0, '2026-11-22T10:00:01.000Z', 1200, null, null, null], ['assistant', 1, '2026-11-22T10:00:02.500Z', 800, null, null, null]],
+        'the items are stored (roles, times, durations) without their text',
+      );
+      const [stored] = got.items[1].tool_calls!;
+      t.same([stored.id, stored.tool.name, stored.request_body, stored.response_body], [`tool_call_${id}`, 'x', null, null], 'the tool call is stored without its bodies');
+      const other = (await getConversation(sql, kept))!.record;
+      t.same(other.items.map((i) => [i.live_transcript, i.redacted_transcript]), [['my card is 4111', 'My card is [card].'], ['noted', null]], 'a conversation that retains its content keeps it');
+      t.same(other.items[1].tool_calls![0].response_body, { ok: true });
+    });
+
     t.test('a second finish of a conversation it ended itself changes nothing it had, fills only what was empty', async (t) => {
       const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
       const first = {
@@ -447,7 +509,12 @@ for (const db of DB_KINDS) {
         projectId,
         origin: 'web',
         started_at: new Date(),
-        items: [{ role: 'user', live_transcript: 'secret', duration_ms: 100, started_at: new Date() }],
+        items: [
+          { role: 'user', live_transcript: 'secret', duration_ms: 100, started_at: new Date() },
+          { role: 'assistant', live_transcript: 'noted', duration_ms: 100, started_at: new Date(), tool_calls: [
+            { tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null },
+          ] },
+        ],
         finish: { ended_by: 'user', ended_at: new Date(), live_transcript: 'secret', duration_ms: 100 },
       });
       await addRecording(sql, id, { side: 'both', path: 'x/both.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 44 });
@@ -459,6 +526,7 @@ for (const db of DB_KINDS) {
       const got = await getConversation(sql, id);
       t.equal(got?.record.live_transcript, null);
       t.equal(got?.record.items[0].live_transcript, null);
+      t.same(got?.record.items[1].tool_calls!.map((c) => [c.tool.name, c.request_body, c.response_body]), [['x', null, null]], 'tool call bodies dropped');
       t.ok(got?.record.deletion_info?.transcripts_deleted_at);
       t.ok(got?.record.deletion_info?.audio_recordings_deleted_at);
       t.equal(got?.recording, null);
