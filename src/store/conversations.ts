@@ -321,6 +321,9 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
   const id = c.id ?? newId('conv');
   const s = c.settings ?? {};
   const f = c.finish;
+  // Created already ended under zero data retention (an import): its transcripts are content, not kept, as a
+  // finish would not keep them; its items go through appendItemsBatch, which keeps none of their text either.
+  const keepsContent = s.data_retention_policy?.zero_data_retention !== true;
   const row = withJson(sql, {
     id,
     org_id: c.orgId,
@@ -344,9 +347,9 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
     ended_by: f?.ended_by ?? null,
     ended_at: f?.ended_at ?? null,
     duration_ms: f?.duration_ms ?? 0,
-    live_transcript: f?.live_transcript ?? null,
-    post_call_transcript: f?.post_call_transcript ?? null,
-    redacted_transcript: f?.redacted_transcript ?? null,
+    live_transcript: (keepsContent && f?.live_transcript) || null,
+    post_call_transcript: (keepsContent && f?.post_call_transcript) || null,
+    redacted_transcript: (keepsContent && f?.redacted_transcript) || null,
     latencies_ms: f?.latencies_ms ?? [],
     interruptions_count: f?.interruptions_count ?? 0,
     task_results: f?.task_results ?? {},

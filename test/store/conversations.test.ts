@@ -390,6 +390,20 @@ for (const db of DB_KINDS) {
       t.match(got.record, { ended_by: 'user', duration_ms: 99_999, analysis: { latencies_ms: [120, 340.5], interruptions_count: 2 } }, 'the ending and the numbers are stored');
     });
 
+    t.test('zero data retention: a conversation created already ended (an import) keeps no transcript', async (t) => {
+      const id = await createConversation(sql, {
+        orgId, projectId, origin: 'web', started_at: new Date(),
+        settings: { data_retention_policy: { zero_data_retention: true } },
+        finish: { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' },
+        items: [turn('my secret')],
+      });
+      const got = (await getConversation(sql, id))!;
+      t.same([got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript], [null, null, null], 'no transcript');
+      t.equal(got.record.items.length, 1, 'the item is kept');
+      t.equal(got.record.items[0].live_transcript, null, 'without its text');
+      t.match(got.record, { ended_by: 'user', analysis: { latencies_ms: [120, 340.5], interruptions_count: 2 } }, 'the ending and the numbers are stored');
+    });
+
     // A conversation marked zero data retention mid-call (a transfer to such an agent: src/conversation/record.ts
     // keepNothing) after items with text were appended: the finish keeps none of it.
     t.test('zero data retention set mid-call: the finish drops the text items and tool calls already hold', async (t) => {
