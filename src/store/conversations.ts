@@ -127,9 +127,7 @@ const DEFAULT_FORMAT = 'pcm_16000';
 
 /**
  * Zero data retention: the `conversations` row's data_retention_policy is form A, "retains nothing" (spec, shared
- * records). Unqualified: for a statement in which only `conversations` has that column. appendItemsBatch writes it
- * out: its statement is built with a single call of `sql` (the append batcher's test double counts each call as a
- * statement).
+ * records). Unqualified: for a statement in which only `conversations` has that column.
  */
 function retainsNothing(sql: Db) {
   return sql`coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false)`;
@@ -282,8 +280,7 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
     ), reserved as (
       update conversations c set next_item_idx = c.next_item_idx + wanted.n
       from wanted where c.id = wanted.conversation_id
-      returning c.id, c.next_item_idx - wanted.n as first,
-        coalesce((c.data_retention_policy ->> 'zero_data_retention')::boolean, false) as retains_nothing
+      returning c.id, c.next_item_idx - wanted.n as first, ${retainsNothing(sql)} as retains_nothing
     ), items as (
       insert into conversation_items (id, conversation_id, item_idx, role, live_transcript, post_call_transcript,
         redacted_transcript, duration_ms, started_at, voice_id, audio_speed, system_prompt)
@@ -347,9 +344,9 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
     ended_by: f?.ended_by ?? null,
     ended_at: f?.ended_at ?? null,
     duration_ms: f?.duration_ms ?? 0,
-    live_transcript: (keepsContent && f?.live_transcript) || null,
-    post_call_transcript: (keepsContent && f?.post_call_transcript) || null,
-    redacted_transcript: (keepsContent && f?.redacted_transcript) || null,
+    live_transcript: keepsContent ? (f?.live_transcript ?? null) : null,
+    post_call_transcript: keepsContent ? (f?.post_call_transcript ?? null) : null,
+    redacted_transcript: keepsContent ? (f?.redacted_transcript ?? null) : null,
     latencies_ms: f?.latencies_ms ?? [],
     interruptions_count: f?.interruptions_count ?? 0,
     task_results: f?.task_results ?? {},

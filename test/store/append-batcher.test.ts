@@ -19,12 +19,16 @@ const turn = (text: string, extra: Partial<NewItem> = {}): NewItem => ({
 t.test('a batch lost with its connection fails whole, without a retry that could write twice', async (t) => {
   const lost = Object.assign(new Error('write CONNECTION_CLOSED 127.0.0.1:5432'), { code: 'CONNECTION_CLOSED' });
   let statements = 0;
-  // Just enough of postgres.js's sql for appendItemsBatch: the statement fails the way a dropped connection does.
+  // Just enough of postgres.js's sql for appendItemsBatch: like postgres.js, a call makes a query that runs only when
+  // awaited (a fragment interpolated into another query never is), and the statement fails the way a dropped
+  // connection does.
   const sql = Object.assign(
-    () => {
-      statements++;
-      return Promise.reject(lost);
-    },
+    () => ({
+      then(resolve: (v: never) => unknown, reject: (e: unknown) => unknown) {
+        statements++;
+        return Promise.reject(lost).then(resolve, reject);
+      },
+    }),
     { json: (v: unknown) => v },
   );
   const batcher = new AppendBatcher(sql as never, log, { window_ms: WINDOW_MS, max_items: 500 });
