@@ -14,7 +14,8 @@
 // Usage: node --import tsx bench/sts.ts      Env: STS_N ("100,250,500,1000"), STS_WINDOW_SEC (15), STS_BARGE (0.2),
 //   STS_MODES ("floor,parley": which servers run), STS_PARLEY_NODE_ARGS (extra node flags for the Parley server,
 //   e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it), STS_NO_WRITE=1 (print only, no results file),
-//   STS_GC_LOG=1 (the --trace-gc lines of the window to stderr).
+//   STS_GC_LOG=1 (the --trace-gc lines of the window to stderr), STS_CONFIG (JSON: extra fields of every client's
+//   config message, e.g. '{"audio_speed":1}'; a run with it is not the benchmark's and should not be written).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -38,6 +39,8 @@ const BARGE_SHARE = Number(process.env.STS_BARGE ?? 0.2);
 const MODES = (process.env.STS_MODES ?? 'floor,parley').split(',') as ('floor' | 'parley')[];
 const PARLEY_NODE_ARGS = (process.env.STS_PARLEY_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const WRITE_RESULTS = process.env.STS_NO_WRITE !== '1';
+/** Extra `config` fields for every Parley client (e.g. '{"audio_speed":1}'): what a setting costs. */
+const CONFIG_EXTRA = JSON.parse(process.env.STS_CONFIG ?? '{}') as Record<string, unknown>;
 const GC_LOG = process.env.STS_GC_LOG === '1';
 const CLK_TCK = 100; // getconf CLK_TCK
 /**
@@ -343,6 +346,7 @@ class Generator {
       output_format: 'pcm_8000',
       binary_audio: true,
       vad_min_silence_duration_ms: MIN_SILENCE_MS,
+      ...CONFIG_EXTRA,
     };
     this.configFrame = clientFrame(0x1, Buffer.from(JSON.stringify(config)));
   }
