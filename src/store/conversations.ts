@@ -617,8 +617,32 @@ export interface PendingCompression {
   path: string;
 }
 
-/** Recordings left as `.wav` with a gzip pending, oldest first (resumed at start). */
-export async function pendingCompressions(sql: Sql): Promise<PendingCompression[]> {
-  return sql<PendingCompression[]>`select conversation_id, side, path from conversation_recordings
-    where format = 'wav' and compress_to is not null order by created_at, conversation_id, side`;
+/**
+ * Recordings left as `.wav` with a gzip pending whose conversation ran on `nodeId` (PARLEY_NODE_ID; null, the
+ * default, is the unnamed node and matches the rows it wrote, whose node_id is null), oldest first: resumed at that
+ * node's start. Only the node that recorded a WAV compresses it, so no node touches a `.gz` another may be writing.
+ */
+export async function pendingCompressions(sql: Sql, nodeId: string | null = null): Promise<PendingCompression[]> {
+  return sql<PendingCompression[]>`select r.conversation_id, r.side, r.path
+    from conversation_recordings r join conversations c on c.id = r.conversation_id
+    where r.format = 'wav' and r.compress_to is not null and c.node_id is not distinct from ${nodeId}::text
+    order by r.created_at, r.conversation_id, r.side`;
+}
+
+/** The pending compressions of one other node (`pendingCompressionsOfOtherNodes`). */
+export interface OtherNodePending {
+  /** null: the unnamed node's. */
+  node_id: string | null;
+  recordings: number;
+  /** Its last heartbeat (`node_heartbeats`); null when it has none (an unnamed node beats under another id). */
+  heartbeat_at: Date | null;
+}
+
+/** Pending compressions that `pendingCompressions(sql, nodeId)` leaves to other nodes, counted per node. */
+export async function pendingCompressionsOfOtherNodes(sql: Sql, nodeId: string | null): Promise<OtherNodePending[]> {
+  return sql<OtherNodePending[]>`select c.node_id, count(*)::int as recordings, h.heartbeat_at
+    from conversation_recordings r join conversations c on c.id = r.conversation_id
+      left join node_heartbeats h on h.node_id = c.node_id
+    where r.format = 'wav' and r.compress_to is not null and c.node_id is distinct from ${nodeId}::text
+    group by c.node_id, h.heartbeat_at order by c.node_id nulls first`;
 }
