@@ -104,11 +104,14 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const inspections = new Map<number, (sockets: SocketInspection[]) => void>();
   let nextInspection = 1;
   let closing = false;
-  // Compressions a previous run left undone: found before any worker runs (so none of this run's recordings is
-  // taken for one), then compressed in the background. A failure is logged; the rows stay on their playable .wav.
+  // Compressions a previous run of this node left undone: found before any worker runs (so none of this run's
+  // recordings is taken for one), then compressed in the background. A failure is logged; the rows stay on their
+  // playable .wav.
   let resumed: RecordingCompressor | null = null;
   try {
-    resumed = (await resumeCompressions({ sql, dataDir: settings.PARLEY_DATA_DIR, log })).compressor;
+    resumed = (
+      await resumeCompressions({ sql, dataDir: settings.PARLEY_DATA_DIR, log, nodeId: settings.PARLEY_NODE_ID ?? null })
+    ).compressor;
   } catch (err) {
     log.error({ err }, 'resuming recording compressions failed');
   }
