@@ -18,7 +18,7 @@
 //   config message, e.g. '{"audio_speed":1}'; a run with it is not the benchmark's and should not be written).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -66,10 +66,12 @@ async function serveParley(): Promise<void> {
   const url = new URL(PG_ADMIN);
   url.pathname = `/${name}`;
   const apiKey = `pk_${randomBytes(32).toString('base64url')}`;
+  // The run's recordings (500 conversations leave ~0.5 GB a minute) go with its database.
+  const dataDir = join(tmpdir(), name);
   const settings = loadSettings({
     DATABASE_URL: url.toString(),
     PARLEY_LOG_LEVEL: 'error',
-    PARLEY_DATA_DIR: join(tmpdir(), name),
+    PARLEY_DATA_DIR: dataDir,
     PARLEY_WS_PORT: '0',
     PARLEY_WORKERS: '1',
     PARLEY_RECONNECT_GRACE_SEC: '0',
@@ -88,6 +90,7 @@ async function serveParley(): Promise<void> {
     await store.close();
     await admin.unsafe(`drop database if exists ${name} with (force)`);
     await admin.end();
+    rmSync(dataDir, { recursive: true, force: true });
     process.exit(0);
   });
 }
