@@ -1,6 +1,7 @@
 // Playback (src/engines/playback.ts) on its own: the order of a response's events (text, 100 ms audio chunks,
 // done), responses one after the other, a cancel that stops a response mid-way, the finished callback exactly
-// once, and the pacing: nothing inside the call that queued it, one chunk per turn of the event loop.
+// once, and the pacing: nothing inside the call that queued it, the first chunk in the same turn of the event loop
+// as that call, each later chunk one turn of the event loop after the one before.
 import t from 'tap';
 import { PLAYBACK_CHUNK_MS, Playback } from '../../src/engines/playback.js';
 import { Recorder } from './recorder.js';
@@ -34,6 +35,27 @@ t.test('text, then the audio in 100 ms chunks in order, then done; the next resp
   ]);
   t.same(hooks.samplesOf(a), pcm, 'the audio sample for sample');
   t.equal(finishedA, 1, 'finished once');
+});
+
+t.test('the text and the first chunk come in the turn of the event loop that queued the response, the rest later', async (t) => {
+  const hooks = new Recorder();
+  const p = new Playback('x', RATE, hooks);
+  const id = p.newId();
+  p.play(id, async () => [{ kind: 'text', text: 'hi' }, { kind: 'audio', pcm: ramp(3 * CHUNK) }], (err) => void t.fail(String(err)));
+  t.same(hooks.events, [], 'nothing inside the call that queued it');
+  // An immediate queued now runs before anything the response would put off to a later turn (no I/O in between
+  // here; in a worker, every other socket's pending messages).
+  await turn();
+  t.same(
+    hooks.events,
+    [
+      { kind: 'text', responseId: id, delta: 'hi' },
+      { kind: 'audio', responseId: id, samples: CHUNK },
+    ],
+    'the text and the first chunk, before the turn ended; nothing more yet',
+  );
+  await p.idle();
+  t.equal(hooks.events.filter((e) => e.kind === 'audio').length, 3, 'the other two chunks later');
 });
 
 t.test('one chunk per turn of the event loop: an engine never hands the whole response in one go', async (t) => {
