@@ -190,6 +190,9 @@ export class ConversationRecord {
     if (recorder) {
       try {
         const r = await recorder.finish();
+        if (r.incomplete) {
+          this.log.error({ err: r.incomplete, conversationId: this.id, keptMs: r.durationMs }, 'recording incomplete: a write failed mid-call; the audio before it is kept');
+        }
         const path = relative(this.recordingsDir, r.path);
         compress = r.wanted === 'wav.gz';
         // compress_to: the intent survives a shutdown or crash before the gzip lands (resumed at the next start).

@@ -5,6 +5,9 @@
 // wanted as `wav.gz` is gzipped afterwards, in the background and a bounded number at a time, by
 // src/media/recording-compressor.ts (a mass hang-up or a shutdown must not wait on hundreds of gzips). abort()
 // instead throws the recording away mid-call, file and all (a conversation that becomes zero data retention).
+// A write that fails mid-call (a full disk, a file size limit) stops the writing; finish() then keeps what reached
+// the file before it as a shorter, playable recording (cut back to the last whole block, sizes patched) rather
+// than leave a file no record points at, which could be neither served nor deleted.
 //
 // Alignment: both sides feed per-side FIFOs as their audio appears (inbound per packet, outbound per tick);
 // tick() (the pacing clock, once per 20 ms) moves exactly one frame per side into the file, silence where a
@@ -74,6 +77,8 @@ export interface RecordingResult {
   frames: number;
   durationMs: number;
   bytes: number;
+  /** A write failed mid-call: the recording holds only the audio before it (durationMs of it). */
+  incomplete?: RecordingError;
 }
 
 function wavHeader(sampleRate: number, dataBytes: number): Uint8Array {
@@ -145,6 +150,8 @@ export class StereoRecorder {
   private blockFill = 0; // sample pairs in block
   private readonly blockPairs: number;
   private dataBytes = 0;
+  /** Data bytes on disk from the start, whole blocks, written before any failure. */
+  private durableBytes = 0;
   private frames = 0;
   /** Blocks waiting for the file, the first one being written (`done` of its bytes so far). */
   private readonly writes: { block: RecordingBlock; bytes: number; offset: number; done: number }[] = [];
@@ -227,7 +234,7 @@ export class StereoRecorder {
     return scratch;
   }
 
-  /** The first write error, if any (the call goes on; finish() rejects with it). */
+  /** The first write error, if any (the call goes on; finish() keeps what was written before it, see keepWritten). */
   get failed(): Error | undefined {
     return this.error;
   }
@@ -242,7 +249,7 @@ export class StereoRecorder {
     if (this.blockFill > 0) this.writeBlock();
     if (this.writes.length > 0) await new Promise<void>((resolve) => (this.writesEnded = resolve));
     try {
-      if (this.error) throw this.error;
+      if (this.error) return await this.keepWritten(this.error);
       const dataBytes = this.dataBytes;
       await this.file.write(wavHeader(this.sampleRate, dataBytes), 0, WAV_HEADER_BYTES, 0);
       this.closed = true;
@@ -271,6 +278,49 @@ export class StereoRecorder {
       }
       throw failure;
     }
+  }
+
+  /**
+   * finish() after a failed write: the file is cut back to the blocks written before the failure and its sizes
+   * patched, so the call's audio up to then is kept as a playable recording. When even that fails, the file is
+   * removed (a file no record points at could be neither served nor deleted) and a RecordingError says both
+   * failures; when removing it fails too, it says the file stays.
+   */
+  private async keepWritten(failure: RecordingError): Promise<RecordingResult> {
+    const dataBytes = this.durableBytes;
+    try {
+      await this.file.truncate(WAV_HEADER_BYTES + dataBytes);
+      await this.file.write(wavHeader(this.sampleRate, dataBytes), 0, WAV_HEADER_BYTES, 0);
+      this.closed = true;
+      await this.file.close();
+    } catch (err) {
+      const causes: unknown[] = [failure, err];
+      if (!this.closed) {
+        this.closed = true;
+        await this.file.close().catch((closeErr: unknown) => causes.push(closeErr));
+      }
+      this.state = 'failed';
+      try {
+        await unlink(this.wavPath);
+      } catch (unlinkErr) {
+        causes.push(unlinkErr);
+        throw new RecordingError(`${failure.message}; keeping what was written failed (${(err as Error).message}) and the file stays: ${(unlinkErr as Error).message}`, { cause: new AggregateError(causes) });
+      }
+      throw new RecordingError(`${failure.message}; keeping what was written failed (${(err as Error).message}): the file is removed`, { cause: new AggregateError(causes) });
+    }
+    this.state = 'done';
+    const frames = dataBytes / (CHANNELS * BYTES_PER_SAMPLE * this.frameSamples);
+    return {
+      path: this.wavPath,
+      format: 'wav',
+      wanted: this.format,
+      sampleRate: this.sampleRate,
+      channels: 2,
+      frames,
+      durationMs: frames * FRAME_MS,
+      bytes: WAV_HEADER_BYTES + dataBytes,
+      incomplete: failure,
+    };
   }
 
   /**
@@ -339,6 +389,7 @@ export class StereoRecorder {
       if (w.done < w.bytes && this.state !== 'aborted') return this.writeNext();
       this.writes.shift();
       this.spare.push(w.block);
+      this.durableBytes += w.bytes;
     }
     if (this.writes.length > 0) return this.writeNext();
     const ended = this.writesEnded;
