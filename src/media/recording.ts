@@ -255,16 +255,7 @@ export class StereoRecorder {
       this.closed = true;
       await this.file.close();
       this.state = 'done';
-      return {
-        path: this.wavPath,
-        format: 'wav',
-        wanted: this.format,
-        sampleRate: this.sampleRate,
-        channels: 2,
-        frames: this.frames,
-        durationMs: this.frames * FRAME_MS,
-        bytes: WAV_HEADER_BYTES + dataBytes,
-      };
+      return this.result(this.frames, dataBytes);
     } catch (err) {
       this.state = 'failed';
       const failure = err instanceof RecordingError ? err : new RecordingError(`recording ${this.wavPath} failed: ${(err as Error).message}`, { cause: err });
@@ -309,7 +300,10 @@ export class StereoRecorder {
       throw new RecordingError(`${failure.message}; keeping what was written failed (${(err as Error).message}): the file is removed`, { cause: new AggregateError(causes) });
     }
     this.state = 'done';
-    const frames = dataBytes / (CHANNELS * BYTES_PER_SAMPLE * this.frameSamples);
+    return this.result(dataBytes / (CHANNELS * BYTES_PER_SAMPLE * this.frameSamples), dataBytes, failure);
+  }
+
+  private result(frames: number, dataBytes: number, incomplete?: RecordingError): RecordingResult {
     return {
       path: this.wavPath,
       format: 'wav',
@@ -319,7 +313,7 @@ export class StereoRecorder {
       frames,
       durationMs: frames * FRAME_MS,
       bytes: WAV_HEADER_BYTES + dataBytes,
-      incomplete: failure,
+      ...(incomplete ? { incomplete } : {}),
     };
   }
 
