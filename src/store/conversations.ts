@@ -462,8 +462,9 @@ export async function finishConversation(
     with prev as materialized (
       select id, state = 'ended' as was_ended,
         ${retainsNothing(sql)} as retains_nothing,
-        transcripts_deleted_at is null and not ${retainsNothing(sql)} as keeps_transcripts,
-        audio_recordings_deleted_at is null and not ${retainsNothing(sql)} as keeps_recordings
+        -- Under zero data retention neither is read: retains_nothing decides first, below.
+        transcripts_deleted_at is null as keeps_transcripts,
+        audio_recordings_deleted_at is null as keeps_recordings
       from conversations where id = ${conversationId} for update
     ), ended as (
       update conversations c set
