@@ -3,7 +3,7 @@
 // observer and reconnect sockets that landed on another worker to the owner, and shuts them down in order.
 import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
-import type { Settings } from '../config.js';
+import { conversationNodeId, type Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { leasePolicy, startHeartbeat } from '../store/leases.js';
@@ -110,7 +110,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   let resumed: RecordingCompressor | null = null;
   try {
     resumed = (
-      await resumeCompressions({ sql, dataDir: settings.PARLEY_DATA_DIR, log, nodeId: settings.PARLEY_NODE_ID ?? null })
+      await resumeCompressions({ sql, dataDir: settings.PARLEY_DATA_DIR, log, nodeId: conversationNodeId(settings) })
     ).compressor;
   } catch (err) {
     log.error({ err }, 'resuming recording compressions failed');

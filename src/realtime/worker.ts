@@ -1,7 +1,7 @@
 // A media worker (DESIGN.md, "Process shape"): one uWebSockets.js app on the shared realtime port and every
 // conversation it accepts, with the worker's one pacing clock. It reaches the database only through main.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Settings } from '../config.js';
+import { conversationNodeId, type Settings } from '../config.js';
 import { createLogger } from '../log.js';
 import { parseTrustedProxies } from '../auth/addresses.js';
 import { Conversation } from '../conversation/conversation.js';
@@ -56,7 +56,7 @@ const host = new LiveHost({
         dataDir: settings.PARLEY_DATA_DIR,
         recordingCompressor,
         allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
-        nodeId: settings.PARLEY_NODE_ID ?? null,
+        nodeId: conversationNodeId(settings),
       },
       origin,
     ),
