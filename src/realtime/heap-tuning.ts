@@ -19,11 +19,7 @@ import { setFlagsFromString } from 'node:v8';
 /** The old generation may grow to (1 + this / 100) times its live size before a full collection starts. */
 export const HEAP_GROWING_PERCENT = 300;
 
-let applied = false;
-
-/** Sets the growing factor for the process, once (idempotent); call before the media workers start. */
+/** Sets the growing factor for the process (setting it again changes nothing); call before the media workers start. */
 export function tuneHeapForMedia(): void {
-  if (applied) return;
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
-  applied = true;
 }
