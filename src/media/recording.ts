@@ -152,7 +152,6 @@ export class StereoRecorder {
   private dataBytes = 0;
   /** Data bytes on disk from the start, whole blocks, written before any failure. */
   private durableBytes = 0;
-  private frames = 0;
   /** Blocks waiting for the file, the first one being written (`done` of its bytes so far). */
   private readonly writes: { block: RecordingBlock; bytes: number; offset: number; done: number }[] = [];
   /** finish() waiting for the writes to end. */
@@ -218,7 +217,6 @@ export class StereoRecorder {
     this.user.discard(l === this.frameL ? 0 : n);
     this.assistant.discard(r === this.frameR ? 0 : n);
     this.blockFill += n;
-    this.frames++;
     if (this.blockFill === this.blockPairs) this.writeBlock();
   }
 
@@ -234,7 +232,7 @@ export class StereoRecorder {
     return scratch;
   }
 
-  /** The first write error, if any (the call goes on; finish() keeps what was written before it, see keepWritten). */
+  /** The first write error, if any (the call goes on; finish() keeps what was written before it). */
   get failed(): Error | undefined {
     return this.error;
   }
@@ -242,68 +240,29 @@ export class StereoRecorder {
   /**
    * Writes what is left, patches the sizes and closes the WAV; resolves with the file's details. Never compresses
    * (a `wav.gz` recording is handed to the compressor by its owner once the record points at the WAV).
+   *
+   * After a failed write (a full disk, a file size limit) the file is first cut back to the whole blocks written
+   * before the failure, so the call's audio up to then is kept as a playable recording, marked `incomplete`. When
+   * cutting, patching or closing fails, the file is removed (no record will point at it, so it could be neither
+   * served nor deleted) and a RecordingError gives every failure; when removing it fails too, it says the file stays.
    */
   async finish(): Promise<RecordingResult> {
     if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
     this.state = 'finishing';
     if (this.blockFill > 0) this.writeBlock();
     if (this.writes.length > 0) await new Promise<void>((resolve) => (this.writesEnded = resolve));
+    const failure = this.error;
+    const dataBytes = failure ? this.durableBytes : this.dataBytes;
     try {
-      if (this.error) return await this.keepWritten(this.error);
-      const dataBytes = this.dataBytes;
-      await this.file.write(wavHeader(this.sampleRate, dataBytes), 0, WAV_HEADER_BYTES, 0);
-      this.closed = true;
-      await this.file.close();
-      this.state = 'done';
-      return this.result(this.frames, dataBytes);
-    } catch (err) {
-      this.state = 'failed';
-      const failure = err instanceof RecordingError ? err : new RecordingError(`recording ${this.wavPath} failed: ${(err as Error).message}`, { cause: err });
-      if (!this.closed) {
-        this.closed = true;
-        try {
-          await this.file.close();
-        } catch (closeErr) {
-          throw new RecordingError(`${failure.message}; closing it also failed: ${(closeErr as Error).message}`, { cause: new AggregateError([failure, closeErr]) });
-        }
-      }
-      throw failure;
-    }
-  }
-
-  /**
-   * finish() after a failed write: the file is cut back to the blocks written before the failure and its sizes
-   * patched, so the call's audio up to then is kept as a playable recording. When even that fails, the file is
-   * removed (a file no record points at could be neither served nor deleted) and a RecordingError says both
-   * failures; when removing it fails too, it says the file stays.
-   */
-  private async keepWritten(failure: RecordingError): Promise<RecordingResult> {
-    const dataBytes = this.durableBytes;
-    try {
-      await this.file.truncate(WAV_HEADER_BYTES + dataBytes);
+      if (failure) await this.file.truncate(WAV_HEADER_BYTES + dataBytes);
       await this.file.write(wavHeader(this.sampleRate, dataBytes), 0, WAV_HEADER_BYTES, 0);
       this.closed = true;
       await this.file.close();
     } catch (err) {
-      const causes: unknown[] = [failure, err];
-      if (!this.closed) {
-        this.closed = true;
-        await this.file.close().catch((closeErr: unknown) => causes.push(closeErr));
-      }
-      this.state = 'failed';
-      try {
-        await unlink(this.wavPath);
-      } catch (unlinkErr) {
-        causes.push(unlinkErr);
-        throw new RecordingError(`${failure.message}; keeping what was written failed (${(err as Error).message}) and the file stays: ${(unlinkErr as Error).message}`, { cause: new AggregateError(causes) });
-      }
-      throw new RecordingError(`${failure.message}; keeping what was written failed (${(err as Error).message}): the file is removed`, { cause: new AggregateError(causes) });
+      throw await this.removeUnfinished(err, failure);
     }
     this.state = 'done';
-    return this.result(dataBytes / (CHANNELS * BYTES_PER_SAMPLE * this.frameSamples), dataBytes, failure);
-  }
-
-  private result(frames: number, dataBytes: number, incomplete?: RecordingError): RecordingResult {
+    const frames = dataBytes / (CHANNELS * BYTES_PER_SAMPLE * this.frameSamples);
     return {
       path: this.wavPath,
       format: 'wav',
@@ -313,9 +272,28 @@ export class StereoRecorder {
       frames,
       durationMs: frames * FRAME_MS,
       bytes: WAV_HEADER_BYTES + dataBytes,
-      ...(incomplete ? { incomplete } : {}),
+      ...(failure ? { incomplete: failure } : {}),
     };
   }
+
+  /** finish() could not make the file a playable WAV: it is closed and removed; the error to throw says why. */
+  private async removeUnfinished(err: unknown, failure: RecordingError | undefined): Promise<RecordingError> {
+    this.state = 'failed';
+    const causes: unknown[] = failure ? [failure, err] : [err];
+    if (!this.closed) {
+      this.closed = true;
+      await this.file.close().catch((closeErr: unknown) => causes.push(closeErr));
+    }
+    const what = `recording ${this.wavPath} could not be finished${failure ? ` after ${failure.message}` : ''}: ${(err as Error).message}`;
+    try {
+      await unlink(this.wavPath);
+    } catch (unlinkErr) {
+      causes.push(unlinkErr);
+      return new RecordingError(`${what}; removing it failed too, the file stays: ${(unlinkErr as Error).message}`, { cause: new AggregateError(causes) });
+    }
+    return new RecordingError(`${what}; the file is removed`, { cause: new AggregateError(causes) });
+  }
+
 
   /**
    * Throws the recording away at once (zero data retention from now on): nothing more is taken or written (the
