@@ -16,7 +16,7 @@
         "src/bind_detectors.cc",
         "src/udp_io.cc", "src/udp_ring.cc", "src/bind_udp.cc",
         "src/time_stretch.cc", "src/bind_time_stretch.cc",
-        "src/bind_pcm.cc"
+        "src/block_writer.cc", "src/bind_block_writer.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],

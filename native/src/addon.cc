@@ -1,6 +1,5 @@
 // Module entry: registers each DSP module's bindings.
 #include "handle.h"
-#include "pcm_interleave.h"
 #include "time_stretch.h"
 #include "udp_io.h"
 
@@ -13,7 +12,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   parley::InitDetectors(env, exports);
   parley::InitUdp(env, exports);
   parley::InitTimeStretch(env, exports);
-  parley::InitPcm(env, exports);
+  parley::InitBlockWriter(env, exports);
   return exports;
 }
 

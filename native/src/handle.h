@@ -131,5 +131,6 @@ void InitG711(Napi::Env env, Napi::Object exports);
 void InitResampler(Napi::Env env, Napi::Object exports);
 void InitVad(Napi::Env env, Napi::Object exports);
 void InitDetectors(Napi::Env env, Napi::Object exports);
+void InitBlockWriter(Napi::Env env, Napi::Object exports);
 
 }  // namespace parley

@@ -32,7 +32,6 @@ interface Addon {
   applyGain(pcm: Int16Array, gain: number): void;
   mixInto(dst: Int16Array, src: Int16Array, gain: number): void;
   encodeBatch(codec: number, frames: Int16Array[], outs: Uint8Array[]): number;
-  interleaveStereo(left: Int16Array, leftOffset: number, right: Int16Array, rightOffset: number, n: number, out: Int16Array, outPair: number): void;
   destroy(handle: Handle): void;
   createResampler(fromHz: number, toHz: number, maxFrame: number): Handle;
   resamplerProcess(handle: Handle, input: Int16Array, out: Int16Array): number;
@@ -71,6 +70,7 @@ interface Addon {
   timeStretchSetSpeed(handle: Handle, speed: number): void;
   timeStretchMaxOutput(handle: Handle, n: number): number;
   timeStretchReset(handle: Handle): void;
+  writeBlocks(fds: Int32Array, blocks: Uint8Array[], offsets: Float64Array, groups: Int32Array, done: (results: Float64Array) => void): void;
 }
 
 function load(): unknown {
@@ -152,22 +152,20 @@ export function mixInto(dst: Int16Array, src: Int16Array, gain = 1): void {
   addon.mixInto(dst, src, gain);
 }
 
+// ---- Batched file writes (native/src/block_writer.h) ----
+
+/** Error values of writeBlocks besides errno: a write returned 0 bytes; a write skipped after its group's failure. */
+export const BLOCK_NOTHING_WRITTEN = -1;
+export const BLOCK_SKIPPED = -2;
+
 /**
- * Interleaves left[leftOffset, +n) and right[rightOffset, +n) into out as stereo pairs from pair outPair:
- * out[2 * (outPair + i)] = left[leftOffset + i], out[2 * (outPair + i) + 1] = right[rightOffset + i], in host byte
- * order (native/src/pcm_interleave.h). A range outside an array, or out overlapping an input, is a RangeError and
- * nothing is written. One crossing (~150 ns) costs as much as interleaving ~64 samples in JS (bench/interleave.ts).
+ * Writes blocks[i] whole to fds[i] at offsets[i], in order, in one job on libuv's thread pool (pwrite, short writes
+ * continued, EINTR retried); after a write of a group fails, that group's later writes are skipped. `done` gets,
+ * per write, the bytes written (results[2i]) and 0 or its error (results[2i + 1]: an errno, BLOCK_NOTHING_WRITTEN or
+ * BLOCK_SKIPPED). The descriptors must stay open until then; the blocks are kept alive meanwhile.
  */
-export function interleaveStereoInto(
-  left: Int16Array,
-  leftOffset: number,
-  right: Int16Array,
-  rightOffset: number,
-  n: number,
-  out: Int16Array,
-  outPair: number,
-): void {
-  addon.interleaveStereo(left, leftOffset, right, rightOffset, n, out, outPair);
+export function writeBlocks(fds: Int32Array, blocks: Uint8Array[], offsets: Float64Array, groups: Int32Array, done: (results: Float64Array) => void): void {
+  addon.writeBlocks(fds, blocks, offsets, groups, done);
 }
 
 // ---- Resampling ----

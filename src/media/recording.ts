@@ -9,24 +9,23 @@
 // the file before it as a shorter, playable recording (cut back to the last whole block, sizes patched) rather
 // than leave a file no record points at, which could be neither served nor deleted.
 //
-// Alignment: both sides feed per-side FIFOs as their audio appears (inbound per packet, outbound per tick);
-// tick() (the pacing clock, once per 20 ms) moves exactly one frame per side into the file, silence where a
-// side had nothing, so the two channels stay on the call's timeline.
-//
-// Per tick, nothing allocates and little is copied: a side's frame is interleaved straight from its FIFO's ring
-// when it lies there whole (else it is first read out into a scratch frame of the same arena, with memmoves), on
-// little-endian hosts by one native call per tick (native/src/pcm_interleave.h; host order is the WAV's byte
-// order). Recorders are ticked one by one from their conversations' ticks, so there is no batch across them: a
-// crossing (~150 ns) is a fraction of what the JS loop cost (~550 ns for 160 samples). Blocks are recycled once
-// written (a second of stereo audio per conversation, which as fresh ArrayBuffers drove V8's external-memory GCs).
-// Blocks go to the file one after the other through fs.write with one callback made once (a promise chain and
-// FileHandle.write cost ~2 KB of garbage per block).
-import { write } from 'node:fs';
+// Per frame, in JavaScript and without a crossing into native code: each side's audio is stored straight into the
+// block at that side's cursor as it appears (inbound per packet, outbound per tick: strided 16-bit stores, the
+// WAV's little-endian layout), and tick() (the pacing clock, once per 20 ms) closes one frame of the call's
+// timeline, silence where a side had less, so the two channels stay on the call's timeline. A side running ahead of
+// the clock (a burst, jitter) is held ahead of the timeline up to MAX_SIDE_BACKLOG_MS; beyond it, its oldest audio
+// is dropped (what it holds moves down), so the newest is kept. Each sample position of each side is stored exactly
+// once (audio or silence) before its block goes to the file, so blocks are never cleared. Full blocks go to the file
+// in batches across this thread's recordings (src/media/recording-writer.ts: one thread-pool job per event-loop
+// turn, not one per block) and come back for reuse once written.
+// This replaced per-side FIFO rings read out into a native interleave per tick (each sample copied twice more, a
+// crossing per tick) and one fs.write, hence one thread-pool round trip, per block.
+import { getSystemErrorMap } from 'node:util';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { FRAME_MS, LITTLE_ENDIAN_HOST } from './format.js';
-import { interleaveStereoInto } from './native.js';
-import { SampleFifo } from './pipeline.js';
+import { BLOCK_NOTHING_WRITTEN, BLOCK_SKIPPED } from './native.js';
+import { recordingWriter, type BlockSource, type BlockWrite } from './recording-writer.js';
 
 export type RecordingFormat = 'wav' | 'wav.gz';
 
@@ -39,12 +38,10 @@ const BYTES_PER_SAMPLE = 2;
 const BLOCK_MS = 1000;
 /** A side may run this far ahead of the clock (jitter, bursts) before its oldest audio is dropped. */
 const MAX_SIDE_BACKLOG_MS = 2000;
-/**
- * Frames this long or longer are interleaved natively: an N-API crossing costs ~150 ns, the JS loop ~2.5-3.5 ns
- * per sample; they break even at ~64 (bench/interleave.ts: native/js 1.00 at 64, 0.33 at 160, 0.21 at 320, 0.18 at
- * 480, 1.8 at 32). Every 20 ms frame at 8 kHz or more (160+) is above it.
- */
-const NATIVE_INTERLEAVE_MIN_SAMPLES = 64;
+/** The channels: left = user, right = assistant (the sample's index within a pair). */
+const LEFT = 0;
+const RIGHT = 1;
+type Channel = typeof LEFT | typeof RIGHT;
 
 export class RecordingError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -101,62 +98,44 @@ function wavHeader(sampleRate: number, dataBytes: number): Uint8Array {
 
 type RecorderState = 'recording' | 'finishing' | 'done' | 'failed' | 'aborted';
 
-/** One second of interleaved stereo: the same bytes as 32-bit sample pairs, as 16-bit samples and for the file. */
-export interface RecordingBlock {
-  readonly pairs: Uint32Array;
+/** One second of interleaved stereo: the 16-bit samples (left, right, ...) and the same bytes for the file. */
+interface RecordingBlock {
   readonly samples: Int16Array;
-  readonly bytes: Buffer;
+  readonly bytes: Uint8Array;
 }
 
-export function recordingBlock(pairs: number): RecordingBlock {
+function newBlock(pairs: number): RecordingBlock {
   const buffer = new ArrayBuffer(pairs * CHANNELS * BYTES_PER_SAMPLE);
-  return { pairs: new Uint32Array(buffer), samples: new Int16Array(buffer), bytes: Buffer.from(buffer) };
+  return { samples: new Int16Array(buffer), bytes: new Uint8Array(buffer) };
 }
 
-/**
- * Interleaves src[l, l + n) (left) and src[r, r + n) (right) into block from sample pair `at`, in WAV byte order
- * (little-endian). On a little-endian host a frame of NATIVE_INTERLEAVE_MIN_SAMPLES or more goes through the
- * native interleave (host order is then WAV order), a shorter one through a JS loop of 32-bit pair stores.
- */
-export function interleaveInto(block: RecordingBlock, at: number, src: Int16Array, l: number, r: number, n: number, littleEndianHost = LITTLE_ENDIAN_HOST): void {
-  if (littleEndianHost && n >= NATIVE_INTERLEAVE_MIN_SAMPLES) {
-    interleaveStereoInto(src, l, src, r, n, block.samples, at);
-    return;
-  }
-  if (littleEndianHost) return interleavePairs(block.pairs, at, src, l, r, n);
-  const bytes = block.bytes;
-  for (let i = 0, o = at * CHANNELS * BYTES_PER_SAMPLE; i < n; i++, o += CHANNELS * BYTES_PER_SAMPLE) {
-    bytes.writeInt16LE(src[l + i], o);
-    bytes.writeInt16LE(src[r + i], o + BYTES_PER_SAMPLE);
-  }
+/** A 16-bit sample with its bytes swapped: what a big-endian host stores for the WAV's little-endian order. */
+function swap16(v: number): number {
+  return (((v & 0xff) << 8) | ((v >> 8) & 0xff)) << 16 >> 16;
 }
 
-/** The JS interleave of a little-endian host: each sample pair one 32-bit store, left in the low half. */
-export function interleavePairs(pairs: Uint32Array, at: number, src: Int16Array, l: number, r: number, n: number): void {
-  for (let i = 0; i < n; i++) pairs[at + i] = (src[l + i] & 0xffff) | (src[r + i] << 16);
-}
-
-export class StereoRecorder {
+export class StereoRecorder implements BlockSource {
   readonly frameSamples: number;
-  private readonly user: SampleFifo;
-  private readonly assistant: SampleFifo;
-  /** Both FIFOs' rings, then the left frame and the right one: reads into the frames are memmoves. */
-  private readonly arena: Int16Array;
-  private readonly frameL: number;
-  private readonly frameR: number;
-  private block: RecordingBlock;
-  /** Written blocks back from the file, for reuse (two in steady state: one filling, one being written). */
-  private readonly spare: RecordingBlock[] = [];
-  private blockFill = 0; // sample pairs in block
+  readonly fd: number;
   private readonly blockPairs: number;
-  private dataBytes = 0;
+  private readonly backlog: number;
+  /** The open blocks, by block number modulo their count: from the timeline's block to the furthest cursor's. */
+  private readonly openBlocks: (RecordingBlock | null)[];
+  private readonly openNumbers: number[];
+  /** Blocks back from the file, for reuse (in steady state one being written while the next fills). */
+  private readonly spare: RecordingBlock[] = [];
+  /** Blocks handed to the writer, in file order, until written (or taken back). */
+  private readonly writing: RecordingBlock[] = [];
+  /** Sample pairs closed by tick(): the call's timeline. */
+  private timeline = 0;
+  /** Where each side's next sample goes, in pairs; never behind the timeline. */
+  private userCursor = 0;
+  private assistantCursor = 0;
   /** Data bytes on disk from the start, whole blocks, written before any failure. */
   private durableBytes = 0;
-  /** Blocks waiting for the file, the first one being written (`done` of its bytes so far). */
-  private readonly writes: { block: RecordingBlock; bytes: number; offset: number; done: number }[] = [];
-  /** finish() waiting for the writes to end. */
+  /** finish() or abort() waiting for the blocks being written. */
   private writesEnded: (() => void) | null = null;
-  private error: Error | undefined;
+  private error: RecordingError | undefined;
   private state: RecorderState = 'recording';
   private closed = false;
   /** Samples dropped because a side ran too far ahead of the clock. */
@@ -168,15 +147,14 @@ export class StereoRecorder {
     readonly format: RecordingFormat,
     readonly sampleRate: number,
   ) {
+    this.fd = file.fd;
     this.frameSamples = (sampleRate * FRAME_MS) / 1000;
-    const backlog = (sampleRate * MAX_SIDE_BACKLOG_MS) / 1000;
-    this.arena = new Int16Array(2 * backlog + 2 * this.frameSamples);
-    this.user = new SampleFifo(backlog, { array: this.arena, offset: 0 });
-    this.assistant = new SampleFifo(backlog, { array: this.arena, offset: backlog });
-    this.frameL = 2 * backlog;
-    this.frameR = 2 * backlog + this.frameSamples;
     this.blockPairs = (sampleRate * BLOCK_MS) / 1000;
-    this.block = recordingBlock(this.blockPairs);
+    this.backlog = (sampleRate * MAX_SIDE_BACKLOG_MS) / 1000;
+    // Open blocks span the timeline's block to the one holding timeline + backlog - 1.
+    const ring = Math.floor(this.backlog / this.blockPairs) + 2;
+    this.openBlocks = new Array<RecordingBlock | null>(ring).fill(null);
+    this.openNumbers = new Array<number>(ring).fill(-1);
   }
 
   /**
@@ -199,37 +177,130 @@ export class StereoRecorder {
 
   /** User (caller) audio as it arrives, at the recorder's rate. */
   writeUser(pcm: Int16Array, n: number = pcm.length): void {
-    this.feed(this.user, pcm, n);
+    if (this.state === 'recording') this.userCursor = this.append(LEFT, this.userCursor, pcm, n);
   }
 
   /** Assistant audio as it is sent, at the recorder's rate. */
   writeAssistant(pcm: Int16Array, n: number = pcm.length): void {
-    this.feed(this.assistant, pcm, n);
+    if (this.state === 'recording') this.assistantCursor = this.append(RIGHT, this.assistantCursor, pcm, n);
   }
 
-  /** One 20 ms frame of the call's timeline: a frame per side (silence where a side had none) into the file. */
+  /** One 20 ms frame of the call's timeline: silence where a side had less than the frame; a full block to the file. */
   tick(): void {
     if (this.state !== 'recording') return;
-    const n = this.frameSamples;
-    const l = this.frameOf(this.user, this.frameL, n);
-    const r = this.frameOf(this.assistant, this.frameR, n);
-    interleaveInto(this.block, this.blockFill, this.arena, l, r, n);
-    this.user.discard(l === this.frameL ? 0 : n);
-    this.assistant.discard(r === this.frameR ? 0 : n);
-    this.blockFill += n;
-    if (this.blockFill === this.blockPairs) this.writeBlock();
+    const end = this.timeline + this.frameSamples;
+    if (this.userCursor < end) this.userCursor = this.silence(LEFT, this.userCursor, end);
+    if (this.assistantCursor < end) this.assistantCursor = this.silence(RIGHT, this.assistantCursor, end);
+    this.timeline = end;
+    if (end % this.blockPairs === 0) this.close(end / this.blockPairs - 1, this.blockPairs);
   }
 
-  /**
-   * Where in the arena this tick's frame of one side is: in place in its FIFO when a whole frame lies there
-   * without wrapping (the usual case: no copy), else read out into `scratch` (memmoves within the arena) with
-   * silence after what the side had. In place, the caller discards the frame from the FIFO after using it.
-   */
-  private frameOf(fifo: SampleFifo, scratch: number, n: number): number {
-    if (fifo.contiguous >= n) return fifo.headIndex;
-    const got = fifo.read(this.arena, n, scratch);
-    if (got < n) this.arena.fill(0, scratch + got, scratch + n);
-    return scratch;
+  /** Appends pcm[0, n) to a channel at `cursor` (dropping its oldest beyond the backlog); returns the new cursor. */
+  private append(ch: Channel, cursor: number, pcm: Int16Array, n: number): number {
+    const queued = cursor - this.timeline;
+    const excess = queued + n - this.backlog;
+    if (excess <= 0) return this.store(ch, cursor, pcm, 0, n);
+    // Over the backlog (the clock is not draining this side: a stalled worker or a burst): the oldest go, first
+    // those held (the rest move down to the timeline), then the input's first; counted.
+    this.dropped += excess;
+    const fromHeld = Math.min(excess, queued);
+    if (fromHeld > 0) this.moveDown(ch, this.timeline + fromHeld, this.timeline, queued - fromHeld);
+    return this.store(ch, cursor - fromHeld, pcm, excess - fromHeld, n);
+  }
+
+  /** The block of number `b`, taken (a spare, else a new one) when first used. */
+  private block(b: number): RecordingBlock {
+    const slot = b % this.openBlocks.length;
+    if (this.openNumbers[slot] !== b) {
+      // The slot's previous block lies before the timeline's: it was closed.
+      this.openBlocks[slot] = this.spare.pop() ?? newBlock(this.blockPairs);
+      this.openNumbers[slot] = b;
+    }
+    return this.openBlocks[slot]!;
+  }
+
+  /** Stores pcm[from, to) on a channel from pair `pos`, across blocks; returns the pair after the last. */
+  private store(ch: Channel, pos: number, pcm: Int16Array, from: number, to: number): number {
+    for (let i = from; i < to; ) {
+      const b = Math.floor(pos / this.blockPairs);
+      const at = pos - b * this.blockPairs;
+      const k = Math.min(to - i, this.blockPairs - at);
+      const s = this.block(b).samples;
+      let o = CHANNELS * at + ch;
+      if (LITTLE_ENDIAN_HOST) for (let j = i; j < i + k; j++, o += CHANNELS) s[o] = pcm[j];
+      else for (let j = i; j < i + k; j++, o += CHANNELS) s[o] = swap16(pcm[j]);
+      i += k;
+      pos += k;
+    }
+    return pos;
+  }
+
+  /** Silence on a channel from pair `pos` up to `end`; returns end. */
+  private silence(ch: Channel, pos: number, end: number): number {
+    while (pos < end) {
+      const b = Math.floor(pos / this.blockPairs);
+      const at = pos - b * this.blockPairs;
+      const k = Math.min(end - pos, this.blockPairs - at);
+      const s = this.block(b).samples;
+      for (let o = CHANNELS * at + ch, stop = o + CHANNELS * k; o < stop; o += CHANNELS) s[o] = 0;
+      pos += k;
+    }
+    return end;
+  }
+
+  /** Moves n samples of a channel from pair `from` down to pair `to` (to < from: ascending, so overlap is safe). */
+  private moveDown(ch: Channel, from: number, to: number, n: number): void {
+    while (n > 0) {
+      const bf = Math.floor(from / this.blockPairs);
+      const bt = Math.floor(to / this.blockPairs);
+      const af = from - bf * this.blockPairs;
+      const at = to - bt * this.blockPairs;
+      const k = Math.min(n, this.blockPairs - af, this.blockPairs - at);
+      const src = this.block(bf).samples;
+      const dst = this.block(bt).samples;
+      for (let i = 0, s = CHANNELS * af + ch, d = CHANNELS * at + ch; i < k; i++, s += CHANNELS, d += CHANNELS) dst[d] = src[s];
+      from += k;
+      to += k;
+      n -= k;
+    }
+  }
+
+  /** Block `b` is complete (`pairs` of it: all but the last one are whole): to the file, unless writing stopped. */
+  private close(b: number, pairs: number): void {
+    const slot = b % this.openBlocks.length;
+    const block = this.openBlocks[slot]!;
+    this.openBlocks[slot] = null;
+    this.openNumbers[slot] = -1;
+    if (this.error) return void this.spare.push(block); // the file failed: nothing more is written
+    const bytes = pairs === this.blockPairs ? block.bytes : block.bytes.subarray(0, pairs * CHANNELS * BYTES_PER_SAMPLE);
+    this.writing.push(block);
+    recordingWriter.write(this, bytes, WAV_HEADER_BYTES + b * this.blockPairs * CHANNELS * BYTES_PER_SAMPLE);
+  }
+
+  /** @internal the writer: blocks of this recording written (in file order), or skipped after a failure. */
+  written(writes: BlockWrite[]): void {
+    for (const w of writes) {
+      this.spare.push(this.writing.shift()!);
+      if (w.error === 0) this.durableBytes += w.written;
+      else if (w.error !== BLOCK_SKIPPED) {
+        // Whole blocks only are kept: the part of this one that reached the file is cut off at finish().
+        this.error ??= writeError(this.wavPath, w.error, WAV_HEADER_BYTES + this.durableBytes + w.written);
+      }
+    }
+    if (this.error) this.stopWriting();
+    if (this.writing.length > 0) return;
+    const ended = this.writesEnded;
+    this.writesEnded = null;
+    ended?.();
+  }
+
+  /** Nothing more goes to the file: blocks not yet in a batch come back. */
+  private stopWriting(): void {
+    for (let k = recordingWriter.unqueue(this).length; k > 0; k--) this.spare.push(this.writing.pop()!);
+  }
+
+  private async writesDone(): Promise<void> {
+    if (this.writing.length > 0) await new Promise<void>((resolve) => (this.writesEnded = resolve));
   }
 
   /** The first write error, if any (the call goes on; finish() keeps what was written before it). */
@@ -249,10 +320,12 @@ export class StereoRecorder {
   async finish(): Promise<RecordingResult> {
     if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
     this.state = 'finishing';
-    if (this.blockFill > 0) this.writeBlock();
-    if (this.writes.length > 0) await new Promise<void>((resolve) => (this.writesEnded = resolve));
+    // The last block, partial; audio held past the timeline is dropped.
+    const partial = this.timeline % this.blockPairs;
+    if (partial !== 0) this.close(Math.floor(this.timeline / this.blockPairs), partial);
+    await this.writesDone();
     const failure = this.error;
-    const dataBytes = failure ? this.durableBytes : this.dataBytes;
+    const dataBytes = failure ? this.durableBytes : this.timeline * CHANNELS * BYTES_PER_SAMPLE;
     try {
       if (failure) await this.file.truncate(WAV_HEADER_BYTES + dataBytes);
       await this.file.write(wavHeader(this.sampleRate, dataBytes), 0, WAV_HEADER_BYTES, 0);
@@ -294,19 +367,18 @@ export class StereoRecorder {
     return new RecordingError(`${what}; the file is removed`, { cause: new AggregateError(causes) });
   }
 
-
   /**
    * Throws the recording away at once (zero data retention from now on): nothing more is taken or written (the
-   * audio waiting in the FIFOs and blocks not yet handed to the file are dropped; a write already in the kernel's
-   * hands is waited for, never continued), the file is closed and removed. Resolves once it is gone; rejects with a
+   * audio not yet in a block handed to the file is dropped; a batch already on the thread pool is waited for), the
+   * file is closed and removed. Resolves once it is gone; rejects with a
    * RecordingError when closing or removing failed (the file may then stay). Only while recording: a recording
    * finishing or finished is its owner's to remove.
    */
   async abort(): Promise<void> {
     if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
     this.state = 'aborted';
-    this.writes.length = Math.min(this.writes.length, 1);
-    if (this.writes.length > 0) await new Promise<void>((resolve) => (this.writesEnded = resolve));
+    this.stopWriting();
+    await this.writesDone();
     let closeError: unknown = null;
     this.closed = true;
     try {
@@ -321,51 +393,12 @@ export class StereoRecorder {
     }
     if (closeError) throw new RecordingError(`closing aborted recording ${this.wavPath} failed (the file is removed): ${(closeError as Error).message}`, { cause: closeError });
   }
+}
 
-  private feed(fifo: SampleFifo, pcm: Int16Array, n: number): void {
-    if (this.state !== 'recording') return;
-    if (n > fifo.capacity) throw new RangeError(`recording chunk of ${n} samples exceeds the ${fifo.capacity}-sample backlog`);
-    // The clock is not draining this side (a stalled worker or a burst): drop the oldest audio, count it.
-    if (n > fifo.free) this.dropped += fifo.discard(n - fifo.free);
-    fifo.write(pcm, n);
-  }
-
-  private writeBlock(): void {
-    const block = this.block;
-    // The filled block goes to the file; a spare one (or, until one is back from the file, a new one) takes the
-    // next second.
-    this.block = this.spare.pop() ?? recordingBlock(this.blockPairs);
-    const offset = WAV_HEADER_BYTES + this.dataBytes;
-    const bytes = this.blockFill * CHANNELS * BYTES_PER_SAMPLE;
-    this.blockFill = 0;
-    this.dataBytes += bytes;
-    if (this.error) return; // the recording failed: nothing more is written (finish() reports it)
-    this.writes.push({ block, bytes, offset, done: 0 });
-    if (this.writes.length === 1) this.writeNext();
-  }
-
-  private writeNext(): void {
-    const w = this.writes[0];
-    write(this.file.fd, w.block.bytes, w.done, w.bytes - w.done, w.offset + w.done, this.written);
-  }
-
-  private readonly written = (err: NodeJS.ErrnoException | null, n: number): void => {
-    const w = this.writes[0];
-    if (err || n === 0) {
-      const message = err ? err.message : `nothing written at byte ${w.offset + w.done}`;
-      this.error = new RecordingError(`writing recording ${this.wavPath}: ${message}`, { cause: err ?? undefined });
-      this.writes.length = 0;
-    } else {
-      w.done += n;
-      // A short write (a full disk on the way, a signal): the rest of the block goes next (not once aborted).
-      if (w.done < w.bytes && this.state !== 'aborted') return this.writeNext();
-      this.writes.shift();
-      this.spare.push(w.block);
-      this.durableBytes += w.bytes;
-    }
-    if (this.writes.length > 0) return this.writeNext();
-    const ended = this.writesEnded;
-    this.writesEnded = null;
-    ended?.();
-  };
+/** The error of a failed block write (an errno from the batch writer, or BLOCK_NOTHING_WRITTEN). */
+function writeError(wavPath: string, error: number, atByte: number): RecordingError {
+  if (error === BLOCK_NOTHING_WRITTEN) return new RecordingError(`writing recording ${wavPath}: nothing written at byte ${atByte}`);
+  const [code, message] = getSystemErrorMap().get(-error) ?? [`errno ${error}`, 'unknown error'];
+  const cause = Object.assign(new Error(`${code}: ${message}, write`), { code, errno: -error, syscall: 'write' });
+  return new RecordingError(`writing recording ${wavPath}: ${cause.message}`, { cause });
 }

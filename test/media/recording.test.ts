@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pako from 'pako';
 import wavefile from 'wavefile';
 import { Transform } from 'node:stream';
-import { interleaveInto, recordingBlock, RecordingError, StereoRecorder } from '../../src/media/recording.js';
+import { RecordingError, StereoRecorder } from '../../src/media/recording.js';
 import { compressRecording } from '../../src/media/recording-compressor.js';
 
 /** Resolves once `cond` holds (polled on timers; fails the test after 5 s). */
@@ -162,23 +162,4 @@ t.test('every sample on its channel and position: partial frames end in silence,
     }
   }
   t.equal(wrong, 0, 'no sample misplaced, missing or stale');
-});
-
-t.test('interleaving: the native path (160 samples), the 32-bit pair path (20) and the byte path write the same WAV bytes', async (t) => {
-  const src = Int16Array.from({ length: 400 }, (_, i) => (i * 331 - 32768) | 0);
-  const fast = recordingBlock(300);
-  const portable = recordingBlock(300);
-  interleaveInto(fast, 17, src, 0, 200, 160, true);
-  interleaveInto(portable, 17, src, 0, 200, 160, false);
-  t.same(Buffer.from(fast.bytes), Buffer.from(portable.bytes));
-  const short = recordingBlock(300);
-  const shortPortable = recordingBlock(300);
-  interleaveInto(short, 5, src, 30, 230, 20, true);
-  interleaveInto(shortPortable, 5, src, 30, 230, 20, false);
-  t.same(Buffer.from(short.bytes), Buffer.from(shortPortable.bytes), 'a short frame through the JS pairs');
-  t.equal(short.bytes.readInt16LE(5 * 4 + 2), src[230]);
-  t.equal(portable.bytes.readInt16LE(17 * 4), src[0], 'left first, little-endian');
-  t.equal(portable.bytes.readInt16LE(17 * 4 + 2), src[200], 'then right');
-  t.equal(portable.bytes.readInt16LE((17 + 159) * 4 + 2), src[359], 'last pair');
-  t.equal(portable.bytes.readInt32LE((17 + 160) * 4), 0, 'nothing past the frame');
 });
