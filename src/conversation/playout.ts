@@ -50,6 +50,12 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private readonly resampled: Int16Array;
   private readonly encoder: Encoder;
   private readonly encoded: Uint8Array;
+  /**
+   * opts.sink, read per tick from here: opts is built by spreading (AssistantSpeech.attach), which gives each
+   * playout's options a map of their own, so reading the sink off opts was a megamorphic load over every
+   * conversation's map (--log-ic: one map per playout).
+   */
+  private readonly sink: PlayoutSink<U>;
   private held: { owner: U; bytes: number; pcm: Int16Array; playedEnd: number } | null = null;
   private readonly heldPcm: Int16Array;
   /** Samples played per owner (the sink's view of progress). */
@@ -76,6 +82,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.resampled = this.resampler ? new Int16Array(this.resampler.maxOutput(this.frameSamples)) : this.frame;
     this.encoder = createEncoder(opts.outputFormat);
     this.encoded = new Uint8Array(Math.max(4000, this.resampled.length * 2));
+    this.sink = opts.sink;
   }
 
   /** Nothing queued or held: the next audio starts a stream of frames. */
@@ -134,7 +141,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   tick(): void {
     if (this.held) {
       const h = this.held;
-      if (!this.opts.sink.frame(h.owner, h.pcm, this.encodedView(h.bytes), h.playedEnd)) {
+      if (!this.sink.frame(h.owner, h.pcm, this.encodedView(h.bytes), h.playedEnd)) {
         this.framesHeld++;
         return;
       }
@@ -156,7 +163,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     const bytes = this.encoder.encodeInto(pcm, this.encoded);
     const playedEnd = (this.played.get(owner) ?? 0) + filled;
     this.played.set(owner, playedEnd);
-    if (!this.opts.sink.frame(owner, this.frame, this.encodedView(bytes), playedEnd)) {
+    if (!this.sink.frame(owner, this.frame, this.encodedView(bytes), playedEnd)) {
       this.heldPcm.set(this.frame);
       this.held = { owner, bytes, pcm: this.heldPcm, playedEnd };
       this.framesHeld++;
@@ -173,7 +180,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private afterFrame(owner: U): void {
     if (!this.hasAudio(owner)) {
       this.played.delete(owner);
-      this.opts.sink.drained(owner);
+      this.sink.drained(owner);
     }
   }
 
