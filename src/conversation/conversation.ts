@@ -220,6 +220,7 @@ export class Conversation implements LiveConversation {
       engineRate: rate,
       vad,
       sink: { onAudio: (frame) => this.onUserFrame(frame), onVad: (events) => this.turns!.vad(events) },
+      concealment: false,
     });
     this.speech.attach({
       engineRate: rate,

@@ -33,12 +33,18 @@ export interface InboundAudioOptions {
   maxPayloadBytes?: number;
   vad?: VadHook;
   sink: InboundSink;
+  /**
+   * Whether lost frames may be concealed (pushLost), which costs a copy of every good frame. Default true; the STS
+   * socket passes false: its frames come over TCP and none is ever reported lost.
+   */
+  concealment?: boolean;
 }
 
 /** decode -> (conceal) -> resample -> VAD -> sink, for one stream. */
 export class InboundAudio {
   private readonly decoder: Decoder;
-  private readonly plc: LossConcealer;
+  /** null without concealment. */
+  private readonly plc: LossConcealer | null;
   private readonly resampler: Resampler | undefined;
   private readonly pcm: Int16Array;
   private readonly resampled: Int16Array;
@@ -60,7 +66,7 @@ export class InboundAudio {
     this.lastDecoded = this.pcm;
     this.sink = opts.sink;
     this.vad = opts.vad;
-    this.plc = new LossConcealer(info.samplesPerFrame);
+    this.plc = opts.concealment === false ? null : new LossConcealer(info.samplesPerFrame);
     if (info.sampleRate !== opts.engineRate) {
       this.resampler = new Resampler(info.sampleRate as ResamplerRate, opts.engineRate, maxSamples);
       this.resampled = new Int16Array(this.resampler.maxOutput(maxSamples));
@@ -76,7 +82,7 @@ export class InboundAudio {
   /** A received payload buf[offset, offset + length). */
   pushPayload(buf: Uint8Array, length: number, offset = 0): void {
     const decoded = this.decoded(this.decoder.decodeInto(buf, length, this.pcm, offset));
-    this.plc.process(decoded, decoded);
+    this.plc?.process(decoded, decoded);
     this.deliver(decoded, false);
   }
 
@@ -84,19 +90,20 @@ export class InboundAudio {
   pushPcm(pcm: Int16Array): void {
     this.pcm.set(pcm, 0);
     const copy = this.decoded(pcm.length);
-    this.plc.process(copy, copy);
+    this.plc?.process(copy, copy);
     this.deliver(copy, false);
   }
 
-  /** One frame lost: conceal it. */
+  /** One frame lost: conceal it. Throws on a stream made without concealment. */
   pushLost(): void {
+    if (!this.plc) throw new Error('inbound audio: this stream was made without loss concealment');
     const n = this.plc.conceal(this.pcm);
     this.concealed++;
     this.deliver(this.decoded(n), true);
   }
 
   reset(): void {
-    this.plc.reset();
+    this.plc?.reset();
     this.resampler?.reset();
   }
 

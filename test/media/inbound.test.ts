@@ -152,3 +152,22 @@ t.test('InboundAudio (STS socket path): little-endian PCM 24 kHz in, 16 kHz engi
   t.same(events, [1], 'VAD events passed to the sink');
   audio.destroy();
 });
+
+t.test('InboundAudio without concealment (the STS socket) delivers the same frames; pushLost is refused', async (t) => {
+  const withPlc = collector();
+  const without = collector();
+  const a = new InboundAudio({ format: 'pcm_8000', engineRate: 8000, sink: withPlc.sink });
+  const b = new InboundAudio({ format: 'pcm_8000', engineRate: 8000, sink: without.sink, concealment: false });
+  const bytes = new Uint8Array(320);
+  for (let k = 0; k < 4; k++) {
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + k * 7) & 0xff;
+    a.pushPayload(bytes, bytes.length);
+    b.pushPayload(bytes, bytes.length);
+  }
+  t.same(without.frames, withPlc.frames, 'frames identical');
+  t.same(without.concealed, [false, false, false, false]);
+  t.throws(() => b.pushLost(), /without loss concealment/);
+  t.equal(without.frames.length, 4, 'nothing delivered by the refused pushLost');
+  a.pushLost();
+  t.equal(withPlc.concealed.at(-1), true, 'a stream with concealment still conceals');
+});
