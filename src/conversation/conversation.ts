@@ -50,6 +50,8 @@ export class Conversation implements LiveConversation {
   private turns: TurnTaking | null = null;
   /** Largest payload fed to the inbound chain at once: 60 ms of the input format (Opus: one packet, unbounded). */
   private maxChunkBytes = 0;
+  /** The input format's bytes are its samples (inbound.samplesInPlace): binary frames need no decoding copy. */
+  private samplesInPlace = false;
   private startedAtMs = 0;
   private readonly toolHost: ConversationToolHost;
   private tools!: ToolRunner;
@@ -222,6 +224,7 @@ export class Conversation implements LiveConversation {
       sink: { onAudio: (frame) => this.onUserFrame(frame), onVad: (events) => this.turns!.vad(events) },
       concealment: false,
     });
+    this.samplesInPlace = this.inbound.samplesInPlace;
     this.speech.attach({
       engineRate: rate,
       outputFormat: s.outputFormat,
@@ -351,16 +354,33 @@ export class Conversation implements LiveConversation {
   }
 
   pushAudio(bytes: Uint8Array): void {
-    if (!isLive(this.state) || !this.inbound) return;
+    if (!this.acceptsAudio()) return;
+    const max = this.maxChunkBytes;
+    if (bytes.length <= max) return this.inbound!.pushPayload(bytes, bytes.length);
+    // A chunk larger than the chain's buffers (over 60 ms): fed in pieces of whole samples.
+    for (let i = 0; i < bytes.length; i += max) this.inbound!.pushPayload(bytes.subarray(i, i + max), Math.min(max, bytes.length - i));
+  }
+
+  pushAudioFrame(data: ArrayBuffer): void {
+    // Little-endian PCM on a little-endian host: a frame the chain takes whole goes on as a view of its own buffer
+    // (a view is made either way), not copied into the decoder's array through a byte view. byteLength read once:
+    // the getter is a builtin call in optimized code.
+    const bytes = data.byteLength;
+    if (this.samplesInPlace && bytes <= this.maxChunkBytes) {
+      if (this.acceptsAudio()) this.inbound!.pushSamples(new Int16Array(data, 0, bytes >> 1));
+      return;
+    }
+    this.pushAudio(new Uint8Array(data));
+  }
+
+  /** Whether input audio is taken now; the idle timeout starts over, and the first audio makes the conversation active. */
+  private acceptsAudio(): boolean {
+    if (!isLive(this.state) || !this.inbound) return false;
     this.silence.clientActive();
     // Live is ready or active, and 'activity' only moves ready to active (conversation.fsm.ts): once active, a
     // frame needs no transition lookup.
     if (this.state !== 'active') this.step('activity');
-    if (this.turns!.isMuted) return;
-    const max = this.maxChunkBytes;
-    if (bytes.length <= max) return this.inbound.pushPayload(bytes, bytes.length);
-    // A chunk larger than the chain's buffers (over 60 ms): fed in pieces of whole samples.
-    for (let i = 0; i < bytes.length; i += max) this.inbound.pushPayload(bytes.subarray(i, i + max), Math.min(max, bytes.length - i));
+    return !this.turns!.isMuted;
   }
 
 

@@ -34,6 +34,11 @@ class BufferView<T extends Uint8Array | Int16Array> {
 export interface Decoder {
   readonly format: AudioFormat;
   readonly sampleRate: number;
+  /**
+   * The payload's bytes are its samples (16-bit little-endian PCM on a little-endian host): an Int16Array view of
+   * a payload at an even byte offset is what decodeInto would write.
+   */
+  readonly samplesInPlace: boolean;
   /** Decodes buf[offset, offset + length) into out; returns the number of samples written. */
   decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset?: number): number;
   /** Largest sample count a payload of `bytes` bytes decodes to. */
@@ -71,6 +76,7 @@ class PrefixViews {
 
 class G711Decoder implements Decoder {
   readonly sampleRate = 8000;
+  readonly samplesInPlace = false;
   constructor(readonly format: 'mulaw_8000' | 'alaw_8000') {}
   decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
     return this.format === 'mulaw_8000' ? mulawDecodeInto(buf, out, offset, length) : alawDecodeInto(buf, out, offset, length);
@@ -96,7 +102,10 @@ class G711Encoder implements Encoder {
  */
 export class PcmDecoder implements Decoder {
   private readonly outBytes = new BufferView((b) => new Uint8Array(b));
-  constructor(readonly format: AudioFormat, readonly sampleRate: number, private readonly littleEndianHost = LITTLE_ENDIAN_HOST) {}
+  readonly samplesInPlace: boolean;
+  constructor(readonly format: AudioFormat, readonly sampleRate: number, private readonly littleEndianHost = LITTLE_ENDIAN_HOST) {
+    this.samplesInPlace = littleEndianHost;
+  }
   decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
     const n = length >> 1;
     if (n > out.length) throw new RangeError(`PCM payload of ${n} samples into ${out.length}`);
@@ -150,6 +159,7 @@ export class PcmEncoder implements Encoder {
 class OpusDecoder implements Decoder {
   readonly format = 'opus_48000' as const;
   readonly sampleRate = 48000;
+  readonly samplesInPlace = false;
   private readonly codec = new OpusCodec();
   private readonly views = new PrefixViews();
   decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {

@@ -86,6 +86,21 @@ export class InboundAudio {
     this.deliver(decoded, false);
   }
 
+  /** Whether payloads of this format may be handed on as samples in place (pushSamples): see Decoder.samplesInPlace. */
+  get samplesInPlace(): boolean {
+    return this.decoder.samplesInPlace;
+  }
+
+  /**
+   * Decoded PCM at the format's rate, lent for this call, delivered as it is (no copy): what pushPayload delivers
+   * for a payload whose bytes are these samples. At most maxPayloadSamples.
+   */
+  pushSamples(pcm: Int16Array): void {
+    if (pcm.length > this.pcm.length) throw new RangeError(`PCM payload of ${pcm.length} samples into ${this.pcm.length}`);
+    this.plc?.process(pcm, pcm);
+    this.deliver(pcm, false);
+  }
+
   /** Already-decoded PCM at the format's rate (e.g. a test or a local source). */
   pushPcm(pcm: Int16Array): void {
     this.pcm.set(pcm, 0);
