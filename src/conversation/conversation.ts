@@ -62,6 +62,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private readonly toolHost: ConversationToolHost;
   private tools!: ToolRunner;
   private readonly observers = new Set<ConversationObserver>();
+  /** observers.size, kept beside the fields a frame reads (the Set and its table are two more objects to load). */
+  private observerCount = 0;
   private silence: SilenceTimers;
   private readonly fetch: typeof fetch;
 
@@ -405,7 +407,12 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
 
   observe(observer: ConversationObserver): () => void {
     this.observers.add(observer);
-    return () => this.observers.delete(observer);
+    this.observerCount = this.observers.size;
+    return () => {
+      const removed = this.observers.delete(observer);
+      this.observerCount = this.observers.size;
+      return removed;
+    };
   }
 
   // ---- user audio ----
@@ -414,7 +421,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   onAudio(frame: Int16Array): void {
     this.record.recordUser(frame);
     // Per frame: no iterator over an empty set (observers are the rare monitoring connections).
-    if (this.observers.size !== 0) for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
+    if (this.observerCount !== 0) for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
     this.turns!.frame(frame);
   }
 
@@ -436,7 +443,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private sendAssistantFrame(pcm: Int16Array, encoded: Uint8Array, text: string): boolean {
     if (!this.client.sendAudio(encoded, text)) return false;
     this.record.recordAssistant(pcm);
-    if (this.observers.size !== 0) for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
+    if (this.observerCount !== 0) for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
     return true;
   }
 

@@ -47,6 +47,8 @@ export class InboundAudio {
   private readonly plc: LossConcealer | null;
   private readonly resampler: Resampler | undefined;
   private readonly pcm: Int16Array;
+  /** pcm.length, for the per-frame check of pushSamples without loading pcm. */
+  private readonly maxSamples: number;
   private readonly resampled: Int16Array;
   private readonly frameSamples: number;
   private readonly sink: InboundSink;
@@ -62,6 +64,7 @@ export class InboundAudio {
     const maxSamples = Math.max(this.decoder.maxSamples(maxBytes), info.samplesPerFrame);
     this.frameSamples = info.samplesPerFrame;
     this.pcm = new Int16Array(maxSamples);
+    this.maxSamples = maxSamples;
     this.lastDecodedLength = maxSamples;
     this.lastDecoded = this.pcm;
     this.sink = opts.sink;
@@ -96,7 +99,7 @@ export class InboundAudio {
    * for a payload whose bytes are these samples. At most maxPayloadSamples.
    */
   pushSamples(pcm: Int16Array): void {
-    if (pcm.length > this.pcm.length) throw new RangeError(`PCM payload of ${pcm.length} samples into ${this.pcm.length}`);
+    if (pcm.length > this.maxSamples) throw new RangeError(`PCM payload of ${pcm.length} samples into ${this.maxSamples}`);
     this.plc?.process(pcm, pcm);
     this.deliver(pcm, false);
   }
