@@ -91,6 +91,9 @@ export class PlayoutQueue<U> {
       this.live -= m;
       this.consume(seg, m);
     }
+    // Dropped audio left behind the last live sample is skipped now, not when the head is next asked for: an idle
+    // playout does not ask (Playout.tick), and its blocks go back to the pool.
+    if (this.live === 0) this.skipDropped();
     return copied;
   }
 

@@ -57,6 +57,12 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
    */
   private readonly sink: PlayoutSink<U>;
   private held: { owner: U; bytes: number; pcm: Int16Array; playedEnd: number } | null = null;
+  /**
+   * queued.samples, copied here after every change of the queue: an idle tick (most of them: nobody is speaking)
+   * then reads nothing but this object, not the queue and its segment list (two more cold cache lines per tick at
+   * 500 conversations).
+   */
+  private liveSamples = 0;
   private readonly heldPcm: Int16Array;
   /** Samples played per owner (the sink's view of progress). */
   private readonly played = new Map<U, number>();
@@ -87,14 +93,15 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
 
   /** Nothing queued or held: the next audio starts a stream of frames. */
   get idle(): boolean {
-    return this.held === null && this.queued.isEmpty;
+    return this.held === null && this.liveSamples === 0;
   }
 
   /** Queues engine audio of `owner`; returns the samples queued after time-stretch. An idle playout sends a frame at once. */
   enqueue(owner: U, pcm: Int16Array): number {
     const idle = this.idle;
     const queued = this.queue(owner, pcm);
-    if (idle && !this.queued.isEmpty) this.tick();
+    this.liveSamples = this.queued.samples;
+    if (idle && this.liveSamples !== 0) this.tick();
     return queued;
   }
 
@@ -120,13 +127,15 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     const n = this.stretch.flush(this.stretchOut);
     this.stretch.reset();
     this.queued.push(owner, this.stretchOut, 0, n);
-    if (idle && !this.queued.isEmpty) this.tick();
+    this.liveSamples = this.queued.samples;
+    if (idle && this.liveSamples !== 0) this.tick();
     return n;
   }
 
   /** Barge-in: drops everything queued (and a held frame) of `owner`; returns the samples dropped. */
   clear(owner: U): number {
     const dropped = this.queued.drop(owner);
+    this.liveSamples = this.queued.samples;
     if (this.held?.owner === owner) this.held = null;
     this.stretch?.reset();
     this.played.delete(owner);
@@ -150,9 +159,10 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
       this.afterFrame(h.owner);
       return;
     }
-    const owner = this.queued.headOwner();
-    if (owner === null) return;
+    if (this.liveSamples === 0) return;
+    const owner = this.queued.headOwner()!;
     const filled = this.queued.read(owner, this.frame, 0, this.frameSamples);
+    this.liveSamples = this.queued.samples;
     if (filled < this.frameSamples) this.frame.fill(0, filled);
     this.noise?.process(this.frame, this.frame);
     let pcm = this.frame;
@@ -186,6 +196,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
 
   destroy(): void {
     this.queued.clear();
+    this.liveSamples = 0;
     this.held = null;
     this.resampler?.destroy();
   }
