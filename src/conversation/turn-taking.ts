@@ -83,7 +83,8 @@ export class TurnTaking {
   /** A frame of user audio at the engine's rate, after the VAD has seen it. */
   frame(pcm: Int16Array): void {
     this.samplesFed += pcm.length;
-    if (!this.turn) return;
+    // === null, not !this.turn: the truthiness test of an object loads its map, i.e. the (cold) turn object.
+    if (this.turn === null) return;
     this.session.appendAudio(pcm);
     this.backchannel(this.turn, pcm.length);
   }
