@@ -3,7 +3,7 @@
 // and audio to its parts: turn-taking.ts (user turns, barge-in), assistant-speech.ts (utterances and playout),
 // silence-timers.ts, tool-host.ts with tools/, engine-hooks.ts, and record.ts (what it leaves behind).
 import type { EngineError, SpeechEngineSession } from '../engines/engine.js';
-import { InboundAudio } from '../media/inbound.js';
+import { InboundAudio, type InboundSink } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
 import { Vad, type ResamplerRate } from '../media/native.js';
 import type { PacedStream } from '../media/pacing-clock.js';
@@ -32,7 +32,13 @@ const CLOSE_NORMAL = 1000;
 const CLOSE_POLICY = 1008;
 const CLOSE_ERROR = 1011;
 
-export class Conversation implements LiveConversation {
+/**
+ * It is itself the sink of its inbound chain and the stream its pacing clock ticks: reached per frame from those
+ * through one object, not through an object literal of closures (the literal, each closure and its context are
+ * objects of their own, so at 500 conversations a frame's path loaded three more cold cache lines; valgrind
+ * cache simulation, bench/sts-cost).
+ */
+export class Conversation implements LiveConversation, InboundSink, PacedStream {
   state: ConversationState = 'created';
   id: string | null = null;
   readonly ended: Promise<EndedBy>;
@@ -50,13 +56,16 @@ export class Conversation implements LiveConversation {
   private turns: TurnTaking | null = null;
   /** Largest payload fed to the inbound chain at once: 60 ms of the input format (Opus: one packet, unbounded). */
   private maxChunkBytes = 0;
+  /** The input format's bytes are its samples (inbound.samplesInPlace): binary frames need no decoding copy. */
+  private samplesInPlace = false;
   private startedAtMs = 0;
   private readonly toolHost: ConversationToolHost;
   private tools!: ToolRunner;
   private readonly observers = new Set<ConversationObserver>();
+  /** observers.size, kept beside the fields a frame reads (the Set and its table are two more objects to load). */
+  private observerCount = 0;
   private silence: SilenceTimers;
   private readonly fetch: typeof fetch;
-  private readonly paced: PacedStream = { tick: () => this.tick() };
 
   constructor(
     private readonly deps: ConversationDeps,
@@ -219,8 +228,10 @@ export class Conversation implements LiveConversation {
       format: s.inputFormat,
       engineRate: rate,
       vad,
-      sink: { onAudio: (frame) => this.onUserFrame(frame), onVad: (events) => this.turns!.vad(events) },
+      sink: this,
+      concealment: false,
     });
+    this.samplesInPlace = this.inbound.samplesInPlace;
     this.speech.attach({
       engineRate: rate,
       outputFormat: s.outputFormat,
@@ -247,7 +258,7 @@ export class Conversation implements LiveConversation {
     });
     this.step('configured');
     await this.writeState('ready');
-    this.deps.pacing.register(this.paced);
+    this.deps.pacing.register(this);
     this.emit({ type: 'ready_to_start_conversation' });
     this.silence.clientActive();
     this.welcome();
@@ -283,7 +294,7 @@ export class Conversation implements LiveConversation {
       return;
     }
     this.silence.cancel();
-    this.deps.pacing.unregister(this.paced);
+    this.deps.pacing.unregister(this);
     this.toolHost.cancel();
     this.tools?.cancelAll();
     this.speech.finishAll();
@@ -350,16 +361,33 @@ export class Conversation implements LiveConversation {
   }
 
   pushAudio(bytes: Uint8Array): void {
-    if (!isLive(this.state) || !this.inbound) return;
+    if (!this.acceptsAudio()) return;
+    const max = this.maxChunkBytes;
+    if (bytes.length <= max) return this.inbound!.pushPayload(bytes, bytes.length);
+    // A chunk larger than the chain's buffers (over 60 ms): fed in pieces of whole samples.
+    for (let i = 0; i < bytes.length; i += max) this.inbound!.pushPayload(bytes.subarray(i, i + max), Math.min(max, bytes.length - i));
+  }
+
+  pushAudioFrame(data: ArrayBuffer): void {
+    // Little-endian PCM on a little-endian host: a frame the chain takes whole goes on as a view of its own buffer
+    // (a view is made either way), not copied into the decoder's array through a byte view. byteLength read once:
+    // the getter is a builtin call in optimized code.
+    const bytes = data.byteLength;
+    if (this.samplesInPlace && bytes <= this.maxChunkBytes) {
+      if (this.acceptsAudio()) this.inbound!.pushSamples(new Int16Array(data, 0, bytes >> 1));
+      return;
+    }
+    this.pushAudio(new Uint8Array(data));
+  }
+
+  /** Whether input audio is taken now; the idle timeout starts over, and the first audio makes the conversation active. */
+  private acceptsAudio(): boolean {
+    if (!isLive(this.state) || !this.inbound) return false;
     this.silence.clientActive();
     // Live is ready or active, and 'activity' only moves ready to active (conversation.fsm.ts): once active, a
     // frame needs no transition lookup.
     if (this.state !== 'active') this.step('activity');
-    if (this.turns!.isMuted) return;
-    const max = this.maxChunkBytes;
-    if (bytes.length <= max) return this.inbound.pushPayload(bytes, bytes.length);
-    // A chunk larger than the chain's buffers (over 60 ms): fed in pieces of whole samples.
-    for (let i = 0; i < bytes.length; i += max) this.inbound.pushPayload(bytes.subarray(i, i + max), Math.min(max, bytes.length - i));
+    return !this.turns!.isMuted;
   }
 
 
@@ -379,16 +407,27 @@ export class Conversation implements LiveConversation {
 
   observe(observer: ConversationObserver): () => void {
     this.observers.add(observer);
-    return () => this.observers.delete(observer);
+    this.observerCount = this.observers.size;
+    return () => {
+      const removed = this.observers.delete(observer);
+      this.observerCount = this.observers.size;
+      return removed;
+    };
   }
 
   // ---- user audio ----
 
-  private onUserFrame(frame: Int16Array): void {
+  /** InboundSink: one frame of the user's audio at the engine rate (lent). */
+  onAudio(frame: Int16Array): void {
     this.record.recordUser(frame);
     // Per frame: no iterator over an empty set (observers are the rare monitoring connections).
-    if (this.observers.size !== 0) for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
+    if (this.observerCount !== 0) for (const o of this.observers) o.audio('user', frame, this.session!.sampleRate);
     this.turns!.frame(frame);
+  }
+
+  /** InboundSink: VAD events of the frame just delivered. */
+  onVad(events: number): void {
+    this.turns!.vad(events);
   }
 
   // ---- assistant speech ----
@@ -404,7 +443,7 @@ export class Conversation implements LiveConversation {
   private sendAssistantFrame(pcm: Int16Array, encoded: Uint8Array, text: string): boolean {
     if (!this.client.sendAudio(encoded, text)) return false;
     this.record.recordAssistant(pcm);
-    if (this.observers.size !== 0) for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
+    if (this.observerCount !== 0) for (const o of this.observers) o.audio('assistant', pcm, this.session!.sampleRate);
     return true;
   }
 
@@ -501,7 +540,8 @@ export class Conversation implements LiveConversation {
 
   // ---- output, record ----
 
-  private tick(): void {
+  /** PacedStream: the pacing clock's frame is due. */
+  tick(): void {
     this.speech.tick();
     this.record.tick();
   }

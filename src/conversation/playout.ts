@@ -50,7 +50,19 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private readonly resampled: Int16Array;
   private readonly encoder: Encoder;
   private readonly encoded: Uint8Array;
+  /**
+   * opts.sink, read per tick from here: opts is built by spreading (AssistantSpeech.attach), which gives each
+   * playout's options a map of their own, so reading the sink off opts was a megamorphic load over every
+   * conversation's map (--log-ic: one map per playout).
+   */
+  private readonly sink: PlayoutSink<U>;
   private held: { owner: U; bytes: number; pcm: Int16Array; playedEnd: number } | null = null;
+  /**
+   * queued.samples, copied here after every change of the queue: an idle tick (most of them: nobody is speaking)
+   * then reads nothing but this object, not the queue and its segment list (two more cold cache lines per tick at
+   * 500 conversations).
+   */
+  private liveSamples = 0;
   private readonly heldPcm: Int16Array;
   /** Samples played per owner (the sink's view of progress). */
   private readonly played = new Map<U, number>();
@@ -76,18 +88,20 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.resampled = this.resampler ? new Int16Array(this.resampler.maxOutput(this.frameSamples)) : this.frame;
     this.encoder = createEncoder(opts.outputFormat);
     this.encoded = new Uint8Array(Math.max(4000, this.resampled.length * 2));
+    this.sink = opts.sink;
   }
 
   /** Nothing queued or held: the next audio starts a stream of frames. */
   get idle(): boolean {
-    return this.held === null && this.queued.isEmpty;
+    return this.held === null && this.liveSamples === 0;
   }
 
   /** Queues engine audio of `owner`; returns the samples queued after time-stretch. An idle playout sends a frame at once. */
   enqueue(owner: U, pcm: Int16Array): number {
     const idle = this.idle;
     const queued = this.queue(owner, pcm);
-    if (idle && !this.queued.isEmpty) this.tick();
+    this.liveSamples = this.queued.samples;
+    if (idle && this.liveSamples !== 0) this.tick();
     return queued;
   }
 
@@ -113,13 +127,15 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     const n = this.stretch.flush(this.stretchOut);
     this.stretch.reset();
     this.queued.push(owner, this.stretchOut, 0, n);
-    if (idle && !this.queued.isEmpty) this.tick();
+    this.liveSamples = this.queued.samples;
+    if (idle && this.liveSamples !== 0) this.tick();
     return n;
   }
 
   /** Barge-in: drops everything queued (and a held frame) of `owner`; returns the samples dropped. */
   clear(owner: U): number {
     const dropped = this.queued.drop(owner);
+    this.liveSamples = this.queued.samples;
     if (this.held?.owner === owner) this.held = null;
     this.stretch?.reset();
     this.played.delete(owner);
@@ -134,7 +150,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   tick(): void {
     if (this.held) {
       const h = this.held;
-      if (!this.opts.sink.frame(h.owner, h.pcm, this.encodedView(h.bytes), h.playedEnd)) {
+      if (!this.sink.frame(h.owner, h.pcm, this.encodedView(h.bytes), h.playedEnd)) {
         this.framesHeld++;
         return;
       }
@@ -143,9 +159,10 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
       this.afterFrame(h.owner);
       return;
     }
-    const owner = this.queued.headOwner();
-    if (owner === null) return;
+    if (this.liveSamples === 0) return;
+    const owner = this.queued.headOwner()!;
     const filled = this.queued.read(owner, this.frame, 0, this.frameSamples);
+    this.liveSamples = this.queued.samples;
     if (filled < this.frameSamples) this.frame.fill(0, filled);
     this.noise?.process(this.frame, this.frame);
     let pcm = this.frame;
@@ -156,7 +173,7 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     const bytes = this.encoder.encodeInto(pcm, this.encoded);
     const playedEnd = (this.played.get(owner) ?? 0) + filled;
     this.played.set(owner, playedEnd);
-    if (!this.opts.sink.frame(owner, this.frame, this.encodedView(bytes), playedEnd)) {
+    if (!this.sink.frame(owner, this.frame, this.encodedView(bytes), playedEnd)) {
       this.heldPcm.set(this.frame);
       this.held = { owner, bytes, pcm: this.heldPcm, playedEnd };
       this.framesHeld++;
@@ -173,12 +190,13 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private afterFrame(owner: U): void {
     if (!this.hasAudio(owner)) {
       this.played.delete(owner);
-      this.opts.sink.drained(owner);
+      this.sink.drained(owner);
     }
   }
 
   destroy(): void {
     this.queued.clear();
+    this.liveSamples = 0;
     this.held = null;
     this.resampler?.destroy();
   }

@@ -61,8 +61,14 @@ export class TurnTaking {
   /** The VAD's prebuffer (speech before the start decision), read at each turn's start. */
   private prebuffer: Int16Array;
 
+  /** o.session and o.settings, read per frame from here rather than through o (one object less to load). */
+  private readonly session: SpeechEngineSession;
+  private readonly settings: LiveSettings;
+
   constructor(private readonly o: TurnTakingOptions) {
     this.prebuffer = new Int16Array(o.vad.prebufferCapacity);
+    this.session = o.session;
+    this.settings = o.settings;
   }
 
   /** The user is in a turn now. */
@@ -77,8 +83,9 @@ export class TurnTaking {
   /** A frame of user audio at the engine's rate, after the VAD has seen it. */
   frame(pcm: Int16Array): void {
     this.samplesFed += pcm.length;
-    if (!this.turn) return;
-    this.o.session.appendAudio(pcm);
+    // === null, not !this.turn: the truthiness test of an object loads its map, i.e. the (cold) turn object.
+    if (this.turn === null) return;
+    this.session.appendAudio(pcm);
     this.backchannel(this.turn, pcm.length);
   }
 
@@ -96,7 +103,7 @@ export class TurnTaking {
     turn.transcript = text;
     turn.words = trimmed ? trimmed.split(/\s+/).length : 0;
     const pending = turn.bargeInPending;
-    if (pending && turn.words >= this.o.settings.min_words_to_interrupt) {
+    if (pending && turn.words >= this.settings.min_words_to_interrupt) {
       turn.bargeInPending = null;
       this.bargeIn(pending);
     }
@@ -106,7 +113,7 @@ export class TurnTaking {
     this.muted = true;
     if (!this.turn) return;
     // Push-to-talk: releasing the button (mute) ends the turn; otherwise a muted turn is dropped.
-    if (this.o.settings.push_to_talk) this.ended(this.lastVoicedEnd());
+    if (this.settings.push_to_talk) this.ended(this.lastVoicedEnd());
     else this.drop();
     this.o.vad.reset();
     this.samplesFed = 0;
@@ -178,24 +185,24 @@ export class TurnTaking {
       duration_ms: Math.max(0, end.reportedAtMs - turn.startedAtMs),
       started_at: new Date(turn.startedAtMs),
     });
-    if (!this.o.settings.listen_only_inbound_enabled) session.commitUserTurn();
+    if (!this.settings.listen_only_inbound_enabled) session.commitUserTurn();
     else session.clearUserTurn();
   }
 
   private drop(): void {
     this.turn = null;
-    this.o.session.clearUserTurn();
+    this.session.clearUserTurn();
     this.o.emit({ type: 'input_cancelled' });
   }
 
   /** enable_assistant_backchannel: a short acknowledgement, uninterruptible, during long user speech. */
   private backchannel(turn: UserTurn, samples: number): void {
-    const s = this.o.settings;
+    const s = this.settings;
     if (!s.enable_assistant_backchannel) return;
     turn.sinceBackchannel += samples;
     const a = s.assistant_backchannel_aggressiveness;
     const intervalMs = BACKCHANNEL_MAX_INTERVAL_MS - a * (BACKCHANNEL_MAX_INTERVAL_MS - BACKCHANNEL_MIN_INTERVAL_MS);
-    if ((turn.sinceBackchannel * MS_PER_SEC) / this.o.session.sampleRate < intervalMs || this.o.assistant.speaking()) return;
+    if ((turn.sinceBackchannel * MS_PER_SEC) / this.session.sampleRate < intervalMs || this.o.assistant.speaking()) return;
     turn.sinceBackchannel = 0;
     this.o.assistant.backchannel(BACKCHANNEL_TEXT);
   }

@@ -85,6 +85,8 @@ class EchoSession implements SpeechEngineSession {
   private readonly pool: AudioBlockPool;
   /** The open turn: full blocks, and the block being filled (`fill` samples of it). */
   private turn: Int16Array[] = [];
+  /** The turn's last block (null while the turn is empty): a frame is appended without loading the turn's array. */
+  private block: Int16Array | null = null;
   private fill = 0;
   private readonly onFail = (err: unknown): void => this.fail(err);
   /** Voice and pronunciations of what it says; a transfer to another agent replaces them (updateSession). */
@@ -111,15 +113,18 @@ class EchoSession implements SpeechEngineSession {
   appendAudio(pcm: Int16Array): void {
     if (this.closed) return;
     // pcm is lent: copied into the turn's blocks.
+    let block = this.block;
     for (let at = 0; at < pcm.length; ) {
-      if (this.turn.length === 0 || this.fill === this.blockSamples) {
+      if (block === null || this.fill === this.blockSamples) {
         if ((this.turn.length + 1) * this.blockSamples > this.maxTurnSamples) this.pool.give(this.turn.shift()!);
-        this.turn.push(this.pool.take());
+        block = this.pool.take();
+        this.turn.push(block);
+        this.block = block;
         this.fill = 0;
       }
       const n = Math.min(pcm.length - at, this.blockSamples - this.fill);
       // The whole frame when it fits (the usual case): no view to allocate.
-      this.turn[this.turn.length - 1].set(n === pcm.length ? pcm : pcm.subarray(at, at + n), this.fill);
+      block.set(n === pcm.length ? pcm : pcm.subarray(at, at + n), this.fill);
       this.fill += n;
       at += n;
     }
@@ -130,6 +135,7 @@ class EchoSession implements SpeechEngineSession {
     const blocks = this.turn;
     const lastFill = this.fill;
     this.turn = [];
+    this.block = null;
     this.fill = 0;
     this.hooks.onInputTranscript('', true);
     if (blocks.length === 0) return;
@@ -150,6 +156,7 @@ class EchoSession implements SpeechEngineSession {
   clearUserTurn(): void {
     for (let i = 0; i < this.turn.length; i++) this.pool.give(this.turn[i]);
     this.turn = [];
+    this.block = null;
     this.fill = 0;
   }
 

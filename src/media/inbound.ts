@@ -33,14 +33,22 @@ export interface InboundAudioOptions {
   maxPayloadBytes?: number;
   vad?: VadHook;
   sink: InboundSink;
+  /**
+   * Whether lost frames may be concealed (pushLost), which costs a copy of every good frame. Default true; the STS
+   * socket passes false: its frames come over TCP and none is ever reported lost.
+   */
+  concealment?: boolean;
 }
 
 /** decode -> (conceal) -> resample -> VAD -> sink, for one stream. */
 export class InboundAudio {
   private readonly decoder: Decoder;
-  private readonly plc: LossConcealer;
+  /** null without concealment. */
+  private readonly plc: LossConcealer | null;
   private readonly resampler: Resampler | undefined;
   private readonly pcm: Int16Array;
+  /** pcm.length, for the per-frame check of pushSamples without loading pcm. */
+  private readonly maxSamples: number;
   private readonly resampled: Int16Array;
   private readonly frameSamples: number;
   private readonly sink: InboundSink;
@@ -56,11 +64,12 @@ export class InboundAudio {
     const maxSamples = Math.max(this.decoder.maxSamples(maxBytes), info.samplesPerFrame);
     this.frameSamples = info.samplesPerFrame;
     this.pcm = new Int16Array(maxSamples);
+    this.maxSamples = maxSamples;
     this.lastDecodedLength = maxSamples;
     this.lastDecoded = this.pcm;
     this.sink = opts.sink;
     this.vad = opts.vad;
-    this.plc = new LossConcealer(info.samplesPerFrame);
+    this.plc = opts.concealment === false ? null : new LossConcealer(info.samplesPerFrame);
     if (info.sampleRate !== opts.engineRate) {
       this.resampler = new Resampler(info.sampleRate as ResamplerRate, opts.engineRate, maxSamples);
       this.resampled = new Int16Array(this.resampler.maxOutput(maxSamples));
@@ -76,27 +85,43 @@ export class InboundAudio {
   /** A received payload buf[offset, offset + length). */
   pushPayload(buf: Uint8Array, length: number, offset = 0): void {
     const decoded = this.decoded(this.decoder.decodeInto(buf, length, this.pcm, offset));
-    this.plc.process(decoded, decoded);
+    this.plc?.process(decoded, decoded);
     this.deliver(decoded, false);
+  }
+
+  /** Whether payloads of this format may be handed on as samples in place (pushSamples): see Decoder.samplesInPlace. */
+  get samplesInPlace(): boolean {
+    return this.decoder.samplesInPlace;
+  }
+
+  /**
+   * Decoded PCM at the format's rate, lent for this call, delivered as it is (no copy): what pushPayload delivers
+   * for a payload whose bytes are these samples. At most maxPayloadSamples.
+   */
+  pushSamples(pcm: Int16Array): void {
+    if (pcm.length > this.maxSamples) throw new RangeError(`PCM payload of ${pcm.length} samples into ${this.maxSamples}`);
+    this.plc?.process(pcm, pcm);
+    this.deliver(pcm, false);
   }
 
   /** Already-decoded PCM at the format's rate (e.g. a test or a local source). */
   pushPcm(pcm: Int16Array): void {
     this.pcm.set(pcm, 0);
     const copy = this.decoded(pcm.length);
-    this.plc.process(copy, copy);
+    this.plc?.process(copy, copy);
     this.deliver(copy, false);
   }
 
-  /** One frame lost: conceal it. */
+  /** One frame lost: conceal it. Throws on a stream made without concealment. */
   pushLost(): void {
+    if (!this.plc) throw new Error('inbound audio: this stream was made without loss concealment');
     const n = this.plc.conceal(this.pcm);
     this.concealed++;
     this.deliver(this.decoded(n), true);
   }
 
   reset(): void {
-    this.plc.reset();
+    this.plc?.reset();
     this.resampler?.reset();
   }
 

@@ -42,12 +42,6 @@ const nodeTimers: TimerApi = {
 type ClockState = 'stopped' | 'running';
 type ClockInput = 'first_stream' | 'last_stream' | 'stop';
 
-interface Entry {
-  stream: PacedStream;
-  frames: number;
-  active: boolean;
-}
-
 export class PacingClock {
   private readonly frameMs: number;
   private readonly now: () => number;
@@ -57,8 +51,14 @@ export class PacingClock {
   private readonly onFrameEnd?: (frame: number) => void;
 
   private state: ClockState = 'stopped';
-  private readonly entries: Entry[] = [];
-  private readonly byStream = new Map<PacedStream, Entry>();
+  /**
+   * The streams in registration order (null: removed during a frame, compacted after it) and each one's frame
+   * count at the same index: two dense arrays read in order per frame, not an entry object per stream (at 500
+   * streams the entries were one more cold cache line per stream per frame; valgrind cache simulation).
+   */
+  private readonly streams: (PacedStream | null)[] = [];
+  private readonly frameCounts: number[] = [];
+  private readonly registered = new Set<PacedStream>();
   private timer: unknown = undefined;
   private nextDeadline = 0;
   private running = false;
@@ -78,7 +78,7 @@ export class PacingClock {
   }
 
   get streamCount(): number {
-    return this.byStream.size;
+    return this.registered.size;
   }
 
   get isRunning(): boolean {
@@ -87,28 +87,26 @@ export class PacingClock {
 
   /** Adds a stream; its first frame is due on the clock's next frame. The clock starts with its first stream. */
   register(stream: PacedStream): void {
-    if (this.byStream.has(stream)) throw new Error('stream already registered on this pacing clock');
-    const e: Entry = { stream, frames: 0, active: true };
-    this.entries.push(e);
-    this.byStream.set(stream, e);
-    if (this.byStream.size === 1) this.transition('first_stream');
+    if (this.registered.has(stream)) throw new Error('stream already registered on this pacing clock');
+    this.streams.push(stream);
+    this.frameCounts.push(0);
+    this.registered.add(stream);
+    if (this.registered.size === 1) this.transition('first_stream');
   }
 
   /** Removes a stream (safe from inside its own tick). The clock stops with its last stream. */
   unregister(stream: PacedStream): void {
-    const e = this.byStream.get(stream);
-    if (!e) return;
-    e.active = false;
-    this.byStream.delete(stream);
+    if (!this.registered.delete(stream)) return;
+    this.streams[this.streams.indexOf(stream)] = null;
     if (this.running) this.pendingRemoval = true;
     else this.compact();
-    if (this.byStream.size === 0) this.transition('last_stream');
+    if (this.registered.size === 0) this.transition('last_stream');
   }
 
   /** Stops the timer and forgets every stream (worker shutdown). */
   stop(): void {
-    for (const e of this.entries) e.active = false;
-    this.byStream.clear();
+    this.streams.fill(null);
+    this.registered.clear();
     if (!this.running) this.compact();
     else this.pendingRemoval = true;
     this.transition('stop');
@@ -174,11 +172,12 @@ export class PacingClock {
     this.running = true;
     try {
       this.onFrameStart?.(frame);
-      const entries = this.entries;
-      for (let i = 0; i < entries.length; i++) {
-        const e = entries[i];
-        if (!e.active) continue;
-        e.stream.tick(e.frames++);
+      const streams = this.streams;
+      const frameCounts = this.frameCounts;
+      for (let i = 0; i < streams.length; i++) {
+        const stream = streams[i];
+        if (stream === null) continue;
+        stream.tick(frameCounts[i]++);
       }
       this.onFrameEnd?.(frame);
     } finally {
@@ -189,11 +188,15 @@ export class PacingClock {
 
   private compact(): void {
     this.pendingRemoval = false;
+    const streams = this.streams;
+    const frameCounts = this.frameCounts;
     let w = 0;
-    for (let r = 0; r < this.entries.length; r++) {
-      const e = this.entries[r];
-      if (e.active) this.entries[w++] = e;
+    for (let r = 0; r < streams.length; r++) {
+      if (streams[r] === null) continue;
+      streams[w] = streams[r];
+      frameCounts[w++] = frameCounts[r];
     }
-    this.entries.length = w;
+    streams.length = w;
+    frameCounts.length = w;
   }
 }

@@ -98,7 +98,7 @@ export class LiveHost {
         sink.text(errorEvent('binary frames need binary_audio: true in config', 'binary_not_negotiated'));
         return;
       }
-      conv.pushAudio(new Uint8Array(data as ArrayBuffer));
+      conv.pushAudioFrame(data as ArrayBuffer);
       return;
     }
     let json: unknown;

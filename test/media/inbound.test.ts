@@ -152,3 +152,45 @@ t.test('InboundAudio (STS socket path): little-endian PCM 24 kHz in, 16 kHz engi
   t.same(events, [1], 'VAD events passed to the sink');
   audio.destroy();
 });
+
+t.test('InboundAudio without concealment (the STS socket) delivers the same frames; pushLost is refused', async (t) => {
+  const withPlc = collector();
+  const without = collector();
+  const a = new InboundAudio({ format: 'pcm_8000', engineRate: 8000, sink: withPlc.sink });
+  const b = new InboundAudio({ format: 'pcm_8000', engineRate: 8000, sink: without.sink, concealment: false });
+  const bytes = new Uint8Array(320);
+  for (let k = 0; k < 4; k++) {
+    for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + k * 7) & 0xff;
+    a.pushPayload(bytes, bytes.length);
+    b.pushPayload(bytes, bytes.length);
+  }
+  t.same(without.frames, withPlc.frames, 'frames identical');
+  t.same(without.concealed, [false, false, false, false]);
+  t.throws(() => b.pushLost(), /without loss concealment/);
+  t.equal(without.frames.length, 4, 'nothing delivered by the refused pushLost');
+  a.pushLost();
+  t.equal(withPlc.concealed.at(-1), true, 'a stream with concealment still conceals');
+});
+
+t.test('InboundAudio.pushSamples: PCM samples in place give what pushPayload gives for their bytes', async (t) => {
+  for (const [format, engineRate] of [['pcm_8000', 8000], ['pcm_24000', 16000]] as const) {
+    const viaBytes = collector();
+    const inPlace = collector();
+    const a = new InboundAudio({ format, engineRate, sink: viaBytes.sink, concealment: false });
+    const b = new InboundAudio({ format, engineRate, sink: inPlace.sink, concealment: false });
+    t.ok(b.samplesInPlace, `${format}: little-endian PCM on this host`);
+    const samples = (format === 'pcm_8000' ? 8000 : 24000) / 50;
+    for (let k = 0; k < 4; k++) {
+      const frame = new ArrayBuffer(samples * 2 + (k === 3 ? 1 : 0)); // an odd trailing byte is dropped both ways
+      const bytes = new Uint8Array(frame);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 57 + k * 13) & 0xff;
+      a.pushPayload(bytes, bytes.length);
+      b.pushSamples(new Int16Array(frame, 0, frame.byteLength >> 1));
+    }
+    t.same(inPlace.frames, viaBytes.frames, `${format}: identical frames`);
+    t.throws(() => b.pushSamples(new Int16Array(b.maxPayloadSamples + 1)), RangeError, 'more than the chain holds is refused');
+    a.destroy();
+    b.destroy();
+  }
+  t.notOk(new InboundAudio({ format: 'mulaw_8000', engineRate: 8000, sink: collector().sink }).samplesInPlace, 'mu-law needs decoding');
+});
