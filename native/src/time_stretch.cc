@@ -66,20 +66,73 @@ void Correlate(const float* near, const float* far, int len, int count, float* x
   }
 }
 
-// Sum of squares of x[0, len), in double. The samples are whole numbers (16-bit PCM or silence), so every square
-// and every partial sum is exact and any order of summation gives the same, exact, result: four lanes at a time.
+typedef double Vec4d __attribute__((vector_size(32)));
+
+PARLEY_INLINE Vec4d Load4d(const double* p) {
+  Vec4d v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+PARLEY_INLINE void Store4d(double* p, const Vec4d& v) { std::memcpy(p, &v, sizeof v); }
+
+// Four floats widened to doubles.
+PARLEY_INLINE Vec4d Widen4d(const float* p) {
+  typedef float Vec4f __attribute__((vector_size(16)));
+  Vec4f v;
+  std::memcpy(&v, p, sizeof v);
+  return __builtin_convertvector(v, Vec4d);
+}
+
+// The first k < count with the highest normalized cross-correlation xy[k] / sqrt(yy[k]), where yy[k] is the energy
+// of far[k, k + len). Scored as xy |xy| / (yy + floor), a sign-kept square of it (the same order), with one division
+// and no square root, four candidates at a time: the best is the maximum score, then the first candidate with it.
+// The energies are sums of squares of whole 16-bit samples, so every sum is exact in double in any order: the four
+// energies of k..k+3 advance to k+4..k+7 by the four squares entering minus the four leaving, one vector addition
+// in the dependency chain per four candidates. sq: scratch for count + len + 7 doubles; score: RoundUp(count, 4).
 PARLEY_KERNEL_CLONES
-double Energy(const float* x, int len) {
-  typedef double Vec4d __attribute__((vector_size(32)));
-  Vec4d a = {0, 0, 0, 0};
-  int j = 0;
-  for (; j + 4 <= len; j += 4) {
-    const Vec4d v = {x[j], x[j + 1], x[j + 2], x[j + 3]};
-    a += v * v;
+int BestScore(const float* far, const float* xy, int len, int count, double* sq, double* score) {
+  const int used = count + len - 1;
+  int i = 0;
+  for (; i + 4 <= used; i += 4) {
+    const Vec4d v = Widen4d(far + i);
+    Store4d(sq + i, v * v);
   }
-  double sum = (a[0] + a[1]) + (a[2] + a[3]);
-  for (; j < len; j++) sum += static_cast<double>(x[j]) * x[j];
-  return sum;
+  for (; i < used; i++) sq[i] = static_cast<double>(far[i]) * far[i];
+  // The last vector of candidates reads up to sq[RoundUp(count, 4) + len + 2]: zeros, for lanes never scored.
+  const Vec4d zero = {0, 0, 0, 0};
+  Store4d(sq + used, zero);
+  Store4d(sq + used + 4, zero);
+
+  Vec4d sum = zero;
+  int j = 0;
+  for (; j + 4 <= len; j += 4) sum += Load4d(sq + j);
+  double e0 = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+  for (; j < len; j++) e0 += sq[j];
+  const double e1 = e0 + (sq[len] - sq[0]);
+  const double e2 = e1 + (sq[len + 1] - sq[1]);
+  Vec4d yy = {e0, e1, e2, e2 + (sq[len + 2] - sq[2])};
+
+  const Vec4d none = zero - std::numeric_limits<double>::infinity();
+  const Vec4d last = zero + (count - 1);
+  Vec4d at = {0, 1, 2, 3};
+  Vec4d top = none;
+  for (int k = 0; k < count; k += 4) {
+    const Vec4d x = Widen4d(xy + k);
+    const Vec4d s = x * (x < 0 ? -x : x) / (yy + kEnergyFloor);
+    const Vec4d scored = at <= last ? s : none;
+    Store4d(score + k, scored);
+    top = scored > top ? scored : top;
+    const double* l = sq + k;
+    const double* e = sq + k + len;
+    yy += ((Load4d(e) - Load4d(l)) + (Load4d(e + 1) - Load4d(l + 1))) +
+          ((Load4d(e + 2) - Load4d(l + 2)) + (Load4d(e + 3) - Load4d(l + 3)));
+    at += 4;
+  }
+  const double best = std::max(std::max(top[0], top[1]), std::max(top[2], top[3]));
+  int k = 0;
+  while (score[k] != best) k++;
+  return k;
 }
 
 // x saturated to 16 bits and rounded half up (JavaScript's Math.round): floor(x + 0.5) as a truncation corrected
@@ -157,6 +210,8 @@ TimeStretch::TimeStretch(int rateHz, size_t maxInput, double speed)
   near_.assign(static_cast<size_t>(hs_), 0.f);
   far_.assign(static_cast<size_t>(candidates + hs_), 0.f);
   xy_.assign(static_cast<size_t>(candidates), 0.f);
+  sq_.assign(static_cast<size_t>(candidates + hs_ + 8), 0.0);
+  score_.assign(static_cast<size_t>(candidates), 0.0);
 }
 
 size_t TimeStretch::MaxOutput(size_t n) const {
@@ -279,10 +334,9 @@ int64_t TimeStretch::BestAlignment(int64_t ideal, int64_t natural) {
 }
 
 // The candidate in [from, to] (every `stride`-th) with the highest normalized cross-correlation of its first half
-// (every `stride`-th sample) with the natural continuation; `fallback` when none scores. On a coarse grid,
+// (every `stride`-th sample) with the natural continuation; `fallback` when the range is empty. On a coarse grid,
 // candidate k starts at sample k of the decimated run from `from`, so the samples of both are gathered once into
-// contiguous scratch and every candidate is a contiguous dot product. Candidate energies slide (drop the sample
-// leaving the window, add the one entering) in double: squares of whole 16-bit samples, so the sum stays exact.
+// contiguous scratch and every candidate is a contiguous dot product.
 int64_t TimeStretch::BestOnGrid(int64_t from, int64_t to, int stride, int64_t natural, int64_t fallback) {
   if (to < from) return fallback;
   const float* b = in_.data();
@@ -305,22 +359,7 @@ int64_t TimeStretch::BestOnGrid(int64_t from, int64_t to, int stride, int64_t na
   float* xy = xy_.data();
   Correlate(near, far, len, count, xy);
 
-  double yy = Energy(far, len);
-  int64_t best = fallback;
-  double bestScore = -std::numeric_limits<double>::infinity();
-  for (int k = 0; k < count; k++) {
-    if (k > 0) {
-      const double leaving = far[k - 1];
-      const double entering = far[k + len - 1];
-      yy += entering * entering - leaving * leaving;
-    }
-    const double score = xy[k] / std::sqrt(yy + kEnergyFloor);
-    if (score > bestScore) {
-      bestScore = score;
-      best = from + static_cast<int64_t>(k) * stride;
-    }
-  }
-  return best;
+  return from + static_cast<int64_t>(BestScore(far, xy, len, count, sq_.data(), score_.data())) * stride;
 }
 
 }  // namespace parley

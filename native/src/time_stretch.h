@@ -88,6 +88,8 @@ class TimeStretch : public Module {
   std::vector<float> near_;
   std::vector<float> far_;
   std::vector<float> xy_;
+  std::vector<double> sq_;     // squares of the candidates' samples
+  std::vector<double> score_;  // each candidate's score
 };
 
 void InitTimeStretch(Napi::Env env, Napi::Object exports);
