@@ -29,8 +29,8 @@ constexpr int kLanes = 8;
 constexpr int kBlock = 4 * kLanes;
 
 // xy[k] = sum over j < len of near[j] * far[k + j], for k < count rounded up to whole vectors (far is readable that
-// far: zero padding or held input). Vectorized across candidates: a broadcast sample of the natural continuation times
-// eight neighbouring candidates' samples, so no horizontal sums.
+// far: scratch or held input; the candidates past count are never scored). Vectorized across candidates: a broadcast
+// sample of the natural continuation times eight neighbouring candidates' samples, so no horizontal sums.
 PARLEY_KERNEL_CLONES
 void Correlate(const float* near, const float* far, int len, int count, float* xy) {
   int k = 0;
@@ -183,6 +183,34 @@ void Widen(const int16_t* in, size_t n, float* out) {
 
 int RoundUp(int x, int m) { return (x + m - 1) / m * m; }
 
+// The coarse search's gathers: out[m] = in[m * stride] for m < n. The vector ones write whole vectors (n rounded up
+// to 8) and read up to 8 strides past in[(n - 1) * stride]; one is chosen at create for the rate's stride.
+// Every 2nd sample (8 kHz): the even lanes of two vectors, one shuffle.
+PARLEY_KERNEL_CLONES
+void GatherEvery2(const float* in, int, int n, float* out) {
+  for (int m = 0; m < n; m += kLanes) {
+    const Vec8 a = Load8(in + 2 * m), b = Load8(in + 2 * m + kLanes);
+    Store8(out + m, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14));
+  }
+}
+
+// Every 4th sample (16 kHz): lanes 0 and 4 of four vectors.
+PARLEY_KERNEL_CLONES
+void GatherEvery4(const float* in, int, int n, float* out) {
+  typedef float Vec4f __attribute__((vector_size(16)));
+  for (int m = 0; m < n; m += kLanes) {
+    const float* p = in + 4 * m;
+    const Vec4f lo = __builtin_shufflevector(Load8(p), Load8(p + kLanes), 0, 4, 8, 12);
+    const Vec4f hi = __builtin_shufflevector(Load8(p + 2 * kLanes), Load8(p + 3 * kLanes), 0, 4, 8, 12);
+    Store8(out + m, __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7));
+  }
+}
+
+void GatherEvery(const float* in, int stride, int n, float* out) {
+  for (int m = 0; m < n; m++) out[m] = in[static_cast<ptrdiff_t>(m) * stride];
+}
+
+
 }  // namespace
 
 TimeStretch* TimeStretch::Create(int rateHz, size_t maxInput, double speed) {
@@ -207,8 +235,10 @@ TimeStretch::TimeStretch(int rateHz, size_t maxInput, double speed)
   const int coarse = 2 * tol_ / step_ + 1;
   const int fine = 2 * step_ - 1;
   const int candidates = RoundUp(std::max(coarse, fine), kLanes);
-  near_.assign(static_cast<size_t>(hs_), 0.f);
-  far_.assign(static_cast<size_t>(candidates + hs_), 0.f);
+  // Room for the vector gathers' whole vectors.
+  near_.assign(static_cast<size_t>(hs_ + kLanes), 0.f);
+  far_.assign(static_cast<size_t>(candidates + hs_ + kLanes), 0.f);
+  gather_ = step_ == 2 ? GatherEvery2 : step_ == 4 ? GatherEvery4 : GatherEvery;
   xy_.assign(static_cast<size_t>(candidates), 0.f);
   sq_.assign(static_cast<size_t>(candidates + hs_ + 8), 0.0);
   score_.assign(static_cast<size_t>(candidates), 0.0);
@@ -349,10 +379,10 @@ int64_t TimeStretch::BestOnGrid(int64_t from, int64_t to, int stride, int64_t na
   const float* near = n0;
   const float* far = c0;
   if (stride > 1) {
-    for (int j = 0; j < len; j++) near_[j] = n0[static_cast<ptrdiff_t>(j) * stride];
-    const int valid = count + len - 1;
-    for (int m = 0; m < valid; m++) far_[m] = c0[static_cast<ptrdiff_t>(m) * stride];
-    std::fill(far_.begin() + valid, far_.begin() + RoundUp(count, kLanes) + len - 1, 0.f);
+    // The vector gathers read at most 8 strides (2 ms) past the samples used: within the continuation and the
+    // search window (ends hs = 12.5 ms past them), both held.
+    gather_(n0, stride, len, near_.data());
+    gather_(c0, stride, count + len - 1, far_.data());
     near = near_.data();
     far = far_.data();
   }
