@@ -76,13 +76,29 @@ PARLEY_INLINE Vec4d Load4d(const double* p) {
 
 PARLEY_INLINE void Store4d(double* p, const Vec4d& v) { std::memcpy(p, &v, sizeof v); }
 
-// Four floats widened to doubles.
-PARLEY_INLINE Vec4d Widen4d(const float* p) {
-  typedef float Vec4f __attribute__((vector_size(16)));
+// 16-byte vectors: what SSE2 and NEON have. In the baseline clone, a 32-byte vector's compare-and-select, shuffle or
+// loop-carried sum goes through memory (GCC 12); the search's code uses these where that measured slower than main.
+typedef double Vec2d __attribute__((vector_size(16)));
+typedef float Vec4f __attribute__((vector_size(16)));
+
+PARLEY_INLINE Vec4f Load4f(const float* p) {
   Vec4f v;
   std::memcpy(&v, p, sizeof v);
-  return __builtin_convertvector(v, Vec4d);
+  return v;
 }
+
+// |x|: the sign bits cleared.
+PARLEY_INLINE Vec4d Abs4d(Vec4d x) {
+  typedef int64_t Long4 __attribute__((vector_size(32)));
+  Long4 bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= std::numeric_limits<int64_t>::max();
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+// Four floats widened to doubles.
+PARLEY_INLINE Vec4d Widen4d(const float* p) { return __builtin_convertvector(Load4f(p), Vec4d); }
 
 // The first k < count with the highest normalized cross-correlation xy[k] / sqrt(yy[k]), where yy[k] is the energy
 // of far[k, k + len). Scored as xy |xy| / (yy + floor), a sign-kept square of it (the same order), with one division
@@ -99,38 +115,46 @@ int BestScore(const float* far, const float* xy, int len, int count, double* sq,
     Store4d(sq + i, v * v);
   }
   for (; i < used; i++) sq[i] = static_cast<double>(far[i]) * far[i];
-  // The last vector of candidates reads up to sq[RoundUp(count, 4) + len + 2]: zeros, for lanes never scored.
+  // The last vector of candidates reads up to sq[RoundUp(count, 4) + len + 2]: zeros, for lanes past count (scored,
+  // never compared).
   const Vec4d zero = {0, 0, 0, 0};
   Store4d(sq + used, zero);
   Store4d(sq + used + 4, zero);
 
-  Vec4d sum = zero;
+  // Four sums in flight, in registers in every clone.
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int j = 0;
-  for (; j + 4 <= len; j += 4) sum += Load4d(sq + j);
-  double e0 = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+  for (; j + 4 <= len; j += 4) {
+    s0 += sq[j];
+    s1 += sq[j + 1];
+    s2 += sq[j + 2];
+    s3 += sq[j + 3];
+  }
+  double e0 = (s0 + s1) + (s2 + s3);
   for (; j < len; j++) e0 += sq[j];
   const double e1 = e0 + (sq[len] - sq[0]);
   const double e2 = e1 + (sq[len + 1] - sq[1]);
   Vec4d yy = {e0, e1, e2, e2 + (sq[len + 2] - sq[2])};
 
-  const Vec4d none = zero - std::numeric_limits<double>::infinity();
-  const Vec4d last = zero + (count - 1);
-  Vec4d at = {0, 1, 2, 3};
-  Vec4d top = none;
   for (int k = 0; k < count; k += 4) {
     const Vec4d x = Widen4d(xy + k);
-    const Vec4d s = x * (x < 0 ? -x : x) / (yy + kEnergyFloor);
-    const Vec4d scored = at <= last ? s : none;
-    Store4d(score + k, scored);
-    top = scored > top ? scored : top;
+    Store4d(score + k, x * Abs4d(x) / (yy + kEnergyFloor));
     const double* l = sq + k;
     const double* e = sq + k + len;
     yy += ((Load4d(e) - Load4d(l)) + (Load4d(e + 1) - Load4d(l + 1))) +
           ((Load4d(e + 2) - Load4d(l + 2)) + (Load4d(e + 3) - Load4d(l + 3)));
-    at += 4;
   }
-  const double best = std::max(std::max(top[0], top[1]), std::max(top[2], top[3]));
+  // The best score: two lanes at a time (16 bytes, so no compare-and-select goes through memory).
+  Vec2d top = {score[0], score[0]};
   int k = 0;
+  for (; k + 2 <= count; k += 2) {
+    Vec2d v;
+    std::memcpy(&v, score + k, sizeof v);
+    top = v > top ? v : top;
+  }
+  double best = std::max(top[0], top[1]);
+  if (k < count) best = std::max(best, score[k]);
+  k = 0;
   while (score[k] != best) k++;
   return k;
 }
@@ -183,26 +207,26 @@ void Widen(const int16_t* in, size_t n, float* out) {
 
 int RoundUp(int x, int m) { return (x + m - 1) / m * m; }
 
-// The coarse search's gathers: out[m] = in[m * stride] for m < n. The vector ones write whole vectors (n rounded up
-// to 8) and read up to 8 strides past in[(n - 1) * stride]; one is chosen at create for the rate's stride.
-// Every 2nd sample (8 kHz): the even lanes of two vectors, one shuffle.
+// The coarse search's gathers: out[m] = in[m * stride] for m < n. The vector ones write whole vectors of 4 (n
+// rounded up) and read up to 4 strides past in[(n - 1) * stride]; one is chosen at create for the rate's stride.
+// Every 2nd sample (8 kHz): the even lanes of two vectors.
 PARLEY_KERNEL_CLONES
 void GatherEvery2(const float* in, int, int n, float* out) {
-  for (int m = 0; m < n; m += kLanes) {
-    const Vec8 a = Load8(in + 2 * m), b = Load8(in + 2 * m + kLanes);
-    Store8(out + m, __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14));
+  for (int m = 0; m < n; m += 4) {
+    const Vec4f v = __builtin_shufflevector(Load4f(in + 2 * m), Load4f(in + 2 * m + 4), 0, 2, 4, 6);
+    std::memcpy(out + m, &v, sizeof v);
   }
 }
 
-// Every 4th sample (16 kHz): lanes 0 and 4 of four vectors.
+// Every 4th sample (16 kHz): lane 0 of four vectors.
 PARLEY_KERNEL_CLONES
 void GatherEvery4(const float* in, int, int n, float* out) {
-  typedef float Vec4f __attribute__((vector_size(16)));
-  for (int m = 0; m < n; m += kLanes) {
+  for (int m = 0; m < n; m += 4) {
     const float* p = in + 4 * m;
-    const Vec4f lo = __builtin_shufflevector(Load8(p), Load8(p + kLanes), 0, 4, 8, 12);
-    const Vec4f hi = __builtin_shufflevector(Load8(p + 2 * kLanes), Load8(p + 3 * kLanes), 0, 4, 8, 12);
-    Store8(out + m, __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7));
+    const Vec4f lo = __builtin_shufflevector(Load4f(p), Load4f(p + 4), 0, 4, 0, 4);
+    const Vec4f hi = __builtin_shufflevector(Load4f(p + 8), Load4f(p + 12), 0, 4, 0, 4);
+    const Vec4f v = __builtin_shufflevector(lo, hi, 0, 1, 4, 5);
+    std::memcpy(out + m, &v, sizeof v);
   }
 }
 
@@ -379,7 +403,7 @@ int64_t TimeStretch::BestOnGrid(int64_t from, int64_t to, int stride, int64_t na
   const float* near = n0;
   const float* far = c0;
   if (stride > 1) {
-    // The vector gathers read at most 8 strides (2 ms) past the samples used: within the continuation and the
+    // The vector gathers read at most 4 strides (1 ms) past the samples used: within the continuation and the
     // search window (ends hs = 12.5 ms past them), both held.
     gather_(n0, stride, len, near_.data());
     gather_(c0, stride, count + len - 1, far_.data());
