@@ -29,7 +29,7 @@ constexpr int kLanes = 8;
 constexpr int kBlock = 4 * kLanes;
 
 // xy[k] = sum over j < len of near[j] * far[k + j], for k < count rounded up to whole vectors (far is readable that
-// far: scratch or held input; the candidates past count are never scored). Vectorized across candidates: a broadcast
+// far: scratch or held input; the candidates past count are never chosen). Vectorized across candidates: a broadcast
 // sample of the natural continuation times eight neighbouring candidates' samples, so no horizontal sums.
 PARLEY_KERNEL_CLONES
 void Correlate(const float* near, const float* far, int len, int count, float* xy) {
@@ -233,7 +233,6 @@ void GatherEvery4(const float* in, int, int n, float* out) {
 void GatherEvery(const float* in, int stride, int n, float* out) {
   for (int m = 0; m < n; m++) out[m] = in[static_cast<ptrdiff_t>(m) * stride];
 }
-
 
 }  // namespace
 
