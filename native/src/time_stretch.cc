@@ -29,8 +29,8 @@ constexpr int kLanes = 8;
 constexpr int kBlock = 4 * kLanes;
 
 // xy[k] = sum over j < len of near[j] * far[k + j], for k < count rounded up to whole vectors (far is readable that
-// far: zero padding or held input). Vectorized across candidates: a broadcast sample of the natural continuation times
-// eight neighbouring candidates' samples, so no horizontal sums.
+// far: scratch or held input; the candidates past count are never chosen). Vectorized across candidates: a broadcast
+// sample of the natural continuation times eight neighbouring candidates' samples, so no horizontal sums.
 PARLEY_KERNEL_CLONES
 void Correlate(const float* near, const float* far, int len, int count, float* xy) {
   int k = 0;
@@ -66,20 +66,97 @@ void Correlate(const float* near, const float* far, int len, int count, float* x
   }
 }
 
-// Sum of squares of x[0, len), in double. The samples are whole numbers (16-bit PCM or silence), so every square
-// and every partial sum is exact and any order of summation gives the same, exact, result: four lanes at a time.
+typedef double Vec4d __attribute__((vector_size(32)));
+
+PARLEY_INLINE Vec4d Load4d(const double* p) {
+  Vec4d v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+PARLEY_INLINE void Store4d(double* p, const Vec4d& v) { std::memcpy(p, &v, sizeof v); }
+
+// 16-byte vectors: what SSE2 and NEON have. In the baseline clone, a 32-byte vector's compare-and-select, shuffle or
+// loop-carried sum goes through memory (GCC 12); the search's code uses these where that measured slower than main.
+typedef double Vec2d __attribute__((vector_size(16)));
+typedef float Vec4f __attribute__((vector_size(16)));
+
+PARLEY_INLINE Vec4f Load4f(const float* p) {
+  Vec4f v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// |x|: the sign bits cleared.
+PARLEY_INLINE Vec4d Abs4d(Vec4d x) {
+  typedef int64_t Long4 __attribute__((vector_size(32)));
+  Long4 bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= std::numeric_limits<int64_t>::max();
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+// Four floats widened to doubles.
+PARLEY_INLINE Vec4d Widen4d(const float* p) { return __builtin_convertvector(Load4f(p), Vec4d); }
+
+// The first k < count with the highest normalized cross-correlation xy[k] / sqrt(yy[k]), where yy[k] is the energy
+// of far[k, k + len). Scored as xy |xy| / (yy + floor), a sign-kept square of it (the same order), with one division
+// and no square root, four candidates at a time: the best is the maximum score, then the first candidate with it.
+// The energies are sums of squares of whole 16-bit samples, so every sum is exact in double in any order: the four
+// energies of k..k+3 advance to k+4..k+7 by the four squares entering minus the four leaving, one vector addition
+// in the dependency chain per four candidates. sq: scratch for count + len + 7 doubles; score: RoundUp(count, 4).
 PARLEY_KERNEL_CLONES
-double Energy(const float* x, int len) {
-  typedef double Vec4d __attribute__((vector_size(32)));
-  Vec4d a = {0, 0, 0, 0};
+int BestScore(const float* far, const float* xy, int len, int count, double* sq, double* score) {
+  const int used = count + len - 1;
+  int i = 0;
+  for (; i + 4 <= used; i += 4) {
+    const Vec4d v = Widen4d(far + i);
+    Store4d(sq + i, v * v);
+  }
+  for (; i < used; i++) sq[i] = static_cast<double>(far[i]) * far[i];
+  // The last vector of candidates reads up to sq[RoundUp(count, 4) + len + 2]: zeros, for lanes past count (scored,
+  // never compared).
+  const Vec4d zero = {0, 0, 0, 0};
+  Store4d(sq + used, zero);
+  Store4d(sq + used + 4, zero);
+
+  // Four sums in flight, in registers in every clone.
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int j = 0;
   for (; j + 4 <= len; j += 4) {
-    const Vec4d v = {x[j], x[j + 1], x[j + 2], x[j + 3]};
-    a += v * v;
+    s0 += sq[j];
+    s1 += sq[j + 1];
+    s2 += sq[j + 2];
+    s3 += sq[j + 3];
   }
-  double sum = (a[0] + a[1]) + (a[2] + a[3]);
-  for (; j < len; j++) sum += static_cast<double>(x[j]) * x[j];
-  return sum;
+  double e0 = (s0 + s1) + (s2 + s3);
+  for (; j < len; j++) e0 += sq[j];
+  const double e1 = e0 + (sq[len] - sq[0]);
+  const double e2 = e1 + (sq[len + 1] - sq[1]);
+  Vec4d yy = {e0, e1, e2, e2 + (sq[len + 2] - sq[2])};
+
+  for (int k = 0; k < count; k += 4) {
+    const Vec4d x = Widen4d(xy + k);
+    Store4d(score + k, x * Abs4d(x) / (yy + kEnergyFloor));
+    const double* l = sq + k;
+    const double* e = sq + k + len;
+    yy += ((Load4d(e) - Load4d(l)) + (Load4d(e + 1) - Load4d(l + 1))) +
+          ((Load4d(e + 2) - Load4d(l + 2)) + (Load4d(e + 3) - Load4d(l + 3)));
+  }
+  // The best score: two lanes at a time (16 bytes, so no compare-and-select goes through memory).
+  Vec2d top = {score[0], score[0]};
+  int k = 0;
+  for (; k + 2 <= count; k += 2) {
+    Vec2d v;
+    std::memcpy(&v, score + k, sizeof v);
+    top = v > top ? v : top;
+  }
+  double best = std::max(top[0], top[1]);
+  if (k < count) best = std::max(best, score[k]);
+  k = 0;
+  while (score[k] != best) k++;
+  return k;
 }
 
 // x saturated to 16 bits and rounded half up (JavaScript's Math.round): floor(x + 0.5) as a truncation corrected
@@ -130,6 +207,33 @@ void Widen(const int16_t* in, size_t n, float* out) {
 
 int RoundUp(int x, int m) { return (x + m - 1) / m * m; }
 
+// The coarse search's gathers: out[m] = in[m * stride] for m < n. The vector ones write whole vectors of 4 (n
+// rounded up) and read up to 4 strides past in[(n - 1) * stride]; one is chosen at create for the rate's stride.
+// Every 2nd sample (8 kHz): the even lanes of two vectors.
+PARLEY_KERNEL_CLONES
+void GatherEvery2(const float* in, int, int n, float* out) {
+  for (int m = 0; m < n; m += 4) {
+    const Vec4f v = __builtin_shufflevector(Load4f(in + 2 * m), Load4f(in + 2 * m + 4), 0, 2, 4, 6);
+    std::memcpy(out + m, &v, sizeof v);
+  }
+}
+
+// Every 4th sample (16 kHz): lane 0 of four vectors.
+PARLEY_KERNEL_CLONES
+void GatherEvery4(const float* in, int, int n, float* out) {
+  for (int m = 0; m < n; m += 4) {
+    const float* p = in + 4 * m;
+    const Vec4f lo = __builtin_shufflevector(Load4f(p), Load4f(p + 4), 0, 4, 0, 4);
+    const Vec4f hi = __builtin_shufflevector(Load4f(p + 8), Load4f(p + 12), 0, 4, 0, 4);
+    const Vec4f v = __builtin_shufflevector(lo, hi, 0, 1, 4, 5);
+    std::memcpy(out + m, &v, sizeof v);
+  }
+}
+
+void GatherEvery(const float* in, int stride, int n, float* out) {
+  for (int m = 0; m < n; m++) out[m] = in[static_cast<ptrdiff_t>(m) * stride];
+}
+
 }  // namespace
 
 TimeStretch* TimeStretch::Create(int rateHz, size_t maxInput, double speed) {
@@ -154,9 +258,13 @@ TimeStretch::TimeStretch(int rateHz, size_t maxInput, double speed)
   const int coarse = 2 * tol_ / step_ + 1;
   const int fine = 2 * step_ - 1;
   const int candidates = RoundUp(std::max(coarse, fine), kLanes);
-  near_.assign(static_cast<size_t>(hs_), 0.f);
-  far_.assign(static_cast<size_t>(candidates + hs_), 0.f);
+  // Room for the vector gathers' whole vectors.
+  near_.assign(static_cast<size_t>(hs_ + kLanes), 0.f);
+  far_.assign(static_cast<size_t>(candidates + hs_ + kLanes), 0.f);
+  gather_ = step_ == 2 ? GatherEvery2 : step_ == 4 ? GatherEvery4 : GatherEvery;
   xy_.assign(static_cast<size_t>(candidates), 0.f);
+  sq_.assign(static_cast<size_t>(candidates + hs_ + 8), 0.0);
+  score_.assign(static_cast<size_t>(candidates), 0.0);
 }
 
 size_t TimeStretch::MaxOutput(size_t n) const {
@@ -279,10 +387,9 @@ int64_t TimeStretch::BestAlignment(int64_t ideal, int64_t natural) {
 }
 
 // The candidate in [from, to] (every `stride`-th) with the highest normalized cross-correlation of its first half
-// (every `stride`-th sample) with the natural continuation; `fallback` when none scores. On a coarse grid,
+// (every `stride`-th sample) with the natural continuation; `fallback` when the range is empty. On a coarse grid,
 // candidate k starts at sample k of the decimated run from `from`, so the samples of both are gathered once into
-// contiguous scratch and every candidate is a contiguous dot product. Candidate energies slide (drop the sample
-// leaving the window, add the one entering) in double: squares of whole 16-bit samples, so the sum stays exact.
+// contiguous scratch and every candidate is a contiguous dot product.
 int64_t TimeStretch::BestOnGrid(int64_t from, int64_t to, int stride, int64_t natural, int64_t fallback) {
   if (to < from) return fallback;
   const float* b = in_.data();
@@ -295,32 +402,17 @@ int64_t TimeStretch::BestOnGrid(int64_t from, int64_t to, int stride, int64_t na
   const float* near = n0;
   const float* far = c0;
   if (stride > 1) {
-    for (int j = 0; j < len; j++) near_[j] = n0[static_cast<ptrdiff_t>(j) * stride];
-    const int valid = count + len - 1;
-    for (int m = 0; m < valid; m++) far_[m] = c0[static_cast<ptrdiff_t>(m) * stride];
-    std::fill(far_.begin() + valid, far_.begin() + RoundUp(count, kLanes) + len - 1, 0.f);
+    // The vector gathers read at most 4 strides (1 ms) past the samples used: within the continuation and the
+    // search window (ends hs = 12.5 ms past them), both held.
+    gather_(n0, stride, len, near_.data());
+    gather_(c0, stride, count + len - 1, far_.data());
     near = near_.data();
     far = far_.data();
   }
   float* xy = xy_.data();
   Correlate(near, far, len, count, xy);
 
-  double yy = Energy(far, len);
-  int64_t best = fallback;
-  double bestScore = -std::numeric_limits<double>::infinity();
-  for (int k = 0; k < count; k++) {
-    if (k > 0) {
-      const double leaving = far[k - 1];
-      const double entering = far[k + len - 1];
-      yy += entering * entering - leaving * leaving;
-    }
-    const double score = xy[k] / std::sqrt(yy + kEnergyFloor);
-    if (score > bestScore) {
-      bestScore = score;
-      best = from + static_cast<int64_t>(k) * stride;
-    }
-  }
-  return best;
+  return from + static_cast<int64_t>(BestScore(far, xy, len, count, sq_.data(), score_.data())) * stride;
 }
 
 }  // namespace parley

@@ -83,11 +83,15 @@ class TimeStretch : public Module {
   double ideal_ = 0;   // ideal (unadjusted) absolute start of the next analysis segment
   int64_t prev_ = -1;  // absolute start of the previous chosen segment, -1 before the first
 
-  // Search scratch: the natural continuation and the candidates' samples gathered from the coarse grid (zero-padded
-  // to whole vectors of candidates), and each candidate's cross-correlation.
+  // Search scratch: the natural continuation and the candidates' samples gathered from the coarse grid (by gather_,
+  // chosen at create for the grid's stride), each candidate's cross-correlation, the squares of its samples and its
+  // score.
   std::vector<float> near_;
   std::vector<float> far_;
   std::vector<float> xy_;
+  void (*gather_)(const float* in, int stride, int n, float* out);
+  std::vector<double> sq_;
+  std::vector<double> score_;
 };
 
 void InitTimeStretch(Napi::Env env, Napi::Object exports);

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { TimeStretch } from '../../src/media/time-stretch.js';
 
@@ -274,4 +276,35 @@ t.test('an output buffer shorter than the call writes is refused before anything
   t.throws(() => ts.flush(small), RangeError, 'a flush with held audio into too short an out');
   t.ok(ts.flush(a) > 0, 'the refused flush left the held audio in place');
   t.equal(ts.flush(new Int16Array(0)), 0, 'nothing held: a flush needs no room');
+});
+
+/**
+ * sha256 of the first `prompts` en_US_f_Allison prompts (by name) at `rate` (8 kHz upsampled by linear
+ * interpolation), each stretched at `speed` as one utterance in 20 ms chunks.
+ */
+async function speechDigest(rate: number, speed: number, prompts: number): Promise<string> {
+  const { SOUNDS_DIR, loadPrompt } = await import('./speech.js');
+  const names = readdirSync(SOUNDS_DIR).filter((f) => f.endsWith('.wav')).sort().slice(0, prompts);
+  const up = rate / 8000;
+  const hash = createHash('sha256');
+  for (const name of names) {
+    const x8 = loadPrompt(name.slice(0, -4));
+    const x = new Int16Array(x8.length * up);
+    for (let i = 0; i < x.length; i++) {
+      const a = Math.floor(i / up);
+      const f = i / up - a;
+      x[i] = Math.round(x8[a] * (1 - f) + (a + 1 < x8.length ? x8[a + 1] : 0) * f);
+    }
+    hash.update(stretchChunked(rate, x, [rate / 50], () => speed));
+  }
+  return hash.digest('hex');
+}
+
+t.test('real speech: the segments chosen are those of the search as first written', async (t) => {
+  // sha256 of the output of main at ad099e4, whose search scored each candidate as xy / sqrt(yy), one at a time. A
+  // search that orders candidates the same way writes the same samples; a faster one may differ only where two
+  // candidates' scores agree to rounding (~1e-15 relative), which none of these prompts has.
+  t.equal(await speechDigest(8000, 1.2, 1000), '123d07fa9db3ed9a79b5d2a6fe209c8b57d2296c519071b69f3ab691f944886d', '8 kHz x1.2, every prompt (coarse grid: every 2nd sample)');
+  t.equal(await speechDigest(16000, 0.8, 40), '0bbc99ce572cc238c6a4bb0aa4096424c72662acf89efb2eaecef6fb2b6afca0', '16 kHz x0.8 (every 4th)');
+  t.equal(await speechDigest(48000, 1.5, 10), 'f8f75191917a0af02a501e6bb7ca12b1353578736b56365fe214cccd932afb4a', '48 kHz x1.5 (every 12th)');
 });
