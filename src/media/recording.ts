@@ -13,8 +13,8 @@
 // block at that side's cursor as it appears (inbound per packet, outbound per tick: strided 16-bit stores, the
 // WAV's little-endian layout), and tick() (the pacing clock, once per 20 ms) closes one frame of the call's
 // timeline, silence where a side had less, so the two channels stay on the call's timeline. A side running ahead of
-// the clock (a burst, jitter) is held ahead of the timeline up to MAX_SIDE_BACKLOG_MS; beyond it, its oldest audio
-// is dropped (what it holds moves down), so the newest is kept. Each sample position of each side is stored exactly
+// the clock (a burst, jitter) is held ahead of the timeline up to MAX_SIDE_BACKLOG_MS; what would go beyond it is
+// dropped (the newest: dropping the oldest would move all that is held, per frame). Each sample position of each side is stored exactly
 // once (audio or silence) before its block goes to the file, so blocks are never cleared. Full blocks go to the file
 // in batches across this thread's recordings (src/media/recording-writer.ts: one thread-pool job per event-loop
 // turn, not one per block) and come back for reuse once written.
@@ -36,7 +36,7 @@ const CHANNELS = 2;
 const BYTES_PER_SAMPLE = 2;
 /** One block of file I/O per second of audio. */
 const BLOCK_MS = 1000;
-/** A side may run this far ahead of the clock (jitter, bursts) before its oldest audio is dropped. */
+/** A side may run this far ahead of the clock (jitter, bursts); audio beyond it is dropped. */
 const MAX_SIDE_BACKLOG_MS = 2000;
 /** The channels: left = user, right = assistant (the sample's index within a pair). */
 const LEFT = 0;
@@ -195,17 +195,17 @@ export class StereoRecorder implements BlockSource {
     if (end % this.blockPairs === 0) this.close(end / this.blockPairs - 1, this.blockPairs);
   }
 
-  /** Appends pcm[0, n) to a channel at `cursor` (dropping its oldest beyond the backlog); returns the new cursor. */
+  /** Appends pcm[0, n) to a channel at `cursor` (what would go past the backlog is dropped); returns the new cursor. */
   private append(ch: Channel, cursor: number, pcm: Int16Array, n: number): number {
-    const queued = cursor - this.timeline;
-    const excess = queued + n - this.backlog;
-    if (excess <= 0) return this.store(ch, cursor, pcm, 0, n);
-    // Over the backlog (the clock is not draining this side: a stalled worker or a burst): the oldest go, first
-    // those held (the rest move down to the timeline), then the input's first; counted.
-    this.dropped += excess;
-    const fromHeld = Math.min(excess, queued);
-    if (fromHeld > 0) this.moveDown(ch, this.timeline + fromHeld, this.timeline, queued - fromHeld);
-    return this.store(ch, cursor - fromHeld, pcm, excess - fromHeld, n);
+    // Over the backlog (the clock is not draining this side: skipped ticks after a stall, a client sending faster
+    // than real time): the newest audio goes, counted. Dropping the oldest instead would move every held sample
+    // per frame (2 s of audio for each 20 ms), a cost a client could impose by sending too fast.
+    const room = this.timeline + this.backlog - cursor;
+    if (n > room) {
+      this.dropped += n - room;
+      n = room;
+    }
+    return this.store(ch, cursor, pcm, 0, n);
   }
 
   /** The block of number `b`, taken (a spare, else a new one) when first used. */
@@ -246,23 +246,6 @@ export class StereoRecorder implements BlockSource {
       pos += k;
     }
     return end;
-  }
-
-  /** Moves n samples of a channel from pair `from` down to pair `to` (to < from: ascending, so overlap is safe). */
-  private moveDown(ch: Channel, from: number, to: number, n: number): void {
-    while (n > 0) {
-      const bf = Math.floor(from / this.blockPairs);
-      const bt = Math.floor(to / this.blockPairs);
-      const af = from - bf * this.blockPairs;
-      const at = to - bt * this.blockPairs;
-      const k = Math.min(n, this.blockPairs - af, this.blockPairs - at);
-      const src = this.block(bf).samples;
-      const dst = this.block(bt).samples;
-      for (let i = 0, s = CHANNELS * af + ch, d = CHANNELS * at + ch; i < k; i++, s += CHANNELS, d += CHANNELS) dst[d] = src[s];
-      from += k;
-      to += k;
-      n -= k;
-    }
   }
 
   /** Block `b` is complete (`pairs` of it: all but the last one are whole): to the file, unless writing stopped. */

@@ -121,18 +121,25 @@ t.test('a compression aborted half-way leaves no .gz behind', async (t) => {
   t.ok(readFileSync(res.path).equals(wavBefore), 'the WAV untouched');
 });
 
-t.test('an existing recording is never overwritten; finishing twice is refused; overflow is counted', async (t) => {
+t.test('an existing recording is never overwritten; finishing twice is refused; audio beyond the backlog is dropped and counted', async (t) => {
   const dir = t.testdir({});
   const path = join(dir, 'a.wav');
   const rec = await StereoRecorder.open(path, { sampleRate: RATE });
   await t.rejects(StereoRecorder.open(path, { sampleRate: RATE }), RecordingError);
-  // 3 s of user audio with no tick: the 2 s backlog keeps the newest.
+  // 3 s of user audio with no tick: the 2 s backlog holds the first two seconds; the third is dropped, and counted.
   for (let i = 0; i < 150; i++) rec.writeUser(frameOf(i, 0));
   t.equal(rec.dropped, 50 * FRAME);
-  rec.tick();
+  // Each tick makes room for one more frame: the side stays at its backlog, nothing more dropped.
+  for (let i = 0; i < 100; i++) {
+    rec.tick();
+    rec.writeUser(frameOf(150 + i, 0));
+  }
+  t.equal(rec.dropped, 50 * FRAME);
   const res = await rec.finish();
   const { left } = channels(readFileSync(res.path));
-  t.equal(left[0], 50, 'oldest dropped, newest kept');
+  t.equal(left.length, 100 * FRAME);
+  t.same([left[0], left[99 * FRAME]], [0, 99], 'the frames held first are on the timeline, in order');
+  t.equal(rec.dropped, 50 * FRAME, 'what was held past the timeline at the end is not counted as dropped by the recorder');
   await t.rejects(rec.finish(), RecordingError);
 });
 
