@@ -70,7 +70,7 @@ interface Addon {
   timeStretchSetSpeed(handle: Handle, speed: number): void;
   timeStretchMaxOutput(handle: Handle, n: number): number;
   timeStretchReset(handle: Handle): void;
-  writeBlocks(fds: Int32Array, blocks: Uint8Array[], offsets: Float64Array, groups: Int32Array, done: (results: Float64Array) => void): void;
+  writeBlocks(fds: Int32Array, blocks: Int16Array[], pairs: Int32Array, offsets: Float64Array, groups: Int32Array, done: (results: Float64Array) => void): void;
 }
 
 function load(): unknown {
@@ -162,13 +162,15 @@ export const BLOCK_NOTHING_WRITTEN = -1;
 export const BLOCK_SKIPPED = -2;
 
 /**
- * Writes blocks[i] whole to fds[i] at offsets[i], in order, in one job on libuv's thread pool (pwrite, short writes
- * continued, EINTR retried); after a write of a group fails, that group's later writes are skipped. `done` gets,
- * per write, the bytes written (results[2i]) and 0 or its error (results[2i + 1]: an errno, BLOCK_NOTHING_WRITTEN or
- * BLOCK_SKIPPED). The descriptors must stay open until then; the blocks are kept alive meanwhile.
+ * Writes the first pairs[i] sample pairs of the planar stereo blocks[i] (left channel in its first half, right in
+ * its second), interleaved as 16-bit little-endian stereo, to fds[i] at offsets[i], in order, in one job on libuv's
+ * thread pool (pwrite, short writes continued, EINTR retried); after a write of a group fails, that group's later
+ * writes are skipped. `done` gets, per write, the bytes written (results[2i]) and 0 or its error (results[2i + 1]:
+ * an errno, BLOCK_NOTHING_WRITTEN or BLOCK_SKIPPED). The descriptors must stay open until then; the blocks are kept
+ * alive meanwhile.
  */
-export function writeBlocks(fds: Int32Array, blocks: Uint8Array[], offsets: Float64Array, groups: Int32Array, done: (results: Float64Array) => void): void {
-  addon.writeBlocks(fds, blocks, offsets, groups, done);
+export function writeBlocks(fds: Int32Array, blocks: Int16Array[], pairs: Int32Array, offsets: Float64Array, groups: Int32Array, done: (results: Float64Array) => void): void {
+  addon.writeBlocks(fds, blocks, pairs, offsets, groups, done);
 }
 
 // ---- Resampling ----

@@ -3,12 +3,14 @@
 // and the next batch starts when it has called back. At 500 conversations that is one pool round trip per 20 ms
 // tick for ~10 blocks, not one per block (a pool thread woken, the worker's core switched to it and back, and a
 // completion through the event loop, 500 times a second). One batch at a time keeps each file's blocks in order;
-// within a batch a file's blocks are adjacent, and after one fails the rest of that file's are skipped.
+// within a batch a file's blocks are adjacent, and after one fails the rest of that file's are skipped. A block is
+// planar stereo (left channel, then right, each half of it); the job interleaves it as it writes it.
 import { writeBlocks } from './native.js';
 
-/** One block for a file: written whole at `offset`. */
+/** One block for a file: its first `pairs` of each half, interleaved, written at `offset`. */
 export interface BlockWrite {
-  readonly data: Uint8Array;
+  readonly data: Int16Array;
+  readonly pairs: number;
   readonly offset: number;
   /** Results: the bytes written, and 0 or the error (an errno, BLOCK_NOTHING_WRITTEN or BLOCK_SKIPPED). */
   written: number;
@@ -27,9 +29,9 @@ export class RecordingWriter {
   private inFlight: Map<BlockSource, BlockWrite[]> | null = null;
   private scheduled = false;
 
-  /** Queues a block of `source`'s file for the next batch. */
-  write(source: BlockSource, data: Uint8Array, offset: number): void {
-    const w: BlockWrite = { data, offset, written: 0, error: 0 };
+  /** Queues a block of `source`'s file for the next batch: planar `data`, of which `pairs` sample pairs are written. */
+  write(source: BlockSource, data: Int16Array, pairs: number, offset: number): void {
+    const w: BlockWrite = { data, pairs, offset, written: 0, error: 0 };
     const list = this.queued.get(source);
     if (list) list.push(w);
     else this.queued.set(source, [w]);
@@ -55,7 +57,8 @@ export class RecordingWriter {
     let count = 0;
     for (const list of batch.values()) count += list.length;
     const fds = new Int32Array(count);
-    const blocks: Uint8Array[] = new Array<Uint8Array>(count);
+    const blocks: Int16Array[] = new Array<Int16Array>(count);
+    const pairs = new Int32Array(count);
     const offsets = new Float64Array(count);
     const groups = new Int32Array(count);
     let i = 0;
@@ -64,12 +67,13 @@ export class RecordingWriter {
       for (const w of list) {
         fds[i] = source.fd;
         blocks[i] = w.data;
+        pairs[i] = w.pairs;
         offsets[i] = w.offset;
         groups[i++] = group;
       }
       group++;
     }
-    writeBlocks(fds, blocks, offsets, groups, this.done);
+    writeBlocks(fds, blocks, pairs, offsets, groups, this.done);
   };
 
   private readonly done = (results: Float64Array): void => {

@@ -9,21 +9,26 @@
 // the file before it as a shorter, playable recording (cut back to the last whole block, sizes patched) rather
 // than leave a file no record points at, which could be neither served nor deleted.
 //
-// Per frame, in JavaScript and without a crossing into native code: each side's audio is stored straight into the
-// block at that side's cursor as it appears (inbound per packet, outbound per tick: strided 16-bit stores, the
-// WAV's little-endian layout), and tick() (the pacing clock, once per 20 ms) closes one frame of the call's
-// timeline, silence where a side had less, so the two channels stay on the call's timeline. A side running ahead of
-// the clock (a burst, jitter) is held ahead of the timeline up to MAX_SIDE_BACKLOG_MS; what would go beyond it is
-// dropped (the newest: dropping the oldest would move all that is held, per frame). Each sample position of each side is stored exactly
-// once (audio or silence) before its block goes to the file, so blocks are never cleared. Full blocks go to the file
-// in batches across this thread's recordings (src/media/recording-writer.ts: one thread-pool job per event-loop
-// turn, not one per block) and come back for reuse once written.
+// Per frame, in JavaScript and without a crossing into native code: each side's audio is copied straight into its
+// half of the block (planar: the user's second, then the assistant's) at that side's cursor as it appears (inbound
+// per packet, outbound per tick: one set() each), and tick() (the pacing clock, once per 20 ms) closes one frame of
+// the call's timeline, silence (fill()) where a side had less, so the two channels stay on the call's timeline.
+// The writer interleaves a block into the WAV's little-endian stereo as it writes it, on the thread pool (a few
+// microseconds a block). Storing each sample at its interleaved place as it came instead (16-bit stores at every
+// other position, about 1 ns a sample in V8 where set() is a memcpy) cost more: bench/recorder.ts, 500
+// recordings, 689-743 -> 427-485 ns per conversation-tick.
+// A side running ahead of the clock (a burst, jitter) is held ahead of the timeline up to MAX_SIDE_BACKLOG_MS;
+// what would go beyond it is dropped (the newest: dropping the oldest would move all that is held, per frame).
+// Each sample position of each side is stored exactly once (audio or silence) before its block goes to the file,
+// so blocks are never cleared. Full blocks go to the file in batches across this thread's recordings
+// (src/media/recording-writer.ts: one thread-pool job per event-loop turn, not one per block) and come back for
+// reuse once written.
 // This replaced per-side FIFO rings read out into a native interleave per tick (each sample copied twice more, a
 // crossing per tick) and one fs.write, hence one thread-pool round trip, per block.
 import { getSystemErrorMap } from 'node:util';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
-import { FRAME_MS, LITTLE_ENDIAN_HOST } from './format.js';
+import { FRAME_MS } from './format.js';
 import { BLOCK_NOTHING_WRITTEN, BLOCK_SKIPPED } from './native.js';
 import { recordingWriter, type BlockSource, type BlockWrite } from './recording-writer.js';
 
@@ -38,7 +43,7 @@ const BYTES_PER_SAMPLE = 2;
 const BLOCK_MS = 1000;
 /** A side may run this far ahead of the clock (jitter, bursts); audio beyond it is dropped. */
 const MAX_SIDE_BACKLOG_MS = 2000;
-/** The channels: left = user, right = assistant (the sample's index within a pair). */
+/** The channels: left = user, right = assistant (the half of a block each has). */
 const LEFT = 0;
 const RIGHT = 1;
 type Channel = typeof LEFT | typeof RIGHT;
@@ -98,20 +103,11 @@ function wavHeader(sampleRate: number, dataBytes: number): Uint8Array {
 
 type RecorderState = 'recording' | 'finishing' | 'done' | 'failed' | 'aborted';
 
-/** One second of interleaved stereo: the 16-bit samples (left, right, ...) and the same bytes for the file. */
-interface RecordingBlock {
-  readonly samples: Int16Array;
-  readonly bytes: Uint8Array;
-}
+/** One second of planar stereo: the user's samples (left), then the assistant's (right), each `blockPairs` long. */
+type RecordingBlock = Int16Array;
 
 function newBlock(pairs: number): RecordingBlock {
-  const buffer = new ArrayBuffer(pairs * CHANNELS * BYTES_PER_SAMPLE);
-  return { samples: new Int16Array(buffer), bytes: new Uint8Array(buffer) };
-}
-
-/** A 16-bit sample with its bytes swapped: what a big-endian host stores for the WAV's little-endian order. */
-function swap16(v: number): number {
-  return (((v & 0xff) << 8) | ((v >> 8) & 0xff)) << 16 >> 16;
+  return new Int16Array(pairs * CHANNELS);
 }
 
 export class StereoRecorder implements BlockSource {
@@ -225,10 +221,8 @@ export class StereoRecorder implements BlockSource {
       const b = Math.floor(pos / this.blockPairs);
       const at = pos - b * this.blockPairs;
       const k = Math.min(to - i, this.blockPairs - at);
-      const s = this.block(b).samples;
-      let o = CHANNELS * at + ch;
-      if (LITTLE_ENDIAN_HOST) for (let j = i; j < i + k; j++, o += CHANNELS) s[o] = pcm[j];
-      else for (let j = i; j < i + k; j++, o += CHANNELS) s[o] = swap16(pcm[j]);
+      // A whole frame (the usual case) is copied as it is; a part of one through a view of it.
+      this.block(b).set(k === pcm.length ? pcm : pcm.subarray(i, i + k), ch * this.blockPairs + at);
       i += k;
       pos += k;
     }
@@ -241,8 +235,8 @@ export class StereoRecorder implements BlockSource {
       const b = Math.floor(pos / this.blockPairs);
       const at = pos - b * this.blockPairs;
       const k = Math.min(end - pos, this.blockPairs - at);
-      const s = this.block(b).samples;
-      for (let o = CHANNELS * at + ch, stop = o + CHANNELS * k; o < stop; o += CHANNELS) s[o] = 0;
+      const from = ch * this.blockPairs + at;
+      this.block(b).fill(0, from, from + k);
       pos += k;
     }
     return end;
@@ -255,9 +249,8 @@ export class StereoRecorder implements BlockSource {
     this.openBlocks[slot] = null;
     this.openNumbers[slot] = -1;
     if (this.error) return void this.spare.push(block); // the file failed: nothing more is written
-    const bytes = pairs === this.blockPairs ? block.bytes : block.bytes.subarray(0, pairs * CHANNELS * BYTES_PER_SAMPLE);
     this.writing.push(block);
-    recordingWriter.write(this, bytes, WAV_HEADER_BYTES + b * this.blockPairs * CHANNELS * BYTES_PER_SAMPLE);
+    recordingWriter.write(this, block, pairs, WAV_HEADER_BYTES + b * this.blockPairs * CHANNELS * BYTES_PER_SAMPLE);
   }
 
   /** @internal the writer: blocks of this recording written (in file order), or skipped after a failure. */
