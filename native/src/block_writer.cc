@@ -1,7 +1,6 @@
 #include "block_writer.h"
 
 #include <cerrno>
-#include <cstring>
 #include <unistd.h>
 #include <vector>
 
@@ -33,8 +32,8 @@ void WriteOne(BlockWrite& w, const uint8_t* data) {
   }
 }
 
-}  // namespace
-
+// out[2i] = left[i], out[2i + 1] = right[i] for i < pairs, each 16-bit sample stored little-endian whatever the
+// host.
 void InterleaveLittleEndian(const int16_t* left, const int16_t* right, size_t pairs, uint8_t* out) {
   size_t i = 0;
 #if defined(__SSE2__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -57,6 +56,8 @@ void InterleaveLittleEndian(const int16_t* left, const int16_t* right, size_t pa
     p[3] = static_cast<uint8_t>(r >> 8);
   }
 }
+
+}  // namespace
 
 void WriteBlocks(BlockWrite* writes, size_t count) {
   size_t largest = 0;

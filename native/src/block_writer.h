@@ -37,7 +37,4 @@ struct BlockWrite {
 // `written` counts bytes of the interleaved block (4 per pair).
 void WriteBlocks(BlockWrite* writes, size_t count);
 
-// out[2i] = left[i], out[2i + 1] = right[i] for i < pairs, each 16-bit sample stored little-endian whatever the host.
-void InterleaveLittleEndian(const int16_t* left, const int16_t* right, size_t pairs, uint8_t* out);
-
 }  // namespace parley

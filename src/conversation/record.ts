@@ -190,6 +190,9 @@ export class ConversationRecord {
     if (recorder) {
       try {
         const r = await recorder.finish();
+        if (r.droppedMs > 0) {
+          this.log.warn({ conversationId: this.id, droppedMs: r.droppedMs }, "recording: audio that ran too far ahead of the call's clock was left out");
+        }
         if (r.incomplete) {
           this.log.error({ err: r.incomplete, conversationId: this.id, keptMs: r.durationMs }, 'recording incomplete: a write failed mid-call; the audio before it is kept');
         }

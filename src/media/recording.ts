@@ -18,7 +18,8 @@
 // other position, about 1 ns a sample in V8 where set() is a memcpy) cost more: bench/recorder.ts, 500
 // recordings, 689-743 -> 427-485 ns per conversation-tick.
 // A side running ahead of the clock (a burst, jitter) is held ahead of the timeline up to MAX_SIDE_BACKLOG_MS;
-// what would go beyond it is dropped (the newest: dropping the oldest would move all that is held, per frame).
+// what would go beyond it is dropped (the newest: dropping the oldest would move all that is held, per frame) and
+// reported by finish(); what is held when the call ends is kept (the timeline runs on to it).
 // Each sample position of each side is stored exactly once (audio or silence) before its block goes to the file,
 // so blocks are never cleared. Full blocks go to the file in batches across this thread's recordings
 // (src/media/recording-writer.ts: one thread-pool job per event-loop turn, not one per block) and come back for
@@ -79,6 +80,8 @@ export interface RecordingResult {
   frames: number;
   durationMs: number;
   bytes: number;
+  /** Audio left out because a side ran more than MAX_SIDE_BACKLOG_MS ahead of the clock (both sides' together). */
+  droppedMs: number;
   /** A write failed mid-call: the recording holds only the audio before it (durationMs of it). */
   incomplete?: RecordingError;
 }
@@ -134,8 +137,8 @@ export class StereoRecorder implements BlockSource {
   private error: RecordingError | undefined;
   private state: RecorderState = 'recording';
   private closed = false;
-  /** Samples dropped because a side ran too far ahead of the clock. */
-  dropped = 0;
+  /** Samples dropped because a side ran too far ahead of the clock (finish() reports them as droppedMs). */
+  private dropped = 0;
 
   private constructor(
     private readonly file: FileHandle,
@@ -172,13 +175,13 @@ export class StereoRecorder implements BlockSource {
   }
 
   /** User (caller) audio as it arrives, at the recorder's rate. */
-  writeUser(pcm: Int16Array, n: number = pcm.length): void {
-    if (this.state === 'recording') this.userCursor = this.append(LEFT, this.userCursor, pcm, n);
+  writeUser(pcm: Int16Array): void {
+    if (this.state === 'recording') this.userCursor = this.append(LEFT, this.userCursor, pcm);
   }
 
   /** Assistant audio as it is sent, at the recorder's rate. */
-  writeAssistant(pcm: Int16Array, n: number = pcm.length): void {
-    if (this.state === 'recording') this.assistantCursor = this.append(RIGHT, this.assistantCursor, pcm, n);
+  writeAssistant(pcm: Int16Array): void {
+    if (this.state === 'recording') this.assistantCursor = this.append(RIGHT, this.assistantCursor, pcm);
   }
 
   /** One 20 ms frame of the call's timeline: silence where a side had less than the frame; a full block to the file. */
@@ -191,17 +194,15 @@ export class StereoRecorder implements BlockSource {
     if (end % this.blockPairs === 0) this.close(end / this.blockPairs - 1, this.blockPairs);
   }
 
-  /** Appends pcm[0, n) to a channel at `cursor` (what would go past the backlog is dropped); returns the new cursor. */
-  private append(ch: Channel, cursor: number, pcm: Int16Array, n: number): number {
+  /** Appends pcm to a channel at `cursor` (what would go past the backlog is dropped); returns the new cursor. */
+  private append(ch: Channel, cursor: number, pcm: Int16Array): number {
     // Over the backlog (the clock is not draining this side: skipped ticks after a stall, a client sending faster
     // than real time): the newest audio goes, counted. Dropping the oldest instead would move every held sample
     // per frame (2 s of audio for each 20 ms), a cost a client could impose by sending too fast.
     const room = this.timeline + this.backlog - cursor;
-    if (n > room) {
-      this.dropped += n - room;
-      n = room;
-    }
-    return this.store(ch, cursor, pcm, 0, n);
+    const n = Math.min(pcm.length, room);
+    this.dropped += pcm.length - n;
+    return this.store(ch, cursor, pcm, n);
   }
 
   /** The block of number `b`, taken (a spare, else a new one) when first used. */
@@ -215,9 +216,9 @@ export class StereoRecorder implements BlockSource {
     return this.openBlocks[slot]!;
   }
 
-  /** Stores pcm[from, to) on a channel from pair `pos`, across blocks; returns the pair after the last. */
-  private store(ch: Channel, pos: number, pcm: Int16Array, from: number, to: number): number {
-    for (let i = from; i < to; ) {
+  /** Stores pcm[0, to) on a channel from pair `pos`, across blocks; returns the pair after the last. */
+  private store(ch: Channel, pos: number, pcm: Int16Array, to: number): number {
+    for (let i = 0; i < to; ) {
       const b = Math.floor(pos / this.blockPairs);
       const at = pos - b * this.blockPairs;
       const k = Math.min(to - i, this.blockPairs - at);
@@ -295,8 +296,11 @@ export class StereoRecorder implements BlockSource {
    */
   async finish(): Promise<RecordingResult> {
     if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
+    // Audio held ahead of the timeline (a frame that came after the last tick, a burst) is kept: the timeline runs
+    // on, frame by frame, to the furthest side (silence on the other), so nothing either side said is left out.
+    while (this.timeline < this.userCursor || this.timeline < this.assistantCursor) this.tick();
     this.state = 'finishing';
-    // The last block, partial; audio held past the timeline is dropped.
+    // The last block, partial.
     const partial = this.timeline % this.blockPairs;
     if (partial !== 0) this.close(Math.floor(this.timeline / this.blockPairs), partial);
     await this.writesDone();
@@ -321,6 +325,7 @@ export class StereoRecorder implements BlockSource {
       frames,
       durationMs: frames * FRAME_MS,
       bytes: WAV_HEADER_BYTES + dataBytes,
+      droppedMs: (this.dropped * 1000) / this.sampleRate,
       ...(failure ? { incomplete: failure } : {}),
     };
   }

@@ -5,6 +5,7 @@ import pako from 'pako';
 import wavefile from 'wavefile';
 import { Transform } from 'node:stream';
 import { RecordingError, StereoRecorder } from '../../src/media/recording.js';
+import { FRAME_MS } from '../../src/media/format.js';
 import { compressRecording } from '../../src/media/recording-compressor.js';
 
 /** Resolves once `cond` holds (polled on timers; fails the test after 5 s). */
@@ -52,15 +53,19 @@ t.test('stereo WAV: both sides aligned on the tick timeline, readable, correct l
   const dir = t.testdir({});
   const ticks = 165; // 3.3 s: three full one-second blocks and a partial one
   const res = await record(join(dir, 'call.wav'), 'wav', ticks);
-  t.equal(res.frames, ticks);
-  t.equal(res.durationMs, 3300);
+  // The last burst (tick 164) brought frames 164 and 165: the one still held when it finished is kept.
+  const frames = ticks + 1;
+  t.equal(res.frames, frames);
+  t.equal(res.durationMs, 3320);
+  t.equal(res.droppedMs, 0);
   const bytes = readFileSync(res.path);
-  t.equal(bytes.length, 44 + ticks * FRAME * 4, 'header + 2 channels x 16 bit');
+  t.equal(bytes.length, 44 + frames * FRAME * 4, 'header + 2 channels x 16 bit');
   t.equal(res.bytes, bytes.length);
   const { fmt, left, right } = channels(bytes);
   t.same([fmt.numChannels, fmt.sampleRate, fmt.bitsPerSample], [2, RATE, 16]);
-  t.equal(left.length, ticks * FRAME, 'length of the call');
-  for (const k of [0, 1, 2, 77, 164]) t.equal(left[k * FRAME + 5], 1000 + k, `user frame ${k} on tick ${k}`);
+  t.equal(left.length, frames * FRAME, 'length of the call, and the frame held at its end');
+  for (const k of [0, 1, 2, 77, 164, 165]) t.equal(left[k * FRAME + 5], 1000 + k, `user frame ${k} on tick ${k}`);
+  t.equal(right[165 * FRAME + 3], 0, 'the assistant side silent under the held frame');
   t.equal(right[49 * FRAME + 3], 0, 'assistant silent before it spoke');
   t.equal(right[50 * FRAME + 3], -5000 + 50, 'assistant frame on its tick');
   t.equal(right[99 * FRAME + 3], -5000 + 99);
@@ -121,25 +126,26 @@ t.test('a compression aborted half-way leaves no .gz behind', async (t) => {
   t.ok(readFileSync(res.path).equals(wavBefore), 'the WAV untouched');
 });
 
-t.test('an existing recording is never overwritten; finishing twice is refused; audio beyond the backlog is dropped and counted', async (t) => {
+t.test('an existing recording is never overwritten; finishing twice is refused; audio beyond the backlog is dropped and reported, audio held at the end kept', async (t) => {
   const dir = t.testdir({});
   const path = join(dir, 'a.wav');
   const rec = await StereoRecorder.open(path, { sampleRate: RATE });
   await t.rejects(StereoRecorder.open(path, { sampleRate: RATE }), RecordingError);
-  // 3 s of user audio with no tick: the 2 s backlog holds the first two seconds; the third is dropped, and counted.
+  // 3 s of user audio with no tick: the 2 s backlog holds frames 0-99; frames 100-149 are dropped.
   for (let i = 0; i < 150; i++) rec.writeUser(frameOf(i, 0));
-  t.equal(rec.dropped, 50 * FRAME);
   // Each tick makes room for one more frame: the side stays at its backlog, nothing more dropped.
   for (let i = 0; i < 100; i++) {
     rec.tick();
     rec.writeUser(frameOf(150 + i, 0));
   }
-  t.equal(rec.dropped, 50 * FRAME);
   const res = await rec.finish();
-  const { left } = channels(readFileSync(res.path));
-  t.equal(left.length, 100 * FRAME);
-  t.same([left[0], left[99 * FRAME]], [0, 99], 'the frames held first are on the timeline, in order');
-  t.equal(rec.dropped, 50 * FRAME, 'what was held past the timeline at the end is not counted as dropped by the recorder');
+  t.equal(res.droppedMs, 50 * FRAME_MS, 'the dropped second is reported');
+  const { left, right } = channels(readFileSync(res.path));
+  // 100 frames ticked, and the 100 still held when it finished: the timeline runs on to them.
+  t.equal(left.length, 200 * FRAME);
+  t.equal(res.durationMs, 200 * FRAME_MS);
+  t.same([0, 99, 100, 199].map((f) => left[f * FRAME]), [0, 99, 150, 249], 'frames in order, the dropped ones left out');
+  t.ok(right.every((v) => v === 0), 'the silent side is silence throughout');
   await t.rejects(rec.finish(), RecordingError);
 });
 
@@ -151,7 +157,7 @@ t.test('every sample on its channel and position: partial frames end in silence,
   const asstAt = (tick: number, i: number) => 32767 - ((tick * 7 + i * 3) % 65536);
   for (let k = 0; k < ticks; k++) {
     // The user side brings 100 samples on every fifth tick (the rest of that frame is silence).
-    rec.writeUser(Int16Array.from({ length: FRAME }, (_, i) => userAt(k, i)), k % 5 === 4 ? 100 : FRAME);
+    rec.writeUser(Int16Array.from({ length: k % 5 === 4 ? 100 : FRAME }, (_, i) => userAt(k, i)));
     if (k % 3 !== 0) rec.writeAssistant(Int16Array.from({ length: FRAME }, (_, i) => asstAt(k, i)));
     rec.tick();
     // Let the file writes complete now and then, so later seconds go into recycled blocks.
@@ -169,4 +175,24 @@ t.test('every sample on its channel and position: partial frames end in silence,
     }
   }
   t.equal(wrong, 0, 'no sample misplaced, missing or stale');
+});
+
+t.test('a side a little ahead of the clock: chunks across block boundaries land in order, and what is held at the end is kept', async (t) => {
+  const dir = t.testdir({});
+  const rec = await StereoRecorder.open(join(dir, 'ahead.wav'), { sampleRate: RATE });
+  const CHUNK = 170; // 10 samples more than a frame per tick: chunks straddle the one-second blocks
+  const ticks = 120;
+  const at = (n: number) => (n % 65536) - 32768;
+  for (let k = 0; k < ticks; k++) {
+    rec.writeUser(Int16Array.from({ length: CHUNK }, (_, i) => at(k * CHUNK + i)));
+    rec.tick();
+  }
+  const res = await rec.finish();
+  t.equal(res.droppedMs, 0);
+  const { left } = channels(readFileSync(res.path));
+  const sent = ticks * CHUNK;
+  t.equal(left.length, Math.ceil(sent / FRAME) * FRAME, 'the timeline ran on to the last sample held, whole frames');
+  let wrong = 0;
+  for (let n = 0; n < left.length; n++) if (left[n] !== (n < sent ? at(n) : 0)) wrong++;
+  t.equal(wrong, 0, 'every sample in order, silence after the last');
 });
