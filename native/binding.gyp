@@ -4,6 +4,7 @@
       "target_name": "parley_dsp",
       "sources": [
         "src/addon.cc",
+        "src/handle.cc",
         "src/g711.cc",
         "src/bind_g711.cc",
         "src/resampler.cc",

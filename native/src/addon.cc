@@ -6,6 +6,7 @@
 namespace {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  parley::InitHandles(env, exports);
   parley::InitG711(env, exports);
   parley::InitResampler(env, exports);
   parley::InitVad(env, exports);

@@ -5,7 +5,8 @@
 //   number of samples or bytes written). Nothing here allocates per frame.
 // - Stateful modules (Resampler, Vad, DtmfDetector, ToneDetector, and TimeStretch in time-stretch.ts) hold an
 //   opaque native handle: all native memory is allocated in the constructor and freed by destroy() (or by the
-//   garbage collector if destroy() is never called). Using a destroyed module throws.
+//   garbage collector if destroy() is never called). Using a destroyed module throws. They call the addon through
+//   the handle's slot id (HandleSlot), which is cheaper per call than the handle itself.
 // - Sizes are checked at the N-API boundary: a wrong array type is a TypeError, a too-short output a RangeError.
 // - Outbound work for many streams goes through the batch functions (encodeBatch, resampleBatch,
 //   resampleEncodeBatch) or a ResampleEncodeGroup (streams registered once): one crossing into C++ per tick
@@ -21,6 +22,14 @@ export class NativeDspLoadError extends Error {
 
 /** An opaque native handle (an External); only the classes below create and use them. */
 export type Handle = { readonly __nativeHandle: unique symbol };
+/**
+ * The id of a handle's slot in the addon's table (native/src/handle.h, "Slots"), taken wherever a handle is: the
+ * classes below call through it (one warm table instead of two cold objects per call) and keep the Handle, which
+ * owns the native state, for destroy() and for the garbage collector.
+ */
+export type HandleSlot = number & { readonly __nativeSlot: unique symbol };
+/** What the module calls take: the handle or its slot. */
+type HandleRef = Handle | HandleSlot;
 
 interface Addon {
   mulawEncode(pcm: Int16Array, out: Uint8Array): number;
@@ -33,15 +42,16 @@ interface Addon {
   mixInto(dst: Int16Array, src: Int16Array, gain: number): void;
   encodeBatch(codec: number, frames: Int16Array[], outs: Uint8Array[]): number;
   destroy(handle: Handle): void;
+  handleSlot(handle: Handle): HandleSlot;
   createResampler(fromHz: number, toHz: number, maxFrame: number): Handle;
-  resamplerProcess(handle: Handle, input: Int16Array, out: Int16Array): number;
-  resamplerMaxOutput(handle: Handle, n: number): number;
-  resamplerDelay(handle: Handle): number;
-  resamplerReset(handle: Handle): void;
-  resampleBatch(handles: Handle[], inputs: Int16Array[], outs: Int16Array[], written: Int32Array): void;
+  resamplerProcess(handle: HandleRef, input: Int16Array, out: Int16Array): number;
+  resamplerMaxOutput(handle: HandleRef, n: number): number;
+  resamplerDelay(handle: HandleRef): number;
+  resamplerReset(handle: HandleRef): void;
+  resampleBatch(handles: HandleRef[], inputs: Int16Array[], outs: Int16Array[], written: Int32Array): void;
   resampleEncodeBatch(
     codec: number,
-    handles: Handle[],
+    handles: HandleRef[],
     inputs: Int16Array[],
     scratch: Int16Array,
     outs: Uint8Array[],
@@ -51,25 +61,25 @@ interface Addon {
   resampleEncodeGroupRun(group: Handle, written: Int32Array): void;
   readonly vadLimits: Readonly<VadLimits>;
   createVad(rateHz: number, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): Handle;
-  vadProcess(handle: Handle, frame: Int16Array): number;
-  vadInfo(handle: Handle, out: Float64Array): void;
-  vadReadPrebuffer(handle: Handle, out: Int16Array): number;
-  vadPrebufferCapacity(handle: Handle): number;
-  vadSetOptions(handle: Handle, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): void;
-  vadReset(handle: Handle): void;
+  vadProcess(handle: HandleRef, frame: Int16Array): number;
+  vadInfo(handle: HandleRef, out: Float64Array): void;
+  vadReadPrebuffer(handle: HandleRef, out: Int16Array): number;
+  vadPrebufferCapacity(handle: HandleRef): number;
+  vadSetOptions(handle: HandleRef, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): void;
+  vadReset(handle: HandleRef): void;
   createDtmf(rateHz: number): Handle;
-  dtmfProcess(handle: Handle, frame: Int16Array, out: Uint8Array): number;
-  dtmfReset(handle: Handle): void;
+  dtmfProcess(handle: HandleRef, frame: Int16Array, out: Uint8Array): number;
+  dtmfReset(handle: HandleRef): void;
   createTone(rateHz: number, minHz: number, maxHz: number, minDurationMs: number): Handle;
-  toneProcess(handle: Handle, frame: Int16Array): number;
-  toneInfo(handle: Handle, out: Float64Array): void;
-  toneReset(handle: Handle): void;
+  toneProcess(handle: HandleRef, frame: Int16Array): number;
+  toneInfo(handle: HandleRef, out: Float64Array): void;
+  toneReset(handle: HandleRef): void;
   createTimeStretch(rateHz: number, maxInput: number, speed: number): Handle;
-  timeStretchProcess(handle: Handle, input: Int16Array, out: Int16Array, length: number): number;
-  timeStretchFlush(handle: Handle, out: Int16Array): number;
-  timeStretchSetSpeed(handle: Handle, speed: number): void;
-  timeStretchMaxOutput(handle: Handle, n: number): number;
-  timeStretchReset(handle: Handle): void;
+  timeStretchProcess(handle: HandleRef, input: Int16Array, out: Int16Array, length: number): number;
+  timeStretchFlush(handle: HandleRef, out: Int16Array): number;
+  timeStretchSetSpeed(handle: HandleRef, speed: number): void;
+  timeStretchMaxOutput(handle: HandleRef, n: number): number;
+  timeStretchReset(handle: HandleRef): void;
   writeBlocks(fds: Int32Array, blocks: Int16Array[], pairs: Int32Array, offsets: Float64Array, groups: Int32Array, done: (results: Float64Array) => void): void;
 }
 
@@ -186,8 +196,10 @@ export type ResamplerRate = (typeof RESAMPLER_RATES)[number];
  * the same output as one call. Output lags input by `delaySamples` input samples.
  */
 export class Resampler {
-  /** @internal the native handle, for the batch functions */
+  /** @internal the native handle, for ResampleEncodeGroup */
   readonly handle: Handle;
+  /** @internal its slot, for the batch functions */
+  readonly slot: HandleSlot;
   /** Input samples of group delay (half the filter length per phase). */
   readonly delaySamples: number;
 
@@ -198,22 +210,23 @@ export class Resampler {
     readonly maxFrame: number,
   ) {
     this.handle = addon.createResampler(fromHz, toHz, maxFrame);
-    this.delaySamples = addon.resamplerDelay(this.handle);
+    this.slot = addon.handleSlot(this.handle);
+    this.delaySamples = addon.resamplerDelay(this.slot);
   }
 
   /** The largest number of samples process() may write for n input samples (size `out` with it). */
   maxOutput(n: number): number {
-    return addon.resamplerMaxOutput(this.handle, n);
+    return addon.resamplerMaxOutput(this.slot, n);
   }
 
   /** Resamples input (at most maxFrame samples) into out; returns the number of samples written. */
   process(input: Int16Array, out: Int16Array): number {
-    return addon.resamplerProcess(this.handle, input, out);
+    return addon.resamplerProcess(this.slot, input, out);
   }
 
   /** Forgets the carried history (a new, unrelated stream). */
   reset(): void {
-    addon.resamplerReset(this.handle);
+    addon.resamplerReset(this.slot);
   }
 
   /** Frees the native state; the resampler must not be used afterwards. */
@@ -222,13 +235,13 @@ export class Resampler {
   }
 }
 
-// Reused by the batch calls to pass handles without allocating (calls are synchronous, so one array serves all).
-const batchHandles: Handle[] = [];
+// Reused by the batch calls to pass slots without allocating (calls are synchronous, so one array serves all).
+const batchSlots: HandleSlot[] = [];
 
-function handlesOf(resamplers: readonly Resampler[]): Handle[] {
-  batchHandles.length = resamplers.length;
-  for (let i = 0; i < resamplers.length; i++) batchHandles[i] = resamplers[i].handle;
-  return batchHandles;
+function slotsOf(resamplers: readonly Resampler[]): HandleSlot[] {
+  batchSlots.length = resamplers.length;
+  for (let i = 0; i < resamplers.length; i++) batchSlots[i] = resamplers[i].slot;
+  return batchSlots;
 }
 
 /** Resamples inputs[i] with resamplers[i] into outs[i] for many streams in one native call; written[i] = count. */
@@ -238,7 +251,7 @@ export function resampleBatch(
   outs: Int16Array[],
   written: Int32Array,
 ): void {
-  addon.resampleBatch(handlesOf(resamplers), inputs, outs, written);
+  addon.resampleBatch(slotsOf(resamplers), inputs, outs, written);
 }
 
 /**
@@ -253,7 +266,7 @@ export function resampleEncodeBatch(
   outs: Uint8Array[],
   written: Int32Array,
 ): void {
-  addon.resampleEncodeBatch(codec, handlesOf(resamplers), inputs, scratch, outs, written);
+  addon.resampleEncodeBatch(codec, slotsOf(resamplers), inputs, scratch, outs, written);
 }
 
 /**
@@ -331,6 +344,7 @@ export const VAD_DEFAULTS = {
  */
 export class Vad {
   private readonly handle: Handle;
+  private readonly slot: HandleSlot;
   private readonly info = new Float64Array(5);
   private current: Readonly<VadOptions>;
   private capacity: number;
@@ -342,8 +356,9 @@ export class Vad {
   ) {
     const o = { ...VAD_DEFAULTS, ...options };
     this.handle = addon.createVad(rateHz, o.threshold, o.prebufferMs, o.minSpeechMs, o.minSilenceMs);
+    this.slot = addon.handleSlot(this.handle);
     this.current = o;
-    this.capacity = addon.vadPrebufferCapacity(this.handle);
+    this.capacity = addon.vadPrebufferCapacity(this.slot);
   }
 
   /** The options in force. */
@@ -366,48 +381,48 @@ export class Vad {
    */
   setOptions(options: Partial<VadOptions>): void {
     const o = { ...this.current, ...options };
-    addon.vadSetOptions(this.handle, o.threshold, o.prebufferMs, o.minSpeechMs, o.minSilenceMs);
+    addon.vadSetOptions(this.slot, o.threshold, o.prebufferMs, o.minSpeechMs, o.minSilenceMs);
     this.current = o;
-    this.capacity = addon.vadPrebufferCapacity(this.handle);
+    this.capacity = addon.vadPrebufferCapacity(this.slot);
   }
 
   /** Feeds a frame (any length; analysed in 10 ms steps carried across calls); returns VadEvent bits. */
   process(frame: Int16Array): VadEvent {
-    return addon.vadProcess(this.handle, frame);
+    return addon.vadProcess(this.slot, frame);
   }
 
   /** Speech probability of the last complete 10 ms step. */
   get probability(): number {
-    addon.vadInfo(this.handle, this.info);
+    addon.vadInfo(this.slot, this.info);
     return this.info[0];
   }
 
   /** Sample index where the current (or last) speech began; -1 before any. */
   get speechStartSample(): number {
-    addon.vadInfo(this.handle, this.info);
+    addon.vadInfo(this.slot, this.info);
     return this.info[1];
   }
 
   /** Sample index just after the last voiced 10 ms step; -1 before any speech. */
   get lastVoicedSample(): number {
-    addon.vadInfo(this.handle, this.info);
+    addon.vadInfo(this.slot, this.info);
     return this.info[2];
   }
 
   /** True between speech-start and speech-end. */
   get speaking(): boolean {
-    addon.vadInfo(this.handle, this.info);
+    addon.vadInfo(this.slot, this.info);
     return this.info[4] === 1;
   }
 
   /** Copies the prebuffered audio (oldest first, ending with the last sample fed) into out; returns the count. */
   readPrebuffer(out: Int16Array): number {
-    return addon.vadReadPrebuffer(this.handle, out);
+    return addon.vadReadPrebuffer(this.slot, out);
   }
 
   /** Starts over: noise floors, state, positions and prebuffer. */
   reset(): void {
-    addon.vadReset(this.handle);
+    addon.vadReset(this.slot);
   }
 
   /** Frees the native state; the VAD must not be used afterwards. */
@@ -425,25 +440,27 @@ export class Vad {
  */
 export class DtmfDetector {
   private readonly handle: Handle;
+  private readonly slot: HandleSlot;
   private readonly scratch = new Uint8Array(64);
 
   constructor(readonly rateHz: ResamplerRate = 8000) {
     this.handle = addon.createDtmf(rateHz);
+    this.slot = addon.handleSlot(this.handle);
   }
 
   /** Feeds a frame; writes each new digit's ASCII code ('0'-'9', '*', '#', 'A'-'D') into out; returns the count. */
   process(frame: Int16Array, out: Uint8Array): number {
-    return addon.dtmfProcess(this.handle, frame, out);
+    return addon.dtmfProcess(this.slot, frame, out);
   }
 
   /** Feeds a frame and returns the new digits as a string (allocates; for edges and tests). */
   detect(frame: Int16Array): string {
-    const n = addon.dtmfProcess(this.handle, frame, this.scratch);
+    const n = addon.dtmfProcess(this.slot, frame, this.scratch);
     return n === 0 ? '' : String.fromCharCode(...this.scratch.subarray(0, n));
   }
 
   reset(): void {
-    addon.dtmfReset(this.handle);
+    addon.dtmfReset(this.slot);
   }
 
   /** Frees the native state; the detector must not be used afterwards. */
@@ -474,6 +491,7 @@ export const TONE_DEFAULTS = { minHz: 400, maxHz: 2000, minDurationMs: 100 } as 
  */
 export class ToneDetector {
   private readonly handle: Handle;
+  private readonly slot: HandleSlot;
   private readonly info = new Float64Array(3);
 
   constructor(
@@ -482,33 +500,34 @@ export class ToneDetector {
   ) {
     const o = { ...TONE_DEFAULTS, ...options };
     this.handle = addon.createTone(rateHz, o.minHz, o.maxHz, o.minDurationMs);
+    this.slot = addon.handleSlot(this.handle);
   }
 
   /** Feeds a frame; returns TONE_* bits. */
   process(frame: Int16Array): number {
-    return addon.toneProcess(this.handle, frame);
+    return addon.toneProcess(this.slot, frame);
   }
 
   /** Frequency of the current (or last) tone, Hz. */
   get frequencyHz(): number {
-    addon.toneInfo(this.handle, this.info);
+    addon.toneInfo(this.slot, this.info);
     return this.info[0];
   }
 
   /** Sample index where the current (or last) tone began. */
   get startSample(): number {
-    addon.toneInfo(this.handle, this.info);
+    addon.toneInfo(this.slot, this.info);
     return this.info[1];
   }
 
   /** Sample index just after the last tonal step of the current (or last) tone. */
   get endSample(): number {
-    addon.toneInfo(this.handle, this.info);
+    addon.toneInfo(this.slot, this.info);
     return this.info[2];
   }
 
   reset(): void {
-    addon.toneReset(this.handle);
+    addon.toneReset(this.slot);
   }
 
   /** Frees the native state; the detector must not be used afterwards. */
@@ -529,5 +548,6 @@ export type TimeStretchBinding = Pick<
   | 'timeStretchMaxOutput'
   | 'timeStretchReset'
   | 'destroy'
+  | 'handleSlot'
 >;
 export const timeStretchBinding: TimeStretchBinding = addon;

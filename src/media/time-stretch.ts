@@ -4,7 +4,7 @@
 // the previous segment, by normalized cross-correlation on a ~4 kHz grid then at full rate around the best).
 // Streaming; every buffer allocated at construction; speed 1 while idle is an exact pass-through.
 import type { Stage } from './pipeline.js';
-import { timeStretchBinding as native, type Handle } from './native.js';
+import { timeStretchBinding as native, type Handle, type HandleSlot } from './native.js';
 
 export const AUDIO_SPEED_MIN = 0.5;
 export const AUDIO_SPEED_MAX = 2.0;
@@ -25,6 +25,7 @@ function checkSpeed(speed: number): void {
 export class TimeStretch implements Stage {
   readonly sampleRate: number;
   private readonly handle: Handle;
+  private readonly slot: HandleSlot;
   private speed: number;
 
   constructor(opts: TimeStretchOptions) {
@@ -32,12 +33,13 @@ export class TimeStretch implements Stage {
     this.speed = opts.speed ?? 1;
     checkSpeed(this.speed);
     this.handle = native.createTimeStretch(opts.sampleRate, opts.maxInput, this.speed);
+    this.slot = native.handleSlot(this.handle);
   }
 
   /** Takes effect from the next segment: held audio is not dropped. */
   setSpeed(speed: number): void {
     checkSpeed(speed);
-    native.timeStretchSetSpeed(this.handle, speed);
+    native.timeStretchSetSpeed(this.slot, speed);
     this.speed = speed;
   }
 
@@ -47,7 +49,7 @@ export class TimeStretch implements Stage {
 
   /** The most samples process() writes for `inputLength` samples, and flush() for 0 (size `out` with it). */
   maxOutput(inputLength: number): number {
-    return native.timeStretchMaxOutput(this.handle, inputLength);
+    return native.timeStretchMaxOutput(this.slot, inputLength);
   }
 
   /**
@@ -55,17 +57,17 @@ export class TimeStretch implements Stage {
    * Throws a RangeError, before consuming anything, if out is shorter than this call's output.
    */
   process(input: Int16Array, out: Int16Array, length = input.length): number {
-    return native.timeStretchProcess(this.handle, input, out, length);
+    return native.timeStretchProcess(this.slot, input, out, length);
   }
 
   /** Completes the held audio with silence and writes its last segments and overlap tail; then as after reset(). */
   flush(out: Int16Array): number {
-    return native.timeStretchFlush(this.handle, out);
+    return native.timeStretchFlush(this.slot, out);
   }
 
   /** Forgets held audio (barge-in, a new utterance). */
   reset(): void {
-    native.timeStretchReset(this.handle);
+    native.timeStretchReset(this.slot);
   }
 
   /** Frees the native state now rather than at garbage collection; the stage must not be used afterwards. */
