@@ -31,6 +31,11 @@ export interface Attachment {
   /** Messages before `config` and after it are told apart by this. */
   configured: boolean;
   unobserve: (() => void) | null;
+  /**
+   * Where the client's binary frames go once its config negotiated binary audio (null before, or without it): the
+   * per-frame path then reads the attachment alone, not the client too.
+   */
+  binaryTo: LiveConversation | null;
 }
 
 export interface LiveHostOptions {
@@ -47,7 +52,7 @@ function errorEvent(message: string, code: string, paramErrors?: Record<string, 
 }
 
 export function newAttachment(): Attachment {
-  return { entry: null, conv: null, client: null, configured: false, unobserve: null };
+  return { entry: null, conv: null, client: null, configured: false, unobserve: null, binaryTo: null };
 }
 
 export class LiveHost {
@@ -91,6 +96,8 @@ export class LiveHost {
 
   /** A text or binary frame from the client of `att` (local socket or relayed). */
   message(att: Attachment, sink: FrameSink, data: ArrayBuffer | string, binary: boolean): void {
+    const audioTo = att.binaryTo;
+    if (binary && audioTo !== null) return audioTo.pushAudioFrame(data as ArrayBuffer);
     const conv = att.conv;
     if (!conv) return void sink.end(CLOSE_POLICY, 'no conversation');
     if (binary) {
@@ -120,6 +127,7 @@ export class LiveHost {
       const config = parsed.data as ConfigMessage;
       att.configured = true;
       att.client!.binaryAudio = config.binary_audio === true;
+      att.binaryTo = att.client!.binaryAudio ? conv : null;
       void conv.start({ kind: 'config', config });
       return;
     }
@@ -165,6 +173,7 @@ export class LiveHost {
     att.conv = entry.conv;
     att.client = entry.client;
     att.configured = true;
+    att.binaryTo = entry.client.binaryAudio ? entry.conv : null;
     sink.text(JSON.stringify({ type: 'conversation_created', conversation_id: id }));
     return true;
   }

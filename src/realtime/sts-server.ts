@@ -32,12 +32,15 @@ type SocketKind = 'sts' | 'observer';
 /** Shutdown: how long sockets get to answer our close frame before they are closed by force. */
 const SOCKET_CLOSE_GRACE_MS = 1_000;
 
-interface SocketData extends SocketState {
+/**
+ * A socket's own state and, for a socket of this worker's conversation, its Attachment: one object, so a client
+ * frame reads one object's fields before reaching the conversation.
+ */
+interface SocketData extends SocketState, Attachment {
   kind: SocketKind;
   auth: Auth;
   conversationId: string | null;
   origin: ConversationOrigin['origin'];
-  att: Attachment;
   sink: SocketSink | null;
   /** Set when the conversation lives on another worker and this socket is relayed. */
   relayId: number | null;
@@ -161,14 +164,15 @@ export class StsServer {
           return refuse(NOT_IN_SCOPE);
         }
         const origin = (CONVERSATION_ORIGINS as readonly string[]).includes(originParam ?? '') ? (originParam as ConversationOrigin['origin']) : 'direct';
+        // The fields every client frame reads first (V8 lays them out in this order).
         const data: SocketData = {
+          relayId: null,
           kind,
+          ...newAttachment(),
+          sink: null,
           auth,
           conversationId: observed ?? reconnectId,
           origin,
-          att: newAttachment(),
-          sink: null,
-          relayId: null,
           relayPaused: false,
           closed: false,
           paused: false,
@@ -199,9 +203,9 @@ export class StsServer {
     const sink = new SocketSink(ws as unknown as WebSocket<SocketState>, d);
     d.sink = sink;
     this.sockets.add(ws);
-    if (d.kind === 'sts' && d.conversationId === null) return this.host.open(d.att, sink, d.auth, d.origin);
+    if (d.kind === 'sts' && d.conversationId === null) return this.host.open(d, sink, d.auth, d.origin);
     const id = d.conversationId!;
-    const local = d.kind === 'observer' ? this.host.observe(d.att, sink, d.auth, id) : this.host.reconnect(d.att, sink, d.auth, id);
+    const local = d.kind === 'observer' ? this.host.observe(d, sink, d.auth, id) : this.host.reconnect(d, sink, d.auth, id);
     if (local) return;
     this.relay(ws, d.kind === 'observer' ? 'observer' : 'reconnect', id);
   }
@@ -225,10 +229,10 @@ export class StsServer {
     }
     if (d.kind === 'observer') return; // observers only listen
     try {
-      this.host.message(d.att, d.sink!, message, isBinary);
+      this.host.message(d, d.sink!, message, isBinary);
     } catch (err) {
       // A fault of ours while handling the client's frame: logged, told to the client, socket closed.
-      this.opts.log.error({ err, conversationId: d.att.entry?.id ?? null }, 'sts: handling a client frame failed');
+      this.opts.log.error({ err, conversationId: d.entry?.id ?? null }, 'sts: handling a client frame failed');
       d.sink!.text(JSON.stringify({ type: 'error', error: { message: 'internal error', code: 'internal_error' } }));
       d.sink!.end(CLOSE_INTERNAL, 'internal error');
     }
@@ -243,7 +247,7 @@ export class StsServer {
       this.opts.post({ type: 'relay_closed', relayId: d.relayId, code: CLOSE_GOING_AWAY, reason: 'socket closed' });
       return;
     }
-    this.host.dropped(d.att, d.sink!);
+    this.host.dropped(d, d.sink!);
   }
 
   /** Every open socket with what it holds unsent (worker-protocol.ts `inspect`). */
@@ -252,7 +256,7 @@ export class StsServer {
       const d = ws.getUserData();
       return {
         kind: d.kind,
-        conversationId: d.att.entry?.id ?? d.conversationId,
+        conversationId: d.entry?.id ?? d.conversationId,
         relayed: d.relayId !== null,
         bufferedBytes: d.closed ? 0 : ws.getBufferedAmount(),
         audioPaused: d.paused,

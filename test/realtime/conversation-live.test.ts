@@ -2,14 +2,16 @@
 // session token scoped to the conversation (events and both sides of the audio), and a dropped client reconnecting
 // within the grace period (the conversation goes on, on the record) but not after it. The two-worker relay of the
 // same is test/realtime/workers.test.ts.
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { api } from '../helpers/server.js';
-import { endedConversation, startRealtimeServer, streamAudio, TestClient } from '../helpers/realtime.js';
+import { endedConversation, startRealtimeServer, streamAudio, TestClient, wavPcm } from '../helpers/realtime.js';
 import { CLOSE_NOT_LIVE } from '../../src/realtime/live-host.js';
 
 t.setTimeout(240_000);
 
 const RATE = 16_000;
+const PROMPT = '/usr/share/asterisk/sounds/en_US_f_Allison/tt-weasels.wav';
 
 t.test('observers and reconnect on one worker', async (t) => {
   const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '3' } });
@@ -68,6 +70,39 @@ t.test('observers and reconnect on one worker', async (t) => {
     const c = await endedConversation((p) => http.get(p), id);
     t.equal(c.ended_by, 'user', 'no client after the grace period: ended_by user');
     t.same(c.items.map((i: { live_transcript: string }) => i.live_transcript), ['Before.', 'After.'], 'both sockets on one record');
+  });
+
+  t.test('binary frames are refused until config negotiates them, and still reach the conversation after a reconnect', async (t) => {
+    const plain = await TestClient.open(sts, auth);
+    const frame = Buffer.alloc((2 * 8000 * 20) / 1000);
+    plain.ws.send(frame, { binary: true });
+    await plain.untilEvent('error');
+    plain.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000' });
+    await plain.untilEvent('ready_to_start_conversation');
+    plain.ws.send(frame, { binary: true });
+    await plain.untilEvent('error', 2);
+    t.same(plain.events('error').map((e) => (e.error as { code: string }).code), ['binary_not_negotiated', 'binary_not_negotiated'], 'before config, and after a config without binary_audio');
+    plain.close();
+
+    const client = await TestClient.open(sts, auth);
+    client.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
+    await client.untilEvent('ready_to_start_conversation');
+    const id = String(client.events('conversation_created')[0]?.conversation_id);
+    client.close();
+    await client.closed;
+    const again = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+    await again.untilEvent('conversation_created');
+    const prompt = wavPcm(readFileSync(PROMPT));
+    let streaming = true;
+    const stream = streamAudio(again, prompt, 8000, { binary: true, keepGoing: () => streaming && again.events('user_finished_speaking').length === 0 });
+    await again.untilEvent('user_finished_speaking');
+    streaming = false;
+    await stream;
+    t.equal(again.events('user_started_speaking').length, 1, "the new socket's binary frames reached the VAD");
+    t.equal(again.events('error').length, 0, 'no error: binary audio is still negotiated');
+    again.close();
+    const c = await endedConversation((p) => http.get(p), id);
+    t.equal(c.items.filter((i: { role: string }) => i.role === 'user').length, 1, "the user's turn is on the record");
   });
 
   t.test('after the grace period the conversation is over: a reconnect is refused', async (t) => {
