@@ -195,8 +195,8 @@ Napi::Value CreateGroup(const Napi::CallbackInfo& info) {
     Napi::Value handle = handles.Get(i);
     Box* box = BoxOf(env, handle, Kind::Resampler);
     if (box == nullptr) return env.Undefined();
-    if (box->ptr == nullptr) return ThrowRange(env, "a resampler of the group is destroyed");
-    const Resampler* r = static_cast<const Resampler*>(box->ptr);
+    const Resampler* r = static_cast<const Resampler*>(box->Get().ptr);
+    if (r == nullptr) return ThrowRange(env, "a resampler of the group is destroyed");
     Napi::Value inValue = inputs.Get(i);
     View<int16_t> in = GetI16(env, inValue, "inputs[i] must be an Int16Array");
     if (in.data == nullptr) return env.Undefined();
@@ -227,7 +227,7 @@ Napi::Value RunGroup(const Napi::CallbackInfo& info) {
   const bool mulaw = g->codec() == 0;
   for (size_t i = 0; i < count; i++) {
     const ResampleEncodeGroup::Entry& e = g->entries[i];
-    Resampler* r = static_cast<Resampler*>(e.resampler->ptr);
+    Resampler* r = static_cast<Resampler*>(e.resampler->Get().ptr);
     if (r == nullptr) return ThrowRange(env, "a resampler of the group was destroyed");
     size_t n = r->Process(e.in, e.in_length, scratch);
     if (n > e.out_length) return ThrowRange(env, "outs[i] shorter than the resampled frame");

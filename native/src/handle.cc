@@ -42,9 +42,9 @@ Napi::Value WrapHandle(Napi::Env env, Kind kind, Module* module) {
     return env.Undefined();
   }
   table->Ref();
-  Box* box = new Box{kind, module, table, id};
+  Box* box = new Box{table, id};
   return Napi::External<Box>::New(env, box, [](Napi::Env, Box* b) {
-    delete b->ptr;
+    delete b->Get().ptr;
     b->table->Release(b->slot);
     b->table->Unref();
     delete b;
@@ -56,11 +56,10 @@ void DestroyHandle(Napi::Env env, const Napi::Value& value) {
     Napi::TypeError::New(env, "expected a native DSP handle").ThrowAsJavaScriptException();
     return;
   }
-  Box* box = value.As<Napi::External<Box>>().Data();
-  delete box->ptr;
-  box->ptr = nullptr;
   // The slot stays the Box's (its id now reads as destroyed) until the External is collected.
-  box->table->At(box->slot).ptr = nullptr;
+  Slot& slot = value.As<Napi::External<Box>>().Data()->Get();
+  delete slot.ptr;
+  slot.ptr = nullptr;
 }
 
 namespace {

@@ -1,9 +1,9 @@
 // Opaque handles and argument checks shared by the N-API bindings.
 //
 // Every DSP module is a C++ object created once (all allocation happens there) and handed to JavaScript as an
-// External wrapping a Box. destroy() frees the object at once; the External's finalizer frees whatever is left
-// when the handle is garbage-collected. Box::kind is the type discriminator checked on every call, so a handle of
-// one module passed to another is a TypeError, never a wild pointer.
+// External wrapping a Box, which names the module's slot (below). destroy() frees the object at once; the External's
+// finalizer frees whatever is left when the handle is garbage-collected. The slot's kind is the type discriminator
+// checked on every call, so a handle of one module passed to another is a TypeError, never a wild pointer.
 //
 // Slots: every Box also has a slot in its env's HandleTable, and the slot's id (a small integer, handleSlot())
 // is accepted wherever a handle is. The per-frame calls take the id: the External and its Box are separate cold
@@ -79,11 +79,12 @@ class HandleTable {
   uint32_t refs_ = 1;  // the env's
 };
 
+// What an External holds: its slot (the one record of the module, its kind and whether it is destroyed), in its
+// env's table.
 struct Box {
-  Kind kind;
-  Module* ptr;  // null after destroy()
   HandleTable* table;
   uint32_t slot;  // its id
+  Slot& Get() const { return table->At(slot); }
 };
 
 // Makes the env's HandleTable and exports handleSlot(handle) -> id.
@@ -113,8 +114,9 @@ T* UnwrapHandle(Napi::Env env, const Napi::Value& value, Kind kind) {
       Napi::TypeError::New(env, "expected a native DSP handle").ThrowAsJavaScriptException();
       return nullptr;
     }
-    module = static_cast<Box*>(data)->ptr;
-    actual = static_cast<Box*>(data)->kind;
+    const Slot& slot = static_cast<Box*>(data)->Get();
+    module = slot.ptr;
+    actual = slot.kind;
   }
   if (actual != kind) {
     Napi::TypeError::New(env, "native handle of the wrong kind").ThrowAsJavaScriptException();
@@ -127,12 +129,12 @@ T* UnwrapHandle(Napi::Env env, const Napi::Value& value, Kind kind) {
   return static_cast<T*>(module);
 }
 
-// The Box behind a handle (an External, not an id) of `kind` (its module may be destroyed later: check ptr at each
-// use), or null with a pending TypeError.
+// The Box behind a handle (an External, not an id) of `kind` (its module may be destroyed later: check
+// Get().ptr at each use), or null with a pending TypeError.
 inline Box* BoxOf(Napi::Env env, const Napi::Value& value, Kind kind) {
   void* data = nullptr;
   if (napi_get_value_external(env, value, &data) != napi_ok || data == nullptr ||
-      static_cast<Box*>(data)->kind != kind) {
+      static_cast<Box*>(data)->Get().kind != kind) {
     Napi::TypeError::New(env, "expected a native DSP handle of the right kind").ThrowAsJavaScriptException();
     return nullptr;
   }

@@ -51,6 +51,12 @@ function errorEvent(message: string, code: string, paramErrors?: Record<string, 
   return JSON.stringify({ type: 'error', error: { message, code }, ...(paramErrors ? { param_errors: paramErrors } : {}) });
 }
 
+/** The attachment's client has its config (its own or, on a reconnect, the conversation's): frames go to `conv`. */
+function configured(att: Attachment): void {
+  att.configured = true;
+  att.binaryTo = att.client!.binaryAudio ? att.conv : null;
+}
+
 export function newAttachment(): Attachment {
   return { entry: null, conv: null, client: null, configured: false, unobserve: null, binaryTo: null };
 }
@@ -100,14 +106,8 @@ export class LiveHost {
     if (binary && audioTo !== null) return audioTo.pushAudioFrame(data as ArrayBuffer);
     const conv = att.conv;
     if (!conv) return void sink.end(CLOSE_POLICY, 'no conversation');
-    if (binary) {
-      if (!att.configured || !att.client?.binaryAudio) {
-        sink.text(errorEvent('binary frames need binary_audio: true in config', 'binary_not_negotiated'));
-        return;
-      }
-      conv.pushAudioFrame(data as ArrayBuffer);
-      return;
-    }
+    // Not negotiated (binaryTo would have taken it above).
+    if (binary) return void sink.text(errorEvent('binary frames need binary_audio: true in config', 'binary_not_negotiated'));
     let json: unknown;
     try {
       json = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
@@ -125,9 +125,8 @@ export class LiveHost {
         return;
       }
       const config = parsed.data as ConfigMessage;
-      att.configured = true;
       att.client!.binaryAudio = config.binary_audio === true;
-      att.binaryTo = att.client!.binaryAudio ? conv : null;
+      configured(att);
       void conv.start({ kind: 'config', config });
       return;
     }
@@ -172,8 +171,7 @@ export class LiveHost {
     att.entry = entry;
     att.conv = entry.conv;
     att.client = entry.client;
-    att.configured = true;
-    att.binaryTo = entry.client.binaryAudio ? entry.conv : null;
+    configured(att);
     sink.text(JSON.stringify({ type: 'conversation_created', conversation_id: id }));
     return true;
   }
