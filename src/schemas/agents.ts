@@ -67,7 +67,7 @@ export const uniqueE164List = z.array(e164).superRefine((numbers, ctx) => {
 /** outbound_number_pool: the numbers outbound calls may use, and those they may not. */
 export const outboundNumberPool = z.object({ active: z.array(e164), blocked: z.array(e164) });
 
-/** data_retention_policy: retain nothing (zero data retention), or keep transcripts and audio N hours (null: always). */
+/** data_retention_policy: retain nothing (zero data retention), or keep transcripts and audio (hours; null: always). */
 const retentionHours = z.object({ delete_after_hours: z.number().int().positive().nullable() });
 export const dataRetentionPolicy = z.discriminatedUnion('zero_data_retention', [
   z.object({ zero_data_retention: z.literal(true) }),
