@@ -149,7 +149,7 @@ async function load(pid: number, base: string, key: string, method: string, path
 
 /**
  * PUT /v1/agents/upsert from CONNECTIONS loops, each updating its own agent: concurrent writes of ONE agent answer
- * 409 by design (spec, "States": the agent is being updated), which would measure the lock, not the write.
+ * 409 by design (the agent is being updated), which would measure the lock, not the write.
  * autocannon cannot give each connection a stable body of its own, so this loop measures it (fetch, keep-alive).
  */
 async function upserts(pid: number, base: string, key: string): Promise<Figures> {

@@ -1,6 +1,6 @@
-// Offline engine costs (issue 4, "engines"): espeak-ng synthesis of a welcome text cold (a process per text) and
-// from the caches (disk, memory), and the echo engine's per-frame cost of taking user audio (CPU ns and heap
-// bytes per 20 ms frame at 16 kHz), what every conversation of the STS load benchmark pays.
+// Offline engine costs: espeak-ng synthesis of a welcome text cold (a process per text) and from the caches (disk,
+// memory), and the echo engine's per-frame cost of taking user audio (CPU ns and heap bytes per 20 ms frame at
+// 16 kHz), what every conversation of the STS load benchmark pays.
 // Usage: node --expose-gc --import tsx bench/engines.ts   Env: ENGINES_RUNS (5), ENGINES_FRAMES (50000).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,8 +1,8 @@
-// Conversation item writes on the main thread (H4): N conversations each append their turns' items, one at a time
-// per conversation as src/conversation/record.ts chains them, from a worker thread through the real path: the
-// worker's MainClient posts `append_items`, main answers it with createRequestHandler (as worker-pool.ts does) on
-// PostgreSQL. Reported: main-thread CPU per appended item (from /proc/self/task/<pid>/schedstat, so the worker
-// thread is not counted), the database backends' CPU per item, and the append latency the worker sees.
+// Conversation item writes on the main thread: N conversations each append their turns' items, one at a time per
+// conversation as src/conversation/record.ts chains them, from a worker thread through the real path: the worker's
+// MainClient posts `append_items`, main answers it with createRequestHandler (as worker-pool.ts does) on PostgreSQL.
+// Reported: main-thread CPU per appended item (from /proc/self/task/<pid>/schedstat, so the worker thread is not
+// counted), the database backends' CPU per item, and the append latency the worker sees.
 // Run: node --import tsx bench/items.ts     Env: ITEMS_N (250 conversations), ITEMS_RATE (100 items/s),
 //   ITEMS_WINDOW_SEC (10), ITEMS_WARMUP_SEC (2), ITEMS_TOOL_SHARE (0.1 of assistant items carry a tool call),
 //   ITEMS_BATCH_WINDOW_MS (main's append coalescing window; the handler's default when unset),

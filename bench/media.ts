@@ -1,7 +1,7 @@
-// Media path benchmark (issue 3): ns per 20 ms frame for each stage and the whole inbound and outbound chains,
-// heap bytes allocated per frame, UDP I/O per call (bench/udp-io.ts), and how many full-duplex 8 kHz streams one
-// core sustains at real time with the whole path (UDP in -> inbound chain -> VAD; pacing clock -> outbound batch
-// -> UDP out), the gateway pinned to core 1 and the generator to core 0.
+// Media path benchmark: ns per 20 ms frame for each stage and the whole inbound and outbound chains, heap bytes
+// allocated per frame, UDP I/O per call (bench/udp-io.ts), and how many full-duplex 8 kHz streams one core sustains
+// at real time with the whole path (UDP in -> inbound chain -> VAD; pacing clock -> outbound batch -> UDP out), the
+// gateway pinned to core 1 and the generator to core 0.
 // Usage: node --import tsx bench/media.ts   (re-runs itself with --expose-gc for the allocation figures)
 // Env: MEDIA_RUNS (3), MEDIA_STREAMS ("500,1000"), MEDIA_WINDOW_SEC (5), UDP_RUNS (3), MEDIA_IO (the capacity run's
 // sockets on both sides: native-uring (default; NativeUdpGroup on io_uring), native-poll, dgram; native-shared: the

@@ -220,7 +220,7 @@ async function main(): Promise<void> {
     ready,
     simulated_sec: MEASURE_SEC,
     cpu_ms_per_conversation_second: Math.round(perConvSec * 1000) / 1000,
-    /** The same cost as a share of one core for 500 real-time conversations (the goal: <= 2x the floor). */
+    /** The same cost as a share of one core for 500 real-time conversations (the goal: at most 2x the floor). */
     core_pct_at_500: Math.round(perConvSec * 500 * 10) / 100,
     us_per_inbound_frame: Math.round((cpuMs * 1000) / (N * (MEASURE_SEC * 1000) / FRAME_MS) * 10) / 10,
     user_ms: Math.round(cpu.user / 1000),

@@ -1,8 +1,8 @@
-// STS WebSocket load (issue 4, "Benchmark"): N concurrent clients streaming 20 ms frames at real time through
-// the echo engine, barge-in in a share of turns. Parley runs with ONE media worker, its process pinned to core 0;
-// this process is the generator, pinned to core 1: a lean client on raw TCP sockets (pre-built masked frames,
-// one deadline scheduler) that reports its own lateness, so generator-bound figures can be told apart. Side by
-// side: a bare uWebSockets.js server that only echoes the same messages (the floor).
+// STS WebSocket load: N concurrent clients streaming 20 ms frames at real time through the echo engine, barge-in in a
+// share of turns. Parley runs with ONE media worker, its process pinned to core 0; this process is the generator,
+// pinned to core 1: a lean client on raw TCP sockets (pre-built masked frames, one deadline scheduler) that reports
+// its own lateness, so generator-bound figures can be told apart. Side by side: a bare uWebSockets.js server that
+// only echoes the same messages (the floor).
 // Reported per N: server CPU (% of one core), RSS per conversation, turn latency (user_finished_speaking ->
 // first assistant frame, as the client sees it) p50/p99, user_finished_speaking after the end of the last voiced
 // frame plus the configured silence (vad_min_silence_duration_ms), outbound frame jitter (|inter-arrival - 20 ms|

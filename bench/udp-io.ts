@@ -1,7 +1,6 @@
-// Item 3 of issue 3: what a call's UDP I/O costs through node:dgram, and through the native addon's endpoints
-// (src/media/udp-native.ts) that replaced it.
-// N calls, each one UDP socket in the "gateway" process (pinned to core 1) exchanging 50 packets/s each way of
-// 172 bytes (12 RTP + 160 G.711) with a generator process (pinned to core 0) on 127.0.0.1.
+// What a call's UDP I/O costs through node:dgram, and through the native addon's endpoints (src/media/udp-native.ts).
+// N calls, each one UDP socket in the "gateway" process (pinned to core 1) exchanging 50 packets/s each way of 172
+// bytes (12 RTP + 160 G.711) with a generator process (pinned to core 0) on 127.0.0.1.
 // Gateway modes:
 // - 'dgram': one dgram socket per call, connected, one send() per packet;
 // - 'native-uring': one native socket per call in a NativeUdpGroup on io_uring: multishot receives reaped with one
@@ -467,7 +466,7 @@ export async function measureUdpIo(
   return out;
 }
 
-/** DESIGN.md: move socket I/O into the addon if dgram costs more than about a third of a core at 500 calls. */
+/** The threshold for native socket I/O: dgram costing more than about a third of a core at 500 calls. */
 export const NATIVE_IO_THRESHOLD_CORE_FRACTION = 1 / 3;
 
 async function main(): Promise<void> {
@@ -506,7 +505,7 @@ async function main(): Promise<void> {
       oneWayPollOverUring: p ? oneWay(p) / oneWay(u) : null,
     }];
   });
-  // Shared socket against a socket per call (item 3 follow-up, H5): per packet, both ways, gateway CPU.
+  // Shared socket against a socket per call: per packet, both ways, gateway CPU.
   const sharedRatios = callCounts.flatMap((calls) => {
     const at = (m: UdpMode) => results.find((r) => r.calls === calls && r.mode === m);
     const oneWay = (x: UdpSummary) => x.medianUsPerTxPacket + x.medianUsPerRxPacket;

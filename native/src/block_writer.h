@@ -1,7 +1,6 @@
 // Batched file writes for recordings: many files' blocks written by one call, so a worker hands its recordings'
-// seconds to libuv's thread pool once per batch instead of once per block (500 recordings write 500 blocks a
-// second: one pool round trip each cost a wake-up of a pool thread, a context switch on the worker's core and a
-// completion through the event loop). The only I/O in native/: plain pwrite(2).
+// seconds to libuv's thread pool once per batch instead of once per block (each pool round trip costs a wake-up of
+// a pool thread, a context switch on the worker's core and a completion through the event loop). Plain pwrite(2).
 //
 // A block is planar 16-bit stereo (the left channel's samples, then the right's, `capacity` each) and goes to the
 // file interleaved, little-endian (a WAV's data chunk): the interleave is done here, once per block, in a scratch

@@ -8,14 +8,14 @@
 //     to 4 dB below it ("reverse twist"), each with 0.5 dB measurement margin;
 //   - level: each tone at least -36 dBm0 (Q.24's operate range ends at -25 dBm0 per frequency).
 //
-// Audio is cut into blocks of 12.75 ms (102 samples at 8 kHz). Each block is split into two halves; the
-// Goertzel DFT of each half at the eight Q.23 frequencies gives the block's tone powers (halves combined)
-// and, from the phase advance between halves, each tone's actual frequency, so the frequency deviation and a
-// window-corrected power are measured rather than guessed. The row and column tones are fitted jointly
-// (least squares over both sinusoids), so a strong tone's spectral leakage does not bias the weaker one. A block "hits" a digit when the strongest row and
-// column tones pass level, twist and frequency checks, stand 6 dB above the other tones of their group, carry
-// 70 % of the block's energy, are steady across the two halves (3 dB) and the column tone has no second
-// harmonic (talk-off guards). A digit is reported after two consecutive hits; it ends after two misses.
+// Audio is cut into blocks of 12.75 ms (102 samples at 8 kHz). Each block is split into two halves; the Goertzel DFT
+// of each half at the eight Q.23 frequencies gives the block's tone powers (halves combined) and, from the phase
+// advance between halves, each tone's actual frequency, so the frequency deviation and a window-corrected power are
+// measured rather than guessed. The row and column tones are fitted jointly (least squares over both sinusoids), so a
+// strong tone's spectral leakage does not bias the weaker one. A block "hits" a digit when the strongest row and
+// column tones pass level, twist and frequency checks, stand 6 dB above the other tones of their group, carry 70 % of
+// the block's energy, are steady across the two halves (3 dB) and the column tone has no second harmonic (talk-off
+// guards). A digit is reported after two consecutive hits; it ends after two misses.
 //
 // Timing that follows: a 40 ms tone always spans two whole blocks (2 x 102 + 101 samples = 38.1 ms); a block
 // only hits when both halves hold 70 % of a half of the tone or more, so two hits need at least 2 x 87 samples

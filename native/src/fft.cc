@@ -207,7 +207,7 @@ inline void Transpose(Float4& r0, Float4& r1, Float4& r2, Float4& r3) {
 }  // namespace
 
 // Power()'s working arrays, one set per thread for the largest size (a trivial type: no per-thread
-// construction; 10 KB instead of up to 10 KB per stream, touched by every stream the thread serves).
+// construction), shared by every stream the thread serves instead of a set per stream.
 struct WindowedPowerFft::Scratch {
   Float4 lane_re[kMaxSize / 8], lane_im[kMaxSize / 8];  // the four quarter-size FFTs, lane j: inputs m = 4v + j
   alignas(16) float zr[kMaxSize / 2];                   // the h-point FFT in natural order
@@ -215,8 +215,8 @@ struct WindowedPowerFft::Scratch {
 };
 
 // The calling thread's working arrays (trivial: no construction guard; nothing in them outlives a Power call),
-// behind a call the optimiser does not see through: addressed as a thread_local, the arrays made GCC 12 emit
-// slower code for the loops that use them (callgrind, 48 kHz: +4% instructions per frame).
+// behind a call the optimiser does not see through: addressed directly as a thread_local, the loops that use the
+// arrays compile to slower code (a TLS address recomputed in them).
 __attribute__((noinline)) WindowedPowerFft::Scratch* WindowedPowerFft::ThreadScratch() {
   thread_local Scratch scratch;
   return &scratch;

@@ -5,13 +5,13 @@
 // finalizer frees whatever is left when the handle is garbage-collected. The slot's kind is the type discriminator
 // checked on every call, so a handle of one module passed to another is a TypeError, never a wild pointer.
 //
-// Slots: every Box also has a slot in its env's HandleTable, and the slot's id (a small integer, handleSlot())
-// is accepted wherever a handle is. The per-frame calls take the id: the External and its Box are separate cold
-// objects of each stream (two cache misses per call at 500 streams), while the table is one small array that
-// every call keeps warm. The External still owns the module: its JavaScript owner holds both, and the slot is
-// given back only when the External is collected, so an id read off a live owner never names another module. An
-// id carries its slot's generation (bumped when the slot is given back), so a stale id kept elsewhere is caught
-// as well, short of 2^kGenerationBits reuses of the same slot.
+// Slots: every Box also has a slot in its env's HandleTable, and the slot's id (a small integer, handleSlot()) is
+// accepted wherever a handle is. The per-frame calls take the id: the External and its Box are separate cold objects
+// of each stream (two likely cache misses per call when many streams run), while the table is one small array that
+// every call keeps warm. The External still owns the module: its JavaScript owner holds both, and the slot is given
+// back only when the External is collected, so an id read off a live owner never names another module. An id carries
+// its slot's generation (bumped when the slot is given back), so a stale id kept elsewhere is caught as well, short
+// of 2^kGenerationBits reuses of the same slot.
 #pragma once
 
 #include <napi.h>

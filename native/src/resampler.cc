@@ -14,7 +14,7 @@
 namespace parley {
 namespace {
 
-// The six rates of the media pipeline (docs/CONTRACTS.md) and their 20 ms frames.
+// The six rates of the media pipeline (src/media/format.ts) and their 20 ms frames.
 constexpr int kRates[] = {8000, 16000, 22050, 24000, 44100, 48000};
 
 constexpr double kPassEdge = 0.42;   // of the lower rate

@@ -77,7 +77,7 @@ PARLEY_INLINE Vec4d Load4d(const double* p) {
 PARLEY_INLINE void Store4d(double* p, const Vec4d& v) { std::memcpy(p, &v, sizeof v); }
 
 // 16-byte vectors: what SSE2 and NEON have. In the baseline clone, a 32-byte vector's compare-and-select, shuffle or
-// loop-carried sum goes through memory (GCC 12); the search's code uses these where that measured slower than main.
+// loop-carried sum goes through memory; the search's code uses these where 32-byte vectors would be slower.
 typedef double Vec2d __attribute__((vector_size(16)));
 typedef float Vec4f __attribute__((vector_size(16)));
 

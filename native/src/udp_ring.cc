@@ -334,9 +334,8 @@ int UdpRing::Reap(DatagramFn on_datagram, void* ctx, int max_datagrams) {
 // more arrives; so ask for one completion per armed receive (each queued item is one of them), with a zero
 // timeout: everything queued runs, and the wait that follows ends at once (ETIME).
 // Not more: the kernel's wait loop goes back to running work, without looking at the timeout, for as long as new
-// work keeps being queued. Asking for the CQ's size (as this did first) made it receive a busy socket's stream
-// one datagram at a time as each arrived, until that many had come: with one shared socket at 25,000 packets/s
-// that loop was ~45% of the gateway's core (perf, bench/udp-io.ts shared-uring at 500 calls).
+// work keeps being queued, so asking for more (the CQ's size) would receive a busy socket's stream one datagram at
+// a time as each arrived, spinning the worker's core.
 int UdpRing::RunQueuedWork() {
   uint32_t want = armed_ < 1 ? 1 : (armed_ < recv_.cq_entries ? armed_ : recv_.cq_entries);
   struct __kernel_timespec zero;

@@ -3,31 +3,21 @@
 // packet. Pure io_uring code on raw syscalls (linux/io_uring.h; no liburing, no N-API, no libuv): bind_udp.cc
 // drives it from the Node loop.
 //
-// Why (bench/results/udp-io.json; perf profiles of the gateway at 500 calls on this 2-vCPU VM, where a bare
-// syscall costs ~0.3 us of CPU): the recvmmsg/sendmmsg endpoints (udp_io.h) spent 18% of the gateway's CPU in user
-// space (8% of it unwrapping each socket's N-API handle per tick) and ~10% on per-packet syscall overhead (entry,
-// msghdr copy, fdget), on top of the kernel's UDP path. Options measured:
-// - one epoll set for all sockets drained by one uv_poll: saves nothing measurable here, the poll backend already
-//   does one recvmmsg per readable socket and libuv's epoll_wait was ~2% of the profile; what costs is one
-//   receive syscall and one send syscall per packet, which only batching across sockets removes;
-// - io_uring (this file): one io_uring_enter per loop iteration for all receives and one per tick for all sends;
-//   with group sends by member id the user share falls to ~8%. What is left is the kernel's own per-datagram
-//   work: of the gateway's CPU, udp_sendmsg ~57% (of which ~24% is the loopback delivery into the PEER's socket,
-//   the softirq running in the sender's context), the receive ~24%, io_uring's submission ~6%, fget ~3%.
-// So per packet the floor is the kernel UDP stack itself, ~2 us each way in this VM: reaching ~2.5 us per packet
-// each way needs that stack to cost less (bare metal, no VM exits for IPIs), not fewer crossings.
+// Why: with one socket per call stream, the cost beyond the kernel's own UDP path is one receive and one send
+// syscall per packet (plus unwrapping each socket's handle); only batching across sockets removes it, and io_uring
+// does that: one io_uring_enter per loop iteration for all receives and one per tick for all sends
+// (bench/udp-io.ts measures the options).
 // This file:
 // - receive ring: one multishot IORING_OP_RECVMSG per socket (armed once, re-armed only when it ends), landing in
 //   a provided-buffer ring (IORING_REGISTER_PBUF_RING) shared by all sockets. With IORING_SETUP_DEFER_TASKRUN the
 //   kernel queues the receive work for this thread and signals a registered eventfd once per batch; Reap() runs
 //   it all with one io_uring_enter and walks the completions. (Polling the ring's own descriptor would save the
-//   eventfd read, but deferred work does not wake its pollers: checked on this 6.18 kernel.)
+//   eventfd read, but deferred work does not wake its pollers.)
 // - send ring: one IORING_OP_SEND with a destination address per packet (no msghdr), MSG_DONTWAIT so a full
 //   socket buffer fails at once with EAGAIN instead of waiting (RTP: late is worse than lost); a whole tick of
 //   packets for every socket is submitted with one io_uring_enter and completes inline before it returns.
-// - registered files (Open's fixed_files, SetFile): requests name a socket by its slot, skipping fget/fput; measured
-//   with bench/udp-io.ts (native-uring-fixed, shared-uring-fixed): 0.9-1.1x, no gain above this VM's noise, so off
-//   by default.
+// - registered files (Open's fixed_files, SetFile): requests name a socket by its slot, skipping fget/fput; off by
+//   default (no measurable gain in bench/udp-io.ts).
 // Kernel: io_uring with SINGLE_ISSUER + DEFER_TASKRUN (6.1), multishot recvmsg and PBUF_RING (6.0), SEND with an
 // address (6.0). Open() reports ENOSYS/EPERM/EINVAL where io_uring is missing or blocked (a container's seccomp
 // profile): the caller falls back to uv_poll + recvmmsg/sendmmsg per socket (udp_io.h).
@@ -88,10 +78,11 @@ class UdpRing {
   // again). 0 or -errno.
   int CancelRecv(int fd, bool fixed = false);
 
-  // Runs the queued receive work (one io_uring_enter) and then calls on_datagram(ctx, d) for each completion
-  // until it returns false (the caller's storage is full: the rest stays queued for the next Reap), max_datagrams
-  // were handed over, or none is left; again if more work came meanwhile, a bounded number of times (then the eventfd is left signalled, so the
-  // event loop comes back after its other phases). Returns the number handed over, or -errno on a failed syscall.
+  // Runs the queued receive work (one io_uring_enter) and then calls on_datagram(ctx, d) for each completion until it
+  // returns false (the caller's storage is full: the rest stays queued for the next Reap), max_datagrams were handed
+  // over, or none is left; again if more work came meanwhile, a bounded number of times (then the eventfd is left
+  // signalled, so the event loop comes back after its other phases). Returns the number handed over, or -errno on a
+  // failed syscall.
   using DatagramFn = bool (*)(void* ctx, const RingDatagram& d);
   int Reap(DatagramFn on_datagram, void* ctx, int max_datagrams);
   // True when completions are still queued (Reap stopped early).

@@ -40,16 +40,15 @@ constexpr float kSmoothing = 0.7f;
 constexpr int kSubWindows = Vad::kSubWindows;
 constexpr int kSubWindowSteps = 30;
 // Steps within 10 dB of the minimum update the running mean of the noise (per-step weight 1 - 0.95), and only
-// while the detector is in Silence: speech steps near a minimum raised by long speech would otherwise teach
-// the noise (in a 17 s prompt at 10 dB SNR it rose 8 dB in one band and cut the final words). A narrower gate
-// (6 dB) leaves out the upper half of the noise's own fluctuation and biases the mean low: at 10 dB SNR white
-// noise alone then scored near the threshold (false starts). Outside Silence the learnt mean is held and only
+// while the detector is in Silence: speech steps near a minimum raised by long speech would otherwise teach the
+// noise and cut off final words. A narrower gate leaves out the upper half of the noise's own fluctuation and
+// biases the mean low, so noise alone scores near the threshold (false starts). Outside Silence the learnt mean is held and only
 // the minimum bounds it (from below: a noise that really rose is followed within the minimum's window).
 constexpr float kNearFloorRatio = 10.f;
 constexpr float kNoiseMeanSmoothing = 0.95f;
 // For the first 500 ms the noise estimate is the plain mean of all steps (nothing better is known yet), and
-// no step is voiced: a stream's first 500 ms only teach the noise floor (300 ms left the mean of the
-// narrow bands too uncertain in noise).
+// no step is voiced: a stream's first 500 ms only teach the noise floor (less leaves the mean of the narrow bands
+// too uncertain in noise).
 constexpr int64_t kInitSteps = 50;
 // Absolute floor of band power, -60 dBFS (a full-scale sine has power 32768^2 / 2): digital silence and
 // dither never count as speech.
@@ -78,7 +77,7 @@ constexpr float kSpeechLevelGate = 0.0031623f;    // -25 dB
 constexpr float kSpeechLevelDecay = 0.99311605f;  // -0.03 dB per 10 ms step
 // In Speech, steps stay voiced down to threshold - 0.15 (the neg_threshold of Silero VAD's VADIterator). As in
 // VADIterator, the drop keeps speech going but does not resume it: in the hangover a step needs the full
-// threshold (with the drop, noise alone resumed speech and pushed ends hundreds of ms late).
+// threshold (with the drop, noise alone would resume speech and push ends late).
 constexpr float kSpeakingThresholdDrop = 0.15f;
 
 // The probability of a step whose best band power / noise ratio is ratio: its SNR in dB, clipped, through the
@@ -109,10 +108,9 @@ std::vector<float> HannWindow(size_t n) {
   return w;
 }
 
-// The Hann-windowed transform of `length` samples zero-padded to NextPow2(length): one immutable instance per
-// length for the whole process (hundreds of detectors then read one set of tables instead of ~4.5 KB each at
-// 8 kHz), built under a mutex at the first detector of that length and never freed (detectors on any thread
-// may hold it until exit) nor changed.
+// The Hann-windowed transform of `length` samples zero-padded to NextPow2(length): one immutable instance per length
+// for the whole process (hundreds of detectors then read one set of tables instead of one each), built under a mutex
+// at the first detector of that length and never freed (detectors on any thread may hold it until exit) nor changed.
 const WindowedPowerFft* SharedFft(size_t length) {
   static std::mutex mutex;
   static auto* const table = new std::map<size_t, std::unique_ptr<const WindowedPowerFft>>();
@@ -134,7 +132,7 @@ struct StepScratch {
 };
 thread_local StepScratch step_scratch;
 // The calling thread's scratch, behind a call the optimiser does not see through (as in fft.cc: addressed
-// as a thread_local, the 48 kHz halvings ran 4% more instructions per frame, callgrind).
+// directly as a thread_local, the halvings compile to slower code).
 __attribute__((noinline)) StepScratch* ThreadScratch() { return &step_scratch; }
 
 // out[i] = in[i] for i < n, eight samples at a time (float4.h: DoubledInt16ToFloat4).
@@ -503,7 +501,8 @@ int Vad::Process(const int16_t* in, size_t n) {
     // Slide: the step just completed becomes the first half of the next window.
     std::copy(frame_.begin() + static_cast<std::ptrdiff_t>(analysis_step_),
               frame_.begin() + static_cast<std::ptrdiff_t>(window_), frame_.begin());
-    // In Speech the speaking threshold applies (the hysteresis: see the constructor). Steps far below the speaker's recent level are not their speech (tails, breath, distant talkers).
+    // In Speech the speaking threshold applies (the hysteresis: see the constructor). Steps far below the speaker's
+    // recent level are not their speech (tails, breath, distant talkers).
     const bool loud_enough = frame_power_ >= speech_level_ * kSpeechLevelGate;
     const bool voiced = loud_enough && Reaches(state_ == State::Speech);
     if (analysed) {

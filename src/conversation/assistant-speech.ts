@@ -1,4 +1,4 @@
-// The assistant's side of a live conversation (issue 4): one Utterance per engine response (welcome, reply, say,
+// The assistant's side of a live conversation: one Utterance per engine response (welcome, reply, say,
 // poke, backchannel), its audio through the playout on the pacing clock, and how each one stops: played out,
 // interrupted (barge-in: its queued audio dropped at once and the engine told how much was heard) or silenced (the
 // assistant chose not to respond). Emits assistant_started_speaking / assistant_finished_speaking. A transfer to
@@ -14,8 +14,8 @@ const MS_PER_SEC = 1000;
 /**
  * Utterances tracked per conversation beyond which the oldest ended ones (not queued or speaking, no tool call
  * running) are forgotten. Kept: late engine events for a response that just ended (a cancelled response's audio
- * deltas in flight, a tool call read with its response's end) still find it. Without a bound the map grew with every
- * response of the call, and speaking()/retune scans with it: per frame, O(responses so far).
+ * deltas in flight, a tool call read with its response's end) still find it. Why a bound: speaking() and retune
+ * scan the map per frame, so it must not grow with the call.
  */
 export const MAX_TRACKED_UTTERANCES = 32;
 

@@ -1,6 +1,8 @@
-// The configuration endpoint (spec, "Behaviour" 1): at the start of the conversation, a POST with its context to
-// the agent's `configuration_endpoint.url` (its headers, within `timeout_ms`), answered by a JSON object of
-// overrides. Each failure maps to the `ended_by` the spec names.
+// The configuration endpoint: at the start of the conversation, a POST with its context to the agent's
+// `configuration_endpoint.url` (its headers, within `timeout_ms`), answered by a JSON object of overrides. Each
+// failure ends the conversation with its own `ended_by`: configuration_endpoint_timed_out (no answer in time),
+// configuration_endpoint_error (unreachable, or not a 2xx), configuration_endpoint_invalid_response (not a JSON
+// object of valid overrides).
 import type { EndedBy } from '../schemas/conversations.js';
 import type { UrlRules } from '../schemas/common.js';
 import type { ConversationTimers } from './host.js';

@@ -1,6 +1,7 @@
-// The conversation's lifecycle (issue 4): created -> configuring (configuration endpoint) -> ready (engine open,
-// welcome queued) -> active (first audio exchanged) -> ended. One transition function; any input not listed for a
-// state is refused (the caller treats it as a bug or a late event to ignore).
+// The conversation's lifecycle: created -> configuring (configuration endpoint) -> ready (engine open, welcome
+// queued) -> active (first audio exchanged) -> ending (the record being saved; from any state before) -> ended.
+// One transition function; any input not listed for a state is refused (the caller treats it as a bug or a late
+// event to ignore).
 
 export type ConversationState = 'created' | 'configuring' | 'ready' | 'active' | 'ending' | 'ended';
 

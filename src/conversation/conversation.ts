@@ -1,4 +1,4 @@
-// One live conversation, independent of its transport (issue 4): the orchestrator. It walks the lifecycle of
+// One live conversation, independent of its transport: the orchestrator. It walks the lifecycle of
 // conversation.fsm.ts (configuration, admission, the engine session, ending and saving) and routes client messages
 // and audio to its parts: turn-taking.ts (user turns, barge-in), assistant-speech.ts (utterances and playout),
 // silence-timers.ts, tool-host.ts with tools/, engine-hooks.ts, and record.ts (what it leaves behind).
@@ -34,9 +34,8 @@ const CLOSE_ERROR = 1011;
 
 /**
  * It is itself the sink of its inbound chain and the stream its pacing clock ticks: reached per frame from those
- * through one object, not through an object literal of closures (the literal, each closure and its context are
- * objects of their own, so at 500 conversations a frame's path loaded three more cold cache lines; valgrind
- * cache simulation, bench/sts-cost).
+ * through one object, not through an object literal of closures (the literal, each closure and its context would
+ * be more objects to load per frame).
  */
 export class Conversation implements LiveConversation, InboundSink, PacedStream {
   state: ConversationState = 'created';
@@ -333,7 +332,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       case 'set_external_id':
         this.record.write(async () => {
           const { updated } = await this.deps.store.updateConversation(this.id!, { external_id: message.external_id });
-          // Canceled through the API meanwhile (docs/CONTRACTS.md): stop.
+          // Canceled through the API meanwhile (an ended conversation refuses writes; docs/ARCHITECTURE.md,
+          // "Data"): stop.
           if (!updated) void this.end('user_canceled');
         });
         return;
@@ -479,10 +479,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   }
 
   /**
-   * Built-in transfer to agent (issue 4: the agent's settings within the conversation, every field that concerns a
-   * live conversation taking effect): the agent's settings and tools replace the current ones in place (audio
-   * formats, template values and the engine stay); the engine gets its prompt, tools, voice and speech settings;
-   * speed and background noise apply from the next utterance. What still does not follow: see settings.ts.
+   * Built-in transfer to agent (every field of the new agent that concerns a live conversation takes effect): the
+   * agent's settings and tools replace the current ones in place (audio formats, template values and the engine
+   * stay); the engine gets its prompt, tools, voice and speech settings; speed and background noise apply from the
+   * next utterance. What still does not follow: see settings.ts.
    */
   private async transferToAgent(agentName: string): Promise<string | null> {
     const resolved = await this.deps.store.resolveAgent(this.who.orgId, this.projectName, agentName);

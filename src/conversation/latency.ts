@@ -1,5 +1,6 @@
-// analysis.latencies_ms (DESIGN.md, "Media pipeline"): per answered turn, from the end of the user's speech (the
-// last voiced frame, before the silence hangover) to the first assistant audio frame sent. Pure functions.
+// analysis.latencies_ms (docs/ARCHITECTURE.md, "Media pipeline"): per answered turn, from the end of the user's
+// speech (the last voiced frame, before the silence hangover) to the first assistant audio frame sent. Pure
+// functions.
 
 export interface TurnEnd {
   /** Clock time (ms) when the VAD reported the end of speech. */

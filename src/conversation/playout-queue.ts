@@ -2,11 +2,9 @@
 // utterance it belongs to). The samples live in one-second blocks of the worker's audio block pool
 // (src/media/audio-block-pool.ts), written and read with cursors: queuing copies the engine's lent audio into the
 // last block, playing copies out of the first, and a block goes back to the pool once read to its end. A copy is a
-// set() of a short-lived view (subarray), not a loop per sample: at 8 kHz a 160-sample frame cost ~170 ns copied
-// in a JS loop (~1 ns per sample, measured in Node 20) against ~40-80 ns for the view and the memcpy; nothing else
-// is allocated per chunk or per frame, and a new segment object only when the owner changes. (Before the blocks,
-// every engine chunk became an array of its own that lived until played: seconds, so it was promoted and left to
-// the major GC.)
+// set() of a short-lived view (subarray), a memcpy rather than a loop per sample; nothing else is allocated per
+// chunk or per frame, and a new segment object only when the owner changes. Pooled blocks, because audio queued
+// for seconds would otherwise be promoted and left to the major GC.
 //
 // Dropping an owner's audio (barge-in) marks its segments dropped; their samples are skipped when reading reaches
 // them, so a segment in the middle of the queue can go without moving what follows it.

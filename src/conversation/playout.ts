@@ -1,8 +1,8 @@
-// Assistant audio out, on the worker's pacing clock (DESIGN.md, "Media pipeline"): engine audio -> time-stretch
-// (audio_speed) -> background noise -> resample to the output rate -> encode -> client. One frame per tick; a frame
-// the client could not take (backpressure) is kept and offered again on the next tick. Audio reaching an idle
-// playout sends its first frame at once instead of on the next tick (up to a frame later: gateway-added latency
-// at the start of every reply); the clock paces the rest, so the stream runs at most one frame ahead. Engine
+// Assistant audio out, on the worker's pacing clock (docs/ARCHITECTURE.md, "Media pipeline"): engine audio ->
+// time-stretch (audio_speed) -> background noise -> resample to the output rate -> encode -> client. One frame per
+// tick; a frame the client could not take (backpressure) is kept and offered again on the next tick. Audio reaching
+// an idle playout sends its first frame at once instead of on the next tick (which would add up to a frame of
+// latency to the start of every reply); the clock paces the rest, so the stream runs at most one frame ahead. Engine
 // audio (lent) is copied once, after the time-stretch, into the playout's queue of pooled one-second blocks
 // (playout-queue.ts): neither queuing nor a tick allocates.
 import { audioBlockPool } from '../media/audio-block-pool.js';
@@ -52,15 +52,13 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
   private readonly encoded: Uint8Array;
   /**
    * opts.sink, read per tick from here: opts is built by spreading (AssistantSpeech.attach), which gives each
-   * playout's options a map of their own, so reading the sink off opts was a megamorphic load over every
-   * conversation's map (--log-ic: one map per playout).
+   * playout's options a hidden class of their own, so reading the sink off opts would be a megamorphic load.
    */
   private readonly sink: PlayoutSink<U>;
   private held: { owner: U; bytes: number; pcm: Int16Array; playedEnd: number } | null = null;
   /**
    * queued.samples, copied here after every change of the queue: an idle tick (most of them: nobody is speaking)
-   * then reads nothing but this object, not the queue and its segment list (two more cold cache lines per tick at
-   * 500 conversations).
+   * then reads nothing but this object, not the queue and its segment list.
    */
   private liveSamples = 0;
   private readonly heldPcm: Int16Array;

@@ -1,13 +1,13 @@
-// The record a live conversation leaves behind (issue 4, "the record"): its items in order, the live transcript,
-// analysis.latencies_ms and interruptions_count, and the stereo recording. Store writes run one after another, so
-// items land in the order they happened. A user item is held until its final transcript is known (the reply, or the
-// next turn, flushes it). Under zero data retention (spec, DataRetentionPolicy form A: "retains nothing") no
-// recording is made and no transcript or tool call body is stored: the items keep only roles, times and durations.
-// A conversation can become zero data retention mid-call (a transfer to such an agent): the recording made so far is
-// thrown away at once, file and all, and the stored conversation is marked so, which makes the store drop the
-// content it already holds (items' transcripts and tool call bodies) and refuse any more at the finish
-// (src/store/conversations.ts finishConversation). Retaining nothing is for the rest of the conversation: a later
-// transfer to an agent that retains does not bring it back.
+// The record a live conversation leaves behind: its items in order, the live transcript, analysis.latencies_ms and
+// interruptions_count, and the stereo recording. Store writes run one after another, so items land in the order they
+// happened. A user item is held until its final transcript is known (the reply, or the next turn, flushes it). Under
+// zero data retention (data_retention_policy `{zero_data_retention: true}`) no recording is made and no transcript or
+// tool call body is stored: the items keep only roles, times and durations. A conversation can become zero data
+// retention mid-call (a transfer to such an agent): the recording made so far is thrown away at once, file and all,
+// and the stored conversation is marked so, which makes the store drop the content it already holds (items'
+// transcripts and tool call bodies) and refuse any more at the finish (src/store/conversations.ts
+// finishConversation). Retaining nothing is for the rest of the conversation: a later transfer to an agent that
+// retains does not bring it back.
 // The record is finished as soon as the recording's WAV is closed, pointing at that `.wav` (playable, and served as
 // either container); a recording wanted as `wav.gz` is then handed to the worker's compressor, which moves the row
 // to the `.wav.gz` when it is done (src/media/recording-compressor.ts). The record never waits for a gzip. A
@@ -23,7 +23,7 @@ import type { ConversationStore } from './host.js';
 import type { Utterance } from './utterance.js';
 
 const RECORDING_FORMAT: RecordingFormat = 'wav.gz';
-/** DataRetentionPolicy form A (spec, shared records): retains nothing. */
+/** The data_retention_policy that retains nothing: no recording, no transcript, no tool call bodies. */
 const ZERO_DATA_RETENTION = { zero_data_retention: true } as const;
 
 export interface RecordOptions {

@@ -21,11 +21,12 @@ import type { UrlRules } from '../schemas/common.js';
  *   takes the new values from its next 10 ms step; a user turn under way ends by the new
  *   vad_min_silence_duration_ms counted from its last voiced step; native/src/vad.h). A new agent whose vad_* the
  *   native VAD refuses (out of its ranges) is not transferred to.
- * What does not follow: vendor_model (no engine switch), and the fields used only at the start (welcome message, configuration_endpoint) or not at all yet
- * (multilingual_mode, intelligence_level, enable_redaction, enable_watermarking). The stored record keeps its start
- * settings and agent; each assistant item records the voice and speed its utterance was heard with (Utterance
- * voiceId, audioSpeed), not those in force when it is written: a transfer line keeps the old voice, and an engine
- * that refuses the new voice (openai-realtime, cannot_update_voice) is recorded with the voice it kept.
+ * What does not follow: vendor_model (no engine switch), and the fields used only at the start (welcome message,
+ * configuration_endpoint) or not at all yet (multilingual_mode, intelligence_level, enable_redaction,
+ * enable_watermarking). The stored record keeps its start settings and agent; each assistant item records the
+ * voice and speed its utterance was heard with (Utterance voiceId, audioSpeed), not those in force when it is
+ * written: a transfer line keeps the old voice, and an engine that refuses the new voice (openai-realtime,
+ * cannot_update_voice) is recorded with the voice it kept.
  */
 export interface LiveSettings extends AgentConfig {
   inputFormat: StsAudioFormat;

@@ -1,5 +1,5 @@
-// The inactivity timers of a live conversation (issue 4): websocket_timeout_sec (no client message or audio for that
-// long: the client is gone), no_input_poke_sec (the assistant checks on a silent user), no_input_end_conversation_sec
+// The inactivity timers of a live conversation: websocket_timeout_sec (no client message or audio for that long:
+// the client is gone), no_input_poke_sec (the assistant checks on a silent user), no_input_end_conversation_sec
 // (the conversation ends with assistant_silence_limit_reached). Poke and end run while nobody speaks: armed when the
 // assistant has finished (or had nothing to say first), cancelled when the user starts. One owner clears them all.
 // A transfer to another agent gives them its durations (retime).

@@ -1,8 +1,7 @@
-// What the tool runner (tools/runner.ts) may do to a live conversation: the reserved parameters of webhook calls,
-// and the built-ins that act on it (issue 4, "tools"): natural conversation ending (after the goodbye has played),
-// choose not to respond (the response dropped unheard; a follow-up after respond_after_sec if the user stays
-// silent, dropped as soon as the user speaks), transfer to agent. Each call is dispatched on the utterance of its
-// response, which records it.
+// What the tool runner (tools/runner.ts) may do to a live conversation: the reserved parameters of webhook calls, and
+// the built-ins that act on it: natural conversation ending (after the goodbye has played), choose not to respond
+// (the response dropped unheard; a follow-up after respond_after_sec if the user stays silent, dropped as soon as the
+// user speaks), transfer to agent. Each call is dispatched on the utterance of its response, which records it.
 import type { EngineToolCall, ResponseId, SpeechEngineSession } from '../engines/engine.js';
 import type { EndedBy } from '../schemas/conversations.js';
 import type { ServerEvent } from '../schemas/sts.js';

@@ -1,8 +1,8 @@
-// The user's turns (issue 4, DESIGN.md "Media pipeline"): the VAD starts and ends a turn; the user's audio reaches
+// The user's turns (docs/ARCHITECTURE.md, "Media pipeline"): the VAD starts and ends a turn; the user's audio reaches
 // the engine only inside one. Barge-in when the user starts over interruptible assistant speech (at once, or once
 // min_words_to_interrupt words are heard when the engine transcribes live); push-to-talk through mute (releasing the
-// button ends the turn, otherwise a muted turn is dropped); a backchannel during long user speech when enabled.
-// Emits user_started_speaking, user_finished_speaking and input_cancelled.
+// button ends the turn, otherwise a muted turn is dropped); a backchannel during long user speech when enabled. Emits
+// user_started_speaking, user_finished_speaking and input_cancelled.
 import type { SpeechEngineSession } from '../engines/engine.js';
 import { VAD_SPEECH_END, VAD_SPEECH_START, type Vad, type VadOptions } from '../media/native.js';
 import type { ServerEvent } from '../schemas/sts.js';

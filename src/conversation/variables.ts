@@ -11,8 +11,8 @@ const TIME: Intl.DateTimeFormatOptions = { hour: '2-digit', minute: '2-digit', h
 const WEEKDAY: Intl.DateTimeFormatOptions = { weekday: 'long' };
 const YEAR: Intl.DateTimeFormatOptions = { year: 'numeric' };
 /**
- * Time zones whose formatters are kept: building the four Intl.DateTimeFormat was most of the ~0.6 ms this took
- * per conversation start; agents use a handful of zones. Past the bound the oldest zone is dropped.
+ * Time zones whose formatters are kept: building the four Intl.DateTimeFormat is most of a conversation start's
+ * cost here, and agents use a handful of zones. Past the bound the oldest zone is dropped.
  */
 const MAX_CACHED_ZONES = 64;
 

@@ -1,6 +1,6 @@
-// The `echo` engine (DESIGN.md, "Speech engines"): offline, the embedded default. Speaks welcome, poke and say
-// text with the local text-to-speech (espeak-ng, or tones without it) and answers each user turn by playing
-// that turn's audio back. It has no speech-to-text: each turn's transcript is reported empty (unknown).
+// The `echo` engine (docs/ARCHITECTURE.md, "Speech engines"): offline, the embedded default. Speaks welcome, poke and
+// say text with the local text-to-speech (espeak-ng, or tones without it) and answers each user turn by playing that
+// turn's audio back. It has no speech-to-text: each turn's transcript is reported empty (unknown).
 import type { Logger } from '../log.js';
 import type { ResamplerRate } from '../media/native.js';
 import {
@@ -24,8 +24,7 @@ export const ECHO_ENGINE = 'echo';
 export const ECHO_SAMPLE_RATE: ResamplerRate = 16_000;
 /**
  * A narrowband client (8 kHz) gets a session at its own rate: echo plays the user back, so a higher rate adds
- * nothing but an upsampling of every inbound frame and a VAD over twice the samples (most of a conversation's
- * CPU at 8 kHz in bench/sts.ts).
+ * nothing but an upsampling of every inbound frame and a VAD over twice the samples.
  */
 export const ECHO_NARROWBAND_RATE: ResamplerRate = 8_000;
 /** What createResponse says without a model to generate anything (and after a tool output asking for a reply). */
@@ -33,10 +32,9 @@ export const ECHO_ACKNOWLEDGEMENT = 'Okay.';
 /** Longest user turn kept for playback: 60 s; older audio of a longer turn is dropped. */
 export const ECHO_MAX_TURN_SEC = 60;
 /**
- * User audio is kept in blocks of 1 s from the worker's pool of its rate (echo-block-pool.ts), given back once
- * played, cleared or dropped, and at close: no allocation per frame, and none per turn once the pool has reached
- * the worker's concurrent need. (Per-session free lists, kept up to each session's high-water mark and dropped at
- * close, made 430-590 MB of small ArrayBuffers at N=500 and a major GC every 0.5-1 s.)
+ * User audio is kept in blocks of 1 s from the worker's pool of its rate (src/media/audio-block-pool.ts), given
+ * back once played, cleared or dropped, and at close: no allocation per frame, and none per turn once the pool has
+ * reached the worker's concurrent need.
  */
 const BLOCK_SEC = 1;
 

@@ -1,4 +1,4 @@
-// The speech engine interface (DESIGN.md, "Speech engines"): one session per conversation, audio in at the
+// The speech engine interface (docs/ARCHITECTURE.md, "Speech engines"): one session per conversation, audio in at the
 // engine's rate, control in, events out through hooks. Every engine (echo, scripted, openai-realtime, cascade)
 // implements it; the conversation engine (src/conversation/) is its only caller.
 
@@ -11,8 +11,8 @@ export interface EngineTool {
 
 /**
  * What a session speaks with and listens for: the agent's voice and language settings. Given at open, and changed
- * mid-conversation by updateSession when the conversation transfers to another agent (issue 4: "every agent field
- * that concerns a live conversation takes effect").
+ * mid-conversation by updateSession when the conversation transfers to another agent (every agent field that
+ * concerns a live conversation takes effect).
  */
 export interface SpeechSettings {
   /** A catalog voice id (src/api/voices.ts); each engine maps it to its own voice. */

@@ -2,14 +2,12 @@
 // in chunks, then done. Never inside the call that started it (the caller knows the response id before any event
 // of it arrives): the response starts in a microtask once its steps have resolved, and runs its steps up to and
 // including its first audio chunk at once, so that chunk leaves in the same turn of the event loop as the end of
-// the user's turn that caused it. Waiting one turn (setImmediate) let the poll phase first run every other
-// socket's pending messages: at 500 conversations a worker, that put 3-6 ms on the p99 of the gateway's turn
-// latency (bench/sts.ts). Each later audio chunk waits one turn of the event loop (the playout paces them anyway,
-// and a long response does not hold the loop). Responses of a session play one after the other; a canceled one
-// stops emitting at once and says nothing more (not even done).
-// A callback loop, one setImmediate per audio chunk: no Promise nor closure per chunk. Each chunk is still a view
-// of the response's audio: copying it into one reused buffer instead cost 1.4-1.5 us per 100 ms chunk at 8 kHz
-// against 40-80 ns for the view (scratch micro benchmark, CPU time).
+// the user's turn that caused it (waiting a turn would queue it behind every other socket's pending messages,
+// which adds to the turn latency under load). Each later audio chunk waits one turn of the event loop (the playout
+// paces them anyway, and a long response does not hold the loop). Responses of a session play one after the other;
+// a canceled one stops emitting at once and says nothing more (not even done).
+// A callback loop, one setImmediate per audio chunk: no Promise nor closure per chunk. Each chunk is a view of the
+// response's audio, lent for the hook call (a view costs less than a copy into a reused buffer).
 import type { EngineHooks, ResponseId } from './engine.js';
 
 /** Audio handed to onAssistantAudio per call: 100 ms (the playout queues it; engines may run ahead of real time). */

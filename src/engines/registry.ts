@@ -1,5 +1,5 @@
-// The engine registry (DESIGN.md, "Speech engines"): maps an agent's `vendor_model` (vendor_v0_5, vendor_v1,
-// vendor_v1_1, or none: the default) to a configured engine. PARLEY_ENGINE_DEFAULT picks the default,
+// The engine registry (docs/ARCHITECTURE.md, "Speech engines"): maps an agent's `vendor_model` (vendor_v0_5,
+// vendor_v1, vendor_v1_1, or none: the default) to a configured engine. PARLEY_ENGINE_DEFAULT picks the default,
 // PARLEY_ENGINE_VENDOR_* override per model. Engines are built once per registry (one per worker) and checked at
 // start: a selected engine whose settings are missing stops start-up with an EngineError naming them.
 import { readFileSync } from 'node:fs';

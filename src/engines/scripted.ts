@@ -1,5 +1,5 @@
-// The `scripted` engine (DESIGN.md, "Speech engines"): offline and deterministic, for tests and demos. A script
-// says, turn by turn, what the engine "heard" (reported word by word while the user speaks, so
+// The `scripted` engine (docs/ARCHITECTURE.md, "Speech engines"): offline and deterministic, for tests and demos. A
+// script says, turn by turn, what the engine "heard" (reported word by word while the user speaks, so
 // min_words_to_interrupt applies), what it says (local text-to-speech: audio as long as the text), which tools it
 // calls, what it says after their output, and when it ends.
 //

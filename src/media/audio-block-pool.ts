@@ -1,11 +1,8 @@
 // One pool of audio blocks per media worker and block length (one second at a rate): the echo engine keeps the
 // user turns it will play back in its blocks, and every playout (src/conversation/playout.ts) queues the
 // assistant audio waiting for the pacing clock in them; both give them back once played, cleared or closed.
-// Before, echo sessions kept their own free lists of 16,000-byte blocks up to each one's high-water mark and
-// dropped them at close: at N=500 in bench/sts.ts the worker held 430-590 MB of ArrayBuffers in thousands of
-// small buffers. Measured with this pool (bench/sts-cost.ts, COST_N=250 COST_SEC=90, medians of 3): ArrayBuffers
-// 178 -> 146 MB, RSS growth 138 -> 113 MB; major GCs unchanged (57 -> 56). The playout, for its part, copied each
-// engine chunk into a new array that lived until played (seconds, so promoted to the old generation).
+// Why one shared pool: audio held for seconds would otherwise be thousands of small buffers per worker, each
+// promoted to the old generation and left to the major GC.
 //
 // Blocks are views carved from slabs of SLAB_BYTES (one ArrayBuffer each, every view created when the slab is),
 // so V8 sees a few large buffers, and take/give allocate nothing: allocation stops once the pool has reached the
@@ -24,10 +21,8 @@
 import { performance } from 'node:perf_hooks';
 
 /**
- * Bytes per slab: 2 MiB. At 8 kHz (16,000-byte blocks of 1 s) a slab holds 131 blocks, at 16 kHz (32,000 bytes)
- * 65: bench/sts-cost.ts's 250 conversations of up to 30 s turns need about 7,500-15,000 8 kHz blocks at their
- * peak, 60-115 slabs instead of as many thousand buffers. Smaller slabs would release memory in finer steps, larger
- * ones mean fewer buffers still; 1-4 MiB is the range where both hardly matter.
+ * Bytes per slab: 2 MiB, so a slab holds 131 one-second blocks at 8 kHz (16,000 bytes each) and 65 at 16 kHz.
+ * Smaller slabs release memory in finer steps, larger ones mean fewer buffers; between 1 and 4 MiB neither matters.
  */
 export const SLAB_BYTES = 2 * 1024 * 1024;
 /**

@@ -1,5 +1,5 @@
 // Audio formats and 20 ms frames: the names the API, the STS socket and SDP use, and their sizes.
-// Frames are Int16Array PCM views (docs/CONTRACTS.md); encoded frames are Uint8Array views.
+// Frames are Int16Array PCM views; encoded frames are Uint8Array views (docs/ARCHITECTURE.md, "Media pipeline").
 
 import { endianness } from 'node:os';
 

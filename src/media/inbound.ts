@@ -1,4 +1,4 @@
-// The inbound chain, run per packet as it arrives (DESIGN.md: never held for a tick):
+// The inbound chain, run per packet as it arrives, never held for a tick (docs/ARCHITECTURE.md, "Media pipeline"):
 //   RTP depacketize -> source check -> jitter buffer (released on arrival, gaps concealed at their deadline)
 //   -> decode -> resample to the engine rate -> VAD hook -> engine.
 // RFC 4733 telephone events branch off after the source check. The same decode -> resample -> VAD -> sink

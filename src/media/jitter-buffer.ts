@@ -5,7 +5,7 @@
 // - 'on_arrival' (the inbound chain to a speech engine): a frame is released as soon as it is the next one in
 //   sequence, so in-order audio is never held; only a gap waits, up to the target delay past the missing
 //   frame's expected arrival, before it is declared lost. Engines need order and completeness, not a steady
-//   playout clock, and DESIGN.md forbids holding inbound audio for a tick.
+//   playout clock, and inbound audio is never held for a tick (docs/ARCHITECTURE.md, "Media pipeline").
 // - 'at_deadline' (playout to a clocked sink, e.g. a bridged leg): every frame is released at its expected
 //   arrival plus the target delay.
 // Storage is preallocated: a ring of slots indexed by sequence number, each holding a copy of the payload. A

@@ -255,7 +255,7 @@ function rmsOf(x: Float32Array): number {
 const cache = new Map<string, Int16Array>();
 
 /**
- * The shared loop of a bed at a rate, rendered on first use (a few hundred ms of CPU) and kept for the worker's
+ * The shared loop of a bed at a rate, rendered on first use (many frames' worth of CPU) and kept for the worker's
  * life. A worker should call prewarmNoiseBeds at start so no call's first frame pays for it.
  */
 export function noiseBedLoop(bed: NoiseBed, sampleRate: number): Int16Array {

@@ -1,4 +1,4 @@
-// The outbound chain, run on the pacing clock's tick (DESIGN.md, "Media pipeline"):
+// The outbound chain, run on the pacing clock's tick (docs/ARCHITECTURE.md, "Media pipeline"):
 //   engine audio queue -> time-stretch (audio_speed) -> background noise mix -> [recording hook]
 //   -> resample to 8 kHz -> G.711 encode -> RTP packetize -> send
 // The first stages run per stream in TypeScript (prepare); resample + encode run for every stream of the

@@ -1,6 +1,6 @@
-// The per-worker pacing clock (DESIGN.md, "Media pipeline"): one timer serves every outbound stream of a
-// worker. Frames are scheduled by deadline against an injected now() (performance.now by default), not by
-// setInterval, which drifts about 1.4% here. After a stall the clock runs a bounded number of overdue frames
+// The per-worker pacing clock (docs/ARCHITECTURE.md, "Media pipeline"): one timer serves every outbound stream
+// of a worker. Frames are scheduled by deadline against an injected now() (performance.now by default), not by
+// setInterval, which drifts. After a stall the clock runs a bounded number of overdue frames
 // and then re-anchors its schedule, so peers never receive a burst; streams count their own frames, so RTP
 // timestamps stay continuous (one frame of media time per frame sent) across stalls.
 import { performance } from 'node:perf_hooks';
@@ -53,8 +53,8 @@ export class PacingClock {
   private state: ClockState = 'stopped';
   /**
    * The streams in registration order (null: removed during a frame, compacted after it) and each one's frame
-   * count at the same index: two dense arrays read in order per frame, not an entry object per stream (at 500
-   * streams the entries were one more cold cache line per stream per frame; valgrind cache simulation).
+   * count at the same index: two dense arrays read in order per frame, not an entry object per stream (one object
+   * less to load per stream per frame).
    */
   private readonly streams: (PacedStream | null)[] = [];
   private readonly frameCounts: number[] = [];

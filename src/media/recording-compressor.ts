@@ -1,7 +1,7 @@
 // Background gzip of finished recordings (`wav.gz` wanted). A conversation's record is finished at once with its
 // `.wav` (src/conversation/record.ts); the WAV is then queued here and compressed a bounded number at a time per
-// media worker, so a mass hang-up does not flood libuv's thread pool (4 threads, shared by every worker of the
-// process: gzip level 6 runs at ~40 MB/s a thread here, 500 calls of 1-2 MB each are 12-25 s of it).
+// media worker, so a mass hang-up does not flood libuv's thread pool (shared by every worker of the process, and
+// also where recordings are written).
 //
 // One job, as an explicit sequence (each step only after the previous one succeeded):
 //   compress  `<name>.wav` -> `<name>.wav.gz`, created exclusively; verified: the file's size is what was written
@@ -24,7 +24,7 @@ import type { RecordingSide } from '../schemas/conversations.js';
 
 /** gzip input chunk (bytes) when compressing a finished WAV. */
 const GZIP_CHUNK_BYTES = 256 * 1024;
-/** zlib's default trade-off; on speech PCM level 1 saves a third of the CPU but stores ~10% more. */
+/** zlib's default trade-off between CPU and size. */
 const GZIP_LEVEL = 6;
 /** RFC 1952, 2.3.1: the member ends with CRC32 and ISIZE, 4 bytes each, little-endian. */
 const GZIP_ISIZE_BYTES = 4;

@@ -1,10 +1,10 @@
 // The recordings of a thread (a media worker) hand their full blocks to the file through one batch at a time:
 // every block queued by the end of an event-loop turn goes into one job on libuv's thread pool (native writeBlocks),
-// and the next batch starts when it has called back. At 500 conversations that is one pool round trip per 20 ms
-// tick for ~10 blocks, not one per block (a pool thread woken, the worker's core switched to it and back, and a
-// completion through the event loop, 500 times a second). One batch at a time keeps each file's blocks in order;
-// within a batch a file's blocks are adjacent, and after one fails the rest of that file's are skipped. A block is
-// planar stereo (left channel, then right, each half of it); the job interleaves it as it writes it.
+// and the next batch starts when it has called back. Why: a pool round trip (a thread woken, the worker's core
+// switched to it and back, a completion through the event loop) per tick, not per block. One batch at a time keeps
+// each file's blocks in order; within a batch a file's blocks are adjacent, and after one fails the rest of that
+// file's are skipped. A block is planar stereo (left channel, then right, each half of it); the job interleaves it
+// as it writes it.
 import { writeBlocks } from './native.js';
 
 /** One block for a file: its first `pairs` of each half, interleaved, written at `offset`. */

@@ -13,10 +13,8 @@
 // half of the block (planar: the user's second, then the assistant's) at that side's cursor as it appears (inbound
 // per packet, outbound per tick: one set() each), and tick() (the pacing clock, once per 20 ms) closes one frame of
 // the call's timeline, silence (fill()) where a side had less, so the two channels stay on the call's timeline.
-// The writer interleaves a block into the WAV's little-endian stereo as it writes it, on the thread pool (a few
-// microseconds a block). Storing each sample at its interleaved place as it came instead (16-bit stores at every
-// other position, about 1 ns a sample in V8 where set() is a memcpy) cost more: bench/recorder.ts, 500
-// recordings, 689-743 -> 427-485 ns per conversation-tick.
+// The writer interleaves a block into the WAV's little-endian stereo as it writes it, on the thread pool: planar
+// blocks let each side's frame be one memcpy (set()) instead of a store per sample on the worker.
 // A side running ahead of the clock (a burst, jitter) is held ahead of the timeline up to MAX_SIDE_BACKLOG_MS;
 // what would go beyond it is dropped (the newest: dropping the oldest would move all that is held, per frame) and
 // reported by finish(); what is held when the call ends is kept (the timeline runs on to it).
@@ -24,8 +22,6 @@
 // so blocks are never cleared. Full blocks go to the file in batches across this thread's recordings
 // (src/media/recording-writer.ts: one thread-pool job per event-loop turn, not one per block) and come back for
 // reuse once written.
-// This replaced per-side FIFO rings read out into a native interleave per tick (each sample copied twice more, a
-// crossing per tick) and one fs.write, hence one thread-pool round trip, per block.
 import { getSystemErrorMap } from 'node:util';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
@@ -351,9 +347,9 @@ export class StereoRecorder implements BlockSource {
   /**
    * Throws the recording away at once (zero data retention from now on): nothing more is taken or written (the
    * audio not yet in a block handed to the file is dropped; a batch already on the thread pool is waited for), the
-   * file is closed and removed. Resolves once it is gone; rejects with a
-   * RecordingError when closing or removing failed (the file may then stay). Only while recording: a recording
-   * finishing or finished is its owner's to remove.
+   * file is closed and removed. Resolves once it is gone; rejects with a RecordingError when closing or removing
+   * failed (the file may then stay). Only while recording: a recording finishing or finished is its owner's to
+   * remove.
    */
   async abort(): Promise<void> {
     if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);

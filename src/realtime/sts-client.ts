@@ -50,8 +50,8 @@ export class StsClient implements ConversationClient {
   }
 
   sendAudio(frame: Uint8Array, text: string): boolean {
-    // A binary frame alone: audio() refuses it when backed up (asking writable first cost a second
-    // getBufferedAmount() per frame on a uWS socket).
+    // A binary frame alone: audio() refuses it when backed up (asking writable first would read the socket's
+    // buffered amount twice per frame).
     if (this.binaryAudio && text === '') return this.sink.audio(frame);
     // Text goes out only with its audio, and a text frame is never refused for backpressure: ask first.
     if (!this.sink.writable) return false;

@@ -1,6 +1,6 @@
-// The realtime port of one media worker (DESIGN.md, "The STS WebSocket"): a uWebSockets.js app serving
-// /v1/sts/ws and /v1/conversations/:id/live/ws. Upgrades are authenticated through main before the socket
-// opens; sockets whose conversation lives on another worker are relayed through main (worker-protocol.ts).
+// The realtime port of one media worker (docs/sts-protocol.md): a uWebSockets.js app serving /v1/sts/ws and
+// /v1/conversations/:id/live/ws. Upgrades are authenticated through main before the socket opens; sockets whose
+// conversation lives on another worker are relayed through main (worker-protocol.ts).
 import type { BlockList } from 'node:net';
 import type { Auth } from '../auth/authenticate.js';
 import { bearerSecret } from '../auth/authenticate.js';
@@ -313,8 +313,8 @@ export class StsServer {
   }
 
   /**
-   * Shutdown, in the order uWS needs (DESIGN.md, "Process shape": a worker ending with an open socket aborts
-   * Node): stop accepting, drop upgrades still authenticating, end and save conversations, close every socket
+   * Shutdown, in the order uWS needs (docs/ARCHITECTURE.md, "Process shape": a worker ending with an open socket
+   * aborts Node): stop accepting, drop upgrades still authenticating, end and save conversations, close every socket
    * (gracefully, then by force after SOCKET_CLOSE_GRACE_MS), close the app.
    */
   async close(graceMs: number): Promise<void> {

@@ -1,5 +1,5 @@
-// The one door to uWebSockets.js (DESIGN.md, "Chosen dependencies": a third-party republish of the upstream
-// binaries, kept behind one small module so it can be swapped). Everything realtime imports uWS through here.
+// The one door to uWebSockets.js (installed as a third-party republish of the upstream binaries, so kept behind
+// one small module that can be swapped). Everything realtime imports uWS through here.
 import uWS from 'uWebSockets.js';
 
 import type { HttpResponse, RecognizedString, us_socket_context_t } from 'uWebSockets.js';
@@ -36,11 +36,10 @@ export interface UpgradeHandshake {
  * response's "Connection: close" bookkeeping on the socket; the upgrade inside the callback has just adopted that
  * socket as a WebSocket, and when glibc shrinks the block in place (the usual case) cork() does not notice,
  * reads the response state out of what is now WebSocket memory and, for some byte patterns, shuts the fresh
- * socket down: the client gets its 101 and then a close 1006 with nothing sent (uWebSockets issue 1928, fixed
- * upstream by pull request 1929; the uWS.js binaries pinned here predate it). Measured here: about 2% of async
- * upgrades under load, none in 360 uncorked ones. Uncorked, uWS writes the 101 itself; uWS.js prints its
- * "writes must be made from within a corked callback" warning on stderr for it, the price of sockets that stay
- * open until a fixed binary can be pinned.
+ * socket down: the client gets its 101 and then a close 1006 with nothing sent (uNetworking/uWebSockets issue
+ * 1928, fixed upstream by pull request 1929; the uWS.js binaries pinned in package.json predate it). Uncorked,
+ * uWS writes the 101 itself; uWS.js prints its "writes must be made from within a corked callback" warning on
+ * stderr for it, the price of sockets that stay open until a fixed binary can be pinned.
  */
 export function upgradeAfterAwait<T>(res: HttpResponse, userData: T, h: UpgradeHandshake): void {
   res.upgrade(userData, h.key, h.protocol, h.extensions, h.context);

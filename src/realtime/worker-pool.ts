@@ -1,6 +1,6 @@
-// main's side of the media workers (DESIGN.md, "Process shape"): starts PARLEY_WORKERS worker threads that share
-// the realtime port, answers their requests with the store, keeps the directory conversationId -> worker, relays
-// observer and reconnect sockets that landed on another worker to the owner, and shuts them down in order.
+// main's side of the media workers (docs/ARCHITECTURE.md, "Process shape"): starts PARLEY_WORKERS worker threads that
+// share the realtime port, answers their requests with the store, keeps the directory conversationId -> worker,
+// relays observer and reconnect sockets that landed on another worker to the owner, and shuts them down in order.
 import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { conversationNodeId, type Settings } from '../config.js';
@@ -71,7 +71,7 @@ const WORKER_URL = new URL('./worker.ts', import.meta.url);
 
 /**
  * Workers run TypeScript as main does, through tsx: a `--import tsx` passed down in execArgv does not reach a
- * worker's entry module on Node 20 (checked here: ERR_UNKNOWN_FILE_EXTENSION), so a tiny evaluated bootstrap
+ * worker's entry module on Node 20 (it fails with ERR_UNKNOWN_FILE_EXTENSION), so a tiny evaluated bootstrap
  * registers tsx's loader in the worker and then imports the entry.
  */
 const TSX_API = import.meta.resolve('tsx/esm/api');

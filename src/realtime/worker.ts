@@ -1,5 +1,5 @@
-// A media worker (DESIGN.md, "Process shape"): one uWebSockets.js app on the shared realtime port and every
-// conversation it accepts, with the worker's one pacing clock. It reaches the database only through main.
+// A media worker (docs/ARCHITECTURE.md, "Process shape"): one uWebSockets.js app on the shared realtime port and
+// every conversation it accepts, with the worker's one pacing clock. It reaches the database only through main.
 import { parentPort, workerData } from 'node:worker_threads';
 import { conversationNodeId, type Settings } from '../config.js';
 import { createLogger } from '../log.js';
@@ -112,7 +112,7 @@ port.on('message', (msg: MainMessage) => {
     case 'call_assigned':
     case 'call_hangup':
     case 'call_dtmf':
-      // Telephony joins here (issue: telephony); until then a call assigned to a worker is refused loudly.
+      // Telephony joins here; until then a call assigned to a worker is logged as an error and not run.
       log.error({ type: msg.type }, 'media worker: telephony messages are not handled yet');
       return;
   }

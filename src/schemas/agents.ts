@@ -1,9 +1,9 @@
-// Agents: the writable fields of the spec ("Agent (writable fields)"), their upsert defaults, the cross-field
+// Agents: the writable fields, their upsert defaults, the cross-field
 // rules, and the response record. The one source of truth for agent requests and records.
 import { z } from 'zod';
 import { e164, httpsPublicUrl, lang, type UrlRules } from './common.js';
 
-/** Spec, "Agent (writable fields)": name and slug are lowercase letters, digits, hyphens. */
+/** Agent names and slugs: lowercase letters, digits, hyphens. */
 export const agentName = z
   .string()
   .min(1, 'must not be empty')
@@ -14,9 +14,9 @@ export const AUDIO_FORMATS = ['pcm_44100', 'pcm_24000', 'pcm_16000', 'pcm_8000',
 export const BACKGROUND_NOISES = ['office', 'call-center', 'coffee-shop'] as const;
 export const MULTILINGUAL_MODES = ['auto', 'request', 'initial'] as const;
 export const VENDOR_MODELS = ['vendor_v0_5', 'vendor_v1', 'vendor_v1_1'] as const;
-/** Spec: "one provider is supported (its name is omitted here)"; Parley exports traces over OpenTelemetry. */
+/** The one observability provider: Parley exports traces over OpenTelemetry. */
 export const OBSERVABILITY_PROVIDERS = ['opentelemetry'] as const;
-/** Spec, "multilingual_mode": at most 2 additional languages when the language is detected per user turn. */
+/** multilingual_mode `auto` (language detected per user turn): at most 2 additional languages. */
 export const MAX_ADDITIONAL_LANGUAGES_AUTO = 2;
 
 export const backgroundNoise = z.enum(BACKGROUND_NOISES);
@@ -41,10 +41,10 @@ const VAD_MAX_PREBUFFER_MS = 10_000;
 const VAD_MAX_MIN_SPEECH_MS = 10_000;
 const VAD_MAX_MIN_SILENCE_MS = 60_000;
 
-/** Spec, "Conventions": Task. */
+/** One of an agent's `tasks`. */
 export const task = z.object({ name: z.string().min(1), description: z.string() });
 
-/** Spec, "Conventions": PronunciationItem; words must be unique in a list. */
+/** pronunciation_dictionary: words spoken as given; words must be unique in a list. */
 export const pronunciationDictionary = z
   .array(z.object({ word: z.string().min(1), pronunciation: z.string().min(1) }))
   .superRefine((items, ctx) => {
@@ -64,10 +64,10 @@ export const uniqueE164List = z.array(e164).superRefine((numbers, ctx) => {
   });
 });
 
-/** Spec, "Conventions": OutboundNumberPool. */
+/** outbound_number_pool: the numbers outbound calls may use, and those they may not. */
 export const outboundNumberPool = z.object({ active: z.array(e164), blocked: z.array(e164) });
 
-/** Spec, "Conventions": DataRetentionPolicy, form A (retain nothing) or form B (hours or null = forever). */
+/** data_retention_policy: retain nothing (zero data retention), or keep transcripts and audio (hours; null: always). */
 const retentionHours = z.object({ delete_after_hours: z.number().int().positive().nullable() });
 export const dataRetentionPolicy = z.discriminatedUnion('zero_data_retention', [
   z.object({ zero_data_retention: z.literal(true) }),
@@ -87,7 +87,7 @@ export const agentIntegration = z.object({
   app_slug: z.string(),
 });
 
-/** Spec, "Conventions": ConfigurationEndpoint; the default timeout is 3000 ms. */
+/** configuration_endpoint: called at a conversation's start; the default timeout is 3000 ms. */
 export const CONFIGURATION_ENDPOINT_DEFAULT_TIMEOUT_MS = 3000;
 export function configurationEndpoint(rules: UrlRules) {
   return z.object({
@@ -165,13 +165,13 @@ function isTimeZone(tz: string): boolean {
   }
 }
 
-/** PATCH /v1/agents/{nameOrId} (endpoint 19): every writable field optional; only what is sent changes. */
+/** PATCH /v1/agents/{nameOrId}: every writable field optional; only what is sent changes. */
 export function agentUpdateBody(rules: UrlRules) {
   return z.object({ name: agentName, ...writableShape(rules) }).partial();
 }
 export type AgentUpdateBody = z.infer<ReturnType<typeof agentUpdateBody>>;
 
-/** PUT /v1/agents/upsert (endpoint 20): `name` required; `integrations` is for update only. */
+/** PUT /v1/agents/upsert: `name` required; `integrations` is for update only. */
 export function agentUpsertBody(rules: UrlRules) {
   return z
     .object({ name: agentName, ...writableShape(rules) })
@@ -191,14 +191,14 @@ export type AgentConfig = Omit<
   'slug' | 'phone_number' | 'custom_phone_numbers' | 'custom_phone_number'
 >;
 
-/** Spec, "system_prompt": the upsert default states date, weekday, time and timezone through system variables. */
+/** The upsert default of system_prompt: date, weekday, time and time zone through system variables. */
 export const DEFAULT_SYSTEM_PROMPT =
   'You are a helpful voice assistant. Today is {{system_weekday}}, {{system_date}} {{system_year}}; ' +
   'the time is {{system_time}} in the {{system_conversation_timezone}} time zone. ' +
   'Answer briefly, in one or two sentences.';
 export const DEFAULT_NO_INPUT_POKE_TEXT = 'Are you still there?';
 
-/** Upsert defaults, exactly as the spec gives them; fields the spec leaves open take the neutral value. */
+/** Upsert defaults: every writable field a create leaves out. */
 export const AGENT_DEFAULTS = {
   timezone: 'UTC',
   voice_id: 'grant',
@@ -283,8 +283,8 @@ export interface RuleIssue {
 }
 
 /**
- * The rules that join several fields, judged on the agent as it will be after the write (spec, "Agent
- * (writable fields)"). Update checks the merged record, so a rule holds whatever subset was sent.
+ * The rules that join several fields, judged on the agent as it will be after the write. Update checks the merged
+ * record, so a rule holds whatever subset was sent.
  */
 export function agentRuleIssues(cfg: AgentConfig, phone: PhonePlan): RuleIssue[] {
   const issues: RuleIssue[] = [];
@@ -332,7 +332,7 @@ export function agentRuleIssues(cfg: AgentConfig, phone: PhonePlan): RuleIssue[]
   return issues;
 }
 
-/** Spec, "Agent (response record)": the listed fields first, in order, then the rest of the writable fields. */
+/** The agent record a read returns: its own fields first, in order, then the rest of the writable fields. */
 export const agentRecord = z.object({
   id: z.string(),
   name: z.string(),

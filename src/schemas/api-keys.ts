@@ -1,4 +1,4 @@
-// API keys (spec endpoint 2 and the create/list/update/delete a user expects). Secrets appear only in the
+// API keys: create, list, update, delete and rotate of /v1/api_keys. Secrets appear only in the
 // create and rotate answers.
 import { z } from 'zod';
 
@@ -13,7 +13,7 @@ export const apiKeyRecord = z.object({
   rotated_at: z.string().nullable(),
 });
 
-/** Create and rotate answer (spec, "Other records": API key rotation result). */
+/** Create and rotate answer: the only place the secret appears. */
 export const apiKeySecretBody = z.object({ id: z.string(), name: z.string(), api_key: z.string() });
 export const apiKeysBody = z.object({ api_keys: z.array(apiKeyRecord) });
 export const createApiKeyBody = z.object({ name: apiKeyName }).strict();

@@ -1,4 +1,4 @@
-// Zod pieces shared by every resource: identifiers, E.164, LANG, names, public HTTPS URLs (spec, "Conventions").
+// Zod pieces shared by every resource: identifiers, E.164, language codes, names, public HTTPS URLs, error bodies.
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
@@ -6,7 +6,7 @@ import { z } from 'zod';
 export const E164_PATTERN = /^\+[1-9]\d{1,14}$/;
 export const e164 = z.string().regex(E164_PATTERN, 'must be an E.164 phone number (e.g. +14155550123)');
 
-/** Language codes: ISO 639-1 plus `fil` and `yue` (spec, "Conventions", LANG). */
+/** Language codes: ISO 639-1 plus `fil` (ISO 639-2, Filipino) and `yue` (ISO 639-3, Cantonese). */
 export const LANGUAGES = [
   'ar', 'az', 'bg', 'bn', 'cs', 'da', 'de', 'el', 'en', 'es', 'fa', 'fi', 'fil', 'fr', 'gu', 'he', 'hi', 'hu',
   'id', 'it', 'ja', 'ka', 'km', 'kn', 'ko', 'lt', 'lv', 'ml', 'mr', 'ms', 'ne', 'nl', 'no', 'pa', 'pl', 'pt',
@@ -28,9 +28,9 @@ export const isoTimestamp = z.string().describe('ISO 8601 timestamp');
 
 export const successBody = z.object({ success: z.boolean() });
 
-/** Basic error body (spec, "Errors"). */
+/** Basic error body: `{error: {message, code?}}`. */
 export const errorBody = z.object({ error: z.object({ message: z.string(), code: z.string().optional() }) });
-/** Validation error body (spec, "Errors"): 400, and 409 on external storage policy update. */
+/** Validation error body, keyed by dotted field path: 400, and 409 on external storage policy update. */
 export const validationErrorBody = z.object({
   error: z.object({ message: z.string() }),
   param_errors: z.record(z.string(), z.string()),

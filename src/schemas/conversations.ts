@@ -1,18 +1,18 @@
-// Conversations: the record, its items and tool calls, extractions, and the queries of the
-// conversation endpoints (spec, "Conversation", "Conversation extraction", endpoints 12-14).
-// `(n)` in the spec is `.nullable()` here; the spec's "optional fields" are `.optional()` (always sent).
+// Conversations: the record, its items and tool calls, extractions, and the queries of the conversation
+// endpoints (GET /v1/conversations, /v1/conversations/{id}, /v1/conversations/{id}/extractions). Fields that may be
+// null are `.nullable()`; fields a record may leave out are `.optional()`.
 import { z } from 'zod';
 import { lang as language } from './common.js';
 import { backgroundNoise, dataRetentionPolicy, multilingualMode } from './agents.js';
 
-/** Spec, "Conversation": `origin`. */
+/** A conversation's `origin`: where it came from. */
 export const CONVERSATION_ORIGINS = [
   'web', 'web-playground', 'web-demo', 'direct', 'framework-agents-py', 'framework-agents-js', 'sdk-py', 'sdk-js',
   'inbound', 'telephony-inbound', 'outbound', 'telephony-outbound', 'replay',
 ] as const;
 export const conversationOrigin = z.enum(CONVERSATION_ORIGINS);
 
-/** Spec, "Conversation": `ended_by`, the terminal cause. */
+/** A conversation's `ended_by`, the terminal cause. */
 export const ENDED_BY = [
   'user', 'user_canceled', 'user_validation_failed', 'assistant', 'assistant_silence_limit_reached',
   'configuration_endpoint_timed_out', 'configuration_endpoint_error', 'configuration_endpoint_invalid_response',
@@ -21,7 +21,7 @@ export const ENDED_BY = [
 export const endedBy = z.enum(ENDED_BY);
 export type EndedBy = z.infer<typeof endedBy>;
 
-/** Formats of the presigned `audio_url` (endpoint 12, `audio_container`). */
+/** Formats of the signed `audio_url` (GET /v1/conversations/{id}, `audio_container`). */
 export const AUDIO_CONTAINERS = ['wav.gz', 'wav'] as const;
 export const audioContainer = z.enum(AUDIO_CONTAINERS);
 export type AudioContainer = z.infer<typeof audioContainer>;
@@ -35,7 +35,7 @@ const jsonMap = z.record(z.string(), z.unknown());
 
 export const pronunciationItem = z.object({ word: z.string(), pronunciation: z.string() });
 
-/** Spec, "Tool call entry". */
+/** One tool call of an assistant item. */
 export const toolCallEntry = z.object({
   id: z.string(),
   tool: z.object({ id: z.string(), name: z.string() }),
@@ -57,7 +57,7 @@ export const toolCallEntry = z.object({
 });
 export type ToolCallEntry = z.infer<typeof toolCallEntry>;
 
-/** Spec, "ConversationItem": one turn. */
+/** One item of a conversation: one turn. */
 export const conversationItem = z.object({
   id: z.string(),
   item_idx: z.number().int(),
@@ -72,12 +72,12 @@ export const conversationItem = z.object({
   /** Assistant items only. */
   audio_speed: z.number().optional(),
   tool_calls: z.array(toolCallEntry).optional(),
-  /** Deprecated (spec, "Versioning"). */
+  /** Deprecated: kept for clients that still read it. */
   system_prompt: z.string().optional(),
 });
 export type ConversationItem = z.infer<typeof conversationItem>;
 
-/** Spec, "call_info": phone metadata. */
+/** `call_info`: phone metadata. */
 export const callInfo = z.object({
   /** E.164, or `anonymous` when an inbound caller withheld the number. */
   from_phone_number: z.string(),
@@ -98,7 +98,7 @@ export const deletionInfo = z.object({
   audio_recordings_deleted_at: z.string().nullable(),
 });
 
-/** Spec, "Conversation". */
+/** The conversation record. */
 export const conversation = z.object({
   id: z.string(),
   agent: z.object({ id: z.string(), name: z.string(), is_deleted: z.boolean() }).nullable(),
@@ -123,7 +123,7 @@ export const conversation = z.object({
   audio_url: z.string().nullable(),
   started_at: z.string().nullable(),
   ended_at: z.string().nullable(),
-  /** The terminal cause; null while the conversation is still in progress (Parley: the spec is silent on that state). */
+  /** The terminal cause; null while the conversation is still in progress. */
   ended_by: endedBy.nullable(),
   boosted_keywords: z.array(z.string()).nullable(),
   pronunciation_dictionary: z.array(pronunciationItem),
@@ -154,12 +154,12 @@ export const conversation = z.object({
   deletion_info: deletionInfo.optional(),
   enable_assistant_backchannel: z.boolean().optional(),
   assistant_backchannel_aggressiveness: z.number().nullable().optional(),
-  /** Deprecated (spec, "Versioning"). */
+  /** Deprecated: kept for clients that still read it. */
   languages: z.array(z.string()).optional(),
 });
 export type Conversation = z.infer<typeof conversation>;
 
-/** Spec, "Conversation extraction". */
+/** One extraction of a conversation. */
 export const conversationExtraction = z.object({
   id: z.string(),
   schema: z.object({ id: z.string(), name: z.string(), isDeleted: z.boolean() }),
@@ -170,7 +170,7 @@ export type ConversationExtraction = z.infer<typeof conversationExtraction>;
 
 // ---- queries and responses of the endpoints ----
 
-/** Page size of endpoint 13: the spec's default, and Parley's documented upper bound. */
+/** Page size of GET /v1/conversations: default and upper bound. */
 export const LIST_LIMIT_DEFAULT = 20;
 export const LIST_LIMIT_MAX = 100;
 
@@ -211,12 +211,12 @@ function timeBound(kind: 'min' | 'max') {
 
 const durationSec = z.coerce.number().int().min(0);
 
-/** Query of endpoint 12. */
+/** Query of GET /v1/conversations/{id}. */
 export const getConversationQuery = z.object({
   audio_container: audioContainer.default('wav.gz'),
 });
 
-/** Query of endpoint 13. */
+/** Query of GET /v1/conversations. */
 export const listConversationsQuery = z
   .object({
     project: z.string().min(1).default('main').describe('project name or id'),

@@ -1,4 +1,4 @@
-// Conversation eval prompts of a project (spec endpoint 6, "Other records").
+// Conversation eval prompts of a project: /v1/projects/{id}/conversation_eval_prompts.
 import { z } from 'zod';
 
 export const createEvalPromptBody = z

@@ -1,4 +1,4 @@
-// External storage policies (spec endpoint 3, "Other records"): where recordings go under zero data retention.
+// External storage policies (/v1/external_storage_policies): where recordings go under zero data retention.
 import { z } from 'zod';
 import { httpsPublicUrl, snakeCaseName, type UrlRules } from './common.js';
 
@@ -40,7 +40,7 @@ export function externalStoragePolicySchemas(rules: UrlRules) {
     })
     .strict()
     .superRefine((b, ctx) => {
-      // Spec endpoint 3: credentials rotate only when both are given.
+      // Credentials rotate only when both are given.
       const one = (b.access_key_id === undefined) !== (b.secret_access_key === undefined);
       if (one) {
         const missing = b.access_key_id === undefined ? 'access_key_id' : 'secret_access_key';

@@ -1,8 +1,8 @@
-// Extraction schemas (spec, "Extraction schema"; endpoint 18 and create/list/update/delete).
+// Extraction schemas: the record, and the create, list, get, update and delete requests of /v1/extraction_schemas.
 import { z } from 'zod';
 
 export const EXTRACTION_FIELD_TYPES = ['string', 'int', 'float', 'bool', 'string[]', 'int[]', 'float[]', 'bool[]'] as const;
-/** Fields of one schema (ours; the spec gives no bound). */
+/** Fields of one schema (Parley's bound). */
 export const EXTRACTION_MAX_FIELDS = 100;
 
 export const extractionField = z
@@ -13,7 +13,7 @@ export const extractionField = z
       .max(64)
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be letters, digits and _, not starting with a digit'),
     type: z.enum(EXTRACTION_FIELD_TYPES),
-    // Spec: "description string or null; the property must be present".
+    // description: a string or null, and the property must be present.
     description: z.string().max(2000).nullable(),
   })
   .strict();

@@ -1,5 +1,5 @@
-// Outbound call (spec, endpoint 11): the request and its OutboundCallConfig. The config is parsed without
-// defaults: when it names an agent, the fields it sends override that agent's settings and the rest come from
+// Outbound call (POST /v1/conversations/outbound_call): the request and its OutboundCallConfig. The config is parsed
+// without defaults: when it names an agent, the fields it sends override that agent's settings and the rest come from
 // the agent; with no agent, OUTBOUND_CALL_DEFAULTS fill the rest (resolveOutboundCallConfig).
 import { z } from 'zod';
 import {
@@ -20,7 +20,7 @@ import { e164, lang, type UrlRules } from './common.js';
 
 const unitInterval = z.number().min(0, 'must be between 0 and 1').max(1, 'must be between 0 and 1');
 
-/** OutboundCallConfig (spec, endpoint 11): every field optional. */
+/** OutboundCallConfig: every field optional. */
 export function outboundCallConfig(rules: UrlRules) {
   return z
     .object({
@@ -97,7 +97,7 @@ export const outboundCallResponse = z.object({ conversation_id: z.string().nulla
 
 export const DEFAULT_OUTBOUND_SYSTEM_PROMPT = 'You are a helpful voice assistant on a phone call. Reply in one or two sentences.';
 
-/** Spec, endpoint 11: the defaults of OutboundCallConfig when no agent is named. */
+/** The defaults of OutboundCallConfig when no agent is named. */
 export const OUTBOUND_CALL_DEFAULTS = {
   project: 'main',
   generate_welcome_message: false,

@@ -1,4 +1,4 @@
-// Project record and requests (spec, "Project"; endpoints 15, 16 and the create/update/delete a user expects).
+// Project record and requests: list, get, create, update and delete of /v1/projects.
 import { z } from 'zod';
 
 /** Project names: lowercase slug, 1-64 characters (`main` is every workspace's first project). */

@@ -1,10 +1,10 @@
-// POST /v1/responses (spec, "17. Generate responses"): the request body with every rule, and the response.
+// POST /v1/responses: the request body with every rule, and the response.
 import { z } from 'zod';
 import { vendorModel } from './agents.js';
 import { e164, lang } from './common.js';
 import { MAX_JSON_SCHEMA_DEPTH, parametersObject, RESERVED_PARAMETER_NAMES, type PropertySchema } from './tools.js';
 
-// ---- inline JSON-Schema parameters (spec, "Tool", parameter rules 5 and 7) ----------------------------------
+// ---- inline JSON-Schema parameters (tool parameter rules 5 and 7, src/schemas/tools.ts) --------------------
 
 type Issue = { path: (string | number)[]; message: string };
 
@@ -31,7 +31,7 @@ function schemaIssues(s: PropertySchema, depth: number, path: (string | number)[
   for (const [i, alt] of (s.anyOf ?? []).entries()) schemaIssues(alt, depth + 1, [...path, 'anyOf', i], out);
 }
 
-/** Spec, Tool parameter rule 5 (agents-tools' schema) with its nesting, `required`, `enum` and rule-7 checks. */
+/** Tool parameter rule 5 (tools.ts parametersObject) with its nesting, `required`, `enum` and rule-7 checks. */
 export const jsonSchemaParameters = parametersObject
   .superRefine((schema, ctx) => {
     const issues: Issue[] = [];
@@ -47,7 +47,7 @@ export type JsonSchemaParameters = z.infer<typeof jsonSchemaParameters>;
 
 // ---- tools -----------------------------------------------------------------------------------------------
 
-/** Built-in tools a request may name in `tools` (spec, "ResponsesTool"). */
+/** Built-in tools a request may name in `tools`. */
 export const BUILT_IN_TOOLS = ['keypad_input', 'natural_conversation_ending', 'choose_not_to_respond', 'web_search'] as const;
 export type BuiltInToolName = (typeof BUILT_IN_TOOLS)[number];
 /** Names no inline tool definition may take: the built-ins, and the functions transfers are offered as. */
@@ -158,7 +158,7 @@ export type ToolCallOutputItem = z.infer<typeof toolCallOutputItem>;
 
 // ---- cross-field rules -----------------------------------------------------------------------------------
 
-/** Rules across input items (spec, "Input item forms" and "Rules"). */
+/** Rules across input items. */
 function inputIssues(input: InputItem[]): Issue[] {
   const out: Issue[] = [];
   const callIds = new Set<string>();

@@ -1,10 +1,10 @@
-// Session tokens (spec endpoint 1, "Session token" states, "Limits").
+// Session tokens: the request and answer of POST /v1/auth/session_token, and their lifetime bounds.
 import { z } from 'zod';
 
-/** Spec, "Limits": default lifetime 300 s. The upper bound is not given there; one day is ours. */
+/** Default lifetime 300 s; at most one day. */
 export const SESSION_TOKEN_DEFAULT_TTL_SECONDS = 300;
 export const SESSION_TOKEN_MAX_TTL_SECONDS = 86_400;
-/** Conversations one token may be scoped to (ours; the spec gives no bound). */
+/** Conversations one token may be scoped to (Parley's bound). */
 export const SESSION_TOKEN_MAX_CONVERSATIONS = 100;
 
 export const createSessionTokenBody = z

@@ -1,4 +1,4 @@
-// The STS WebSocket's message catalog (DESIGN.md, "The STS WebSocket"): zod schemas of every client message, and
+// The STS WebSocket's message catalog (docs/sts-protocol.md): zod schemas of every client message, and
 // the types of every server event. The transport parses each JSON text frame with `clientMessage(rules)` and hands
 // the typed message to the conversation; the conversation emits `ServerEvent`s through its ConversationClient.
 import { z } from 'zod';
@@ -6,7 +6,7 @@ import type { UrlRules } from './common.js';
 import { agentUpdateBody } from './agents.js';
 import { parametersObject } from './tools.js';
 
-/** Audio formats a client may stream in or ask back (DESIGN.md; the agents' formats plus A-law and Opus). */
+/** Audio formats a client may stream in or ask back (the agents' formats plus A-law and Opus). */
 export const STS_AUDIO_FORMATS = [
   'pcm_48000',
   'pcm_44100',

@@ -1,5 +1,20 @@
-// Tools: the create/update request (spec, "Tool"), the nine tool parameter rules, every per-type field rule,
-// and the record a read returns. The one source of truth for tool requests and records.
+// Tools: the create/update request, the nine tool parameter rules, every per-type field rule, and the record a
+// read returns. The one source of truth for tool requests and records.
+//
+// The tool parameter rules, numbered as the code below cites them:
+//   1. Array form: each parameter is {type, name, description?, is_required?, location?}; names unique.
+//   2. A POST custom_webhook gives every array parameter a location (GET: query_string by default, never
+//      request_body).
+//   3. custom_websocket and the transfer tools take no `location` on array parameters.
+//   4. With the array form, `parameter_locations` is not sent.
+//   5. JSON-Schema form: {type: "object", properties, required?, additionalProperties: false?}, properties using
+//      only the keywords of PropertySchema, every `required` name among the properties, nesting at most
+//      MAX_JSON_SCHEMA_DEPTH levels.
+//   6. JSON-Schema form on a custom_webhook: `parameter_locations` names top-level properties only; POST gives
+//      every property one; GET never request_body.
+//   7. No parameter takes a reserved name (RESERVED_PARAMETER_NAMES): those are injected into every call.
+//   8. custom_context, natural conversation ending, keypad input and choose not to respond take no parameters.
+//   9. A read returns `parameters` in the form it was defined in.
 import { z } from 'zod';
 import { e164, publicHttpsUrlProblem, snakeCaseName, type UrlRules } from './common.js';
 
@@ -28,9 +43,9 @@ export const RESERVED_PARAMETER_NAMES = [
   'to_phone_number',
   'telephony_call_sid',
 ] as const;
-/** Tool parameter rule 5 and spec, "Limits": JSON-Schema nesting at most 5 levels (the parameters object is 1). */
+/** Tool parameter rule 5: JSON-Schema nesting at most 5 levels (the parameters object is 1). */
 export const MAX_JSON_SCHEMA_DEPTH = 5;
-/** Spec, "Tool": endpoint_timeout_ms and tool_call_output_timeout_ms default to 5000 ms. */
+/** endpoint_timeout_ms and tool_call_output_timeout_ms default to 5000 ms. */
 export const DEFAULT_ENDPOINT_TIMEOUT_MS = 5000;
 export const DEFAULT_TOOL_CALL_OUTPUT_TIMEOUT_MS = 5000;
 
@@ -38,7 +53,7 @@ const PHONE: readonly ToolType[] = ['built_in_transfer_to_phone_number'];
 const CUSTOM: readonly ToolType[] = ['custom_context', 'custom_webhook', 'custom_websocket'];
 const REMOTE: readonly ToolType[] = ['custom_webhook', 'custom_websocket'];
 
-/** Per-type field rules (spec, "Tool"): the types on which each optional field may be sent. */
+/** Per-type field rules: the types on which each optional field may be sent. */
 export const FIELD_TYPES = {
   parameter_locations: ['custom_webhook'],
   endpoint_method: ['custom_webhook'],
@@ -87,7 +102,7 @@ export const parameterDefinition = z.object({
 });
 export type ParameterDefinition = z.infer<typeof parameterDefinition>;
 
-/** Tool parameter rule 5: a property schema of the JSON-Schema form (only the keywords the spec supports). */
+/** Tool parameter rule 5: a property schema of the JSON-Schema form (only these keywords are accepted). */
 export interface PropertySchema {
   type?: (typeof JSON_TYPES)[number];
   description?: string;
@@ -160,7 +175,7 @@ export type ToolDefinition = { [K in 'name' | 'description' | 'type' | 'executio
   [K in Exclude<keyof ToolFields, 'name' | 'description' | 'type' | 'execution_mode'>]?: z.output<ToolFields[K]>;
 };
 
-/** POST /v1/tools (endpoint 7). The parsed value is the tool's definition as stored. */
+/** POST /v1/tools. The parsed value is the tool's definition as stored. */
 export function toolCreateBody(rules: UrlRules) {
   return z
     .object(toolFields(rules))
@@ -189,8 +204,8 @@ export function urlPlaceholders(url: string): string[] {
 }
 
 /**
- * Spec, "Tool", endpoint_url: a public HTTPS URL without credentials whose `{name}` placeholders sit in the path or
- * the query only. Judged by filling each placeholder with a marker and checking where the markers land.
+ * endpoint_url: a public HTTPS URL without credentials whose `{name}` placeholders sit in the path or the query
+ * only. Judged by filling each placeholder with a marker and checking where the markers land.
  */
 export function endpointUrlProblem(raw: string, rules: UrlRules): string | null {
   const names = urlPlaceholders(raw);
@@ -236,7 +251,7 @@ function propertyIssues(s: PropertySchema, path: (string | number)[], issues: To
   (s.anyOf ?? []).forEach((child, i) => propertyIssues(child, [...path, 'anyOf', i], issues));
 }
 
-/** Every rule of the spec's "Tool" section that joins fields: the nine parameter rules and the per-type rules. */
+/** Every rule that joins fields of a tool: the nine parameter rules, the per-type and the execution-mode rules. */
 export function toolRuleIssues(tool: ToolDefinition): ToolIssue[] {
   const issues: ToolIssue[] = [];
   const add = (path: (string | number)[], message: string) => issues.push({ path, message });
@@ -247,7 +262,7 @@ export function toolRuleIssues(tool: ToolDefinition): ToolIssue[] {
   for (const [field, types] of Object.entries(FIELD_TYPES) as [keyof typeof FIELD_TYPES, readonly ToolType[]][]) {
     if (tool[field] !== undefined && !types.includes(type)) add([field], `is not allowed for ${type} tools`);
   }
-  // Required per type (endpoint 7).
+  // Required per type.
   if (isWebhook) {
     if (tool.endpoint_method === undefined) add(['endpoint_method'], 'is required for custom_webhook tools');
     if (tool.endpoint_url === undefined) add(['endpoint_url'], 'is required for custom_webhook tools');
@@ -387,7 +402,7 @@ function parameterIssues(tool: ToolDefinition, add: (path: (string | number)[], 
 
 // ---- the record a read returns ------------------------------------------------------------------------------
 
-/** The defaults of each optional field for the types it belongs to (spec, "Tool"). */
+/** The defaults of each optional field for the types it belongs to. */
 function typeDefaults(tool: ToolDefinition): Partial<ToolDefinition> {
   switch (tool.type) {
     case 'custom_context':
@@ -414,7 +429,7 @@ function typeDefaults(tool: ToolDefinition): Partial<ToolDefinition> {
         post_transfer_message: null,
         use_agent_phone_number: useAgentNumber,
         detect_voicemail: false,
-        keep_listening: true, // Spec: in a list response the default is true (create stores its own default).
+        keep_listening: true, // A read's default; create stores its own (toStoredDefinition).
         on_transfer_no_answer: 'return_to_assistant',
         uninterruptible: true,
       };
@@ -453,7 +468,7 @@ export function toolView(id: string, project: { id: string; name: string }, def:
   };
 }
 
-/** The tool record of get and list (spec, "Tool"; list response adds id and project, execution_mode optional). */
+/** The tool record of get and list (a list response adds id and project; execution_mode optional). */
 export const toolRecord = z
   .object({
     id: z.string(),

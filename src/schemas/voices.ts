@@ -1,7 +1,7 @@
-// Voices (spec, "Voice"; endpoint 21): a configurable catalog, each voice mapped to a voice of each engine.
+// Voices (/v1/voices): a configurable catalog, each voice mapped to a voice of each engine.
 import { z } from 'zod';
 
-/** Spec, "Limits": voice `audio_url` valid 7 days. */
+/** A voice's `audio_url` (its sample) is valid 7 days. */
 export const VOICE_SAMPLE_TTL_SECONDS = 7 * 24 * 3600;
 
 export const voiceId = z.string().regex(/^[a-z][a-z0-9_]{0,31}$/, 'must be a short lowercase word');

@@ -1,8 +1,8 @@
-// Workspace (organization) read and update (spec endpoint 10, "Other records": workspace updatable fields).
+// Workspace (organization) read and update: GET and PATCH /v1/workspace, and the fields an update may change.
 import { z } from 'zod';
 import { addressEntryProblem } from '../auth/addresses.js';
 
-/** Spec: `logo_url` is an https URL ending `.png` or `.svg`, or null to clear. */
+/** `logo_url`: an https URL ending `.png` or `.svg`, or null to clear. */
 export const logoUrl = z
   .string()
   .max(2048)
@@ -27,7 +27,7 @@ export const ipAllowlistEntry = z.string().superRefine((v, ctx) => {
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
 });
 
-/** Entries of one allowlist (ours; the spec gives no bound). */
+/** Entries of one allowlist (Parley's bound). */
 export const IP_ALLOWLIST_MAX = 1000;
 
 export const updateWorkspaceBody = z

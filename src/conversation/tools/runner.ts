@@ -1,6 +1,6 @@
-// Runs the tool calls of a live conversation (issue 4, "tools"): context, webhook, WebSocket (answered by the
-// client), and the built-ins. Sync tools answer the engine when they finish; async tools answer at once and add
-// their result to the context when it arrives (speaking it when `wait_for_response`). Every call is recorded.
+// Runs the tool calls of a live conversation: context, webhook, WebSocket (answered by the client), and the
+// built-ins. Sync tools answer the engine when they finish; async tools answer at once and add their result to the
+// context when it arrives (speaking it when `wait_for_response`). Every call is recorded.
 import type { EngineToolCall, SpeechEngineSession } from '../../engines/engine.js';
 import type { NewToolCall } from '../../store/conversations.js';
 import type { ConversationTimers } from '../host.js';
