@@ -3,7 +3,7 @@
 import t from 'tap';
 import { parseMessage, type SipRequest } from '../../sip/message/index.js';
 import { ANONYMOUS, callerNumber, dialledNumber, toE164 } from '../../src/telephony/call-parties.js';
-import { baresipInvite, sippInvite } from './peer-invites.js';
+import { baresipInvite, sippInvite } from './sip-peers.js';
 
 t.setTimeout(60_000);
 

@@ -1,5 +1,6 @@
-// The INVITEs real SIP peers send: SIPp (built-in uac scenario) and baresip dial a UDP socket of the test on
-// loopback; the first INVITE is parsed and the peer stopped by its PID. Bounded in time.
+// Real SIP peers of the telephony tests, on loopback, bounded in time, stopped by their PID:
+// the INVITEs SIPp (built-in uac scenarios) and baresip send, captured on a UDP socket of the test; and SIPp's
+// built-in uas scenario as a callee.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -72,9 +73,9 @@ export async function sippInvite(service: string, scenario: 'uac' | 'uac_pcap' =
 
 /**
  * baresip (as a person would run it: opus, G.722 and G.711 loaded) dialling `target` from the account `account`
- * (e.g. `sip:+14155550123@127.0.0.1`).
+ * (e.g. `sip:+14155550123@127.0.0.1`), with optional account parameters (`;audio_codecs=PCMA,PCMU`).
  */
-export async function baresipInvite(account: string, target: (port: number) => string): Promise<SipRequest> {
+export async function baresipInvite(account: string, target: (port: number) => string, accountParams = ''): Promise<SipRequest> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-baresip-'));
   mkdirSync(join(dir, 'rec'));
   const sipPort = await freeUdpPort();
@@ -96,8 +97,31 @@ export async function baresipInvite(account: string, target: (port: number) => s
     'module_app menu.so',
     '',
   ].join('\n'));
-  writeFileSync(join(dir, 'accounts'), `<${account}:${sipPort}>;regint=0\n`);
+  writeFileSync(join(dir, 'accounts'), `<${account}:${sipPort}>;regint=0${accountParams}\n`);
   return captureInvite('baresip', (port) => spawn('baresip', ['-f', dir, '-e', `/dial ${target(port)}`, '-t', '8'], {
     cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
   }));
+}
+
+export interface SippCallee {
+  port: number;
+  stop(): Promise<void>;
+}
+
+/** SIPp's built-in uas scenario on loopback, answering one call (200 with PCMU) and waiting for its BYE. */
+export async function startSippUas(): Promise<SippCallee> {
+  const port = await freeUdpPort();
+  const mediaPort = await freeUdpPort();
+  const cwd = mkdtempSync(join(tmpdir(), 'parley-sipp-uas-'));
+  const child = spawn('sipp', ['-sn', 'uas', '-m', '1', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-nostdin'], {
+    cwd, stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  const bound = setTimeout(() => child.kill('SIGKILL'), CAPTURE_TIMEOUT_MS * 3);
+  return {
+    port,
+    stop: async () => {
+      clearTimeout(bound);
+      await stop(child);
+    },
+  };
 }
