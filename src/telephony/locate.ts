@@ -30,6 +30,8 @@ const TRANSPORT_PREFERENCE: readonly LocatedTransport[] = ['udp', 'tcp', 'tls'];
 export const PARLEY_TRANSPORTS: readonly LocatedTransport[] = ['udp', 'tcp'];
 /** RFC 3403 4.1: flag "S": the next lookup is SRV. */
 const NAPTR_FLAG_SRV = 's';
+/** RFC 3403 4.1: a replacement of "." means none (the record rewrites by regexp, which SIP does not use). */
+const NAPTR_NO_REPLACEMENT = '.';
 /** RFC 2782: a target of "." means the service is decidedly not available at this domain. */
 const SRV_NO_SERVICE = '.';
 /** DNS answers that mean "no such records" (NXDOMAIN, NODATA); every other failure is an error. */
@@ -181,7 +183,7 @@ export class Locator {
     }
     // RFC 3263 4.1: NAPTR, keeping the services we speak (only SIPS for a sips: URI), by order then preference.
     const naptr = (await this.#query(() => this.#resolver.resolveNaptr(host)))
-      .filter((r) => r.flags.toLowerCase() === NAPTR_FLAG_SRV)
+      .filter((r) => r.flags.toLowerCase() === NAPTR_FLAG_SRV && r.replacement !== '' && r.replacement !== NAPTR_NO_REPLACEMENT)
       .map((r) => ({ ...r, transport: NAPTR_SERVICES[r.service.toUpperCase()] }))
       .filter((r) => r.transport !== undefined && this.#transports.includes(r.transport) && (!secure || r.transport === 'tls'))
       .sort((a, b) => a.order - b.order || a.preference - b.preference);

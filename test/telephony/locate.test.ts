@@ -14,6 +14,7 @@ const ZONE: ZoneRecord[] = [
   { name: 'carrier.example', type: 'NAPTR', data: { order: 10, preference: 10, flags: 'S', services: 'SIP+D2T', regexp: '', replacement: '_sip._tcp.carrier.example' } },
   { name: 'carrier.example', type: 'NAPTR', data: { order: 20, preference: 10, flags: 'S', services: 'SIPS+D2T', regexp: '', replacement: '_sips._tcp.carrier.example' } },
   { name: 'carrier.example', type: 'NAPTR', data: { order: 5, preference: 10, flags: 'U', services: 'E2U+sip', regexp: '!^.*$!sip:x@y!', replacement: '.' } },
+  { name: 'carrier.example', type: 'NAPTR', data: { order: 1, preference: 10, flags: 'S', services: 'SIP+D2U', regexp: '', replacement: '.' } },
   { name: '_sip._tcp.carrier.example', type: 'SRV', data: { priority: 20, weight: 0, port: 5080, target: 'b.carrier.example' } },
   { name: '_sip._tcp.carrier.example', type: 'SRV', data: { priority: 10, weight: 0, port: 5070, target: 'a.carrier.example' } },
   { name: '_sip._udp.carrier.example', type: 'SRV', data: { priority: 10, weight: 0, port: 5060, target: 'a.carrier.example' } },
@@ -77,7 +78,7 @@ t.test('NAPTR -> SRV -> A/AAAA: services we speak, by order and preference, SRV 
   t.same(await locator().locate('sip:carrier.example'), [
     tcp('192.0.2.10', 5070), tcp('2001:db8::10', 5070), tcp('192.0.2.20', 5080),
     udp('192.0.2.10', 5060), udp('2001:db8::10', 5060),
-  ], 'TCP (preference 10) before UDP (20); SIPS discarded without TLS; the non-SIP NAPTR ignored');
+  ], 'TCP (preference 10) before UDP (20); SIPS discarded without TLS; the non-SIP and replacement-less NAPTRs ignored');
   const withTls = await locator({ transports: ['udp', 'tcp', 'tls'] }).locate('sip:carrier.example');
   t.same(withTls.at(-1), { transport: 'tls', address: '2001:db8::10', port: 5061 }, 'SIPS+D2T (order 20) last');
   t.same(await locator({ transports: ['udp', 'tcp', 'tls'] }).locate('sips:carrier.example'), [
