@@ -1,6 +1,7 @@
 // Every setting of a Parley node, validated once at start-up.
 // Sources, later ones winning: defaults, an optional JSON config file (PARLEY_CONFIG_FILE), the environment.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 
@@ -17,6 +18,13 @@ export const settingsSchema = z.object({
   PARLEY_HTTP_PORT: port.default(3000),
   PARLEY_WS_PORT: port.default(3001),
   PARLEY_SIP_PORT: port.default(5060),
+  /** Address put in SDP c= and Contact (where peers send RTP and requests); default PARLEY_HOST. */
+  PARLEY_SIP_PUBLIC_ADDRESS: z.string().refine((v) => isIP(v) !== 0, 'must be an IPv4 or IPv6 address').optional(),
+  /** JSON file of SIP trunks (docs/telephony.md); unset: one implicit trunk trusting loopback callers only. */
+  PARLEY_TRUNKS_FILE: z.string().min(1).optional(),
+  /** Token bucket per source address of inbound INVITEs: refill per second and burst (503 + Retry-After past it). */
+  PARLEY_SIP_INVITE_RATE_PER_SEC: z.coerce.number().positive().max(100_000).default(20),
+  PARLEY_SIP_INVITE_BURST: positiveInt.max(1_000_000).default(40),
   PARLEY_RTP_PORT_MIN: port.default(40000),
   PARLEY_RTP_PORT_MAX: port.default(49999),
   PARLEY_DATA_DIR: z.string().min(1).default('./data'),
@@ -134,6 +142,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const s = result.data;
   if (s.PARLEY_RTP_PORT_MIN >= s.PARLEY_RTP_PORT_MAX) {
     throw new ConfigError([{ setting: 'PARLEY_RTP_PORT_MIN', message: 'must be below PARLEY_RTP_PORT_MAX' }]);
+  }
+  // RFC 3550 11: RTP on an even port, RTCP on the odd one above it; the range must hold one such pair.
+  if (s.PARLEY_RTP_PORT_MIN % 2 === 1 && s.PARLEY_RTP_PORT_MIN + 1 >= s.PARLEY_RTP_PORT_MAX) {
+    throw new ConfigError([{ setting: 'PARLEY_RTP_PORT_MIN', message: 'the range must hold an even RTP port and the RTCP port above it' }]);
   }
   return s;
 }
