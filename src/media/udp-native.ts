@@ -1,25 +1,22 @@
 // Batched UDP I/O for RTP through the native addon: recvmmsg/sendmmsg endpoints (native/src/udp_io.h) and, for a
 // worker's many call sockets, io_uring (native/src/udp_ring.h).
 //
-// Issue 3 item 3: node:dgram costs ~7 us per packet (bench/results/udp-io.json), more than a third of a core at 500
-// calls, so RTP sockets live in the addon. One NativeUdpSocket per RTP port, i.e. per call stream: SDP gives each
-// stream its own port and symmetric RTP needs packets to leave from that same port.
+// RTP sockets live in the addon because node:dgram costs a kernel entry and a JavaScript object per packet
+// (bench/results/udp-io.json). One NativeUdpSocket per RTP port, i.e. per call stream: SDP gives each stream its
+// own port and symmetric RTP needs packets to leave from that same port.
 //
 // A worker's sockets share one NativeUdpGroup. Its io_uring backend (the default where the kernel allows it)
 // arms one multishot receive per socket on the group's ring and sends every socket's packets of a tick with one
 // io_uring_enter (group.sendMany): the kernel is entered a few times per loop iteration, not once per packet, and
-// one crossing into JavaScript delivers every socket that received. Measured against the alternatives (one
-// recvmmsg per readable socket under libuv's epoll and one sendmmsg per socket; node:dgram) in
-// bench/results/udp-io.json. Where io_uring is missing or blocked (a container's seccomp profile) the group falls
-// back to the poll backend: one uv_poll and recvmmsg per socket, one sendmmsg per socket, the same dispatch.
+// one crossing into JavaScript delivers every socket that received. Where io_uring is missing or blocked (a
+// container's seccomp profile) the group falls back to the poll backend: one uv_poll and recvmmsg per socket, one
+// sendmmsg per socket, the same dispatch.
 //
 // SharedUdpSocket (below) is the other layout: ONE socket for all of a worker's calls, received packets
 // demultiplexed by source address:port in user space (UdpPeerTable), each sent packet carrying its destination.
-// Measured against a socket per call (bench/results/udp-shared*.json, a loaded 2-vCPU VM): 0.7-0.8x the gateway
-// CPU per packet (receive ~0.5x, send ~0.75x: the kernel's udp_sendmsg and loopback delivery remain). Whether
-// calls share a port is a signalling decision (SDP would advertise one port per worker; NAT latching needs
-// another key than the local port; one flooded socket drops every call's packets), so SDP still gives each
-// stream its own port and NativeUdpSocket per call stays the default.
+// It costs the gateway less CPU per packet (bench/results/udp-shared*.json), but whether calls share a port is a
+// signalling decision (SDP would advertise one port per worker; NAT latching needs another key than the local
+// port; one flooded socket drops every call's packets), so NativeUdpSocket per call stays the default.
 //
 // Shared buffers, no per-packet JS objects:
 // - receive ring: `slots` slots of `slotBytes` bytes in rxData; packet i of a batch starts at i * slotBytes and
@@ -31,7 +28,7 @@
 // IPv4 only. Errors from the kernel are UdpIoError with the errno name as `code`; misuse (wrong sizes, closed
 // socket) is a RangeError / TypeError / UdpIoError('EBADF').
 import { constants } from 'node:os';
-import { nativeAddon } from './native.js';
+import { nativeAddon } from './native/addon.js';
 
 /** Words per rxMeta / txMeta entry. */
 export const UDP_META_WORDS = 4;
