@@ -1,5 +1,6 @@
 // Batched UDP I/O for RTP through the native addon: recvmmsg/sendmmsg endpoints (native/src/udp_io.h) and, for a
-// worker's many call sockets, io_uring (native/src/udp_ring.h).
+// worker's many call sockets, io_uring (native/src/udp_ring.h). Linux only: elsewhere the addon is built without
+// them, and opening a socket or group throws UdpIoError ENOSYS (NATIVE_UDP_AVAILABLE tells beforehand).
 //
 // RTP sockets live in the addon because node:dgram costs a kernel entry and a JavaScript object per packet
 // (bench/results/udp-io.json). One NativeUdpSocket per RTP port, i.e. per call stream: SDP gives each stream its
@@ -113,6 +114,21 @@ interface UdpAddon {
 
 const addon = nativeAddon() as UdpAddon;
 
+/** Whether this build of the addon has the UDP endpoints: on Linux only (recvmmsg, sendmmsg, io_uring, eventfd). */
+export const NATIVE_UDP_AVAILABLE: boolean = typeof (addon as Partial<UdpAddon>).udpOpen === 'function';
+
+/** Throws UdpIoError ENOSYS where the addon was built without the UDP endpoints. */
+function requireNativeUdp(): void {
+  if (!NATIVE_UDP_AVAILABLE) {
+    throw new UdpIoError(
+      `native UDP I/O is Linux-only (recvmmsg, sendmmsg, io_uring); not available on ${process.platform}`,
+      'ENOSYS',
+      -constants.errno.ENOSYS,
+      'udp',
+    );
+  }
+}
+
 function isNativeErrno(err: unknown): err is NativeErrno {
   return err instanceof Error && typeof (err as NativeErrno).code === 'string' && typeof (err as NativeErrno).errno === 'number';
 }
@@ -204,6 +220,7 @@ export class NativeUdpGroup {
   readonly backend: UdpGroupBackend;
 
   constructor(capacity: number, options: NativeUdpGroupOptions = {}) {
+    requireNativeUdp();
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('group capacity must be a positive integer');
     this.capacity = capacity;
     this.ready = new Uint32Array(capacity * GROUP_WORDS);
@@ -323,6 +340,7 @@ export class NativeUdpSocket {
   readonly groupId: number;
 
   private constructor(options: NativeUdpOptions) {
+    requireNativeUdp();
     const slots = options.slots ?? DEFAULT_RX_SLOTS;
     const txSlots = options.txSlots ?? DEFAULT_TX_SLOTS;
     this.slotBytes = options.slotBytes ?? DEFAULT_SLOT_BYTES;
@@ -355,7 +373,10 @@ export class NativeUdpSocket {
     this.port = addon.udpLocalPort(this.handle);
   }
 
-  /** Binds a socket (port 0: any free port; see .port). Throws UdpIoError (EADDRINUSE, EADDRNOTAVAIL, EINVAL...). */
+  /**
+   * Binds a socket (port 0: any free port; see .port). Throws UdpIoError (EADDRINUSE, EADDRNOTAVAIL, EINVAL...;
+   * ENOSYS off Linux).
+   */
   static open(options: NativeUdpOptions): NativeUdpSocket {
     return new NativeUdpSocket(options);
   }
