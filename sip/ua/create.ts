@@ -66,10 +66,10 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
       return { cancel: () => { if (ct.kind === 'client-invite') l.cancel(ct); } };
     },
     sendStateless(req: SipRequest, target) {
-      l.sendStateless(req, target).catch((err: Error) => ua!.emit('error', err));
+      l.sendStateless(req, target).catch((err: Error) => ua!.reportBackgroundError(err));
     },
     resendResponse(res: SipResponse) {
-      transport.sendResponse(res).catch((err: Error) => ua!.emit('error', err));
+      transport.sendResponse(res).catch((err: Error) => ua!.reportBackgroundError(err));
     },
     get sentBy() {
       return transport.sentBy;

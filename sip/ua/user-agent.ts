@@ -68,6 +68,12 @@ export interface UserAgentEvents {
   /** A request outside any dialog other than INVITE/ACK/CANCEL/OPTIONS (answered 405 when unheard). */
   request: [InviteRequest, (status: number, reason: string) => void];
   dialog: [Dialog];
+  /**
+   * Failures of background work no caller awaits: a stateless send (an ACK, a retransmitted 2xx), resolving an
+   * ACK's target, the BYE after an unusable answer, and a dialog's background failures its own 'error'
+   * listeners did not hear (DialogEvents.error). Emitted only while an 'error' listener is attached; never
+   * thrown, so a process that does not listen is not crashed by a peer that stops answering.
+   */
   error: [Error];
 }
 
@@ -119,6 +125,11 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     this.#auth = core.auth;
     this.#userAgent = core.userAgent ?? 'parley';
     this.#minSe = core.minSessionExpiresSec ?? DEFAULT_MIN_SE_SEC;
+  }
+
+  /** UserAgentEvents.error: to the UA's 'error' listeners, if any; never thrown. */
+  reportBackgroundError(err: Error): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err);
   }
 
   #contact(transport: TransportName): NameAddr {
@@ -270,6 +281,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const dialog = new Dialog({
       data, sender: this.#sender(transport), clock: this.#clock, timers: this.#timers, localMedia: opts.media ?? null,
       localSdp, remoteSdp, media, sessionTimer: st.kind === 'accept' ? st.timer : null, pendingOffer,
+      unheardError: (err) => this.reportBackgroundError(err),
     });
     this.#track(dialog);
     pending.tx.respond(res);
@@ -307,7 +319,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
           addVia(ack, this.#tx.sentBy, target.transport);
           this.#acks.set(keyOfAck(ack), { ack, target });
           this.#tx.sendStateless(ack, target);
-        }, (err: Error) => this.emit('error', err));
+        }, (err: Error) => this.reportBackgroundError(err));
       },
       retransmitResponse: (res) => this.#tx.resendResponse(res),
     };
@@ -408,7 +420,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     }
     const dialog = new Dialog({
       data, sender, clock: this.#clock, timers: this.#timers, localMedia: media, localSdp: offerText, remoteSdp: answerText,
-      media: negotiated, sessionTimer: uacSessionTimer(res.headers),
+      media: negotiated, sessionTimer: uacSessionTimer(res.headers), unheardError: (err) => this.reportBackgroundError(err),
     });
     this.#track(dialog);
     // RFC 3261 13.2.2.4: the ACK to a 2xx is a new transaction-less request with the INVITE's CSeq.
@@ -416,7 +428,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     sender.sendAck(ack, nextHop(data));
     if (media && negotiated === null) {
       // RFC 3261 13.2.2.4 / RFC 3264: an unusable answer: ACK, then end the call.
-      dialog.bye().catch((err: Error) => this.emit('error', err));
+      dialog.bye().catch((err: Error) => this.reportBackgroundError(err));
       throw new SipError(488, 'Not Acceptable Here', 'the answer accepted no usable audio stream');
     }
     return dialog;
