@@ -127,6 +127,11 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     this.#minSe = core.minSessionExpiresSec ?? DEFAULT_MIN_SE_SEC;
   }
 
+  /** Open TCP connections of the UA's transport, both directions. */
+  get tcpConnectionCount(): number {
+    return this.#tx.tcpConnectionCount;
+  }
+
   /** UserAgentEvents.error: to the UA's 'error' listeners, if any; never thrown. */
   reportBackgroundError(err: Error): void {
     if (this.listenerCount('error') > 0) this.emit('error', err);
@@ -283,7 +288,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       localSdp, remoteSdp, media, sessionTimer: st.kind === 'accept' ? st.timer : null, pendingOffer,
       unheardError: (err) => this.reportBackgroundError(err),
     });
-    this.#track(dialog);
+    this.#track(dialog, pending.req.source);
     pending.tx.respond(res);
     dialog.awaitAck(res);
     return dialog;
@@ -295,10 +300,13 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     p.tx.respond(buildResponse(p.req, status, reason, { toTag: p.toTag, headers }));
   }
 
-  #track(dialog: Dialog): void {
+  /** Keeps the dialog (and the TCP connection it runs over, `at`) until it ends. */
+  #track(dialog: Dialog, at: Source | Target): void {
     const key = dialog.key;
     this.dialogs.set(key, dialog);
+    const releaseConnection = this.#tx.holdConnection(at);
     dialog.once('ended', () => {
+      releaseConnection();
       // Keep the dialog long enough to answer a retransmitted BYE, then forget it.
       setTimer(this.#clock, ACK_KEEP_FACTOR * this.#timers.T1, () => { this.dialogs.delete(key); this.#acks.delete(key); });
     });
@@ -422,7 +430,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       data, sender, clock: this.#clock, timers: this.#timers, localMedia: media, localSdp: offerText, remoteSdp: answerText,
       media: negotiated, sessionTimer: uacSessionTimer(res.headers), unheardError: (err) => this.reportBackgroundError(err),
     });
-    this.#track(dialog);
+    this.#track(dialog, target);
     // RFC 3261 13.2.2.4: the ACK to a 2xx is a new transaction-less request with the INVITE's CSeq.
     const ack = buildInDialogRequest(data, 'ACK', { cseq: data.localSeq, body: ackBody, contentType: ackBody ? SDP : undefined });
     sender.sendAck(ack, nextHop(data));

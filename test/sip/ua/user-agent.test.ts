@@ -152,6 +152,26 @@ t.test('a caller that never ACKs nor answers the BYE: the UAS dialog ends (ack_t
   t.same(rejections, [], 'the failed BYE crashed nothing');
 });
 
+t.test('TCP: a dialog keeps its connection open however idle; it closes once the call ended', async (t) => {
+  const opts = { host: '127.0.0.1', port: 0, transports: ['tcp' as const], timers: { T1: 10, T2: 40, T4: 50 }, tcpIdleTimeoutMs: 40 };
+  const a = await createUserAgent(opts);
+  const b = await createUserAgent(opts);
+  t.teardown(() => a.close());
+  t.teardown(() => b.close());
+  const answered: Dialog[] = [];
+  b.on('invite', (req) => { b.createUAS(req, { media: media(30410) }).then((d) => answered.push(d), () => undefined); });
+  const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port};transport=tcp`, { media: media(30420) });
+  await until(() => answered.length === 1 && !answered[0]!.awaitingAck, 'ACK at the UAS');
+  // Every transaction of the call ends within 64*T1 = 640 ms; the idle timeout is 40 ms.
+  await new Promise((r) => setTimeout(r, 1500));
+  t.equal(a.tcpConnectionCount, 1, 'the caller kept its connection');
+  t.equal(b.tcpConnectionCount, 1, 'the callee kept it');
+  const ended = new Promise((r) => answered[0]!.once('ended', r));
+  await dialog.bye();
+  t.same(await ended, { reason: 'bye_received' }, 'the BYE went over it');
+  await until(() => a.tcpConnectionCount === 0 && b.tcpConnectionCount === 0, 'the connection closed after the call');
+});
+
 t.test('CANCEL: the caller aborts a ringing call, the callee sees it cancelled, the caller gets 487', async (t) => {
   const a = await createUserAgent({ host: '127.0.0.1', port: 0 });
   const b = await createUserAgent({ host: '127.0.0.1', port: 0 });
