@@ -99,6 +99,13 @@ function header(msg: SipMessage, name: string): string | undefined {
   return msg.headers.get(name);
 }
 
+/** The type/subtype of a Content-Type value, lower-cased, without parameters (RFC 3261 20.15). */
+function mediaTypeOf(contentType: string | undefined): string | null {
+  if (contentType === undefined) return null;
+  const semicolon = contentType.indexOf(';');
+  return (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+}
+
 export class Dialog extends EventEmitter<DialogEvents> {
   readonly data: DialogData;
   /** The INVITE usage state machine (dialog.fsm.ts). */
@@ -368,7 +375,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
   }
 
   #handleInfo(req: SipRequest, respond: Respond): void {
-    const contentType = header(req, 'Content-Type')?.split(';')[0].trim().toLowerCase() ?? null;
+    const contentType = mediaTypeOf(header(req, 'Content-Type'));
     respond(200, 'OK');
     this.emit('info', { contentType, body: req.body, dtmf: contentType === DTMF_RELAY ? parseDtmfRelay(req.body) : null });
   }

@@ -104,7 +104,8 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
   readonly port: number;
   readonly dialogs = new Map<string, Dialog>();
   readonly #tx: TxLayer;
-  readonly #transports: TransportName[];
+  /** The transport placed calls use unless the URI names one (UserAgentCore.transports[0]). */
+  readonly #defaultTransport: TransportName;
   readonly #clock: Clock;
   readonly #timers: TimerValues;
   readonly #auth: DigestServer | undefined;
@@ -119,7 +120,9 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     this.#tx = core.tx;
     this.host = core.host;
     this.port = core.port;
-    this.#transports = core.transports;
+    const [defaultTransport] = core.transports;
+    if (defaultTransport === undefined) throw new TypeError('a user agent needs at least one transport');
+    this.#defaultTransport = defaultTransport;
     this.#clock = core.clock ?? systemClock();
     this.#timers = core.timers ?? DEFAULT_TIMERS;
     this.#auth = core.auth;
@@ -344,7 +347,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const requestUri = parseUriText(uri);
     if (!isSipUri(requestUri)) throw new SipError(416, 'Unsupported URI Scheme');
     const transportParam = requestUri.params.get('transport');
-    const transport: TransportName = transportParam?.toUpperCase() === 'TCP' ? 'TCP' : this.#transports[0];
+    const transport: TransportName = transportParam?.toUpperCase() === 'TCP' ? 'TCP' : this.#defaultTransport;
     let offerText = opts.localSdp;
     if (opts.lateOffer) {
       if (!opts.media) throw new Error('createUAC({ lateOffer }) needs media to answer the offer');
