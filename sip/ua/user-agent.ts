@@ -1,6 +1,6 @@
-// The user agent: answers INVITEs (createUAS) and places them (createUAC), in the spirit of
-// drachtio-srf, on sip/ transports, transactions and dialogs. RFC 3261 8 (UA behaviour), 12-15
-// (dialogs, INVITE, CANCEL, BYE), 22 (digest), RFC 4028 (session timers when the peer asks).
+// The user agent: answers INVITEs (createUAS) and places them (createUAC) on sip/ transports, transactions and
+// dialogs. RFC 3261 8 (UA behaviour), 12-15 (dialogs, INVITE, CANCEL, BYE), 22 (digest), RFC 4028 (session
+// timers when the peer asks).
 
 import { EventEmitter } from 'node:events';
 import { parseCSeq, parseNameAddr, serializeNameAddr, tagOf } from '../message/address.js';
@@ -29,7 +29,7 @@ export interface InviteRequest extends SipRequest {
   source: Source;
 }
 
-/** The drachtio-style `res` of an incoming INVITE: reject or send provisional responses. */
+/** How an incoming INVITE is answered short of accepting it: provisional responses or a rejection. */
 export interface InviteResponder {
   send(status: number, reason?: string, opts?: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string }): void;
   /** Resolves when the caller CANCELs (the UA has already answered 487). */
