@@ -1,4 +1,4 @@
-// Micro benchmark of the native DSP kernels (native/, via src/media/native.ts): CPU ns and heap bytes per
+// Micro benchmark of the native DSP kernels (native/, via src/media/native/): CPU ns and heap bytes per
 // 20 ms frame for each module, and per stream for the batched outbound calls. Results to bench/results/dsp.json.
 // Usage: node --import tsx bench/dsp.ts   (re-runs itself pinned to core 1 with --expose-gc)
 // Env: DSP_FRAMES (5000 per run; 3 runs, median reported).
@@ -7,11 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
-  DtmfDetector,
   G711_MULAW,
-  Resampler,
-  ToneDetector,
-  Vad,
   alawDecodeInto,
   alawEncodeInto,
   applyGain,
@@ -21,9 +17,11 @@ import {
   mulawDecodeInto,
   mulawEncodeInto,
   pcm16ToFloat32Into,
-  resampleEncodeBatch,
-  type ResamplerRate,
-} from '../src/media/native.js';
+} from '../src/media/native/g711.js';
+import { Resampler, resampleEncodeBatch, type ResamplerRate } from '../src/media/native/resampler.js';
+import { Vad } from '../src/media/native/vad.js';
+import { DtmfDetector } from '../src/media/native/dtmf.js';
+import { ToneDetector } from '../src/media/native/tone.js';
 import { measurePerFrame, median } from './measure.js';
 
 const SELF = fileURLToPath(import.meta.url);

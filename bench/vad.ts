@@ -1,4 +1,4 @@
-// Micro benchmark of the native VAD (native/src/vad.cc through src/media/native.ts): CPU ns and heap bytes per
+// Micro benchmark of the native VAD (native/src/vad.cc through src/media/native/vad.ts): CPU ns and heap bytes per
 // 20 ms frame at each input rate, on speech-like bursts in white noise (so speech starts and ends are part of
 // the work, as in a call). 16 kHz is analysed at 8 kHz inside the VAD (half-band decimation), the other rates
 // as they come. Results to bench/results/vad.json with the load average.
@@ -11,7 +11,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { VAD_DEFAULTS, Vad, type ResamplerRate } from '../src/media/native.js';
+import type { ResamplerRate } from '../src/media/native/resampler.js';
+import { VAD_DEFAULTS, Vad } from '../src/media/native/vad.js';
 import { seededRandom } from '../src/media/noise.js';
 import { measurePerFrame, median } from './measure.js';
 

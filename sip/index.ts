@@ -2,7 +2,8 @@
 //   const ua = await createUserAgent({ host, port, transports: ['udp', 'tcp'], clock?, timers?, auth? })
 //   ua.on('invite', (req, res) => ua.createUAS(req, { media } | { localSdp }))   -> Dialog
 //   await ua.createUAC('sip:x@host', { media | localSdp, headers?, auth?: { username, password } }) -> Dialog
-//   dialog.on('ended' | 'modified' | 'refer' | 'info' | 'notify', ...)
+//   dialog.on('ended' | 'modified' | 'refer' | 'info' | 'notify', ...); 'error' (dialog, ua): failures of
+//   background work, emitted only to listeners, never thrown (DialogEvents.error)
 //   dialog.bye(), dialog.reinvite(sdp | { direction }), dialog.refer(target), dialog.info(body), dialog.request(method)
 // Errors: SipError(status, reason), TransactionTimeoutError, TransportError, SdpParseError.
 export { createUserAgent, type CreateUserAgentOptions } from './ua/create.js';

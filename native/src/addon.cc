@@ -1,7 +1,10 @@
-// Module entry: registers each DSP module's bindings.
+// Module entry: registers each DSP module's bindings. The UDP endpoints (recvmmsg, sendmmsg, io_uring, eventfd)
+// exist on Linux only: elsewhere binding.gyp leaves their sources out and the addon exports no udp* function.
 #include "handle.h"
 #include "time_stretch.h"
+#ifdef __linux__
 #include "udp_io.h"
+#endif
 
 namespace {
 
@@ -11,7 +14,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   parley::InitResampler(env, exports);
   parley::InitVad(env, exports);
   parley::InitDetectors(env, exports);
+#ifdef __linux__
   parley::InitUdp(env, exports);
+#endif
   parley::InitTimeStretch(env, exports);
   parley::InitBlockWriter(env, exports);
   return exports;

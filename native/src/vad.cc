@@ -309,7 +309,7 @@ void Vad::UpdateNoiseFloor(const float* smoothed) {
       learned = (learned * count + s) / next_count;
     } else if (learning) {
       const Float4 updated = keep * learned + take * s;
-      learned = (s <= hi) | (learned < lo) ? updated : learned;
+      learned = ((s <= hi) | (learned < lo)) ? updated : learned;
     }
     if (learning) learned = min(max(learned, lo), hi);
     Store4(learned_ + b, learned);

@@ -14,7 +14,10 @@
 #define PARLEY_INLINE inline
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__)
+// GCC on Linux only: target_clones dispatches through an ifunc resolver, which only ELF (Linux) loaders run, and
+// Clang rejects the always-inline Vec8 helpers inside an AVX2 clone (its ABI check comes before inlining).
+// Elsewhere the kernels are built once, for the baseline.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
 #define PARLEY_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define PARLEY_KERNEL_CLONES

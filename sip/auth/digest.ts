@@ -104,15 +104,17 @@ export function parseCredentials(value: string): DigestCredentials | null {
   if (scheme.toLowerCase() !== 'digest') return null;
   const algorithm = algorithmOf(params.algorithm);
   if (algorithm === null) return null;
-  for (const key of ['username', 'realm', 'nonce', 'uri', 'response'] as const) {
-    if (params[key] === undefined) throw new DigestFormatError(`credentials without ${key}`);
-  }
+  const required = (key: string): string => {
+    const value = params[key];
+    if (value === undefined) throw new DigestFormatError(`credentials without ${key}`);
+    return value;
+  };
   return {
-    username: params.username,
-    realm: params.realm,
-    nonce: params.nonce,
-    uri: params.uri,
-    response: params.response.toLowerCase(),
+    username: required('username'),
+    realm: required('realm'),
+    nonce: required('nonce'),
+    uri: required('uri'),
+    response: required('response').toLowerCase(),
     algorithm,
     cnonce: params.cnonce ?? null,
     opaque: params.opaque ?? null,

@@ -102,8 +102,8 @@ export function createUacDialog(request: SipRequest, response: SipResponse, loca
 
 /** RFC 3261 12.2.1.1: where a request goes (Request-URI and Route header values). */
 export function requestTarget(d: DialogData): { uri: Uri; routes: string[] } {
-  if (d.routeSet.length === 0) return { uri: d.remoteTarget, routes: [] };
-  const first = d.routeSet[0];
+  const [first] = d.routeSet;
+  if (first === undefined) return { uri: d.remoteTarget, routes: [] };
   if (isSipUri(first.uri) && first.uri.params.has('lr')) {
     return { uri: d.remoteTarget, routes: d.routeSet.map(serializeNameAddr) };
   }
@@ -115,7 +115,7 @@ export function requestTarget(d: DialogData): { uri: Uri; routes: string[] } {
 
 /** The URI the request is physically sent to: the first Route, or the Request-URI (RFC 3261 8.1.2). */
 export function nextHop(d: DialogData): Uri {
-  return d.routeSet.length > 0 ? d.routeSet[0].uri : d.remoteTarget;
+  return d.routeSet[0]?.uri ?? d.remoteTarget;
 }
 
 export interface InDialogRequestOptions {

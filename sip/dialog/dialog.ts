@@ -65,7 +65,13 @@ export interface DialogEvents {
   refer: [ReferEvent];
   info: [InfoEvent];
   notify: [NotifyEvent];
-  /** Errors of background work (a refresh, a NOTIFY) that no caller awaits. */
+  /**
+   * Failures of requests the dialog sends on its own, which no caller awaits: the BYE after an ACK timeout, a
+   * session expiry or a failed refresh (the dialog has already ended, with its reason, whatever that BYE's
+   * outcome: RFC 3261 15.1.1), a session refresh, the first NOTIFY of a REFER, an unusable SDP answer in an ACK.
+   * Emitted only while an 'error' listener is attached; otherwise passed to DialogOptions.unheardError (the UA's
+   * 'error'). Never thrown: an unheard background failure must not crash the process.
+   */
   error: [Error];
 }
 
@@ -85,10 +91,19 @@ export interface DialogOptions {
   sessionTimer?: SessionTimer | null;
   /** Our offer sent in the 2xx to an INVITE without SDP: the ACK brings the answer (RFC 3264 / 3261 13.2.1). */
   pendingOffer?: string | null;
+  /** Gets the background failures no 'error' listener of the dialog heard (see DialogEvents.error). */
+  unheardError?: (err: Error) => void;
 }
 
 function header(msg: SipMessage, name: string): string | undefined {
   return msg.headers.get(name);
+}
+
+/** The type/subtype of a Content-Type value, lower-cased, without parameters (RFC 3261 20.15). */
+function mediaTypeOf(contentType: string | undefined): string | null {
+  if (contentType === undefined) return null;
+  const semicolon = contentType.indexOf(';');
+  return (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
 }
 
 export class Dialog extends EventEmitter<DialogEvents> {
@@ -108,6 +123,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
   #sessionVersion = 1;
   /** An offer we put in a 2xx to an offer-less re-INVITE; the ACK carries the answer. */
   #pendingOffer: string | null = null;
+  readonly #unheardError: ((err: Error) => void) | undefined;
 
   constructor(opts: DialogOptions) {
     super();
@@ -121,6 +137,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
     this.media = opts.media;
     this.#sessionTimer = opts.sessionTimer ?? null;
     this.#pendingOffer = opts.pendingOffer ?? null;
+    this.#unheardError = opts.unheardError;
     this.#sessionVersion = opts.localMedia?.sessionVersion ?? 1;
     this.#armSessionTimer();
   }
@@ -358,7 +375,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
   }
 
   #handleInfo(req: SipRequest, respond: Respond): void {
-    const contentType = header(req, 'Content-Type')?.split(';')[0].trim().toLowerCase() ?? null;
+    const contentType = mediaTypeOf(header(req, 'Content-Type'));
     respond(200, 'OK');
     this.emit('info', { contentType, body: req.body, dtmf: contentType === DTMF_RELAY ? parseDtmfRelay(req.body) : null });
   }
@@ -390,7 +407,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
       if (res.status >= 300) throw new SipError(res.status, res.reason, `NOTIFY answered ${res.status}`);
     };
     // RFC 3515 2.4.4: the first NOTIFY follows the 202 at once with "100 Trying".
-    notify(100, 'Trying').catch((err: Error) => this.emit('error', err));
+    notify(100, 'Trying').catch((err: Error) => this.#backgroundFailure(err));
     this.emit('refer', { referTo, referredBy: header(req, 'Referred-By') ?? null, notify });
   }
 
@@ -414,7 +431,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
         media = r.ok ? r.media : null;
       } catch (err) {
         if (!(err instanceof SdpParseError)) throw err;
-        this.emit('error', err);
+        this.#backgroundFailure(err);
       }
     }
     this.media = media;
@@ -436,8 +453,14 @@ export class Dialog extends EventEmitter<DialogEvents> {
     const deadline = sessionTimerDeadlineMs(t, this.data.role);
     this.#sessionTimerHandle = setTimer(this.#clock, deadline.inMs, () => {
       if (deadline.kind === 'expire') return this.#byeInBackground('session_expired'); // RFC 4028 10
-      this.reinvite(this.localSdp).catch((err: Error) => this.emit('error', err)); // RFC 4028 10: refresh
+      this.reinvite(this.localSdp).catch((err: Error) => this.#backgroundFailure(err)); // RFC 4028 10: refresh
     });
+  }
+
+  /** DialogEvents.error: to the dialog's listeners, else to unheardError; never thrown. */
+  #backgroundFailure(err: Error): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err);
+    else this.#unheardError?.(err);
   }
 
   // ---- ending ----
@@ -453,7 +476,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
   #byeInBackground(reason: EndReason, input: DialogInput = 'bye'): void {
     if (this.state === 'terminated') return;
     this.#terminate(reason, input);
-    this.#sender.request(buildInDialogRequest(this.data, 'BYE'), nextHop(this.data)).catch((err: Error) => this.emit('error', err));
+    this.#sender.request(buildInDialogRequest(this.data, 'BYE'), nextHop(this.data)).catch((err: Error) => this.#backgroundFailure(err));
   }
 }
 

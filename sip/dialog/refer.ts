@@ -20,19 +20,22 @@ export function sipfrag(status: number, reason: string): Buffer {
   return Buffer.from(`SIP/2.0 ${status} ${reason}\r\n`);
 }
 
+/** RFC 4733 3.2: the digits of events 0-16 (16 is flash, written '!'). */
+const EVENT_DIGITS = '0123456789*#ABCD!';
+
 /** The status line of a sipfrag body; null when it is not one. */
 export function parseSipfrag(body: Buffer | string): { status: number; reason: string } | null {
   const text = typeof body === 'string' ? body : body.toString('utf8');
-  const m = /^SIP\/2\.0\s+(\d{3})\s*([^\r\n]*)/.exec(text.trimStart());
-  return m ? { status: Number(m[1]), reason: m[2].trim() } : null;
+  const m = /^SIP\/2\.0\s+(?<status>\d{3})\s*(?<reason>[^\r\n]*)/.exec(text.trimStart())?.groups;
+  return m?.status !== undefined ? { status: Number(m.status), reason: (m.reason ?? '').trim() } : null;
 }
 
 export type SubscriptionState = { state: 'active' | 'pending'; expiresSec: number | null } | { state: 'terminated'; reason: string | null };
 
 export function parseSubscriptionState(value: string | undefined): SubscriptionState | null {
   if (value === undefined) return null;
-  const [head, ...params] = value.split(';').map((s) => s.trim());
-  const param = (name: string) => params.find((p) => p.toLowerCase().startsWith(name + '='))?.split('=')[1] ?? null;
+  const [head = '', ...params] = value.split(';').map((s) => s.trim());
+  const param = (name: string) => params.find((p) => p.toLowerCase().startsWith(name + '='))?.slice(name.length + 1) ?? null;
   const state = head.toLowerCase();
   if (state === 'terminated') return { state, reason: param('reason') };
   if (state === 'active' || state === 'pending') {
@@ -77,14 +80,12 @@ export function referNotifierTransition(state: ReferNotifierState, input: ReferN
 /** RFC 2976 / the de-facto `application/dtmf-relay` body: "Signal=5\r\nDuration=160\r\n". */
 export function parseDtmfRelay(body: Buffer | string): { digit: string; durationMs: number | null } | null {
   const text = typeof body === 'string' ? body : body.toString('utf8');
-  const signal = /^\s*Signal\s*=\s*([0-9A-D*#]|1[0-6])\s*$/im.exec(text);
-  if (!signal) return null;
-  const duration = /^\s*Duration\s*=\s*(\d+)\s*$/im.exec(text);
+  const code = /^\s*Signal\s*=\s*(?<code>[0-9A-D*#]|1[0-6])\s*$/im.exec(text)?.groups?.code?.toUpperCase();
+  if (code === undefined) return null;
+  const duration = /^\s*Duration\s*=\s*(?<ms>\d+)\s*$/im.exec(text)?.groups?.ms;
   // Some senders write the event code (10 = *, 11 = #, 12-15 = A-D, 16 = flash, RFC 4733 3.2).
-  const code = signal[1].toUpperCase();
-  const EVENT_DIGITS = '0123456789*#ABCD!';
-  const digit = /^1[0-6]$/.test(code) ? EVENT_DIGITS[Number(code)] : code;
-  return { digit, durationMs: duration ? Number(duration[1]) : null };
+  const digit = /^1[0-6]$/.test(code) ? EVENT_DIGITS.charAt(Number(code)) : code;
+  return { digit, durationMs: duration === undefined ? null : Number(duration) };
 }
 
 /** The body of an INFO carrying one digit (application/dtmf-relay). */

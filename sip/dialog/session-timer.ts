@@ -16,10 +16,10 @@ export interface SessionTimer {
 /** Parse "1800;refresher=uac" (RFC 4028 4). Null when absent or malformed. */
 export function parseSessionExpires(value: string | undefined): { intervalSec: number; refresher: Refresher | null } | null {
   if (value === undefined) return null;
-  const m = /^\s*(\d+)\s*((?:;.*)?)$/.exec(value);
-  if (!m) return null;
-  const r = /;\s*refresher\s*=\s*(uac|uas)\b/i.exec(m[2]);
-  return { intervalSec: Number(m[1]), refresher: r ? (r[1].toLowerCase() as Refresher) : null };
+  const m = /^\s*(?<interval>\d+)\s*(?<params>(?:;.*)?)$/.exec(value)?.groups;
+  if (m?.interval === undefined) return null;
+  const refresher = /;\s*refresher\s*=\s*(?<who>uac|uas)\b/i.exec(m.params ?? '')?.groups?.who;
+  return { intervalSec: Number(m.interval), refresher: refresher === undefined ? null : (refresher.toLowerCase() as Refresher) };
 }
 
 function supportsTimer(headers: Headers): boolean {

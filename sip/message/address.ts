@@ -72,20 +72,21 @@ export function tagOf(na: NameAddr): string | undefined {
 }
 
 // RFC 3261 25.1: sent-protocol = protocol-name SLASH protocol-version SLASH transport; SLASH = SWS "/" SWS
-const SENT_PROTOCOL = /^([A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*([A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*([A-Za-z0-9\-.!%*_+`'~]+)\s+/;
-const VIA_HOST = /(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9.])?)/y;
+const SENT_PROTOCOL = /^(?<protocol>[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*(?<version>[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*(?<transport>[A-Za-z0-9\-.!%*_+`'~]+)\s+/;
+const VIA_HOST = /(?<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9.])?)/y;
 
 /** Parse one Via value (one element of the comma list). Throws SipParseError. */
 export function parseVia(value: string): Via {
   const s = value.trim();
   const m = SENT_PROTOCOL.exec(s);
-  if (!m) throw new SipParseError(`bad Via "${value}"`);
+  const { protocol, version, transport } = m?.groups ?? {};
+  if (!m || protocol === undefined || version === undefined || transport === undefined) throw new SipParseError(`bad Via "${value}"`);
   let i = m[0].length;
   VIA_HOST.lastIndex = i;
-  const h = VIA_HOST.exec(s);
-  if (!h) throw new SipParseError(`bad Via sent-by "${value}"`);
-  const via: Via = { protocol: m[1], version: m[2], transport: m[3].toUpperCase(), host: h[1], params: new Map() };
-  i = skipWs(s, i + h[1].length);
+  const host = VIA_HOST.exec(s)?.groups?.host;
+  if (host === undefined) throw new SipParseError(`bad Via sent-by "${value}"`);
+  const via: Via = { protocol, version, transport: transport.toUpperCase(), host, params: new Map() };
+  i = skipWs(s, i + host.length);
   if (s[i] === ':') {
     i = skipWs(s, i + 1);
     const start = i;
@@ -110,11 +111,11 @@ export function branchOf(via: Via): string | undefined {
 
 /** Parse a CSeq value: `1*DIGIT LWS Method` with the number below 2**31 (RFC 3261 8.1.1.5). */
 export function parseCSeq(value: string): CSeq {
-  const m = /^\s*([0-9]{1,10})\s+([A-Za-z0-9\-.!%*_+`'~]+)\s*$/.exec(value);
-  if (!m) throw new SipParseError(`bad CSeq "${value}"`);
-  const seq = Number(m[1]);
-  if (seq > MAX_CSEQ) throw new SipParseError(`CSeq number ${m[1]} out of range`);
-  return { seq, method: m[2] };
+  const { number, method } = /^\s*(?<number>[0-9]{1,10})\s+(?<method>[A-Za-z0-9\-.!%*_+`'~]+)\s*$/.exec(value)?.groups ?? {};
+  if (number === undefined || method === undefined) throw new SipParseError(`bad CSeq "${value}"`);
+  const seq = Number(number);
+  if (seq > MAX_CSEQ) throw new SipParseError(`CSeq number ${number} out of range`);
+  return { seq, method };
 }
 
 export function serializeCSeq(c: CSeq): string {

@@ -10,7 +10,7 @@ export const MAX_HEAD_BYTES = 65536;
 const CR = 0x0d;
 const LF = 0x0a;
 // RFC 3261 7.3.3: Content-Length or its compact form l.
-const CONTENT_LENGTH = /^(?:content-length|l)[ \t]*:[ \t]*([^\r\n]*)/im;
+const CONTENT_LENGTH = /^(?:content-length|l)[ \t]*:[ \t]*(?<value>[^\r\n]*)/im;
 
 export interface FramerHandlers {
   message(msg: SipMessage): void;
@@ -53,9 +53,9 @@ export class StreamFramer {
         break;
       }
       const head = buf.toString('latin1', at, end.at);
-      const m = CONTENT_LENGTH.exec(head);
-      if (!m) return this.fail(new SipParseError('Content-Length is mandatory on stream transports'));
-      const text = m[1].trim();
+      const value = CONTENT_LENGTH.exec(head)?.groups?.value;
+      if (value === undefined) return this.fail(new SipParseError('Content-Length is mandatory on stream transports'));
+      const text = value.trim();
       if (!/^[0-9]{1,9}$/.test(text) || Number(text) > MAX_CONTENT_LENGTH) return this.fail(new SipParseError(`bad Content-Length "${text}"`));
       const total = end.at + end.len + Number(text);
       if (total > buf.length) break;

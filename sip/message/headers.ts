@@ -157,8 +157,8 @@ export class Headers {
   replaceFirst(name: string, value: string): this {
     const key = keyOf(name);
     const at = this.fields.findIndex((f) => f.key === key);
-    if (at < 0) return this.add(name, value);
     const f = this.fields[at];
+    if (f === undefined) return this.add(name, value);
     const rest = LIST_HEADERS.has(key) ? splitList(f.value).slice(1) : [];
     this.fields[at] = { name: f.name, key, value: rest.length > 0 ? [value, ...rest].join(', ') : value };
     return this;
@@ -168,8 +168,8 @@ export class Headers {
   removeFirst(name: string): boolean {
     const key = keyOf(name);
     const at = this.fields.findIndex((f) => f.key === key);
-    if (at < 0) return false;
     const f = this.fields[at];
+    if (f === undefined) return false;
     const rest = LIST_HEADERS.has(key) ? splitList(f.value).slice(1) : [];
     if (rest.length > 0) this.fields[at] = { name: f.name, key, value: rest.join(', ') };
     else this.fields.splice(at, 1);

@@ -56,14 +56,15 @@ export function parseMessage(input: Buffer | string, opts: ParseOptions = {}): S
 
   const msg = parseStartLine(startLine, headers);
   const lengths = headers.getFields('Content-Length');
+  const [first] = lengths;
   let length: number;
-  if (lengths.length === 0) {
+  if (first === undefined) {
     if (opts.stream) throw new SipParseError('Content-Length is mandatory on stream transports', 400, 'Bad Request', msg);
     length = buf.length - bodyStart;
   } else {
     const distinct = new Set(lengths.map((v) => v.trim()));
     if (distinct.size > 1) throw new SipParseError('conflicting Content-Length values', 400, 'Bad Request', msg);
-    const text = lengths[0].trim();
+    const text = first.trim();
     if (!/^[0-9]{1,9}$/.test(text)) throw new SipParseError(`bad Content-Length "${text}"`, 400, 'Bad Request', msg);
     length = Number(text);
     if (length > MAX_CONTENT_LENGTH) throw new SipParseError('Content-Length too large', 413, 'Request Entity Too Large', msg);
@@ -91,16 +92,16 @@ function parseStartLine(line: string, headers: Headers): SipMessage {
   // RFC 3261 7.1: Request-Line = Method SP Request-URI SP SIP-Version CRLF (exactly one SP each;
   // RFC 4475 3.1.2.9 and 3.1.2.10 reject extra whitespace).
   const parts = line.split(' ');
-  if (parts.length !== 3) {
+  const [method, uriText, version] = parts;
+  if (parts.length !== 3 || method === undefined || uriText === undefined || version === undefined) {
     // Keep what a 400 needs when the line is recognisably a request (method first, version last).
-    const loose = line.trim().split(/[ \t]+/);
-    const last = loose[loose.length - 1];
-    const partial = loose.length >= 3 && isToken(loose[0]) && VERSION.test(last)
-      ? request(loose[0], loose.slice(1, -1).join(' '), last, headers)
+    const [looseMethod, ...rest] = line.trim().split(/[ \t]+/);
+    const looseVersion = rest.pop();
+    const partial = looseMethod !== undefined && looseVersion !== undefined && rest.length > 0 && isToken(looseMethod) && VERSION.test(looseVersion)
+      ? request(looseMethod, rest.join(' '), looseVersion, headers)
       : undefined;
     throw new SipParseError(`malformed Request-Line "${line}"`, 400, 'Bad Request', partial);
   }
-  const [method, uriText, version] = parts;
   if (!isToken(method)) throw new SipParseError(`bad method "${method}"`);
   if (!VERSION.test(version)) throw new SipParseError(`bad SIP version "${version}"`);
   const partial = request(method, uriText, version, headers);

@@ -65,7 +65,7 @@ function parseSipUriRest(scheme: 'sip' | 'sips', text: string, start: number): S
     hostEnd++;
   } else {
     hostEnd = i;
-    while (hostEnd < text.length && !':;?'.includes(text[hostEnd])) hostEnd++;
+    while (hostEnd < text.length && !':;?'.includes(text.charAt(hostEnd))) hostEnd++;
   }
   const host = text.slice(i, hostEnd);
   if (!(IPV6_REF.test(host) || HOSTNAME.test(host))) throw new SipParseError(`bad host in "${text}"`);
@@ -132,7 +132,7 @@ export function unescapeUriPart(s: string): string {
     if (s[i] === '%' && /^[0-9A-Fa-f]{2}$/.test(s.slice(i + 1, i + 3))) {
       bytes.push(parseInt(s.slice(i + 1, i + 3), 16));
       i += 2;
-    } else for (const b of Buffer.from(s[i], 'utf8')) bytes.push(b);
+    } else for (const b of Buffer.from(s.charAt(i), 'utf8')) bytes.push(b);
   }
   return Buffer.from(bytes).toString('utf8');
 }

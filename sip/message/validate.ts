@@ -111,7 +111,9 @@ export function validateRequest(req: SipRequest, opts: ValidateOptions = {}): Re
   }
   // RFC 3261 8.2.3: a body of a type we do not understand.
   if (opts.acceptedContentTypes && req.body.length > 0) {
-    const type = (req.headers.get('Content-Type') ?? '').split(';')[0].trim().toLowerCase();
+    const contentType = req.headers.get('Content-Type') ?? '';
+    const semicolon = contentType.indexOf(';');
+    const type = (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
     if (!opts.acceptedContentTypes.map((t) => t.toLowerCase()).includes(type)) {
       return { status: 415, reason: 'Unsupported Media Type', detail: `Content-Type ${type || '(none)'}` };
     }
@@ -139,13 +141,13 @@ export function validateResponse(res: SipResponse): string | null {
   if (cseqErr) return cseqErr;
   const retryAfter = res.headers.get('Retry-After');
   if (retryAfter !== undefined) {
-    const delta = retryAfter.trim().split(/[\s;(]/)[0];
+    const delta = /^[^\s;(]*/.exec(retryAfter.trim())?.[0] ?? '';
     if (parseDecimal(delta, MAX_DELTA_SECONDS) === undefined) return `bad Retry-After "${retryAfter}"`;
   }
   for (const w of res.headers.getAll('Warning')) {
     // RFC 3261 20.43: warn-code = 3DIGIT
-    const m = /^([0-9]+)\s+(\S+)\s+"/.exec(w);
-    if (!m || m[1].length !== 3 || !isToken(m[2].replace(/[:[\]]/g, ''))) return `bad Warning "${w}"`;
+    const { code, agent } = /^(?<code>[0-9]+)\s+(?<agent>\S+)\s+"/.exec(w)?.groups ?? {};
+    if (code?.length !== 3 || agent === undefined || !isToken(agent.replace(/[:[\]]/g, ''))) return `bad Warning "${w}"`;
   }
   const callId = res.headers.get('Call-ID')!.trim();
   if (!CALL_ID.test(callId)) return `bad Call-ID "${callId}"`;

@@ -26,19 +26,22 @@ export function codecsOf(media: MediaDescription): Codec[] {
   const rtpmap = new Map<number, { name: string; clockRate: number; channels: number }>();
   for (const value of attributeValues(media, 'rtpmap')) {
     // RFC 4566 6: a=rtpmap:<payload type> <encoding name>/<clock rate>[/<encoding parameters>]
-    const m = /^(\d+)\s+([^/\s]+)\/(\d+)(?:\/(\d+))?/.exec(value);
-    if (m) rtpmap.set(Number(m[1]), { name: m[2], clockRate: Number(m[3]), channels: m[4] ? Number(m[4]) : 1 });
+    const m = /^(?<pt>\d+)\s+(?<name>[^/\s]+)\/(?<rate>\d+)(?:\/(?<channels>\d+))?/.exec(value)?.groups;
+    if (m?.pt && m.name && m.rate) {
+      rtpmap.set(Number(m.pt), { name: m.name, clockRate: Number(m.rate), channels: m.channels ? Number(m.channels) : 1 });
+    }
   }
   const fmtp = new Map<number, string>();
   for (const value of attributeValues(media, 'fmtp')) {
-    const m = /^(\d+)\s+(.*)$/.exec(value);
-    if (m) fmtp.set(Number(m[1]), m[2].trim());
+    const m = /^(?<pt>\d+)\s+(?<params>.*)$/.exec(value)?.groups;
+    if (m?.pt && m.params !== undefined) fmtp.set(Number(m.pt), m.params.trim());
   }
   const codecs: Codec[] = [];
   for (const format of media.formats) {
     if (!/^\d+$/.test(format)) continue;
     const pt = Number(format);
-    const mapped = rtpmap.get(pt) ?? (STATIC_PAYLOAD_TYPES[pt] ? { ...STATIC_PAYLOAD_TYPES[pt], channels: 1 } : null);
+    const known = STATIC_PAYLOAD_TYPES[pt];
+    const mapped = rtpmap.get(pt) ?? (known ? { ...known, channels: 1 } : null);
     if (!mapped) continue;
     codecs.push({ payloadType: pt, name: mapped.name, clockRate: mapped.clockRate, channels: mapped.channels, fmtp: fmtp.get(pt) ?? null });
   }
@@ -114,13 +117,11 @@ export function parseEventList(list: string): Set<number> {
 
 /** Format a set of event codes as ranges ("0-16"). */
 export function formatEventList(events: Set<number>): string {
-  const sorted = [...events].sort((a, b) => a - b);
-  const parts: string[] = [];
-  for (let i = 0; i < sorted.length; ) {
-    let j = i;
-    while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
-    parts.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
-    i = j + 1;
+  const runs: Array<[number, number]> = [];
+  for (const e of [...events].sort((a, b) => a - b)) {
+    const last = runs.at(-1);
+    if (last !== undefined && e === last[1] + 1) last[1] = e;
+    else runs.push([e, e]);
   }
-  return parts.join(',');
+  return runs.map(([lo, hi]) => (lo === hi ? `${lo}` : `${lo}-${hi}`)).join(',');
 }

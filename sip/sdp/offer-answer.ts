@@ -3,14 +3,18 @@
 // stream is rejected with a typed result the UA turns into 488 Not Acceptable Here.
 
 import {
-  DEFAULT_PTIME_MS, STATIC_PAYLOAD_TYPES, TELEPHONE_EVENT, TELEPHONE_EVENT_DEFAULT_EVENTS,
+  DEFAULT_PTIME_MS, TELEPHONE_EVENT, TELEPHONE_EVENT_DEFAULT_EVENTS,
   codecsOf, connectionAddress, effectiveRemoteDirection, formatEventList, intersectDirection, isHold,
   parseEventList, ptimeOf, reverseDirection,
 } from './media.js';
 import type { AddrType, Attribute, Codec, Direction, MediaDescription, SessionDescription } from './types.js';
 
 export type AudioCodecName = 'PCMU' | 'PCMA';
-const STATIC_PT: Record<AudioCodecName, number> = { PCMU: 0, PCMA: 8 }; // RFC 3551 table 4
+/** RFC 3551 table 4: the static payload types of the codecs we offer. */
+const STATIC_AUDIO: Record<AudioCodecName, { payloadType: number; clockRate: number }> = {
+  PCMU: { payloadType: 0, clockRate: 8000 },
+  PCMA: { payloadType: 8, clockRate: 8000 },
+};
 const TELEPHONE_EVENT_PT = 101; // the dynamic payload type we offer (RFC 3551 6: 96-127)
 // RFC 4733 3.2: events 0-15 are DTMF digits, 16 is flash; what our DTMF path understands.
 export const SUPPORTED_EVENTS = '0-16';
@@ -104,9 +108,7 @@ function audioMedia(port: number, codecs: Codec[], ptimeMs: number, direction: D
 
 /** An offer with our codecs in our order, plus telephone-event when enabled. */
 export function createOffer(local: LocalMedia): SessionDescription {
-  const codecs: Codec[] = local.codecs.map((name) => ({
-    payloadType: STATIC_PT[name], name, clockRate: STATIC_PAYLOAD_TYPES[STATIC_PT[name]].clockRate, channels: 1, fmtp: null,
-  }));
+  const codecs: Codec[] = local.codecs.map((name) => ({ ...STATIC_AUDIO[name], name, channels: 1, fmtp: null }));
   if (local.telephoneEvent) {
     codecs.push({ payloadType: TELEPHONE_EVENT_PT, name: TELEPHONE_EVENT, clockRate: 8000, channels: 1, fmtp: SUPPORTED_EVENTS });
   }
@@ -161,12 +163,13 @@ export function answerOffer(offer: SessionDescription, local: LocalMedia): Answe
     }
     const offered = codecsOf(m);
     const common = offered.filter((c) => isAudioCodec(c, local.codecs)).map((c) => ({ ...c, name: c.name.toUpperCase() }));
-    if (common.length === 0) {
+    const [first] = common;
+    if (first === undefined) {
       reason = `no common codec (offered ${offered.map((c) => c.name).join(', ') || 'none'})`;
       answer.media.push(rejected(m));
       continue;
     }
-    const te = local.telephoneEvent ? matchTelephoneEvent(offered, common[0].clockRate) : null;
+    const te = local.telephoneEvent ? matchTelephoneEvent(offered, first.clockRate) : null;
     const ptimeMs = negotiatePtime(ptimeOf(m), local);
     const remoteDirection = effectiveRemoteDirection(m, offer);
     const direction = intersectDirection(reverseDirection(remoteDirection), local.direction ?? 'sendrecv');
@@ -175,7 +178,7 @@ export function answerOffer(offer: SessionDescription, local: LocalMedia): Answe
       remoteAddress: address,
       remotePort: m.port,
       addrType: addrTypeOf(address),
-      codec: common[0],
+      codec: first,
       codecs: common,
       telephoneEvent: te,
       ptimeMs,
@@ -197,13 +200,14 @@ export function acceptAnswer(offer: SessionDescription, answer: SessionDescripti
   if (answer.media.length !== offer.media.length) {
     return { ok: false, status: 488, reason: `answer has ${answer.media.length} m= lines, offer had ${offer.media.length}` };
   }
-  for (let i = 0; i < answer.media.length; i++) {
-    const m = answer.media[i];
-    if (offer.media[i].media !== 'audio' || !isUsable(m, answer)) continue;
-    const offeredCodecs = codecsOf(offer.media[i]);
+  for (const [i, m] of answer.media.entries()) {
+    const offered = offer.media[i];
+    if (offered === undefined || offered.media !== 'audio' || !isUsable(m, answer)) continue;
+    const offeredCodecs = codecsOf(offered);
     const common = codecsOf(m).filter((c) => isAudioCodec(c, local.codecs) && offeredCodecs.some((o) => o.name.toUpperCase() === c.name.toUpperCase()));
-    if (common.length === 0) continue;
-    const te = local.telephoneEvent ? matchTelephoneEvent(codecsOf(m), common[0].clockRate) : null;
+    const [first] = common;
+    if (first === undefined) continue;
+    const te = local.telephoneEvent ? matchTelephoneEvent(codecsOf(m), first.clockRate) : null;
     const remoteDirection = effectiveRemoteDirection(m, answer);
     const address = connectionAddress(m, answer) as string;
     return {
@@ -212,7 +216,7 @@ export function acceptAnswer(offer: SessionDescription, answer: SessionDescripti
         remoteAddress: address,
         remotePort: m.port,
         addrType: addrTypeOf(address),
-        codec: { ...common[0], name: common[0].name.toUpperCase() },
+        codec: { ...first, name: first.name.toUpperCase() },
         codecs: common,
         telephoneEvent: te,
         ptimeMs: ptimeOf(m) ?? local.ptimeMs ?? DEFAULT_PTIME_MS,

@@ -12,7 +12,22 @@ export class SdpParseError extends Error {
 }
 
 // RFC 4566 5: "<type>=<value>", type is exactly one case-significant character.
-const LINE = /^([a-z])=(.*)$/;
+const LINE = /^[a-z]=/;
+
+/** n strings: what fieldsOf returns. */
+type Fields<N extends number, F extends string[] = []> = F['length'] extends N ? F : Fields<N, [...F, string]>;
+
+/** The n space-separated fields of a line's value, or a SdpParseError naming the line type. */
+function fieldsOf<N extends number>(value: string, n: N, type: string, line: number): Fields<N> {
+  const parts = value.split(' ');
+  if (parts.length !== n) throw new SdpParseError(`${type}= needs ${n} fields`, line);
+  return parts as Fields<N>;
+}
+
+/** The part of a field before its first '/' (split always returns at least one element). */
+function beforeSlash(field: string): string {
+  return field.split('/', 1)[0]!;
+}
 
 function addrType(value: string, line: number): AddrType {
   if (value === 'IP4' || value === 'IP6') return value;
@@ -20,18 +35,14 @@ function addrType(value: string, line: number): AddrType {
 }
 
 function parseConnection(value: string, line: number): Connection {
-  const parts = value.split(' ');
-  if (parts.length !== 3) throw new SdpParseError('c= needs 3 fields', line);
+  const [netType, type, address] = fieldsOf(value, 3, 'c', line);
   // RFC 4566 5.7: a multicast IPv4 address may carry "/ttl[/count]"; keep the address part.
-  return { netType: parts[0], addrType: addrType(parts[1], line), address: parts[2].split('/')[0] };
+  return { netType, addrType: addrType(type, line), address: beforeSlash(address) };
 }
 
 function parseOrigin(value: string, line: number): Origin {
-  const p = value.split(' ');
-  if (p.length !== 6) throw new SdpParseError('o= needs 6 fields', line);
-  return {
-    username: p[0], sessionId: p[1], sessionVersion: p[2], netType: p[3], addrType: addrType(p[4], line), address: p[5],
-  };
+  const [username, sessionId, sessionVersion, netType, type, address] = fieldsOf(value, 6, 'o', line);
+  return { username, sessionId, sessionVersion, netType, addrType: addrType(type, line), address };
 }
 
 function parseAttribute(value: string): Attribute {
@@ -40,17 +51,19 @@ function parseAttribute(value: string): Attribute {
 }
 
 function parseMedia(value: string, line: number): MediaDescription {
-  const p = value.split(' ').filter((s) => s.length > 0);
-  if (p.length < 3) throw new SdpParseError('m= needs media, port and proto', line);
-  const [portText, countText] = p[1].split('/');
+  const [media, portField, proto, ...formats] = value.split(' ').filter((s) => s.length > 0);
+  if (media === undefined || portField === undefined || proto === undefined) {
+    throw new SdpParseError('m= needs media, port and proto', line);
+  }
+  const [portText = '', countText] = portField.split('/');
   const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) throw new SdpParseError(`bad media port "${p[1]}"`, line);
+  if (!/^\d+$/.test(portText) || port > 65535) throw new SdpParseError(`bad media port "${portField}"`, line);
   return {
-    media: p[0],
+    media,
     port,
     portCount: countText === undefined ? null : Number(countText),
-    proto: p[2],
-    formats: p.slice(3),
+    proto,
+    formats,
     connection: null,
     otherLines: [],
     attributes: [],
@@ -73,12 +86,11 @@ export function parseSdp(text: string): SessionDescription {
     media: [],
   };
   let current: MediaDescription | null = null;
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i];
+  for (const [i, raw] of lines.entries()) {
     if (raw.length === 0) continue;
-    const m = LINE.exec(raw);
-    if (!m) throw new SdpParseError(`not a "<type>=<value>" line: ${JSON.stringify(raw.slice(0, 40))}`, i + 1);
-    const [, type, value] = m;
+    if (!LINE.test(raw)) throw new SdpParseError(`not a "<type>=<value>" line: ${JSON.stringify(raw.slice(0, 40))}`, i + 1);
+    const type = raw.charAt(0);
+    const value = raw.slice(2);
     switch (type) {
       case 'v':
         if (value !== '0') throw new SdpParseError(`unsupported version "${value}"`, i + 1); // RFC 4566 5.1

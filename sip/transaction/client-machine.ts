@@ -64,6 +64,7 @@ export abstract class ClientMachine<S extends string, I extends string, A> exten
    */
   protected sendFirst(retransmit: 'A' | 'E', timeout: 'B' | 'F'): number {
     this.prepared = this.ctx.transport.prepareRequest(this.request, this.target);
+    if (this.prepared.reliable) this.holdConnection(this.prepared.target);
     this.sendBytes(this.prepared.bytes);
     let interval = 0;
     if (!this.prepared.reliable) {

@@ -13,6 +13,11 @@ export interface TransactionTransport {
   prepareRequest(req: SipRequest, target: Target): PreparedRequest;
   sendBytes(bytes: Buffer, target: Target): Promise<void>;
   sendResponseBytes(bytes: Buffer, res: SipResponse, source?: Source): Promise<void>;
+  /**
+   * Keeps the TCP connection to or from `at` open until the returned release is called (RFC 3261 18.1.1,
+   * 18.2.2: a transaction completes over the connection it began on). No-op for UDP.
+   */
+  holdConnection?(at: Source | Target): () => void;
 }
 
 /** What the transaction layer gives each transaction. */
@@ -27,6 +32,7 @@ export interface TransactionContext {
 export abstract class Machine<S extends string, I extends string, A> {
   private readonly queue: I[] = [];
   private busy = false;
+  private releaseConnection: (() => void) | undefined;
   protected readonly timerSet: TimerSet<TimerName>;
 
   protected constructor(
@@ -57,6 +63,8 @@ export abstract class Machine<S extends string, I extends string, A> {
         for (const action of step.actions) this.execute(action);
         if ((this.state as string) === 'terminated') {
           this.timerSet.cancelAll();
+          this.releaseConnection?.();
+          this.releaseConnection = undefined;
           this.ctx.terminated(this.key);
           this.onTerminated();
         }
@@ -64,6 +72,11 @@ export abstract class Machine<S extends string, I extends string, A> {
     } finally {
       this.busy = false;
     }
+  }
+
+  /** Keeps the connection the transaction uses open until it terminates (TransactionTransport.holdConnection). */
+  protected holdConnection(at: Source | Target): void {
+    this.releaseConnection ??= this.ctx.transport.holdConnection?.(at);
   }
 
   /** Start a timer; a 0 duration (reliable transports, RFC 3261 17) fires at once, in order. */

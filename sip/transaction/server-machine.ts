@@ -42,6 +42,7 @@ export abstract class ServerMachine<S extends string, I extends string, A> exten
     readonly source: Source,
   ) {
     super(initial, key, ctx);
+    if (this.reliable) this.holdConnection(source);
   }
 
   /** Whether the request came over a reliable transport (no response retransmissions then). */

@@ -1,6 +1,7 @@
 // TCP side of the transport (RFC 3261 18.3): one listening socket, connections keyed by remote address and
-// reused for requests and responses both ways, a stream framer per connection, and RFC 5626 3.5.1
-// CRLF keep-alive (we answer a CRLFCRLF ping with a CRLF pong, and ping the connections we opened).
+// reused for requests and responses both ways, a stream framer per connection, RFC 5626 3.5.1 CRLF keep-alive
+// (we answer a CRLFCRLF ping with a CRLF pong, and ping the connections we opened), and the closing of idle
+// connections: one that carried nothing for idleTimeoutMs and that no transaction or dialog holds.
 import net from 'node:net';
 import { SipParseError, TransportError } from '../errors.js';
 import { StreamFramer } from '../message/framer.js';
@@ -20,6 +21,7 @@ export interface TcpEvents {
 export interface TcpOptions {
   keepAliveIntervalMs: number;
   keepAliveTimeoutMs: number;
+  /** Close a connection unheld and silent this long; 0 = never. */
   idleTimeoutMs: number;
   localAddress: string;
 }
@@ -33,6 +35,9 @@ class Connection {
   readonly framer: StreamFramer;
   private pongWaiters: Array<() => void> = [];
   private keepAlive: NodeJS.Timeout | undefined;
+  /** Date.now() of the last bytes in or out, or of the last hold released. */
+  lastActivity = Date.now();
+  idleTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly id: number,
@@ -82,8 +87,9 @@ class Connection {
     this.keepAlive.unref();
   }
 
-  stopKeepAlive(): void {
+  stopTimers(): void {
     if (this.keepAlive) clearInterval(this.keepAlive);
+    if (this.idleTimer) clearTimeout(this.idleTimer);
   }
 }
 
@@ -91,6 +97,8 @@ export class TcpSide {
   private readonly byKey = new Map<string, Connection>();
   private readonly byId = new Map<number, Connection>();
   private readonly connecting = new Map<string, Promise<Connection>>();
+  /** Holds per connection key (remote address:port, or an alias): transactions and dialogs using it. */
+  private readonly holds = new Map<string, number>();
   private nextId = 1;
 
   constructor(
@@ -119,14 +127,15 @@ export class TcpSide {
     this.byKey.set(key, conn);
     this.byId.set(id, conn);
     socket.setNoDelay(true);
-    if (this.opts.idleTimeoutMs > 0) {
-      socket.setTimeout(this.opts.idleTimeoutMs, () => socket.destroy());
-    }
-    socket.on('data', (chunk: Buffer) => conn.framer.push(chunk));
+    this.armIdle(conn, this.opts.idleTimeoutMs);
+    socket.on('data', (chunk: Buffer) => {
+      conn.lastActivity = Date.now();
+      conn.framer.push(chunk);
+    });
     let failure: Error | undefined;
     socket.on('error', (err) => { failure = err; });
     socket.on('close', () => {
-      conn.stopKeepAlive();
+      conn.stopTimers();
       if (this.byKey.get(key) === conn) this.byKey.delete(key);
       for (const [alias, c] of this.byKey) if (c === conn) this.byKey.delete(alias);
       this.byId.delete(id);
@@ -134,6 +143,44 @@ export class TcpSide {
     });
     if (outbound) conn.startKeepAlive(this.opts.keepAliveIntervalMs, this.opts.keepAliveTimeoutMs);
     return conn;
+  }
+
+  /**
+   * Keeps the connection to address:port (opened now or later, reached directly or by an alias) open until the
+   * returned release is called (once; later calls do nothing). The idle time counts again from the release.
+   */
+  hold(address: string, port: number): () => void {
+    const key = connectionKey(address, port);
+    this.holds.set(key, (this.holds.get(key) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.holds.get(key) ?? 1) - 1;
+      if (left > 0) this.holds.set(key, left);
+      else this.holds.delete(key);
+      const conn = this.byKey.get(key);
+      if (conn) conn.lastActivity = Date.now();
+    };
+  }
+
+  private isHeld(conn: Connection): boolean {
+    if (this.holds.has(conn.key)) return true;
+    for (const [key, c] of this.byKey) if (c === conn && this.holds.has(key)) return true;
+    return false;
+  }
+
+  /** Checks the connection again in `ms`: closed when unheld and silent for idleTimeoutMs, else checked later. */
+  private armIdle(conn: Connection, ms: number): void {
+    if (this.opts.idleTimeoutMs <= 0) return;
+    conn.idleTimer = setTimeout(() => {
+      if (conn.socket.destroyed) return;
+      const silentFor = Date.now() - conn.lastActivity;
+      if (this.isHeld(conn)) this.armIdle(conn, this.opts.idleTimeoutMs);
+      else if (silentFor < this.opts.idleTimeoutMs) this.armIdle(conn, this.opts.idleTimeoutMs - silentFor);
+      else conn.socket.destroy();
+    }, ms);
+    conn.idleTimer.unref();
   }
 
   /** Also reach a connection by the address and port its peer's Via names (responses, RFC 3261 18.2.2). */
@@ -177,6 +224,7 @@ export class TcpSide {
         reject(new TransportError(`connection ${conn.key} is closed`));
         return;
       }
+      conn.lastActivity = Date.now();
       conn.socket.write(bytes, (err) => (err ? reject(new TransportError(`TCP send to ${conn.key} failed: ${err.message}`, err)) : resolve()));
     });
   }

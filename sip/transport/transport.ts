@@ -11,7 +11,7 @@ import { serializeMessage } from '../message/serializer.js';
 import type { SipMessage, SipRequest, SipResponse } from '../message/types.js';
 import { TcpSide } from './tcp.js';
 import {
-  KEEPALIVE_PONG_TIMEOUT_MS, MAX_DATAGRAM, UDP_SIZE_LIMIT,
+  KEEPALIVE_PONG_TIMEOUT_MS, MAX_DATAGRAM, TCP_IDLE_TIMEOUT_MS, UDP_SIZE_LIMIT,
   type Source, type Target, type TransportHandlers, type TransportName, type TransportOptions,
 } from './types.js';
 import { bareAddress, responseDestination, stampReceived } from './via.js';
@@ -64,7 +64,7 @@ export class SipTransport {
       const tcp = new TcpSide(server, {
         keepAliveIntervalMs: options.keepAliveIntervalMs ?? 0,
         keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? KEEPALIVE_PONG_TIMEOUT_MS,
-        idleTimeoutMs: options.idleTimeoutMs ?? 0,
+        idleTimeoutMs: options.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS,
         localAddress: host,
       }, {
         message: (msg, source) => {
@@ -173,6 +173,15 @@ export class SipTransport {
     }
     const address = net.isIP(dest.host) ? dest.host : await resolveHost(dest.host);
     await this.sendBytes(bytes, { transport: dest.transport, address, port: dest.port });
+  }
+
+  /**
+   * Keeps the TCP connection to or from `at` (a Source or a Target) open, however idle, until the returned
+   * release is called: for a transaction (RFC 3261 18.1.1, 18.2.2: it completes over the connection it began
+   * on) or a dialog (RFC 5626 3: requests reach the peer over the flow it opened). No-op for UDP.
+   */
+  holdConnection(at: Source | Target): () => void {
+    return at.transport === 'TCP' ? this.tcp.hold(at.address, at.port) : () => undefined;
   }
 
   /** RFC 5626 3.5.1 keep-alive: CRLFCRLF on the TCP connection to address:port, resolved by the CRLF pong. */

@@ -41,7 +41,10 @@ export interface TransportOptions {
   keepAliveIntervalMs?: number;
   /** How long to wait for the pong before the flow is considered failed (RFC 5626 4.4.1: 10 s). */
   keepAliveTimeoutMs?: number;
-  /** Close TCP connections idle this long; 0 = never. */
+  /**
+   * Close a TCP connection that carried nothing for this long and that no transaction or dialog holds
+   * (SipTransport.holdConnection); default TCP_IDLE_TIMEOUT_MS, 0 = never.
+   */
   idleTimeoutMs?: number;
 }
 
@@ -51,6 +54,12 @@ export const DEFAULT_SIP_PORT = 5060;
 export const UDP_SIZE_LIMIT = 1300;
 /** RFC 5626 4.4.1: a pong not received within 10 seconds means the flow failed. */
 export const KEEPALIVE_PONG_TIMEOUT_MS = 10_000;
+/**
+ * RFC 3261 18.1.1: keep a connection open at least as long as a transaction on it may take to terminate, which
+ * is 64*T1 (Timers B, F, H, L, M with T1 = 500 ms). Counted from the last message or the last hold released, so
+ * a connection outlives its last transaction by that much before it is closed.
+ */
+export const TCP_IDLE_TIMEOUT_MS = 64 * 500;
 /** Largest UDP datagram (RFC 768 length field). */
 export const MAX_DATAGRAM = 65535;
 

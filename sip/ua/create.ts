@@ -27,6 +27,8 @@ export interface CreateUserAgentOptions {
   auth?: DigestServer;
   userAgent?: string;
   minSessionExpiresSec?: number;
+  /** Close TCP connections unheld and silent this long (TransportOptions.idleTimeoutMs). */
+  tcpIdleTimeoutMs?: number;
   /** Called for messages dropped or answered statelessly below the UA (for logs). */
   onDropped?: (reason: string, source: Source) => void;
 }
@@ -38,7 +40,7 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
   const transport = await SipTransport.listen({
     message: (msg, source) => (layer ? layer.receive(msg, source) : early.push(() => layer!.receive(msg, source))),
     invalid: (err, source) => layer?.receiveInvalid(err, source),
-  }, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, advertisedHost: opts.advertisedHost });
+  }, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, advertisedHost: opts.advertisedHost, idleTimeoutMs: opts.tcpIdleTimeoutMs });
   const timers: TimerValues = { ...DEFAULT_TIMERS, ...opts.timers };
   layer = new TransactionLayer(transport, {
     request: (req, tx, source) => {
@@ -66,10 +68,14 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
       return { cancel: () => { if (ct.kind === 'client-invite') l.cancel(ct); } };
     },
     sendStateless(req: SipRequest, target) {
-      l.sendStateless(req, target).catch((err: Error) => ua!.emit('error', err));
+      l.sendStateless(req, target).catch((err: Error) => ua!.reportBackgroundError(err));
     },
     resendResponse(res: SipResponse) {
-      transport.sendResponse(res).catch((err: Error) => ua!.emit('error', err));
+      transport.sendResponse(res).catch((err: Error) => ua!.reportBackgroundError(err));
+    },
+    holdConnection: (at) => transport.holdConnection(at),
+    get tcpConnectionCount() {
+      return transport.tcpConnectionCount;
     },
     get sentBy() {
       return transport.sentBy;

@@ -40,6 +40,10 @@ export interface TxLayer {
   sendStateless(req: SipRequest, target: Target): void;
   /** Retransmit a response outside its transaction: the UAS core's 2xx (RFC 3261 13.3.1.4). */
   resendResponse(res: SipResponse): void;
+  /** Keep the TCP connection to or from `at` open until the release is called (a dialog's flow, RFC 5626 3). */
+  holdConnection(at: Source | Target): () => void;
+  /** Open TCP connections, both directions. */
+  readonly tcpConnectionCount: number;
   readonly sentBy: string;
   close(): Promise<void>;
 }

@@ -1,6 +1,6 @@
-// The user agent: answers INVITEs (createUAS) and places them (createUAC), in the spirit of
-// drachtio-srf, on sip/ transports, transactions and dialogs. RFC 3261 8 (UA behaviour), 12-15
-// (dialogs, INVITE, CANCEL, BYE), 22 (digest), RFC 4028 (session timers when the peer asks).
+// The user agent: answers INVITEs (createUAS) and places them (createUAC) on sip/ transports, transactions and
+// dialogs. RFC 3261 8 (UA behaviour), 12-15 (dialogs, INVITE, CANCEL, BYE), 22 (digest), RFC 4028 (session
+// timers when the peer asks).
 
 import { EventEmitter } from 'node:events';
 import { parseCSeq, parseNameAddr, serializeNameAddr, tagOf } from '../message/address.js';
@@ -29,7 +29,7 @@ export interface InviteRequest extends SipRequest {
   source: Source;
 }
 
-/** The drachtio-style `res` of an incoming INVITE: reject or send provisional responses. */
+/** How an incoming INVITE is answered short of accepting it: provisional responses or a rejection. */
 export interface InviteResponder {
   send(status: number, reason?: string, opts?: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string }): void;
   /** Resolves when the caller CANCELs (the UA has already answered 487). */
@@ -68,6 +68,12 @@ export interface UserAgentEvents {
   /** A request outside any dialog other than INVITE/ACK/CANCEL/OPTIONS (answered 405 when unheard). */
   request: [InviteRequest, (status: number, reason: string) => void];
   dialog: [Dialog];
+  /**
+   * Failures of background work no caller awaits: a stateless send (an ACK, a retransmitted 2xx), resolving an
+   * ACK's target, the BYE after an unusable answer, and a dialog's background failures its own 'error'
+   * listeners did not hear (DialogEvents.error). Emitted only while an 'error' listener is attached; never
+   * thrown, so a process that does not listen is not crashed by a peer that stops answering.
+   */
   error: [Error];
 }
 
@@ -98,7 +104,8 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
   readonly port: number;
   readonly dialogs = new Map<string, Dialog>();
   readonly #tx: TxLayer;
-  readonly #transports: TransportName[];
+  /** The transport placed calls use unless the URI names one (UserAgentCore.transports[0]). */
+  readonly #defaultTransport: TransportName;
   readonly #clock: Clock;
   readonly #timers: TimerValues;
   readonly #auth: DigestServer | undefined;
@@ -113,12 +120,24 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     this.#tx = core.tx;
     this.host = core.host;
     this.port = core.port;
-    this.#transports = core.transports;
+    const [defaultTransport] = core.transports;
+    if (defaultTransport === undefined) throw new TypeError('a user agent needs at least one transport');
+    this.#defaultTransport = defaultTransport;
     this.#clock = core.clock ?? systemClock();
     this.#timers = core.timers ?? DEFAULT_TIMERS;
     this.#auth = core.auth;
     this.#userAgent = core.userAgent ?? 'parley';
     this.#minSe = core.minSessionExpiresSec ?? DEFAULT_MIN_SE_SEC;
+  }
+
+  /** Open TCP connections of the UA's transport, both directions. */
+  get tcpConnectionCount(): number {
+    return this.#tx.tcpConnectionCount;
+  }
+
+  /** UserAgentEvents.error: to the UA's 'error' listeners, if any; never thrown. */
+  reportBackgroundError(err: Error): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err);
   }
 
   #contact(transport: TransportName): NameAddr {
@@ -270,8 +289,9 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const dialog = new Dialog({
       data, sender: this.#sender(transport), clock: this.#clock, timers: this.#timers, localMedia: opts.media ?? null,
       localSdp, remoteSdp, media, sessionTimer: st.kind === 'accept' ? st.timer : null, pendingOffer,
+      unheardError: (err) => this.reportBackgroundError(err),
     });
-    this.#track(dialog);
+    this.#track(dialog, pending.req.source);
     pending.tx.respond(res);
     dialog.awaitAck(res);
     return dialog;
@@ -283,10 +303,13 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     p.tx.respond(buildResponse(p.req, status, reason, { toTag: p.toTag, headers }));
   }
 
-  #track(dialog: Dialog): void {
+  /** Keeps the dialog (and the TCP connection it runs over, `at`) until it ends. */
+  #track(dialog: Dialog, at: Source | Target): void {
     const key = dialog.key;
     this.dialogs.set(key, dialog);
+    const releaseConnection = this.#tx.holdConnection(at);
     dialog.once('ended', () => {
+      releaseConnection();
       // Keep the dialog long enough to answer a retransmitted BYE, then forget it.
       setTimer(this.#clock, ACK_KEEP_FACTOR * this.#timers.T1, () => { this.dialogs.delete(key); this.#acks.delete(key); });
     });
@@ -307,7 +330,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
           addVia(ack, this.#tx.sentBy, target.transport);
           this.#acks.set(keyOfAck(ack), { ack, target });
           this.#tx.sendStateless(ack, target);
-        }, (err: Error) => this.emit('error', err));
+        }, (err: Error) => this.reportBackgroundError(err));
       },
       retransmitResponse: (res) => this.#tx.resendResponse(res),
     };
@@ -324,7 +347,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const requestUri = parseUriText(uri);
     if (!isSipUri(requestUri)) throw new SipError(416, 'Unsupported URI Scheme');
     const transportParam = requestUri.params.get('transport');
-    const transport: TransportName = transportParam?.toUpperCase() === 'TCP' ? 'TCP' : this.#transports[0];
+    const transport: TransportName = transportParam?.toUpperCase() === 'TCP' ? 'TCP' : this.#defaultTransport;
     let offerText = opts.localSdp;
     if (opts.lateOffer) {
       if (!opts.media) throw new Error('createUAC({ lateOffer }) needs media to answer the offer');
@@ -408,15 +431,15 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     }
     const dialog = new Dialog({
       data, sender, clock: this.#clock, timers: this.#timers, localMedia: media, localSdp: offerText, remoteSdp: answerText,
-      media: negotiated, sessionTimer: uacSessionTimer(res.headers),
+      media: negotiated, sessionTimer: uacSessionTimer(res.headers), unheardError: (err) => this.reportBackgroundError(err),
     });
-    this.#track(dialog);
+    this.#track(dialog, target);
     // RFC 3261 13.2.2.4: the ACK to a 2xx is a new transaction-less request with the INVITE's CSeq.
     const ack = buildInDialogRequest(data, 'ACK', { cseq: data.localSeq, body: ackBody, contentType: ackBody ? SDP : undefined });
     sender.sendAck(ack, nextHop(data));
     if (media && negotiated === null) {
       // RFC 3261 13.2.2.4 / RFC 3264: an unusable answer: ACK, then end the call.
-      dialog.bye().catch((err: Error) => this.emit('error', err));
+      dialog.bye().catch((err: Error) => this.reportBackgroundError(err));
       throw new SipError(488, 'Not Acceptable Here', 'the answer accepted no usable audio stream');
     }
     return dialog;

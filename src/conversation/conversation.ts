@@ -5,7 +5,8 @@
 import type { EngineError, SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio, type InboundSink } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
-import { Vad, type ResamplerRate } from '../media/native.js';
+import type { ResamplerRate } from '../media/native/resampler.js';
+import { Vad } from '../media/native/vad.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import type { EndedBy } from '../schemas/conversations.js';
 import type { ServerEvent, SessionMessage } from '../schemas/sts.js';

@@ -8,7 +8,7 @@
 import { audioBlockPool } from '../media/audio-block-pool.js';
 import { createEncoder, type Encoder } from '../media/codec.js';
 import { formatInfo, FRAME_MS, type AudioFormat } from '../media/format.js';
-import { Resampler, type ResamplerRate } from '../media/native.js';
+import { Resampler, type ResamplerRate } from '../media/native/resampler.js';
 import { NoiseMix, type NoiseBed } from '../media/noise.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import { TimeStretch } from '../media/time-stretch.js';

@@ -2,7 +2,7 @@
 // the inline fields of `config`, then the configuration endpoint's overrides (each later one wins).
 import { z } from 'zod';
 import { agentDefaults, type AgentConfig } from '../schemas/agents.js';
-import type { VadOptions } from '../media/native.js';
+import type { VadOptions } from '../media/native/vad.js';
 import { configMessage, STS_DEFAULT_AUDIO_FORMAT, type ConfigMessage, type InlineWebSocketTool, type StsAudioFormat } from '../schemas/sts.js';
 import type { UrlRules } from '../schemas/common.js';
 

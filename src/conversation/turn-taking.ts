@@ -4,7 +4,7 @@
 // button ends the turn, otherwise a muted turn is dropped); a backchannel during long user speech when enabled. Emits
 // user_started_speaking, user_finished_speaking and input_cancelled.
 import type { SpeechEngineSession } from '../engines/engine.js';
-import { VAD_SPEECH_END, VAD_SPEECH_START, type Vad, type VadOptions } from '../media/native.js';
+import { VAD_SPEECH_END, VAD_SPEECH_START, type Vad, type VadOptions } from '../media/native/vad.js';
 import type { ServerEvent } from '../schemas/sts.js';
 import type { ConversationTimers } from './host.js';
 import type { TurnEnd } from './latency.js';

@@ -5,7 +5,7 @@
 // transcription language and keywords are per request, so a transfer to another agent (updateSession) changes
 // them from the next turn and reply on; a reply keeps the voice it started with.
 import type { Logger } from '../log.js';
-import type { ResamplerRate } from '../media/native.js';
+import type { ResamplerRate } from '../media/native/resampler.js';
 import type { ChatClient, ChatFunctionTool, ChatMessage } from './chat-client.js';
 import {
   EngineError,

@@ -2,7 +2,7 @@
 // say text with the local text-to-speech (espeak-ng, or tones without it) and answers each user turn by playing that
 // turn's audio back. It has no speech-to-text: each turn's transcript is reported empty (unknown).
 import type { Logger } from '../log.js';
-import type { ResamplerRate } from '../media/native.js';
+import type { ResamplerRate } from '../media/native/resampler.js';
 import {
   EngineError,
   speechSettingsOf,

@@ -9,7 +9,7 @@ import { mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { RESAMPLER_RATES, Resampler, type ResamplerRate } from '../media/native.js';
+import { RESAMPLER_RATES, Resampler, type ResamplerRate } from '../media/native/resampler.js';
 
 const run = promisify(execFile);
 

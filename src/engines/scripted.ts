@@ -7,7 +7,7 @@
 // (EngineSessionOptions.engineSettings.scripted_engine), the registry's script (tests), PARLEY_SCRIPTED_ENGINE_FILE.
 import { z } from 'zod';
 import type { Logger } from '../log.js';
-import type { ResamplerRate } from '../media/native.js';
+import type { ResamplerRate } from '../media/native/resampler.js';
 import { applyPronunciations } from './echo.js';
 import {
   EngineError,

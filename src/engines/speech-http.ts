@@ -2,7 +2,7 @@
 // (multipart WAV of a user turn -> text) and `POST {base}/audio/speech` (text -> PCM, response_format pcm or
 // wav). whisper.cpp, vLLM, Kokoro/Piper servers and hosted services all offer these.
 import { parseWav, resample } from './local-tts.js';
-import type { ResamplerRate } from '../media/native.js';
+import type { ResamplerRate } from '../media/native/resampler.js';
 
 /** The `pcm` response format of /audio/speech: raw 16-bit mono little-endian at 24 kHz. */
 export const SPEECH_PCM_RATE: ResamplerRate = 24_000;

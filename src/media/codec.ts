@@ -1,8 +1,8 @@
 // The codec registry: one decoder and one encoder per wire format, writing into caller-owned buffers.
-// G.711 goes through the native addon (src/media/native.ts); PCM formats are little-endian 16-bit (the STS
+// G.711 goes through the native addon (src/media/native/g711.ts); PCM formats are little-endian 16-bit (the STS
 // socket's raw audio); Opus through the lazily loaded @discordjs/opus (browser clients only).
 import { formatInfo, LITTLE_ENDIAN_HOST, type AudioFormat } from './format.js';
-import { alawDecodeInto, alawEncodeInto, mulawDecodeInto, mulawEncodeInto } from './native.js';
+import { alawDecodeInto, alawEncodeInto, mulawDecodeInto, mulawEncodeInto } from './native/g711.js';
 import { OpusCodec } from './opus.js';
 
 /** memcpy from part of a Uint8Array (Node's Buffer copy works on any Uint8Array; it makes a view of the part). */

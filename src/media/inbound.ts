@@ -7,7 +7,7 @@
 import { createDecoder, type Decoder } from './codec.js';
 import { formatInfo, FRAME_MS, type AudioFormat } from './format.js';
 import { JitterBuffer, JB_LOST, JB_NONE, type JitterBufferOptions } from './jitter-buffer.js';
-import { Resampler, type ResamplerRate } from './native.js';
+import { Resampler, type ResamplerRate } from './native/resampler.js';
 import { LossConcealer } from './plc.js';
 import { dtmfDigit, TelephoneEventReceiver, type DtmfDigit } from './rfc4733.js';
 import { createRtpPacketView, decodeView, type RtpPacketView } from './rtp.js';

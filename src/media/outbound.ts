@@ -6,9 +6,8 @@
 // buffer after its RTP header; then each stream writes its header and sends (finish).
 // While RFC 4733 digits play, the stream sends telephone-event packets instead of audio and its queue waits.
 import { formatInfo, FRAME_MS } from './format.js';
-import {
-  encodeBatch, G711_ALAW, G711_MULAW, ResampleEncodeGroup, Resampler, type G711Codec, type ResamplerRate,
-} from './native.js';
+import { encodeBatch, G711_ALAW, G711_MULAW, type G711Codec } from './native/g711.js';
+import { ResampleEncodeGroup, Resampler, type ResamplerRate } from './native/resampler.js';
 import { NoiseMix, type NoiseBed } from './noise.js';
 import type { PacedStream } from './pacing-clock.js';
 import { SampleFifo } from './pipeline.js';

@@ -5,7 +5,7 @@
 // each file's blocks in order; within a batch a file's blocks are adjacent, and after one fails the rest of that
 // file's are skipped. A block is planar stereo (left channel, then right, each half of it); the job interleaves it
 // as it writes it.
-import { writeBlocks } from './native.js';
+import { writeBlocks } from './native/block-writer.js';
 
 /** One block for a file: its first `pairs` of each half, interleaved, written at `offset`. */
 export interface BlockWrite {

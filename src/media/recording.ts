@@ -26,7 +26,7 @@ import { getSystemErrorMap } from 'node:util';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
 import { FRAME_MS } from './format.js';
-import { BLOCK_NOTHING_WRITTEN, BLOCK_SKIPPED } from './native.js';
+import { BLOCK_NOTHING_WRITTEN, BLOCK_SKIPPED } from './native/block-writer.js';
 import { recordingWriter, type BlockSource, type BlockWrite } from './recording-writer.js';
 
 export type RecordingFormat = 'wav' | 'wav.gz';

@@ -4,7 +4,8 @@
 // the previous segment, by normalized cross-correlation on a ~4 kHz grid then at full rate around the best).
 // Streaming; every buffer allocated at construction; speed 1 while idle is an exact pass-through.
 import type { Stage } from './pipeline.js';
-import { timeStretchBinding as native, type Handle, type HandleSlot } from './native.js';
+import { timeStretchBinding as native } from './native/time-stretch-binding.js';
+import type { Handle, HandleSlot } from './native/addon.js';
 
 export const AUDIO_SPEED_MIN = 0.5;
 export const AUDIO_SPEED_MAX = 2.0;

@@ -1,25 +1,23 @@
 // Batched UDP I/O for RTP through the native addon: recvmmsg/sendmmsg endpoints (native/src/udp_io.h) and, for a
-// worker's many call sockets, io_uring (native/src/udp_ring.h).
+// worker's many call sockets, io_uring (native/src/udp_ring.h). Linux only: elsewhere the addon is built without
+// them, and opening a socket or group throws UdpIoError ENOSYS (NATIVE_UDP_AVAILABLE tells beforehand).
 //
-// Issue 3 item 3: node:dgram costs ~7 us per packet (bench/results/udp-io.json), more than a third of a core at 500
-// calls, so RTP sockets live in the addon. One NativeUdpSocket per RTP port, i.e. per call stream: SDP gives each
-// stream its own port and symmetric RTP needs packets to leave from that same port.
+// RTP sockets live in the addon because node:dgram costs a kernel entry and a JavaScript object per packet
+// (bench/results/udp-io.json). One NativeUdpSocket per RTP port, i.e. per call stream: SDP gives each stream its
+// own port and symmetric RTP needs packets to leave from that same port.
 //
 // A worker's sockets share one NativeUdpGroup. Its io_uring backend (the default where the kernel allows it)
 // arms one multishot receive per socket on the group's ring and sends every socket's packets of a tick with one
 // io_uring_enter (group.sendMany): the kernel is entered a few times per loop iteration, not once per packet, and
-// one crossing into JavaScript delivers every socket that received. Measured against the alternatives (one
-// recvmmsg per readable socket under libuv's epoll and one sendmmsg per socket; node:dgram) in
-// bench/results/udp-io.json. Where io_uring is missing or blocked (a container's seccomp profile) the group falls
-// back to the poll backend: one uv_poll and recvmmsg per socket, one sendmmsg per socket, the same dispatch.
+// one crossing into JavaScript delivers every socket that received. Where io_uring is missing or blocked (a
+// container's seccomp profile) the group falls back to the poll backend: one uv_poll and recvmmsg per socket, one
+// sendmmsg per socket, the same dispatch.
 //
 // SharedUdpSocket (below) is the other layout: ONE socket for all of a worker's calls, received packets
 // demultiplexed by source address:port in user space (UdpPeerTable), each sent packet carrying its destination.
-// Measured against a socket per call (bench/results/udp-shared*.json, a loaded 2-vCPU VM): 0.7-0.8x the gateway
-// CPU per packet (receive ~0.5x, send ~0.75x: the kernel's udp_sendmsg and loopback delivery remain). Whether
-// calls share a port is a signalling decision (SDP would advertise one port per worker; NAT latching needs
-// another key than the local port; one flooded socket drops every call's packets), so SDP still gives each
-// stream its own port and NativeUdpSocket per call stays the default.
+// It costs the gateway less CPU per packet (bench/results/udp-shared*.json), but whether calls share a port is a
+// signalling decision (SDP would advertise one port per worker; NAT latching needs another key than the local
+// port; one flooded socket drops every call's packets), so NativeUdpSocket per call stays the default.
 //
 // Shared buffers, no per-packet JS objects:
 // - receive ring: `slots` slots of `slotBytes` bytes in rxData; packet i of a batch starts at i * slotBytes and
@@ -31,7 +29,7 @@
 // IPv4 only. Errors from the kernel are UdpIoError with the errno name as `code`; misuse (wrong sizes, closed
 // socket) is a RangeError / TypeError / UdpIoError('EBADF').
 import { constants } from 'node:os';
-import { nativeAddon } from './native.js';
+import { nativeAddon } from './native/addon.js';
 
 /** Words per rxMeta / txMeta entry. */
 export const UDP_META_WORDS = 4;
@@ -115,6 +113,21 @@ interface UdpAddon {
 }
 
 const addon = nativeAddon() as UdpAddon;
+
+/** Whether this build of the addon has the UDP endpoints: on Linux only (recvmmsg, sendmmsg, io_uring, eventfd). */
+export const NATIVE_UDP_AVAILABLE: boolean = typeof (addon as Partial<UdpAddon>).udpOpen === 'function';
+
+/** Throws UdpIoError ENOSYS where the addon was built without the UDP endpoints. */
+function requireNativeUdp(): void {
+  if (!NATIVE_UDP_AVAILABLE) {
+    throw new UdpIoError(
+      `native UDP I/O is Linux-only (recvmmsg, sendmmsg, io_uring); not available on ${process.platform}`,
+      'ENOSYS',
+      -constants.errno.ENOSYS,
+      'udp',
+    );
+  }
+}
 
 function isNativeErrno(err: unknown): err is NativeErrno {
   return err instanceof Error && typeof (err as NativeErrno).code === 'string' && typeof (err as NativeErrno).errno === 'number';
@@ -207,6 +220,7 @@ export class NativeUdpGroup {
   readonly backend: UdpGroupBackend;
 
   constructor(capacity: number, options: NativeUdpGroupOptions = {}) {
+    requireNativeUdp();
     if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('group capacity must be a positive integer');
     this.capacity = capacity;
     this.ready = new Uint32Array(capacity * GROUP_WORDS);
@@ -326,6 +340,7 @@ export class NativeUdpSocket {
   readonly groupId: number;
 
   private constructor(options: NativeUdpOptions) {
+    requireNativeUdp();
     const slots = options.slots ?? DEFAULT_RX_SLOTS;
     const txSlots = options.txSlots ?? DEFAULT_TX_SLOTS;
     this.slotBytes = options.slotBytes ?? DEFAULT_SLOT_BYTES;
@@ -358,7 +373,10 @@ export class NativeUdpSocket {
     this.port = addon.udpLocalPort(this.handle);
   }
 
-  /** Binds a socket (port 0: any free port; see .port). Throws UdpIoError (EADDRINUSE, EADDRNOTAVAIL, EINVAL...). */
+  /**
+   * Binds a socket (port 0: any free port; see .port). Throws UdpIoError (EADDRINUSE, EADDRNOTAVAIL, EINVAL...;
+   * ENOSYS off Linux).
+   */
   static open(options: NativeUdpOptions): NativeUdpSocket {
     return new NativeUdpSocket(options);
   }

@@ -3,7 +3,7 @@
 // engine the new agent's vad_prebuffer_duration_ms of audio (TurnTaking.setVadOptions resizes its prebuffer copy).
 import t from 'tap';
 import type { SpeechEngine } from '../../src/engines/engine.js';
-import { Resampler } from '../../src/media/native.js';
+import { Resampler } from '../../src/media/native/resampler.js';
 import { noiseBedLoop, seededRandom, type NoiseBed } from '../../src/media/noise.js';
 import { config, setup, type Setup } from './harness.js';
 import { PROBE_FRAME, PROBE_RATE, ProbeEngine } from './probe-engine.js';

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import wavefile from 'wavefile';
 import { RtpInbound } from '../../src/media/inbound.js';
-import { mulawEncodeInto } from '../../src/media/native.js';
+import { mulawEncodeInto } from '../../src/media/native/g711.js';
 import { OutboundBatch, OutboundStream } from '../../src/media/outbound.js';
 import { PacingClock, type TimerApi } from '../../src/media/pacing-clock.js';
 import { StereoRecorder } from '../../src/media/recording.js';

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { RtpInbound, InboundAudio, type InboundSink } from '../../src/media/inbound.js';
-import { mulawEncodeInto, mulawDecodeInto, Resampler } from '../../src/media/native.js';
+import { mulawEncodeInto, mulawDecodeInto } from '../../src/media/native/g711.js';
+import { Resampler } from '../../src/media/native/resampler.js';
 import { RtpSender, RTP_HEADER_BYTES } from '../../src/media/rtp.js';
 import { TelephoneEventSender } from '../../src/media/rfc4733.js';
 import type { DtmfDigit } from '../../src/media/rfc4733.js';

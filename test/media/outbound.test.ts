@@ -1,6 +1,7 @@
 import t from 'tap';
 import { OutboundBatch, OutboundStream, type OutboundOptions } from '../../src/media/outbound.js';
-import { alawDecodeInto, mulawDecodeInto, mulawEncodeInto, Resampler } from '../../src/media/native.js';
+import { alawDecodeInto, mulawDecodeInto, mulawEncodeInto } from '../../src/media/native/g711.js';
+import { Resampler } from '../../src/media/native/resampler.js';
 import { createRtpPacketView, decodeView, payloadOf } from '../../src/media/rtp.js';
 import { createTelephoneEvent, dtmfDigit, readTelephoneEvent } from '../../src/media/rfc4733.js';
 import { PacingClock, type TimerApi } from '../../src/media/pacing-clock.js';

@@ -6,7 +6,7 @@ import t from 'tap';
 import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BLOCK_SKIPPED, writeBlocks } from '../../src/media/native.js';
+import { BLOCK_SKIPPED, writeBlocks } from '../../src/media/native/block-writer.js';
 import { RecordingWriter, type BlockSource, type BlockWrite } from '../../src/media/recording-writer.js';
 
 const EBADF = 9;

@@ -3,7 +3,7 @@
 // are detected, tones just beyond them are not, and no digit is reported anywhere in the 568 real speech
 // prompts (talk-off).
 import t from 'tap';
-import { DtmfDetector } from '../../src/media/native.js';
+import { DtmfDetector } from '../../src/media/native/dtmf.js';
 import { addWhiteNoise, listPrompts, loadPrompt, PROMPT_COUNT } from './speech-corpus.js';
 
 // The talk-off pass reads all 568 prompts: allow for a loaded CI machine.

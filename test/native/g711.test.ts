@@ -13,7 +13,7 @@ import {
   mulawDecodeInto,
   mulawEncodeInto,
   pcm16ToFloat32Into,
-} from '../../src/media/native.js';
+} from '../../src/media/native/g711.js';
 
 // ITU-T G.191 STL g711.c, ulaw_compress / ulaw_expand / alaw_compress / alaw_expand.
 function ulawCompress(x: number): number {

@@ -2,9 +2,10 @@
 // attenuation (images and aliases at least 70 dB down), round-trip SNR, and chunking independence (no
 // discontinuity at frame boundaries).
 import t from 'tap';
+import { G711_MULAW, mulawEncodeInto } from '../../src/media/native/g711.js';
 import {
-  G711_MULAW, RESAMPLER_RATES, ResampleEncodeGroup, Resampler, mulawEncodeInto, resampleBatch, type ResamplerRate,
-} from '../../src/media/native.js';
+  RESAMPLER_RATES, ResampleEncodeGroup, Resampler, resampleBatch, type ResamplerRate,
+} from '../../src/media/native/resampler.js';
 
 // 30 rate pairs, each measured with many tones: allow for a loaded CI machine.
 t.setTimeout(300_000);

@@ -2,7 +2,7 @@
 // detected clean and in noise, short blips and out-of-range tones are not, Asterisk's own beep prompt is, and
 // no speech prompt is.
 import t from 'tap';
-import { TONE_END, TONE_START, ToneDetector } from '../../src/media/native.js';
+import { TONE_END, TONE_START, ToneDetector } from '../../src/media/native/tone.js';
 import { TONE_PROMPTS, addWhiteNoise, listPrompts, loadPrompt } from './speech-corpus.js';
 
 // One pass over all 568 prompts: allow for a loaded CI machine.

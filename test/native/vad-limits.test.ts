@@ -2,7 +2,7 @@
 // VAD accepts (native/src/vad.h, exported as vadLimits): each value the schema lets an agent store must build a
 // VAD, and each value past the addon's limit must be refused by the schema too. Fails when either side moves.
 import t from 'tap';
-import { VAD_LIMITS, Vad, type VadOptions } from '../../src/media/native.js';
+import { VAD_LIMITS, Vad, type VadOptions } from '../../src/media/native/vad.js';
 import { agentUpdateBody } from '../../src/schemas/agents.js';
 
 const update = agentUpdateBody({ PARLEY_ALLOW_PRIVATE_ENDPOINTS: false });

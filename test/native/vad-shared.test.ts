@@ -6,7 +6,8 @@
 import t from 'tap';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { Resampler, VAD_SPEECH_END, VAD_SPEECH_START, Vad, type ResamplerRate } from '../../src/media/native.js';
+import { Resampler, type ResamplerRate } from '../../src/media/native/resampler.js';
+import { VAD_SPEECH_END, VAD_SPEECH_START, Vad } from '../../src/media/native/vad.js';
 import { addWhiteNoise, isSpeechPrompt, listPrompts, loadPrompt, pad, PROMPT_RATE } from './speech-corpus.js';
 
 const ADDON = fileURLToPath(new URL('../../native/build/Release/parley_dsp.node', import.meta.url));

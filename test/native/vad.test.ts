@@ -4,7 +4,8 @@
 // within 100 ms of the true start and speech-end (the last voiced frame) within 150 ms of the true end; nothing
 // may be reported in the added silence or noise.
 import t from 'tap';
-import { Resampler, VAD_DEFAULTS, VAD_SPEECH_END, VAD_SPEECH_START, Vad, type ResamplerRate } from '../../src/media/native.js';
+import { Resampler, type ResamplerRate } from '../../src/media/native/resampler.js';
+import { VAD_DEFAULTS, VAD_SPEECH_END, VAD_SPEECH_START, Vad } from '../../src/media/native/vad.js';
 import { addWhiteNoise, isSpeechPrompt, listPrompts, loadPrompt, pad, PROMPT_RATE, truthOf } from './speech-corpus.js';
 
 // The whole corpus twice: allow for a loaded CI machine (tap's default is 60 s per file).

@@ -160,6 +160,60 @@ t.test('no ACK within 64*T1: BYE and ended(ack_timeout)', async (t) => {
   t.equal(sender.sent.at(-1)?.hop, 'sip:p1.example.com;lr', 'sent to the first route');
 });
 
+/** Runs `body`, then lets rejected promises surface; returns the unhandled rejections seen meanwhile. */
+async function unhandledRejections(body: () => void): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  const onRejection = (reason: unknown) => seen.push(reason);
+  process.on('unhandledRejection', onRejection);
+  try {
+    body();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  } finally {
+    process.off('unhandledRejection', onRejection);
+  }
+  return seen;
+}
+
+class FailingSender extends RecordingSender {
+  override async request(req: SipRequest, hop: Uri): Promise<SipResponse> {
+    this.sent.push({ req, hop: serializeUri(hop) });
+    throw new Error(`${req.method} timed out`);
+  }
+}
+
+t.test('the BYE after an ACK timeout fails: ended(ack_timeout), the failure reported, nothing thrown', async (t) => {
+  await t.test('no error listener and no owner: the process is not crashed', async (t) => {
+    const { dialog, sender, clock } = uasDialog(new ManualClock(), new FailingSender());
+    const ended: string[] = [];
+    dialog.on('ended', (e) => ended.push(e.reason));
+    dialog.awaitAck(response(200, '7 INVITE'));
+    t.same(await unhandledRejections(() => clock.advance(32_000)), [], 'no unhandled rejection');
+    t.same(ended, ['ack_timeout']);
+    t.equal(sender.sent.at(-1)?.req.method, 'BYE');
+    t.equal(dialog.state, 'terminated');
+  });
+  await t.test('an error listener hears the failure', async (t) => {
+    const { dialog, clock } = uasDialog(new ManualClock(), new FailingSender());
+    const errors: string[] = [];
+    dialog.on('error', (err) => errors.push(err.message));
+    dialog.awaitAck(response(200, '7 INVITE'));
+    t.same(await unhandledRejections(() => clock.advance(32_000)), []);
+    t.same(errors, ['BYE timed out']);
+  });
+  await t.test('without a listener, the owner (unheardError) gets it', async (t) => {
+    const clock = new ManualClock();
+    const unheard: string[] = [];
+    const data = createUasDialog(invite(), 'local1', contact);
+    const dialog = new Dialog({
+      data, sender: new FailingSender(), clock, localMedia, localSdp: '', remoteSdp: OFFER, media: null,
+      unheardError: (err) => unheard.push(err.message),
+    });
+    dialog.awaitAck(response(200, '7 INVITE'));
+    t.same(await unhandledRejections(() => clock.advance(32_000)), []);
+    t.same(unheard, ['BYE timed out']);
+  });
+});
+
 t.test('BYE received ends the dialog once; requests after it get 481', async (t) => {
   const { dialog } = uasDialog();
   const ended: string[] = [];

@@ -3,8 +3,9 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { once } from 'node:events';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { SipTransport, type Source } from '../../../sip/transport/index.js';
+import { TransactionLayer, type ServerTransaction } from '../../../sip/transaction/index.js';
 import { createResponse, parseMessage, serializeMessage, topVia, type SipMessage, type SipRequest } from '../../../sip/message/index.js';
 import { SipParseError, TransportError } from '../../../sip/errors.js';
 
@@ -282,4 +283,89 @@ t.test('TCP framing: a bad message is reported and skipped; a message without Co
   t.match(fatal.err.message, /Content-Length/);
   await closed;
   t.pass('server closed the connection');
+});
+
+/** A TCP client of `port` whose 'close' is recorded. */
+async function tcpClient(t: Test, port: number) {
+  const sock = net.connect(port, '127.0.0.1');
+  await once(sock, 'connect');
+  t.teardown(() => sock.destroy());
+  const state = { closed: false, data: '' };
+  sock.on('data', (d) => { state.data += d.toString('latin1'); });
+  sock.on('close', () => { state.closed = true; });
+  return { sock, state };
+}
+
+/** Resolves after `ms` of real time (for checks that something did NOT happen meanwhile). */
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await pause(5);
+  }
+}
+
+const IDLE_MS = 40;
+
+t.test('TCP idle timeout: a silent connection is closed, a held one stays open until released', async (t) => {
+  const inbox: Array<{ msg: SipMessage; source: Source }> = [];
+  const transport = await SipTransport.listen({ message: (msg, source) => inbox.push({ msg, source }) }, { idleTimeoutMs: IDLE_MS });
+  t.teardown(() => transport.close());
+  const silent = await tcpClient(t, transport.port);
+  const held = await tcpClient(t, transport.port);
+  held.sock.write(request('OPTIONS', 'SIP/2.0/TCP 127.0.0.1:1;branch=z9hG4bKidle1'));
+  await until(() => inbox.length === 1, 'the OPTIONS');
+  const release = transport.holdConnection(inbox[0]!.source);
+  await until(() => silent.state.closed, 'the silent connection closed');
+  await pause(6 * IDLE_MS);
+  t.notOk(held.state.closed, 'the held connection is open six idle periods on');
+  t.equal(transport.tcpConnectionCount, 1);
+  release();
+  await until(() => held.state.closed, 'the released connection closed');
+  t.equal(transport.tcpConnectionCount, 0);
+});
+
+t.test('TCP idle timeout: never while a server or client transaction still needs the connection', async (t) => {
+  let serverTx: ServerTransaction | undefined;
+  const transport = await SipTransport.listen({
+    message: (msg, source) => layer.receive(msg, source),
+  }, { idleTimeoutMs: IDLE_MS });
+  t.teardown(() => transport.close());
+  const layer: TransactionLayer = new TransactionLayer(transport, { request: (_req, tx) => { serverTx = tx; } });
+
+  // A request over TCP not answered yet: its server transaction holds the connection.
+  const peer = await tcpClient(t, transport.port);
+  const options = request('OPTIONS', 'SIP/2.0/TCP 127.0.0.1:1;branch=z9hG4bKidle2');
+  peer.sock.write(options);
+  await until(() => serverTx !== undefined, 'the server transaction');
+  await pause(6 * IDLE_MS);
+  t.notOk(peer.state.closed, 'open while the request is unanswered');
+  serverTx!.respond(createResponse(serverTx!.request, 200));
+  await until(() => peer.state.data.includes('SIP/2.0 200 OK'), 'the 200 on the connection');
+  await until(() => peer.state.closed, 'closed once the transaction ended and the connection idled');
+
+  // A request we send over TCP: the client transaction holds the connection until its response.
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => server.close());
+  const accepted = once(server, 'connection') as Promise<[net.Socket]>;
+  let final = 0;
+  const req = parseMessage(request('OPTIONS', `SIP/2.0/TCP ${transport.sentBy};branch=z9hG4bKidle3`)) as SipRequest;
+  layer.sendRequest(req, { transport: 'TCP', address: '127.0.0.1', port: (server.address() as net.AddressInfo).port }, {
+    response: (res) => { final = res.status; },
+  });
+  const [conn] = await accepted;
+  let closed = false;
+  let received = '';
+  conn.on('data', (d) => { received += d.toString('latin1'); });
+  conn.on('close', () => { closed = true; });
+  await until(() => received.includes('\r\n\r\n'), 'the OPTIONS at the peer');
+  await pause(6 * IDLE_MS);
+  t.notOk(closed, 'open while the request awaits its response');
+  conn.write(serializeMessage(createResponse(parseMessage(received) as SipRequest, 200)));
+  await until(() => final === 200, 'the 200 at the client transaction');
+  await until(() => closed, 'closed once the transaction ended and the connection idled');
 });

@@ -5,6 +5,7 @@
 import t from 'tap';
 import dgram from 'node:dgram';
 import { createUserAgent, DigestServer, SipError, TransactionTimeoutError, type Dialog, type LocalMedia, type UserAgent } from '../../../sip/index.js';
+import { ManualClock } from '../../../sip/transaction/index.js';
 
 t.setTimeout(60_000); // real sockets: two user agents per test
 
@@ -114,6 +115,61 @@ t.test('nobody at the address: TransactionTimeoutError from Timer B', async (t) 
   const err = await ua.createUAC(`sip:void@127.0.0.1:${port}`, { media: media(30420) }).catch((e: unknown) => e);
   t.ok(err instanceof TransactionTimeoutError, `TransactionTimeoutError, got ${String(err)}`);
   t.ok(received >= 5, `INVITE retransmitted on Timer A (${received} sends)`);
+});
+
+t.test('a caller that never ACKs nor answers the BYE: the UAS dialog ends (ack_timeout), no process crash', async (t) => {
+  const sock = dgram.createSocket('udp4');
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+  t.teardown(() => sock.close());
+  const port = (sock.address() as { port: number }).port;
+  const received: string[] = [];
+  sock.on('message', (m) => received.push(m.toString('latin1').split('\r\n')[0]!));
+  const clock = new ManualClock();
+  const ua = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp'], clock });
+  t.teardown(() => ua.close());
+  const ended: string[] = [];
+  ua.on('invite', (req) => {
+    ua.createUAS(req, { media: media(30410) }).then((d) => d.on('ended', (e) => ended.push(e.reason)), () => undefined);
+  });
+  const offer = 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n';
+  const invite = [
+    `INVITE sip:agent@127.0.0.1:${ua.port} SIP/2.0`, `Via: SIP/2.0/UDP 127.0.0.1:${port};branch=z9hG4bKnoack`,
+    'From: <sip:caller@127.0.0.1>;tag=c1', `To: <sip:agent@127.0.0.1:${ua.port}>`, 'Call-ID: noack@127.0.0.1',
+    'CSeq: 1 INVITE', `Contact: <sip:caller@127.0.0.1:${port}>`, 'Max-Forwards: 70', 'Content-Type: application/sdp',
+    `Content-Length: ${offer.length}`, '', offer,
+  ].join('\r\n');
+  sock.send(invite, ua.port, '127.0.0.1');
+  await until(() => received.includes('SIP/2.0 200 OK'), '200 OK at the caller');
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => rejections.push(reason);
+  process.on('unhandledRejection', onRejection);
+  t.teardown(() => process.off('unhandledRejection', onRejection));
+  clock.advance(32_000); // RFC 3261 13.3.1.4: no ACK within 64*T1
+  t.same(ended, ['ack_timeout']);
+  await until(() => received.some((l) => l.startsWith('BYE ')), 'BYE at the caller');
+  clock.advance(32_000); // Timer F: the BYE's transaction times out
+  await new Promise((r) => setTimeout(r, 20));
+  t.same(rejections, [], 'the failed BYE crashed nothing');
+});
+
+t.test('TCP: a dialog keeps its connection open however idle; it closes once the call ended', async (t) => {
+  const opts = { host: '127.0.0.1', port: 0, transports: ['tcp' as const], timers: { T1: 10, T2: 40, T4: 50 }, tcpIdleTimeoutMs: 40 };
+  const a = await createUserAgent(opts);
+  const b = await createUserAgent(opts);
+  t.teardown(() => a.close());
+  t.teardown(() => b.close());
+  const answered: Dialog[] = [];
+  b.on('invite', (req) => { b.createUAS(req, { media: media(30410) }).then((d) => answered.push(d), () => undefined); });
+  const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port};transport=tcp`, { media: media(30420) });
+  await until(() => answered.length === 1 && !answered[0]!.awaitingAck, 'ACK at the UAS');
+  // Every transaction of the call ends within 64*T1 = 640 ms; the idle timeout is 40 ms.
+  await new Promise((r) => setTimeout(r, 1500));
+  t.equal(a.tcpConnectionCount, 1, 'the caller kept its connection');
+  t.equal(b.tcpConnectionCount, 1, 'the callee kept it');
+  const ended = new Promise((r) => answered[0]!.once('ended', r));
+  await dialog.bye();
+  t.same(await ended, { reason: 'bye_received' }, 'the BYE went over it');
+  await until(() => a.tcpConnectionCount === 0 && b.tcpConnectionCount === 0, 'the connection closed after the call');
 });
 
 t.test('CANCEL: the caller aborts a ringing call, the callee sees it cancelled, the caller gets 487', async (t) => {
