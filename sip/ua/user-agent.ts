@@ -356,12 +356,14 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       if (!opts.media) throw new Error('createUAC needs localSdp or media');
       offerText = serializeSdp(createOffer(opts.media));
     }
-    const contact = this.#contact(transport);
     const from = fromWithTag(opts.from ?? `<sip:parley@${this.host.includes(':') ? `[${this.host}]` : this.host}>`);
     const to = parseNameAddr(`<${serializeUri(requestUri)}>`);
     to.uri = stripUriParams(to.uri);
     const callId = newCallId(this.host);
     const target = await resolveTarget(opts.proxy ? parseUriText(opts.proxy) : requestUri, transport);
+    // RFC 3261 8.1.1.8: the Contact names the transport the request actually leaves on (the proxy's, when one
+    // is given), so in-dialog requests come back over it.
+    const contact = this.#contact(target.transport);
     const digest = opts.auth ? new DigestClient(opts.auth) : null;
     let cseq = 1;
     let authHeaders: Array<[string, string]> = [];

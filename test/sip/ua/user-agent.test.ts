@@ -46,6 +46,18 @@ t.test('call, negotiate, BYE over UDP and TCP', async (t) => {
   }
 });
 
+t.test('through a TCP proxy: the Contact names TCP, so the BYE comes back over TCP', async (t) => {
+  const { a, b, answered } = await pair(t);
+  const dialog = await a.createUAC(`sip:agent@example.invalid`, { media: media(30420), proxy: `sip:127.0.0.1:${b.port};transport=tcp` });
+  await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, 'UAS dialog');
+  const uas = answered.at(-1)!;
+  await until(() => !uas.awaitingAck, 'ACK at the UAS');
+  t.equal(uas.data.remoteTarget.params.get('transport'), 'tcp', 'the caller advertised its TCP contact');
+  const ended = new Promise((r) => dialog.once('ended', r));
+  await uas.bye();
+  t.same(await ended, { reason: 'bye_received' }, 'the caller got the BYE');
+});
+
 t.test('488 for an offer without a common codec; 480 when nobody listens', async (t) => {
   const { a, b } = await pair(t);
   const err = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { localSdp: 'v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 18\r\na=rtpmap:18 G729/8000\r\n' }).catch((e: unknown) => e);
