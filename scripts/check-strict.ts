@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 /** Folders checked strictly, relative to the repository root (with a trailing slash). */
-const ROOTS = ['sip/'];
+const ROOTS = ['sip/', 'src/api/', 'src/domain/'];
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -6,11 +6,20 @@ import { createLogger } from './log.js';
 import { addressEntryProblem } from './auth/addresses.js';
 import { E164_PATTERN } from './schemas/common.js';
 import { projectName } from './schemas/projects.js';
+import { insertApiKey } from './store/api-keys.js';
 import { openStore, type Sql } from './store/db.js';
 import { StoreError } from './store/errors.js';
-import { newId } from './store/ids.js';
+import { setFeatureFlag } from './store/features.js';
 import { migrate } from './store/migrate.js';
-import { createWorkspace, insertApiKey } from './store/workspaces.js';
+import { addToInventory, listInventory } from './store/phone-inventory.js';
+import { insertProject } from './store/projects.js';
+import {
+  createWorkspace,
+  listWorkspaces,
+  updateWorkspaceSettings,
+  workspaceIdByNameOrId,
+  workspaceNameTaken,
+} from './store/workspaces.js';
 
 /** A wrong command line or an argument naming nothing; exits with status 2 and the usage. */
 class AdminError extends Error {}
@@ -32,24 +41,21 @@ const out = (line: string) => process.stdout.write(`${line}\n`);
 
 async function workspaceId(sql: Sql, nameOrId: string | undefined): Promise<string> {
   if (!nameOrId) throw new AdminError('a workspace name or id is needed');
-  const [row] = await sql<{ id: string }[]>`select id from organizations where id = ${nameOrId} or name = ${nameOrId}`;
-  if (!row) throw new AdminError(`no workspace '${nameOrId}'`);
-  return row.id;
+  const id = await workspaceIdByNameOrId(sql, nameOrId);
+  if (!id) throw new AdminError(`no workspace '${nameOrId}'`);
+  return id;
 }
 
 type Command = (sql: Sql, args: string[]) => Promise<void>;
 
 const commands: Record<string, Command> = {
   async 'list-workspaces'(sql) {
-    const rows = await sql<{ id: string; name: string; features: Record<string, boolean> }[]>`
-      select id, name, features from organizations order by created_at`;
-    for (const r of rows) out(`${r.id}\t${r.name}\t${JSON.stringify(r.features)}`);
+    for (const r of await listWorkspaces(sql)) out(`${r.id}\t${r.name}\t${JSON.stringify(r.features)}`);
   },
 
   async 'create-workspace'(sql, [name]) {
     if (!name) throw new AdminError('create-workspace needs a name');
-    const [taken] = await sql`select 1 from organizations where name = ${name}`;
-    if (taken) throw new AdminError(`a workspace named '${name}' exists`);
+    if (await workspaceNameTaken(sql, name)) throw new AdminError(`a workspace named '${name}' exists`);
     const w = await createWorkspace(sql, name);
     out(`workspace ${w.orgId}\nproject main ${w.projectId}\napi key (shown once): ${w.apiKey}`);
   },
@@ -57,10 +63,8 @@ const commands: Record<string, Command> = {
   async 'create-project'(sql, [ws, name]) {
     const orgId = await workspaceId(sql, ws);
     const parsed = projectName.safeParse(name);
-    if (!parsed.success) throw new AdminError(`project name: ${parsed.error.issues[0].message}`);
-    const [row] = await sql<{ id: string }[]>`
-      insert into projects (id, org_id, name) values (${newId('proj')}, ${orgId}, ${parsed.data})
-      on conflict (org_id, name) do nothing returning id`;
+    if (!parsed.success) throw new AdminError(`project name: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const row = await insertProject(sql, orgId, { name: parsed.data });
     if (!row) throw new AdminError(`the workspace has a project named '${name}'`);
     out(`project ${name} ${row.id}`);
   },
@@ -81,29 +85,19 @@ const commands: Record<string, Command> = {
     if (numbers.length === 0) throw new AdminError('add-numbers needs at least one number');
     const bad = numbers.find((n) => !E164_PATTERN.test(n));
     if (bad) throw new AdminError(`'${bad}' is not an E.164 number`);
-    const added = await sql`
-      insert into phone_number_inventory (number, org_id)
-      select n, ${orgId} from unnest(${numbers}::text[]) as n
-      on conflict (number) do nothing returning number`;
+    const added = await addToInventory(sql, orgId, numbers);
     out(`added ${added.length} of ${numbers.length} numbers${added.length < numbers.length ? ' (others were already in the inventory)' : ''}`);
   },
 
   async 'list-numbers'(sql) {
-    const rows = await sql<{ number: string; org_id: string | null }[]>`
-      select number, org_id from phone_number_inventory order by number`;
-    for (const r of rows) out(`${r.number}\t${r.org_id ?? '(any workspace)'}`);
+    for (const r of await listInventory(sql)) out(`${r.number}\t${r.org_id ?? '(any workspace)'}`);
   },
 
   async 'set-feature'(sql, [ws, flag, value]) {
     const orgId = await workspaceId(sql, ws);
     if (!flag || !/^[a-z][a-z0-9_]*$/.test(flag)) throw new AdminError('set-feature needs a flag name (snake_case)');
-    if (value === 'unset') {
-      await sql`update organizations set features = features - ${flag} where id = ${orgId}`;
-    } else if (value === 'on' || value === 'off') {
-      await sql`update organizations set features = features || ${sql.json({ [flag]: value === 'on' })} where id = ${orgId}`;
-    } else {
-      throw new AdminError('set-feature needs on, off or unset');
-    }
+    if (value !== 'unset' && value !== 'on' && value !== 'off') throw new AdminError('set-feature needs on, off or unset');
+    await setFeatureFlag(sql, orgId, flag, value === 'unset' ? null : value === 'on');
     out(`${flag} ${value}`);
   },
 
@@ -113,7 +107,7 @@ const commands: Record<string, Command> = {
       const problem = addressEntryProblem(e);
       if (problem) throw new AdminError(`'${e}' ${problem}`);
     }
-    await sql`update organizations set ip_allowlist = ${sql.json(entries)} where id = ${orgId}`;
+    await updateWorkspaceSettings(sql, orgId, { ip_allowlist: entries });
     out(entries.length ? `ip_allowlist: ${entries.join(', ')}` : 'ip_allowlist cleared: every address is allowed');
   },
 };

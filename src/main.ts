@@ -1,5 +1,6 @@
-// Entry: config -> store -> migrations -> bootstrap -> control plane (DESIGN.md, "Layout").
-// Workers and SIP join here as they land. SIGINT/SIGTERM close everything in reverse order.
+// Entry: config -> store -> migrations -> bootstrap -> control plane -> media workers (docs/ARCHITECTURE.md,
+// "Process shape").
+// SIGINT/SIGTERM close everything in reverse order.
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { openStore, type Store } from './store/db.js';

@@ -1,11 +1,13 @@
-// The Fastify control plane: zod type provider, error mapping, authentication, then every route plugin.
+// The Fastify control plane: zod type provider, error mapping, the OpenAPI generator, then the `/v1` scope (the
+// auth hook and every API route) and the few routes outside it.
 import Fastify, { LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { installAuth } from '../auth/hook.js';
+import { installAuth } from './auth-hook.js';
 import type { AppContext } from './context.js';
-import { installErrorHandler } from './errors.js';
+import { installErrorHandler, routeNotFound } from './errors.js';
 import { registerOpenApi } from './openapi.js';
-import { routePlugins, type ApiApp } from './routes.js';
+import { rootRoutePlugins, v1RoutePlugins } from './routes.js';
+import { API_PREFIX, type ApiApp } from './types.js';
 
 /** Largest accepted request body (agent configurations with long prompts and tool schemas fit easily). */
 const BODY_LIMIT_BYTES = 2 * 1024 * 1024;
@@ -20,10 +22,18 @@ export function buildApp(ctx: AppContext): ApiApp {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandler(app);
-  installAuth(app, ctx);
+  app.setNotFoundHandler(routeNotFound);
+  // Before the routes, so that it sees every one of them.
   registerOpenApi(app, ctx);
-  for (const plugin of routePlugins) {
-    app.register(async (scope) => plugin(scope, ctx));
-  }
+  app.register(
+    async (v1) => {
+      installAuth(v1, ctx);
+      // Any other path under /v1/ is authenticated like the rest (401 before 404); /v1 itself is no API path.
+      v1.all('/*', { schema: { hide: true } }, routeNotFound);
+      for (const plugin of v1RoutePlugins) v1.register(async (scope) => plugin(scope, ctx));
+    },
+    { prefix: API_PREFIX },
+  );
+  for (const plugin of rootRoutePlugins) app.register(async (scope) => plugin(scope, ctx));
   return app;
 }

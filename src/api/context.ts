@@ -1,16 +1,14 @@
-// What every route plugin is given: settings, the database, a logger, the clock and link helpers.
+// What every route plugin is given: the domain's context (database, settings, clock) plus a logger, link helpers
+// and the credential cache.
 import type { Settings } from '../config.js';
+import type { DomainContext } from '../domain/context.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { CredentialCache } from '../auth/credential-cache.js';
 import { createSigner, loadSigningSecret, type UrlSigner } from '../auth/signed-url.js';
 
-export interface AppContext {
-  settings: Settings;
-  sql: Sql;
+export interface AppContext extends DomainContext {
   log: Logger;
-  /** The clock (injected so tests can move time). */
-  now(): Date;
   /** Base of links handed out, without a trailing slash: PARLEY_PUBLIC_URL, else the listening address. */
   publicUrl(): string;
   /** Signs and verifies expiring links (`audio_url`). */

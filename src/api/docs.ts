@@ -1,5 +1,5 @@
 // GET /docs: a readable API reference, rendered on the server from the generated OpenAPI document.
-import type { ApiApp } from './routes.js';
+import type { RoutePlugin } from './types.js';
 
 type Json = Record<string, unknown>;
 
@@ -67,7 +67,7 @@ export function renderDocs(doc: Json): string {
   const byTag = new Map<string, string[]>();
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, Json>>)) {
     for (const [method, op] of Object.entries(item)) {
-      const tag = ((op.tags as string[] | undefined) ?? ['other'])[0];
+      const tag = (op.tags as string[] | undefined)?.[0] ?? 'other';
       if (!byTag.has(tag)) byTag.set(tag, []);
       byTag.get(tag)!.push(operation(method, path, op));
     }
@@ -85,10 +85,11 @@ ${tags.map((t) => `<h2 id="${id(t)}">${esc(t)}</h2>${byTag.get(t)!.join('\n')}`)
 </body></html>`;
 }
 
-export function registerDocs(app: ApiApp): void {
+/** GET /docs, outside `/v1` (a page for people, not an API route). */
+export const docsRoutes: RoutePlugin = async (app) => {
   let page: string | null = null; // the routes do not change once the server is up: render once
   app.get('/docs', { schema: { hide: true } }, async (_req, reply) => {
     page ??= renderDocs(app.swagger() as unknown as Json);
     return reply.header('content-type', 'text/html; charset=utf-8').send(page);
   });
-}
+};

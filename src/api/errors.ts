@@ -1,6 +1,9 @@
-// The control plane's one error type and its mapping to the spec's two error bodies (spec, "Errors").
-import type { FastifyError, FastifyInstance } from 'fastify';
+// The control plane's errors and their two bodies: `{error: {message, code}}`, and for invalid parameters
+// `{error: {message}, param_errors: {"a.b.0": message}}`. Domain errors are mapped here, once: a status per kind.
+// ApiError is this adapter's own (authentication, signed links, upstream failures of POST /v1/responses).
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
+import { DomainError, type DomainErrorKind } from '../domain/errors.js';
 
 export interface ApiErrorOptions {
   code?: string;
@@ -23,18 +26,24 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (what: string, nameOrId?: string) =>
-  new ApiError(404, nameOrId === undefined ? `${what} not found` : `${what} '${nameOrId}' not found`, {
-    code: 'not_found',
-  });
-export const conflict = (message: string, code = 'conflict') => new ApiError(409, message, { code });
+/** The HTTP status of each kind of domain error. */
+const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
+  invalid: 400,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  limit_reached: 429,
+  unavailable: 503,
+};
+
+/** A domain error as this adapter answers it. */
+export function fromDomain(err: DomainError): ApiError {
+  return new ApiError(STATUS_OF_KIND[err.kind], err.message, err.paramErrors ? { paramErrors: err.paramErrors } : { code: err.code });
+}
+
 export const forbidden = (message: string, code = 'forbidden') => new ApiError(403, message, { code });
 export const unauthorized = (message: string) => new ApiError(401, message, { code: 'unauthorized' });
-export const badRequest = (message: string, paramErrors?: Record<string, string>) =>
-  new ApiError(400, message, paramErrors ? { paramErrors } : { code: 'bad_request' });
-/** A validation-shaped error for one parameter: `invalidParam('name', 'already exists', 409)`. */
-export const invalidParam = (param: string, message: string, status = 400) =>
-  new ApiError(status, `invalid parameter ${param}: ${message}`, { paramErrors: { [param]: message } });
+export const notFound = (what: string, nameOrId: string) => new ApiError(404, `${what} '${nameOrId}' not found`, { code: 'not_found' });
 
 export type ErrorBody =
   | { error: { message: string; code?: string } }
@@ -51,9 +60,10 @@ function paramPath(instancePath: string, context: string | undefined): string {
   return path || context || 'body';
 }
 
-/** Maps an ApiError, a validation failure or any other error to the spec's bodies; 500s are logged. */
+/** Maps a domain error, an ApiError, a validation failure or any other error to the two bodies; 500s are logged. */
 export function installErrorHandler(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError | ApiError | Error, request, reply) => {
+  app.setErrorHandler((err: FastifyError | ApiError | DomainError | Error, request, reply) => {
+    if (err instanceof DomainError) err = fromDomain(err);
     if (err instanceof ApiError) {
       return reply.status(err.status).send(errorBody(err));
     }
@@ -70,7 +80,7 @@ export function installErrorHandler(app: FastifyInstance): void {
         }
         paramErrors[paramPath(issue.instancePath, root)] ??= issue.message ?? 'invalid';
       }
-      const first = Object.keys(paramErrors)[0];
+      const first = Object.keys(paramErrors)[0] ?? 'body';
       return reply.status(400).send(errorBody(new ApiError(400, `invalid parameter ${first}: ${paramErrors[first]}`, { paramErrors })));
     }
     const fe = err as FastifyError;
@@ -84,7 +94,9 @@ export function installErrorHandler(app: FastifyInstance): void {
     request.log.error({ err }, 'internal error');
     return reply.status(500).send(errorBody(new ApiError(500, 'internal error', { code: 'internal_error' })));
   });
-  app.setNotFoundHandler((request, reply) => {
-    reply.status(404).send(errorBody(new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`, { code: 'not_found' })));
-  });
+}
+
+/** The answer to an unknown path: 404 naming the method and path. */
+export function routeNotFound(request: FastifyRequest, reply: FastifyReply): void {
+  reply.status(404).send(errorBody(new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`, { code: 'not_found' })));
 }

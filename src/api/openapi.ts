@@ -1,10 +1,9 @@
 // GET /v1/openapi.json: OpenAPI 3.1 generated from the routes' zod schemas (@fastify/swagger + the type
-// provider's transforms). Registered before the routes so it sees every one of them.
+// provider's transforms). The generator is registered before the routes so it sees every one of them.
 import swagger from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { AppContext } from './context.js';
-import { registerDocs } from './docs.js';
-import type { ApiApp } from './routes.js';
+import { API_PREFIX, type ApiApp, type RoutePlugin } from './types.js';
 
 const basicError = {
   type: 'object',
@@ -25,7 +24,7 @@ const validationError = {
   },
   required: ['error', 'param_errors'],
 };
-/** The spec's two error bodies ("Errors"), as documented answers of every /v1 route. */
+/** The two error bodies, as documented answers of every /v1 route. */
 const ERROR_RESPONSES = {
   400: { description: 'invalid parameters (validation body)', ...validationError },
   401: { description: 'authentication missing, invalid or unsupported', ...basicError },
@@ -53,14 +52,15 @@ export function registerOpenApi(app: ApiApp, ctx: AppContext): void {
     transform: (route) => {
       const out = jsonSchemaTransform(route);
       const schema = out.schema as { response?: Record<string, unknown>; hide?: boolean };
-      // Document the spec's error bodies beside each route's own answers (not used for serialization).
-      if (!schema.hide && route.url.startsWith('/v1/')) schema.response = { ...schema.response, ...ERROR_RESPONSES };
+      // Document the error bodies beside each route's own answers (not used for serialization).
+      if (!schema.hide && route.url.startsWith(`${API_PREFIX}/`)) schema.response = { ...schema.response, ...ERROR_RESPONSES };
       return out;
     },
     transformObject: jsonSchemaTransformObject,
   });
-  app.register(async (scope) => {
-    scope.get('/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => scope.swagger());
-    registerDocs(scope);
-  });
 }
+
+/** The document itself, in the `/v1` scope; public, and hidden from itself. */
+export const openApiRoutes: RoutePlugin = async (app) => {
+  app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+};

@@ -1,16 +1,17 @@
 // Conversation recordings behind signed, expiring links (the `audio_url` of a conversation). The link itself is the
 // credential: no Authorization header, 403 on a bad or expired signature. Files live under
 // PARLEY_DATA_DIR/recordings as `wav` or `wav.gz`; either container is served from either stored form.
-import { open, unlink, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { pipeline } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { z } from 'zod';
 import { recordingPath } from '../media/recording.js';
 import { AUDIO_CONTAINERS, RECORDING_SIDES, type AudioContainer, type RecordingSide } from '../schemas/conversations.js';
-import { getRecording, type RecordingRow } from '../store/conversations.js';
+import { storedRecording } from '../domain/conversations.js';
+import type { RecordingRow } from '../store/conversations.js';
 import type { AppContext } from './context.js';
 import { forbidden, notFound } from './errors.js';
-import type { RoutePlugin } from './routes.js';
+import { API_PREFIX, type RoutePlugin } from './types.js';
 
 const FILE_PATTERN = new RegExp(`^(${RECORDING_SIDES.join('|')})\\.(${AUDIO_CONTAINERS.map((c) => c.replace('.', '\\.')).join('|')})$`);
 
@@ -23,7 +24,7 @@ const params = z.object({
 const query = z.object({ expires: z.string().optional(), sig: z.string().optional() });
 
 function linkPath(conversationId: string, side: RecordingSide, container: AudioContainer): string {
-  return `/v1/recordings/${encodeURIComponent(conversationId)}/${side}.${container}`;
+  return `${API_PREFIX}/recordings/${encodeURIComponent(conversationId)}/${side}.${container}`;
 }
 
 /** A link to a conversation's recording in `container`, valid `ttlSec` from now. */
@@ -67,20 +68,9 @@ export async function openRecording(
   return null;
 }
 
-/** Removes the files of deleted recordings; a file already gone is not an error. */
-export async function removeRecordingFiles(ctx: AppContext, rows: RecordingRow[]): Promise<void> {
-  for (const r of rows) {
-    try {
-      await unlink(recordingFile(ctx, r.path));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
-  }
-}
-
 export const recordingRoutes: RoutePlugin = async (app, ctx) => {
   app.get(
-    '/v1/recordings/:id/:file',
+    '/recordings/:id/:file',
     { config: { public: true }, schema: { tags: ['conversations'], params, querystring: query } },
     async (req, reply) => {
       const { id, file } = req.params;
@@ -90,7 +80,7 @@ export const recordingRoutes: RoutePlugin = async (app, ctx) => {
         throw forbidden('the link is invalid or has expired', 'invalid_signature');
       }
       const opened = await openRecording(
-        () => getRecording(ctx.sql, id, side),
+        () => storedRecording(ctx.sql, id, side),
         (row) => recordingFile(ctx, row.path),
       );
       if (!opened) throw notFound('recording', `${id}/${side}`);

@@ -1,36 +1,29 @@
-// POST /v1/responses (spec, "17. Generate responses", experimental): stateless simulated assistant replies for an
-// inline conversation, from the configured chat model. Nothing is stored. Gated per workspace and rate limited.
-import { requireApiKey } from '../auth/hook.js';
+// POST /v1/responses (experimental): stateless simulated assistant replies for an inline conversation, from the
+// configured chat model. Nothing is stored. Gated per workspace and rate limited (src/responses/).
 import {
   chatClientFromSettings,
   ChatUpstreamInvalidError,
   ChatUpstreamUnavailableError,
 } from '../engines/chat-client.js';
-import { responsesGate } from '../engines/responses/gate.js';
-import { generateResponses } from '../engines/responses/generate.js';
-import { takeToken } from '../engines/responses/rate-limit.js';
-import { resolveTools, storedToolNames, ToolReferenceError, type StoredTool } from '../engines/responses/resolve.js';
-import { loadStoredTools } from '../engines/responses/stored-tools.js';
-import type { OfferedTool } from '../engines/responses/tools.js';
-import { createWebSearch } from '../engines/responses/web-search.js';
+import { responsesGate } from '../responses/gate.js';
+import { generateResponses } from '../responses/generate.js';
+import { offeredTools } from '../responses/offered-tools.js';
+import { takeResponsesToken } from '../responses/rate-limit.js';
+import { createWebSearch } from '../responses/web-search.js';
 import { errorBody, validationErrorBody } from '../schemas/common.js';
 import { responsesRequestBody, responsesResponseBody } from '../schemas/responses.js';
-import { ApiError, errorBody as toErrorBody, invalidParam } from './errors.js';
-import { resolveProject } from './lookup.js';
-import type { RoutePlugin } from './routes.js';
-
-/** Bucket key of a workspace in `rate_limit_buckets`. */
-const bucketKey = (orgId: string) => `responses:${orgId}`;
+import { requireApiKey } from './auth-hook.js';
+import { ApiError, errorBody as toErrorBody } from './errors.js';
+import type { RoutePlugin } from './types.js';
 
 export const responsesRoutes: RoutePlugin = async (app, ctx) => {
   const { sql, settings } = ctx;
   const log = ctx.log.child({ module: 'responses' });
   const chat = chatClientFromSettings(settings, log.child({ module: 'chat-client' }));
   const search = settings.PARLEY_WEB_SEARCH_URL ? createWebSearch(settings.PARLEY_WEB_SEARCH_URL) : null;
-  const rule = { perMinute: settings.PARLEY_RESPONSES_RATE_PER_MIN, burst: settings.PARLEY_RESPONSES_RATE_BURST };
 
   app.post(
-    '/v1/responses',
+    '/responses',
     {
       schema: {
         tags: ['responses'],
@@ -51,7 +44,7 @@ export const responsesRoutes: RoutePlugin = async (app, ctx) => {
         requireApiKey(request.auth, 'generate responses');
         const gate = await responsesGate(sql, request.auth.orgId, settings);
         if (!gate.open) throw new ApiError(404, gate.message, { code: 'responses_not_enabled' });
-        const take = await takeToken(sql, bucketKey(request.auth.orgId), rule);
+        const take = await takeResponsesToken(sql, request.auth.orgId, settings);
         if (!take.allowed) {
           reply.header('retry-after', String(take.retryAfterSec));
           return reply
@@ -71,19 +64,7 @@ export const responsesRoutes: RoutePlugin = async (app, ctx) => {
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) cancel.abort(new Error('the client closed the request'));
       });
-      let stored: ReadonlyMap<string, StoredTool> = new Map();
-      if (body.project !== undefined) {
-        const project = await resolveProject(sql, request.auth.orgId, body.project);
-        const names = storedToolNames(body.tools);
-        if (names.length > 0) stored = await loadStoredTools(sql, project.id, names);
-      }
-      let offered: OfferedTool[];
-      try {
-        offered = resolveTools(body, stored, { webSearch: search !== null });
-      } catch (err) {
-        if (err instanceof ToolReferenceError) throw invalidParam(err.param, err.message);
-        throw err;
-      }
+      const offered = await offeredTools(sql, request.auth.orgId, body, { webSearch: search !== null });
       try {
         // chat is non-null: the gate is closed without a chat model.
         const responses = await generateResponses(body, offered, { chat: chat!, search, log, signal: cancel.signal });

@@ -1,37 +1,19 @@
-// Voices: list and get (spec endpoint 21) with `audio_url` a signed sample link valid 7 days, and the sample
-// itself, served by the control plane at that link (no API key: the signature is the credential).
+// Voices: GET /v1/voices and /v1/voices/{id} with `audio_url` a signed sample link valid 7 days, and the sample
+// itself, served outside /v1 at that link (no API key: the signature is the credential). The catalog is the
+// domain's (src/domain/voices.ts).
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
-import type { Settings } from '../config.js';
-import {
-  DEFAULT_VOICES,
-  VOICE_SAMPLE_TTL_SECONDS,
-  voiceBody,
-  voiceCatalog,
-  voiceParams,
-  voicesBody,
-  type CatalogVoice,
-} from '../schemas/voices.js';
+import { voiceCatalog } from '../domain/voices.js';
+import { VOICE_SAMPLE_TTL_SECONDS, voiceBody, voiceParams, voicesBody, type CatalogVoice } from '../schemas/voices.js';
+import type { AppContext } from './context.js';
 import { ApiError, notFound } from './errors.js';
-import type { RoutePlugin } from './routes.js';
+import type { RoutePlugin } from './types.js';
 
 const run = promisify(execFile);
-
-/** The catalog: PARLEY_VOICES_FILE (a JSON array of voices) when set, else the shipped one. Throws naming the file. */
-export function loadVoiceCatalog(settings: Pick<Settings, 'PARLEY_VOICES_FILE'>): CatalogVoice[] {
-  const file = settings.PARLEY_VOICES_FILE;
-  if (!file) return DEFAULT_VOICES;
-  const parsed = voiceCatalog.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new Error(`PARLEY_VOICES_FILE ${file}: ${issue.path.join('.')}: ${issue.message}`);
-  }
-  return parsed.data;
-}
 
 const samplePath = (id: string) => `/samples/voices/${id}.wav`;
 
@@ -99,10 +81,12 @@ class SampleCache {
   }
 }
 
+/** A server's catalog (loaded once) by voice id. */
+const catalogById = (ctx: AppContext) => new Map(voiceCatalog(ctx.settings).map((v) => [v.id, v]));
+
 export const voiceRoutes: RoutePlugin = async (app, ctx) => {
-  const catalog = loadVoiceCatalog(ctx.settings);
-  const byId = new Map(catalog.map((v) => [v.id, v]));
-  const samples = new SampleCache(resolve(ctx.settings.PARLEY_DATA_DIR, 'voice-samples'));
+  const catalog = voiceCatalog(ctx.settings);
+  const byId = catalogById(ctx);
   const record = (v: CatalogVoice) => ({
     id: v.id,
     name: v.name,
@@ -110,15 +94,21 @@ export const voiceRoutes: RoutePlugin = async (app, ctx) => {
     audio_url: ctx.publicUrl() + ctx.signer.sign(samplePath(v.id), VOICE_SAMPLE_TTL_SECONDS, ctx.now()),
   });
 
-  app.get('/v1/voices', { schema: { tags: ['voices'], response: { 200: voicesBody } } }, async () => ({
+  app.get('/voices', { schema: { tags: ['voices'], response: { 200: voicesBody } } }, async () => ({
     voices: catalog.map(record),
   }));
 
-  app.get('/v1/voices/:id', { schema: { tags: ['voices'], params: voiceParams, response: { 200: voiceBody } } }, async (req) => {
+  app.get('/voices/:id', { schema: { tags: ['voices'], params: voiceParams, response: { 200: voiceBody } } }, async (req) => {
     const v = byId.get(req.params.id);
     if (!v) throw notFound('voice', req.params.id);
     return { voice: record(v) };
   });
+};
+
+/** The sample audio at a voice's signed link, outside /v1. */
+export const voiceSampleRoutes: RoutePlugin = async (app, ctx) => {
+  const byId = catalogById(ctx);
+  const samples = new SampleCache(resolve(ctx.settings.PARLEY_DATA_DIR, 'voice-samples'));
 
   app.get(
     '/samples/voices/:file',

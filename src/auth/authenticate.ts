@@ -1,7 +1,9 @@
 // Who is calling: an API key or a session token, looked up by the SHA-256 of the bearer secret in one
 // indexed query that also brings the workspace's ip_allowlist.
 import type { BlockList } from 'node:net';
+import { apiKeyByDigest } from '../store/api-keys.js';
 import type { Sql } from '../store/db.js';
+import { sessionTokenByDigest } from '../store/session-tokens.js';
 import { addressList, listHas } from './addresses.js';
 import { hashSecret, SESSION_TOKEN_PREFIX } from './secrets.js';
 
@@ -27,12 +29,7 @@ export function lookupCredential(sql: Sql, secret: string, now: Date): Promise<C
 /** lookupCredential for a secret already hashed (hashSecret): one indexed query. */
 export async function lookupCredentialByDigest(sql: Sql, digest: string, sessionToken: boolean, now: Date): Promise<Credential | null> {
   if (sessionToken) {
-    const [row] = await sql<
-      { id: string; org_id: string; api_key_id: string | null; conversation_ids: string[] | null; expires_at: Date; ip_allowlist: string[] }[]
-    >`
-      select t.id, t.org_id, t.api_key_id, t.conversation_ids, t.expires_at, o.ip_allowlist
-      from session_tokens t join organizations o on o.id = t.org_id
-      where t.token_hash = ${digest} and t.expires_at > ${now}`;
+    const row = await sessionTokenByDigest(sql, digest, now);
     if (!row) return null;
     return {
       auth: { kind: 'session_token', orgId: row.org_id, tokenId: row.id, conversationIds: row.conversation_ids },
@@ -41,10 +38,7 @@ export async function lookupCredentialByDigest(sql: Sql, digest: string, session
       issuedByKeyId: row.api_key_id,
     };
   }
-  const [row] = await sql<{ id: string; org_id: string; ip_allowlist: string[] }[]>`
-    select k.id, k.org_id, o.ip_allowlist
-    from api_keys k join organizations o on o.id = k.org_id
-    where k.secret_hash = ${digest}`;
+  const row = await apiKeyByDigest(sql, digest);
   if (!row) return null;
   return { auth: { kind: 'api_key', orgId: row.org_id, apiKeyId: row.id }, ipAllowlist: row.ip_allowlist, expiresAt: null, issuedByKeyId: null };
 }

@@ -1,6 +1,6 @@
-// Verified credentials kept briefly, so an authenticated request does not cost a database round trip (the
-// control plane's goal is 5,000 authenticated reads per second on one core; issue 2). Entries are keyed by the
-// SHA-256 of the secret, the digest the database stores: the secret itself is never kept.
+// Verified credentials kept briefly, so an authenticated request does not cost a database round trip (the round
+// trip would cost more than the reads it guards). Entries are keyed by the SHA-256 of the secret, the digest the
+// database stores: the secret itself is never kept.
 //
 // When a change takes effect:
 // - on this node, at once: the routes that delete or rotate a key or change a workspace's ip_allowlist call
@@ -11,6 +11,7 @@
 // - in every case within ENTRY_TTL_MS, and never after a session token's expires_at.
 // A lookup that raced a change (its query began before a forget) is answered but not cached.
 import type { Sql } from '../store/db.js';
+import { subscribe } from '../store/notifications.js';
 import { lookupCredentialByDigest, type Credential } from './authenticate.js';
 import { hashSecret, SESSION_TOKEN_PREFIX } from './secrets.js';
 
@@ -101,7 +102,8 @@ export class CredentialCache {
    * database's socket, and no other process opens that database while this one holds it).
    */
   async listen(): Promise<void> {
-    await this.sql.listen(
+    await subscribe(
+      this.sql,
       AUTH_CHANNEL,
       (payload) => this.applyNotification(payload),
       () => this.clear(),

@@ -1,5 +1,5 @@
-// API keys and session tokens are random secrets stored only as SHA-256 hashes (DESIGN.md, "Chosen
-// dependencies": a slow password hash per request would cap the API; these secrets have 256 bits of entropy).
+// API keys and session tokens are random secrets stored only as SHA-256 hashes: a slow password hash per request
+// would cap the API, and secrets of 256 random bits need none.
 import { hash, randomBytes } from 'node:crypto';
 
 /** Bytes of randomness in every secret (256 bits). */

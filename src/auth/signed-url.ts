@@ -2,6 +2,7 @@
 // The secret is PARLEY_SIGNING_SECRET, or one generated once and kept in the `settings` table.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../store/db.js';
+import { settingOrInsert } from '../store/settings.js';
 
 /** Key of the generated secret in the `settings` table. */
 const SECRET_SETTING = 'signing_secret';
@@ -32,8 +33,5 @@ export function createSigner(secret: string): UrlSigner {
 /** The signing secret: the setting when given, else the stored one, generated and stored on first use. */
 export async function loadSigningSecret(sql: Sql, configured: string | undefined): Promise<string> {
   if (configured) return configured;
-  const fresh = randomBytes(32).toString('hex');
-  await sql`insert into settings (key, value) values (${SECRET_SETTING}, ${fresh}) on conflict (key) do nothing`;
-  const [row] = await sql<{ value: string }[]>`select value from settings where key = ${SECRET_SETTING}`;
-  return row.value;
+  return settingOrInsert(sql, SECRET_SETTING, randomBytes(32).toString('hex'));
 }

@@ -1,11 +1,11 @@
-// What a conversation needs from its host, and what the host may ask of a conversation (docs/CONTRACTS.md,
-// "Real-time conversations"). The realtime transport (STS WebSocket) implements ConversationClient and
-// ConversationStore in a media worker; telephony will too. The conversation engine (src/conversation/) knows
-// nothing of sockets, threads or SQL: only these interfaces.
+// What a conversation needs from its host, and what the host may ask of a conversation (docs/ARCHITECTURE.md,
+// "Layers"). The realtime transport (STS WebSocket) implements ConversationClient and ConversationStore in a media
+// worker; telephony will too. The conversation engine (src/conversation/) knows nothing of sockets, threads or SQL:
+// only these interfaces and the domain's types.
 import type { EndedBy } from '../schemas/conversations.js';
 import type { ConfigMessage, ServerEvent, SessionMessage } from '../schemas/sts.js';
 import type { SpeechEngine } from '../engines/engine.js';
-import type { ConversationPatch, ResolvedAgent } from '../realtime/worker-protocol.js';
+import type { ResolvedAgent } from '../domain/conversation-agent.js';
 import type { Admission } from '../store/leases.js';
 import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
 import type { PacedStream } from '../media/pacing-clock.js';
@@ -27,7 +27,15 @@ export interface ConversationClient {
   close(code: number, reason: string): void;
 }
 
-/** The worker-protocol requests (src/realtime/worker-protocol.ts), as async methods; main answers them. */
+/** A change of a live conversation's record (its state as it starts, what its configuration resolved to). */
+export interface ConversationPatch {
+  state?: 'configuring' | 'ready' | 'active';
+  external_id?: string | null;
+  started_at?: Date;
+  settings?: NewConversation['settings'];
+}
+
+/** What a conversation asks of the stored configuration and its record (the host answers: main, over the worker protocol). */
 export interface ConversationStore {
   resolveAgent(orgId: string, project: string, agent: string): Promise<ResolvedAgent | null>;
   resolveProject(orgId: string, project: string): Promise<{ id: string; name: string } | null>;

@@ -1,22 +1,13 @@
-// The contract between main and the media workers (DESIGN.md, "Process shape"): only main talks to the
-// database; a worker asks main over its MessagePort. Written down before either side is built on it; the STS
-// WebSocket and telephony both use it. Values cross by structured clone (Dates survive, class instances do not).
+// The contract between main and the media workers (docs/ARCHITECTURE.md, "Worker protocol"): only main talks to
+// the database; a worker asks main over its MessagePort. The STS WebSocket and telephony both use it. Values cross
+// by structured clone (Dates survive, class instances do not).
 import type { Auth } from '../auth/authenticate.js';
 import type { Admission } from '../store/leases.js';
 import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
 import type { CompressedRecording } from '../media/recording-compressor.js';
 import type { RecordingSide } from '../schemas/conversations.js';
-
-/** Everything a live conversation needs of a stored agent: its record's config and its tools' definitions. */
-export interface ResolvedAgent {
-  orgId: string;
-  project: { id: string; name: string };
-  agent: { id: string; name: string; enabled: boolean };
-  /** The agent's writable fields as stored (the agents schema's config). */
-  config: Record<string, unknown>;
-  /** Definitions of the custom tools the agent names (the tools schema's stored definition, with id). */
-  tools: { id: string; name: string; definition: Record<string, unknown> }[];
-}
+import type { ConversationPatch } from '../conversation/host.js';
+import type { ResolvedAgent } from '../domain/conversation-agent.js';
 
 /** Requests a worker makes of main; each is answered by exactly one `reply` with the same `id`. */
 export type WorkerRequest =
@@ -35,13 +26,6 @@ export type WorkerRequest =
    * deleted or replaced meanwhile: the worker then removes the `.gz`, on true the `.wav`).
    */
   | { type: 'recording_compressed'; id: number; conversationId: string; side: RecordingSide; from: string; to: CompressedRecording };
-
-export interface ConversationPatch {
-  state?: 'configuring' | 'ready' | 'active';
-  external_id?: string | null;
-  started_at?: Date;
-  settings?: NewConversation['settings'];
-}
 
 /** What each request answers with, by type. */
 export interface WorkerReplies {

@@ -1,5 +1,5 @@
 // Conversations repository, the reading side: rows of a conversation and its items, tool calls and recording mapped
-// to the spec's record (`audio_url` left null for the API to sign), one conversation, a listing page with cursors,
+// to the API's Conversation record (`audio_url` left null for the API to sign), one conversation, a listing page with cursors,
 // extractions. Re-exported by conversations.ts, the repository's entry.
 import type { Sql } from './db.js';
 import type {
@@ -10,13 +10,9 @@ import type {
   TimeBound,
   ToolCallEntry,
 } from '../schemas/conversations.js';
-import type { ConversationState, NewRecording } from './conversations.js';
+import type { ConversationState, RecordingRow } from './conversation-types.js';
 
-export interface RecordingRow extends NewRecording {
-  conversation_id: string;
-}
-
-/** A conversation as read: the spec's record (audio_url null) plus what the API needs around it. */
+/** A conversation as read: the API's record (audio_url null) plus what the API needs around it. */
 export interface StoredConversation {
   orgId: string;
   projectId: string;

@@ -1,5 +1,5 @@
 // Conversations repository: the live engine (through main) creates a conversation, appends its items and finishes
-// it; the API cancels and deletes content. Reads (the spec's record, listings with cursors) are in
+// it; the API cancels and deletes content. Reads (the API's Conversation record, listings with cursors) are in
 // conversation-reads.ts and re-exported here, so this file is the repository's one entry.
 import type postgres from 'postgres';
 import type { Sql } from './db.js';
@@ -13,10 +13,10 @@ export {
   listExtractions,
   type ListFilter,
   type ListPage,
-  type RecordingRow,
   type StoredConversation,
 } from './conversation-reads.js';
-import type { RecordingRow } from './conversation-reads.js';
+export type { ConversationState, NewRecording, RecordingRow } from './conversation-types.js';
+import type { ConversationState, NewRecording, RecordingRow } from './conversation-types.js';
 import { pipelinedTransaction, transaction, type Tx } from './transaction.js';
 
 type Json = Parameters<Sql['json']>[0];
@@ -26,7 +26,7 @@ type Db = Sql | Tx;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type HelperRow = Record<string, any>;
 
-/** The record's configuration fields, as the spec names them (what the agent and overrides resolved to). */
+/** The record's configuration fields, as the API names them (what the agent and overrides resolved to). */
 export type ConversationSettings = Partial<
   Pick<
     Conversation,
@@ -50,8 +50,6 @@ export type ConversationSettings = Partial<
   /** Everything else the live engine runs with (opaque here). */
   config?: Record<string, unknown>;
 };
-
-export type ConversationState = 'created' | 'configuring' | 'ready' | 'active' | 'ended';
 
 export interface NewToolCall extends Omit<ToolCallEntry, 'id'> {
   id?: string;
@@ -102,18 +100,6 @@ export interface NewConversation {
   finish?: Finish;
 }
 
-export interface NewRecording {
-  side: RecordingSide;
-  /** Relative to PARLEY_DATA_DIR/recordings. */
-  path: string;
-  format: 'wav' | 'wav.gz';
-  sample_rate: number;
-  channels: number;
-  bytes: number;
-  /** Stored as `wav` while its gzip is pending: the format wanted (cleared when the row moves to the gzip). */
-  compress_to?: 'wav.gz' | null;
-}
-
 /** An append named a conversation that does not exist (nothing was written). */
 export class ConversationNotFoundError extends Error {
   constructor(readonly conversationId: string) {
@@ -126,8 +112,8 @@ const DEFAULT_MODEL = 'merritt';
 const DEFAULT_FORMAT = 'pcm_16000';
 
 /**
- * Zero data retention: the `conversations` row's data_retention_policy is form A, "retains nothing" (spec, shared
- * records). Unqualified: for a statement in which only `conversations` has that column.
+ * Zero data retention: the `conversations` row's data_retention_policy is form A, "retains nothing" (the
+ * DataRetentionPolicy record). Unqualified: for a statement in which only `conversations` has that column.
  */
 function retainsNothing(sql: Db) {
   return sql`coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false)`;
@@ -440,7 +426,7 @@ export interface FinishOutcome {
  * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
  * src/conversation/record.ts passes them there too).
  *
- * Zero data retention (the conversation's data_retention_policy, form A: "retains nothing"; spec, shared records), on
+ * Zero data retention (the conversation's data_retention_policy, form A: "retains nothing"), on
  * any finish, first or later: no recording is stored (`recordingsStored: false`: the worker removes the files), no
  * transcript is kept (given or stored: all three are null afterwards), and the content its items hold is dropped
  * (their transcripts and their tool calls' request and response bodies, as deleteConversationContent drops them). A

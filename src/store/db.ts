@@ -1,5 +1,5 @@
 // The store: postgres.js on PostgreSQL (DATABASE_URL, a pool) or on embedded PGlite in its own thread
-// (one connection: pglite-socket 0.2 interleaves concurrent connections, DESIGN.md "Chosen dependencies").
+// (one connection: pglite-socket 0.2 interleaves concurrent connections).
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import postgres from 'postgres';

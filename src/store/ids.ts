@@ -1,4 +1,4 @@
-// Identifiers in the specification's shapes: `<prefix>_<uuid>` (spec, "Conventions").
+// Identifiers in the API's shape: `<prefix>_<uuid>`, the prefix naming the kind of resource.
 import { randomUUID } from 'node:crypto';
 
 export type IdPrefix =

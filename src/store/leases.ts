@@ -1,5 +1,5 @@
 // The per-project concurrency cap (`max_active_conversations`, else the workspace limit), counted in the database
-// so it holds across nodes (DESIGN.md, "Process shape"). A live conversation holds a lease that its node renews by
+// so it holds across nodes (docs/ARCHITECTURE.md, "Process shape"). A live conversation holds a lease that its node renews by
 // heartbeat; a lease not renewed expires and stops counting, so a node that dies frees its share.
 // Admission is atomic: it locks the project's row, so concurrent admissions for one project take turns.
 // Each of these writes costs one round trip (main's CPU goes to round trips, not rows: bench/items.ts).

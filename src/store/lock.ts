@@ -1,5 +1,5 @@
 // The embedded database belongs to one process at a time: a lock file in the data directory holds its pid,
-// so the admin command refuses a database that a running server holds (DESIGN.md, "Process shape").
+// so the admin command refuses a database that a running server holds (docs/ARCHITECTURE.md, "Process shape").
 import { openSync, writeSync, closeSync, readFileSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { StoreError } from './errors.js';

@@ -1,4 +1,4 @@
-// The store thread (embedded mode): PGlite and its socket server, off the main thread (DESIGN.md, "Process shape").
+// The store thread (embedded mode): PGlite and its socket server, off the main thread (docs/ARCHITECTURE.md, "Process shape").
 // Started by pglite.ts with workerData; answers on the parent port.
 import { parentPort, workerData } from 'node:worker_threads';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -30,7 +30,7 @@ function reply(message: StoreThreadReply): void {
 async function start(): Promise<{ db: PGlite; server: PGLiteSocketServer }> {
   const loadDataDir = options.loadFrom ? new Blob([await readFile(options.loadFrom)]) : undefined;
   const db = await PGlite.create(options.dataDir ?? 'memory://', loadDataDir ? { loadDataDir } : {});
-  // One client connection only: pglite-socket 0.2 interleaves the protocol of concurrent ones (DESIGN.md).
+  // One client connection only: pglite-socket 0.2 interleaves the protocol of concurrent ones.
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
   const conn = server.getServerConn();

@@ -63,6 +63,13 @@ export async function deleteTool(sql: Sql, id: string): Promise<void> {
   await sql`delete from tools where id = ${id}`;
 }
 
+/** Names of the project's tools among `names`. */
+export async function existingToolNames(sql: Sql, projectId: string, names: string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const rows = await sql<{ name: string }[]>`select name from tools where project_id = ${projectId} and name = any(${names})`;
+  return new Set(rows.map((r) => r.name));
+}
+
 /** The tools of a project among `names` (what a live conversation of an agent naming them needs). */
 export async function toolsByNames(sql: Sql, projectId: string, names: string[]): Promise<ToolRow[]> {
   if (names.length === 0) return [];

@@ -10,7 +10,7 @@ import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 import { addRecording, createConversation } from '../../src/store/conversations.js';
 import { openRecording } from '../../src/api/recordings.js';
 import { RECORDINGS_DIR } from '../../src/media/recording.js';
-import type { RecordingRow } from '../../src/store/conversation-reads.js';
+import type { RecordingRow } from '../../src/store/conversations.js';
 
 const SPEECH_WAV = '/usr/share/asterisk/sounds/en_US_f_Allison/hello-world.wav';
 const DAY_MS = 24 * 60 * 60 * 1000;

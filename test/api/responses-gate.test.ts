@@ -4,8 +4,8 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { hashSecret, newSessionTokenSecret } from '../../src/auth/secrets.js';
-import { setWorkspaceFlag } from '../../src/engines/responses/gate.js';
-import { takeToken } from '../../src/engines/responses/rate-limit.js';
+import { setWorkspaceFlag } from '../../src/responses/gate.js';
+import { takeToken } from '../../src/store/rate-limits.js';
 import { startFakeChatServer } from '../fakes/chat-server.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 

@@ -12,7 +12,7 @@ import { createScriptedEngine, parseScript, type EngineScript } from '../../src/
 export { parseScript };
 import type { PacedStream } from '../../src/media/pacing-clock.js';
 import type { ServerEvent, ConfigMessage } from '../../src/schemas/sts.js';
-import type { ResolvedAgent } from '../../src/realtime/worker-protocol.js';
+import type { ResolvedAgent } from '../../src/domain/conversation-agent.js';
 import type { Finish, NewConversation, NewItem, NewRecording } from '../../src/store/conversations.js';
 import { loadPrompt } from '../media/speech.js';
 

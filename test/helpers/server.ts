@@ -13,7 +13,7 @@ import { migrate, migrationFiles, MIGRATIONS_DIR } from '../../src/store/migrate
 import { bootstrap, createWorkspace as createWorkspaceRows } from '../../src/store/workspaces.js';
 import { createContext, type AppContext } from '../../src/api/context.js';
 import { buildApp } from '../../src/api/app.js';
-import type { ApiApp } from '../../src/api/routes.js';
+import type { ApiApp } from '../../src/api/types.js';
 import { createTempDatabase, POSTGRES_ADMIN_URL } from './temp-database.js';
 
 export type DbKind = 'pglite' | 'postgres';

@@ -1,9 +1,9 @@
 // Generates the `num_responses` alternative replies of POST /v1/responses: one independent chat completion per
 // response (run concurrently), web searches run between rounds, speech generated where a tool call needs it.
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../../log.js';
-import { ChatUpstreamInvalidError, type ChatClient, type ChatMessage } from '../chat-client.js';
-import type { GeneratedResponse, InputItem } from '../../schemas/responses.js';
+import type { Logger } from '../log.js';
+import { ChatUpstreamInvalidError, type ChatClient, type ChatMessage } from '../engines/chat-client.js';
+import type { GeneratedResponse, InputItem } from '../schemas/responses.js';
 import { interpret } from './interpret.js';
 import { conversationMessages, type PromptShape } from './prompt.js';
 import { functionFor, type OfferedTool } from './tools.js';

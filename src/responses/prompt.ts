@@ -1,7 +1,7 @@
 // The chat messages for one POST /v1/responses request: the agent's system prompt shaped by its voice and
 // languages, then the inline conversation in order. Pure.
-import type { ChatMessage, ChatToolCall } from '../chat-client.js';
-import type { Action, InputItem, ToolCallOutputItem } from '../../schemas/responses.js';
+import type { ChatMessage, ChatToolCall } from '../engines/chat-client.js';
+import type { Action, InputItem, ToolCallOutputItem } from '../schemas/responses.js';
 
 const languageNames = new Intl.DisplayNames(['en'], { type: 'language' });
 

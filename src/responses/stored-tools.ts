@@ -1,14 +1,14 @@
-// Stored tools a POST /v1/responses request names in `tools`, read from agents-tools' `tools` table with the
+// Stored tools a POST /v1/responses request names in `tools`, read from the project's tools with the
 // defaults a read of the tool reports (schemas/tools.ts `toolView`).
-import type { Sql } from '../../store/db.js';
-import { toolView, type ToolDefinition } from '../../schemas/tools.js';
+import type { Sql } from '../store/db.js';
+import { toolsByNames } from '../store/tools.js';
+import { toolView, type ToolDefinition } from '../schemas/tools.js';
 import type { StoredTool } from './resolve.js';
 import type { StoredActionTool } from './tools.js';
 
 /** The tools of `projectId` among `names`, by name. */
 export async function loadStoredTools(sql: Sql, projectId: string, names: string[]): Promise<Map<string, StoredTool>> {
-  const rows = await sql<{ id: string; name: string; type: string; definition: ToolDefinition }[]>`
-    select id, name, type, definition from tools where project_id = ${projectId} and name in ${sql(names)}`;
+  const rows = await toolsByNames(sql, projectId, names);
   const out = new Map<string, StoredTool>();
   for (const row of rows) out.set(row.name, storedTool(row.id, row.definition));
   return out;

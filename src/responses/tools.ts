@@ -1,9 +1,9 @@
 // What the model is offered for one POST /v1/responses request: inline tool definitions as functions, built-ins
 // and stored transfer tools as functions whose call becomes an `action`, and `web_search` when configured.
-import type { ChatFunctionTool } from '../chat-client.js';
-import type { InlineToolDefinition, SpeechBeforeToolCall } from '../../schemas/responses.js';
+import type { ChatFunctionTool } from '../engines/chat-client.js';
+import type { InlineToolDefinition, SpeechBeforeToolCall } from '../schemas/responses.js';
 
-/** A stored tool of type built_in_transfer_to_phone_number (spec, "Tool"), as this endpoint needs it. */
+/** A stored tool of type built_in_transfer_to_phone_number (the Tool record), as this endpoint needs it. */
 export interface StoredPhoneTransfer {
   type: 'built_in_transfer_to_phone_number';
   name: string;

@@ -1,6 +1,6 @@
-// The per-workspace token bucket of POST /v1/responses, kept in PostgreSQL (`rate_limit_buckets`) so every node
-// shares it. One statement takes a token atomically: concurrent requests on any node serialise on the row.
-import type { Sql } from '../../store/db.js';
+// Token buckets kept in PostgreSQL (`rate_limit_buckets`) so every node shares them. One statement takes a token
+// atomically: concurrent requests on any node serialise on the bucket's row.
+import type { Sql } from './db.js';
 
 export interface BucketRule {
   /** Tokens added per minute. */

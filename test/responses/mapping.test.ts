@@ -1,17 +1,17 @@
 // The pure mapping of POST /v1/responses: prompt shaping, history, tool resolution, interpretation of a
 // completion, the gate decision; and the SearxNG client against the fake search server.
 import t from 'tap';
-import type { ChatCompletion } from '../../../src/engines/chat-client.js';
-import { ChatUpstreamInvalidError } from '../../../src/engines/chat-client.js';
-import { decideGate } from '../../../src/engines/responses/gate.js';
-import { interpret } from '../../../src/engines/responses/interpret.js';
-import { conversationMessages, systemMessage } from '../../../src/engines/responses/prompt.js';
-import { resolveTools, storedToolNames, ToolReferenceError } from '../../../src/engines/responses/resolve.js';
-import { storedTool } from '../../../src/engines/responses/stored-tools.js';
-import { functionFor, type OfferedTool } from '../../../src/engines/responses/tools.js';
-import { createWebSearch, MAX_SEARCH_RESULTS, WebSearchError } from '../../../src/engines/responses/web-search.js';
-import { responsesRequestBody } from '../../../src/schemas/responses.js';
-import { startFakeSearchServer } from '../../fakes/search-server.js';
+import type { ChatCompletion } from '../../src/engines/chat-client.js';
+import { ChatUpstreamInvalidError } from '../../src/engines/chat-client.js';
+import { decideGate } from '../../src/responses/gate.js';
+import { interpret } from '../../src/responses/interpret.js';
+import { conversationMessages, systemMessage } from '../../src/responses/prompt.js';
+import { resolveTools, storedToolNames, ToolReferenceError } from '../../src/responses/resolve.js';
+import { storedTool } from '../../src/responses/stored-tools.js';
+import { functionFor, type OfferedTool } from '../../src/responses/tools.js';
+import { createWebSearch, MAX_SEARCH_RESULTS, WebSearchError } from '../../src/responses/web-search.js';
+import { responsesRequestBody } from '../../src/schemas/responses.js';
+import { startFakeSearchServer } from '../fakes/search-server.js';
 
 const parse = (body: Record<string, unknown>) =>
   responsesRequestBody(5).parse({ system_prompt: 'Be kind.', input: [{ role: 'user', text: 'hi' }], ...body });

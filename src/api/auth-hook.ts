@@ -1,10 +1,11 @@
-// The control plane's authentication: every /v1 route not marked public needs `Authorization: Bearer`
-// (an API key or a session token); the workspace ip_allowlist is enforced once set (spec, "Authentication").
+// Authentication of the `/v1` scope: every route not marked public needs `Authorization: Bearer` (an API key or a
+// session token), and the workspace ip_allowlist is enforced once set. The credential logic (hashing, lookup,
+// allowlists, client addresses) is src/auth's; this file is its HTTP side.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError, errorBody, forbidden, unauthorized } from '../api/errors.js';
-import type { AppContext } from '../api/context.js';
-import { clientAddress, parseTrustedProxies } from './addresses.js';
-import { AllowlistCache, bearerSecret, type Auth } from './authenticate.js';
+import { clientAddress, parseTrustedProxies } from '../auth/addresses.js';
+import { AllowlistCache, bearerSecret, type Auth } from '../auth/authenticate.js';
+import type { AppContext } from './context.js';
+import { ApiError, errorBody, forbidden, unauthorized } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -14,23 +15,24 @@ declare module 'fastify' {
     clientIp: string;
   }
   interface FastifyContextConfig {
-    /** A /v1 route anyone may call (the OpenAPI document). */
+    /** A /v1 route anyone may call (the OpenAPI document, signed links). */
     public?: boolean;
     /** A /v1 route a session token may call (live reads); every other route answers 403 to session tokens. */
     allowSessionToken?: boolean;
   }
 }
 
-export function installAuth(app: FastifyInstance, ctx: AppContext): void {
+/** Adds the hook to `scope` (the `/v1` scope): it runs for its routes and its unknown paths. */
+export function installAuth(scope: FastifyInstance, ctx: AppContext): void {
   const trusted = parseTrustedProxies(ctx.settings.PARLEY_TRUSTED_PROXIES);
   const allowlists = new AllowlistCache();
-  app.decorateRequest('auth');
-  app.decorateRequest('clientIp', '');
+  scope.decorateRequest('auth');
+  scope.decorateRequest('clientIp', '');
 
-  app.addHook('onRequest', async (request: FastifyRequest, reply) => {
+  scope.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const xff = request.headers['x-forwarded-for'];
     request.clientIp = clientAddress(request.socket.remoteAddress ?? '', Array.isArray(xff) ? xff.join(',') : xff, trusted);
-    if (!request.url.startsWith('/v1/') || request.routeOptions.config.public) return;
+    if (request.routeOptions.config.public) return;
     try {
       const secret = bearerSecret(request.headers.authorization);
       if (!secret) throw unauthorized('missing credentials: send Authorization: Bearer <API key>');
@@ -50,7 +52,15 @@ export function installAuth(app: FastifyInstance, ctx: AppContext): void {
   });
 }
 
-/** Routes that API keys only may call (session tokens get 403). */
+/** Routes that API keys only may call: 403 for session tokens. */
 export function requireApiKey(auth: Auth, action: string): asserts auth is Extract<Auth, { kind: 'api_key' }> {
   if (auth.kind !== 'api_key') throw forbidden(`only API keys can ${action}`);
+}
+
+/**
+ * The phone-number endpoints answer 401 to an unsupported authentication method: session tokens are let through the
+ * hook (allowSessionToken) to be answered 401 here rather than the hook's 403.
+ */
+export function requireApiKeyOr401(auth: Auth, what: string): asserts auth is Extract<Auth, { kind: 'api_key' }> {
+  if (auth.kind !== 'api_key') throw unauthorized(`${what} accept API keys only`);
 }

@@ -1,8 +1,8 @@
 // One chat completion -> what it means for a generated response: a web search to run first, or the reply
 // (text, inline tool calls not executed, or one action), with the speech/tool-call rules applied. Pure.
-import { ChatUpstreamInvalidError, type ChatCompletion } from '../chat-client.js';
-import { E164_PATTERN } from '../../schemas/common.js';
-import type { Action, GeneratedToolCall } from '../../schemas/responses.js';
+import { ChatUpstreamInvalidError, type ChatCompletion } from '../engines/chat-client.js';
+import { E164_PATTERN } from '../schemas/common.js';
+import type { Action, GeneratedToolCall } from '../schemas/responses.js';
 import { DTMF_DIGITS_PATTERN, type OfferedTool } from './tools.js';
 
 export type Interpretation =

@@ -1,7 +1,8 @@
 // Whether POST /v1/responses is open to a workspace: a chat model must be configured, and the workspace's
 // `responses` feature flag (organizations.features, set by the admin command) must be on, falling back to the
 // server default PARLEY_RESPONSES_ENABLED, which is on when a chat model is configured.
-import type { Sql } from '../../store/db.js';
+import type { Sql } from '../store/db.js';
+import { featureFlag, setFeatureFlag } from '../store/features.js';
 
 /** Key of the flag in `organizations.features`. */
 export const RESPONSES_FEATURE = 'responses';
@@ -29,27 +30,14 @@ export function decideGate(flag: boolean | undefined, settings: GateSettings): G
   return enabled ? { open: true } : { open: false, message: NOT_ENABLED };
 }
 
-/** The workspace's flag: true, false, or undefined when it is not set (or not a boolean). */
-export async function workspaceFlag(sql: Sql, orgId: string): Promise<boolean | undefined> {
-  const [row] = await sql<{ flag: boolean | null }[]>`
-    select case when jsonb_typeof(features -> ${RESPONSES_FEATURE}) = 'boolean'
-                then (features -> ${RESPONSES_FEATURE})::boolean end as flag
-    from organizations where id = ${orgId}`;
-  return row?.flag ?? undefined;
+/** Sets (true/false) or clears (null) the workspace's `responses` flag; false when there is no such workspace. */
+export function setWorkspaceFlag(sql: Sql, orgId: string, enabled: boolean | null): Promise<boolean> {
+  return setFeatureFlag(sql, orgId, RESPONSES_FEATURE, enabled);
 }
 
-/** Sets (true/false) or clears (null) the workspace's flag; for the admin command. Returns false for no such workspace. */
-export async function setWorkspaceFlag(sql: Sql, orgId: string, enabled: boolean | null): Promise<boolean> {
-  const rows =
-    enabled === null
-      ? await sql`update organizations set features = features - ${RESPONSES_FEATURE} where id = ${orgId} returning id`
-      : await sql`update organizations set features = features || ${sql.json({ [RESPONSES_FEATURE]: enabled })}
-                  where id = ${orgId} returning id`;
-  return rows.length > 0;
-}
-
+/** The gate for the workspace: closed without a chat model, else as its flag (or the server default) says. */
 export async function responsesGate(sql: Sql, orgId: string, settings: GateSettings): Promise<Gate> {
   const first = decideGate(undefined, { ...settings, PARLEY_RESPONSES_ENABLED: true });
   if (!first.open) return first;
-  return decideGate(await workspaceFlag(sql, orgId), settings);
+  return decideGate(await featureFlag(sql, orgId, RESPONSES_FEATURE), settings);
 }

@@ -5,7 +5,7 @@ import {
   type BuiltInToolName,
   type ResponsesRequestBody,
   type ResponsesTool,
-} from '../../schemas/responses.js';
+} from '../schemas/responses.js';
 import {
   inlineTools,
   speechRule,
