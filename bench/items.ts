@@ -50,7 +50,7 @@ function percentile(xs: number[], p: number): number {
 // ---------------------------------------------------------------- the worker: the conversations' records
 
 async function generate(): Promise<void> {
-  const { MainClient, conversationStore } = await import('../src/realtime/main-client.js');
+  const { MainClient, conversationStore } = await import('../src/workers/main-client.js');
   const { conversationIds } = workerData as GeneratorData;
   const port = parentPort!;
   const main = new MainClient(port as never);
@@ -136,7 +136,7 @@ async function run(): Promise<void> {
   const { bootstrap } = await import('../src/store/workspaces.js');
   const { leasePolicy } = await import('../src/store/leases.js');
   const { createConversation } = await import('../src/store/conversations.js');
-  const { createRequestHandler } = await import('../src/realtime/main-handlers.js');
+  const { createRequestHandler } = await import('../src/workers/main-handlers.js');
   const { APPEND_BATCH_DEFAULTS } = await import('../src/store/append-batcher.js');
 
   const name = `parley_items_${randomBytes(4).toString('hex')}`;

@@ -59,7 +59,7 @@ async function serveParley(): Promise<void> {
   const { openStore } = await import('../src/store/db.js');
   const { migrate } = await import('../src/store/migrate.js');
   const { bootstrap } = await import('../src/store/workspaces.js');
-  const { startWorkerPool } = await import('../src/realtime/worker-pool.js');
+  const { startWorkerPool } = await import('../src/workers/worker-pool.js');
   const name = `parley_bench_${randomBytes(4).toString('hex')}`;
   const admin = postgres(PG_ADMIN, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${name}`);

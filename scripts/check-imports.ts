@@ -20,9 +20,10 @@ const ADAPTERS = ['src/api/', 'src/realtime/', 'src/telephony/'];
 
 /**
  * Files that compose adapters. src/main.ts is the process's composition root (it builds the control plane and
- * starts the media workers); the media worker's entry runs both the STS socket and the calls telephony hands it.
+ * starts the media workers); the media worker's entry (src/workers/worker.ts) runs both the STS socket and the
+ * calls telephony hands it.
  */
-const COMPOSERS = new Set(['src/main.ts', 'src/realtime/worker.ts']);
+const COMPOSERS = new Set(['src/main.ts', 'src/workers/worker.ts']);
 
 /** Outside src/api, only the API's own tests and the test harness (which builds the app) may import it. */
 const API_TEST_ALLOWED = (file: string) => file.startsWith('test/api/') || file === 'test/helpers/server.ts';
@@ -142,6 +143,9 @@ for (const file of LAYERED.flatMap(tsFiles)) {
     }
     if (under(file, 'src/store/') && (targetAdapter || under(target, 'src/domain/'))) {
       violations.push(`${file}: imports ${target}: the store imports neither the domain nor an adapter`);
+    }
+    if (under(file, 'src/workers/') && targetAdapter && !COMPOSERS.has(file)) {
+      violations.push(`${file}: imports ${target}: the worker plumbing (protocol, pool, main's answers) imports no adapter; only the worker entry composes them`);
     }
     if (under(file, 'src/conversation/') && targetAdapter) {
       violations.push(`${file}: imports ${target}: the conversation engine imports no adapter (its host implements host.ts)`);

@@ -152,7 +152,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
 
 /**
  * The node a conversation records as having run it (`conversations.node_id`): PARLEY_NODE_ID, or null for the
- * unnamed node. A node resumes the recording compressions of exactly these rows (src/realtime/recording-resume.ts),
+ * unnamed node. A node resumes the recording compressions of exactly these rows (src/workers/recording-resume.ts),
  * so the worker that writes it and the pool that resumes by it must agree: both ask here.
  */
 export function conversationNodeId(settings: Pick<Settings, 'PARLEY_NODE_ID'>): string | null {

@@ -9,7 +9,7 @@ import { migrate } from './store/migrate.js';
 import { bootstrap } from './store/workspaces.js';
 import { createContext } from './api/context.js';
 import { buildApp } from './api/app.js';
-import { startWorkerPool } from './realtime/worker-pool.js';
+import { startWorkerPool } from './workers/worker-pool.js';
 import { parseTrustedProxies } from './auth/addresses.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {

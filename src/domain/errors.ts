@@ -1,5 +1,5 @@
 // The domain's one error type. Each adapter maps it once: src/api/errors.ts to an HTTP status and body,
-// src/realtime/main-handlers.ts to a worker-protocol reply, telephony to a SIP response. The domain knows no
+// src/workers/main-handlers.ts to a worker-protocol reply, telephony to a SIP response. The domain knows no
 // status codes: a kind says what went wrong, a stable code says which rule, paramErrors which parameters.
 
 /** What went wrong, as far as every adapter needs to know. */

@@ -6,7 +6,7 @@ import type { ConversationOrigin, LiveConversation } from '../conversation/host.
 import type { Logger } from '../log.js';
 import { clientMessage, sessionMessage, type ConfigMessage } from '../schemas/sts.js';
 import type { UrlRules } from '../schemas/common.js';
-import type { RelayKind, WorkerNotice } from './worker-protocol.js';
+import type { RelayKind, WorkerNotice } from '../workers/worker-protocol.js';
 import { DETACHED, type FrameSink } from './sink.js';
 import { observerFeed, StsClient } from './sts-client.js';
 

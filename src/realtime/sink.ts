@@ -7,7 +7,7 @@
 //   misses events would misread the conversation, so it is cut off rather than served a broken stream.
 import type { WebSocket } from './uws.js';
 import { SEND_DROPPED } from './uws.js';
-import type { WorkerNotice } from './worker-protocol.js';
+import type { WorkerNotice } from '../workers/worker-protocol.js';
 
 export const BACKPRESSURE = {
   /** uWS maxBackpressure per socket: ~3 s of 44.1 kHz PCM plus events, the most one slow client can pin. */

@@ -8,11 +8,11 @@ import { clientAddress } from '../auth/addresses.js';
 import { CONVERSATION_ORIGINS } from '../schemas/conversations.js';
 import type { ConversationOrigin } from '../conversation/host.js';
 import type { Logger } from '../log.js';
-import { MainRequestError, type MainClient } from './main-client.js';
+import { MainRequestError, type MainClient } from '../workers/main-client.js';
 import { LiveHost, newAttachment, CLOSE_NOT_LIVE, type Attachment } from './live-host.js';
 import { BACKPRESSURE, CLOSE_GOING_AWAY, RelaySink, SocketSink, type SocketState } from './sink.js';
 import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
-import type { RelayKind, SocketInspection, WorkerNotice } from './worker-protocol.js';
+import type { RelayKind, SocketInspection, WorkerNotice } from '../workers/worker-protocol.js';
 
 /** RFC 6455 7.4.1: 1011, the server met an unexpected condition. */
 const CLOSE_INTERNAL = 1011;

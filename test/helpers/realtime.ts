@@ -1,9 +1,9 @@
 // Test harness for the realtime side: a control plane on PostgreSQL (startTestServer) plus the media workers
-// (src/realtime/worker-pool.ts) on a port of their own, and a small `ws` client that records what it receives.
+// (src/workers/worker-pool.ts) on a port of their own, and a small `ws` client that records what it receives.
 import WebSocket from 'ws';
 import type { Settings } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
-import { startWorkerPool, type WorkerPool } from '../../src/realtime/worker-pool.js';
+import { startWorkerPool, type WorkerPool } from '../../src/workers/worker-pool.js';
 import { startTestServer, type TestServer } from './server.js';
 
 function realtimeLogLevel(level: Settings['PARLEY_LOG_LEVEL']): Settings['PARLEY_LOG_LEVEL'] {

@@ -13,9 +13,9 @@ import { createLogger } from '../../src/log.js';
 import { ConversationRecord } from '../../src/conversation/record.js';
 import { compressRecording, RecordingCompressor, type CompressFn } from '../../src/media/recording-compressor.js';
 import type { RecordingFormat } from '../../src/media/recording.js';
-import { compressionStore, conversationStore, MainClient } from '../../src/realtime/main-client.js';
-import { createRequestHandler } from '../../src/realtime/main-handlers.js';
-import type { WorkerRequest } from '../../src/realtime/worker-protocol.js';
+import { compressionStore, conversationStore, MainClient } from '../../src/workers/main-client.js';
+import { createRequestHandler } from '../../src/workers/main-handlers.js';
+import type { WorkerRequest } from '../../src/workers/worker-protocol.js';
 import { leasePolicy } from '../../src/store/leases.js';
 import { deleteConversationContent, getConversation, getRecording, pendingCompressions } from '../../src/store/conversations.js';
 

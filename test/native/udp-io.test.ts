@@ -577,7 +577,7 @@ const UDP_MODULE = new URL('../../src/media/udp-native.ts', import.meta.url).hre
 const TSX_API = import.meta.resolve('tsx/esm/api');
 
 t.test('open sockets are closed cleanly when a worker thread ends and when the process exits', async (t) => {
-  // Workers need tsx registered by an evaluated bootstrap (see src/realtime/worker-pool.ts).
+  // Workers need tsx registered by an evaluated bootstrap (see src/workers/worker-pool.ts).
   const workerSource = `import(${JSON.stringify(TSX_API)}).then(async (m) => {
     m.register();
     const { NativeUdpGroup, NativeUdpSocket } = await import(${JSON.stringify(UDP_MODULE)});

@@ -4,7 +4,7 @@
 // socket's owner side follows the holding worker's relay_flow reports.
 import t from 'tap';
 import { BACKPRESSURE, CLOSE_BACKPRESSURE, RelaySink, SocketSink, type SocketState } from '../../src/realtime/sink.js';
-import type { WorkerNotice } from '../../src/realtime/worker-protocol.js';
+import type { WorkerNotice } from '../../src/workers/worker-protocol.js';
 import { observerFeed, StsClient } from '../../src/realtime/sts-client.js';
 import { SEND_BACKPRESSURE, SEND_DROPPED, SEND_OK, type WebSocket } from '../../src/realtime/uws.js';
 

@@ -2,7 +2,7 @@
 // that stops reading (its kernel buffers fill and the server's socket backs up).
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
-import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
+import type { SocketInspection } from '../../src/workers/worker-protocol.js';
 import { FRAME_MS } from '../helpers/realtime.js';
 
 /** pcm_48000: the largest frames the protocol offers, so the slow socket backs up in seconds. */

@@ -4,7 +4,7 @@
 // the socket stays near the high-water mark, instead of filling up to uWS's drop limit and being cut off.
 import t from 'tap';
 import { BACKPRESSURE } from '../../src/realtime/sink.js';
-import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
+import type { SocketInspection } from '../../src/workers/worker-protocol.js';
 import { startRealtimeServer, TestClient } from '../helpers/realtime.js';
 import { RawClient, resumeReading, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES, speakUnread } from './raw-client.js';
 

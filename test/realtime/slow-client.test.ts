@@ -4,7 +4,7 @@
 // same worker keeps getting its audio on schedule, counted in its own client's 20 ms frames.
 import t from 'tap';
 import { BACKPRESSURE } from '../../src/realtime/sink.js';
-import type { SocketInspection } from '../../src/realtime/worker-protocol.js';
+import type { SocketInspection } from '../../src/workers/worker-protocol.js';
 import { FRAME_MS, startRealtimeServer, TestClient } from '../helpers/realtime.js';
 import { RawClient, resumeReading, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES, speakUnread } from './raw-client.js';
 

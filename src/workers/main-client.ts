@@ -1,4 +1,4 @@
-// The worker side of the worker protocol (src/realtime/worker-protocol.ts): requests to main, each with its own
+// The worker side of the worker protocol (src/workers/worker-protocol.ts): requests to main, each with its own
 // id and a timeout, answered by one `reply`. Also the ConversationStore of src/conversation/host.ts over it.
 import type { ConversationStore } from '../conversation/host.js';
 import type { CompressionStore } from '../media/recording-compressor.js';

@@ -9,8 +9,8 @@ import type { ConversationTimers } from '../conversation/host.js';
 import { PacingClock } from '../media/pacing-clock.js';
 import { RecordingCompressor } from '../media/recording-compressor.js';
 import { compressionStore, conversationStore, MainClient } from './main-client.js';
-import { LiveHost } from './live-host.js';
-import { StsServer } from './sts-server.js';
+import { LiveHost } from '../realtime/live-host.js';
+import { StsServer } from '../realtime/sts-server.js';
 import { engineLookup } from './engines.js';
 import type { MainMessage, WorkerNotice } from './worker-protocol.js';
 

@@ -1,9 +1,9 @@
-// The worker's request client (src/realtime/main-client.ts): each request gets its own id, is settled by the
+// The worker's request client (src/workers/main-client.ts): each request gets its own id, is settled by the
 // reply with that id (value or MainRequestError with main's status and code), and fails on its own after the
 // timeout; a late reply is ignored; failAll rejects what is waiting.
 import t from 'tap';
-import { MainClient, MainRequestError } from '../../src/realtime/main-client.js';
-import type { WorkerMessage, WorkerRequest } from '../../src/realtime/worker-protocol.js';
+import { MainClient, MainRequestError } from '../../src/workers/main-client.js';
+import type { WorkerMessage, WorkerRequest } from '../../src/workers/worker-protocol.js';
 
 function setup(timeoutMs = 1_000) {
   const posted: WorkerMessage[] = [];

@@ -1,4 +1,4 @@
-// main's answers to the workers' requests (src/realtime/worker-protocol.ts): the only place media workers reach
+// main's answers to the workers' requests (src/workers/worker-protocol.ts): the only place media workers reach
 // the database, through the domain and the conversations repository. Item appends of all conversations are
 // coalesced into shared statements (src/store/append-batcher.ts). A failure goes back as a `reply` with ok: false;
 // domain errors are mapped here, once, to the status the worker acts on (403 refuses a socket's upgrade).

@@ -1,4 +1,4 @@
-// resumeCompressions (src/realtime/recording-resume.ts), run by main at start: a recording left as `.wav` with its
+// resumeCompressions (src/workers/recording-resume.ts), run by main at start: a recording left as `.wav` with its
 // gzip pending (compress_to set) is compressed and its row moved, a partial `.gz` a killed compression left beside
 // it is replaced; a recording wanted as `wav`, and one whose `.wav` is not on this node's disk, are left alone.
 // Only the node that ran the conversation (conversations.node_id) resumes it: nodes sharing one data directory
@@ -10,7 +10,7 @@ import { gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { DB_KINDS, startTestServer } from '../helpers/server.js';
 import { StereoRecorder } from '../../src/media/recording.js';
-import { resumeCompressions } from '../../src/realtime/recording-resume.js';
+import { resumeCompressions } from '../../src/workers/recording-resume.js';
 import { createConversation, finishConversation, getRecording, pendingCompressions } from '../../src/store/conversations.js';
 import { renew } from '../../src/store/leases.js';
 
