@@ -82,9 +82,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private readonly fetch: typeof fetch;
   /** A phone call: input frames can be lost on the way (RTP), so the inbound chain conceals them. */
   private concealsLoss = false;
-  /** Keys of the entry under way (pushDtmf), the time of its first key, and the timer that ends it. */
+  /** Keys of the entry under way (pushDtmf), the times of its first and last key, and the timer that ends it. */
   private keys = '';
   private keysStartedAtMs = 0;
+  private keysLastAtMs = 0;
   private readonly keysEnd: OwnedTimer;
 
   constructor(
@@ -435,6 +436,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       if (speaking?.interruptible && speaking.interrupt()) this.record.countInterruption();
     }
     this.keys += digits;
+    this.keysLastAtMs = this.deps.timers.now();
     if (digits.includes(DTMF_ENTRY_END_KEY)) this.commitKeys(true);
     else this.keysEnd.start();
   }
@@ -448,12 +450,11 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const digits = this.keys;
     if (digits === '') return;
     this.keys = '';
-    const now = this.deps.timers.now();
     this.record.flushUserItem();
     this.record.holdUserItem({
       role: 'user',
       live_transcript: dtmfTranscript(digits),
-      duration_ms: Math.max(0, now - this.keysStartedAtMs),
+      duration_ms: this.keysLastAtMs - this.keysStartedAtMs,
       started_at: new Date(this.keysStartedAtMs),
     });
     this.record.flushUserItem();
