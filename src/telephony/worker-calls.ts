@@ -83,10 +83,12 @@ export class WorkerCalls implements PacedStream {
     const call = this.calls.get(msg.callId);
     if (!call) return this.opts.log.warn({ type: msg.type, callId: msg.callId }, 'telephony message for a call this worker does not hold');
     switch (msg.type) {
-      case 'call_start':
+      case 'call_start': {
+        const waiting = call.state === 'assigned';
         call.start();
-        if (call.state === 'live') this.goneLive(call);
+        if (waiting && call.state === 'live') this.goneLive(call);
         return;
+      }
       case 'call_media_update':
         return call.updateMedia(msg.remote, msg.media);
       case 'call_hangup':

@@ -6,6 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import wavefile from 'wavefile';
+import { Resampler } from '../../src/media/native.js';
+import { OpusCodec } from '../../src/media/opus.js';
 import { RECORDINGS_DIR } from '../../src/media/recording.js';
 import { createRtpPacketView, decodeView } from '../../src/media/rtp.js';
 import { createPeerRtcp, createReportBlock, readCompound, RTCP_SR, writeReport } from '../../src/telephony/rtcp.js';
@@ -108,6 +110,46 @@ for (const codec of ['PCMU', 'PCMA'] as const) {
     t.equal(h.calls.count, 0, 'the call is forgotten');
   });
 }
+
+t.test('opus: the caller\'s speech comes back', async (t) => {
+  const h = harness();
+  const peer = await TestPeer.open();
+  t.teardown(async () => {
+    peer.close();
+    await h.close();
+  });
+  const callId = 'echo-opus';
+  const { rtpPort } = await startCall(h, peer, { callId, media: media('opus') });
+  await waitFor(() => h.conversations[0]?.state === 'ready', 'the conversation to be ready');
+  // The prompt (and silence after it) at 48 kHz, one opus packet per 20 ms (RFC 7587: the RTP clock is 48 kHz).
+  const prompt = loadPrompt('call-forwarding');
+  const padded = new Int16Array(prompt.length + SILENCE_FRAMES * 160);
+  padded.set(prompt);
+  const up = new Resampler(8000, 48000, padded.length);
+  const wide = new Int16Array(up.maxOutput(padded.length));
+  const n = up.process(padded, wide);
+  up.destroy();
+  const encoder = new OpusCodec();
+  const frames: Uint8Array[] = [];
+  for (let i = 0; i + 960 <= n; i += 960) frames.push(new Uint8Array(encoder.encode(wide.slice(i, i + 960))));
+  const stream = new PeerStream(peer, rtpPort, 111);
+  await stream.play(frames, undefined, 960);
+  // The echo takes as long as the prompt, and the stream runs on after it.
+  const total = peer.rtpIn.length;
+  await waitFor(() => peer.rtpIn.length >= total + Math.ceil(prompt.length / 160) + 60, 'the echo');
+  const decoder = new OpusCodec();
+  const pcm = new Int16Array(960 * 6);
+  const heard = peer.packets().flatMap((p) => envelope(pcm.subarray(0, decoder.decodeInto(p.payload, pcm)), 960));
+  t.ok(peer.packets().every((p) => p.view.payloadType === 111), 'opus packets');
+  const ts = peer.packets().map((p) => p.view.timestamp);
+  t.ok(ts.slice(1).every((x, i) => ((x - ts[i]) >>> 0) === 960), 'timestamps 960 apart (20 ms at 48 kHz)');
+  const { r } = bestCorrelation(heard, envelope(prompt));
+  t.ok(r > 0.85, `the echo follows the prompt's energy envelope (r = ${r.toFixed(3)})`);
+  h.calls.handle({ type: 'call_hangup', callId, reason: 'bye' });
+  await waitFor(() => notice(h, 'call_ended', callId) !== undefined, 'call_ended');
+  t.equal(h.store.only().conversation.settings?.output_format, 'opus_48000');
+  t.equal(h.store.only().finish?.rtp?.inbound.packets_received, frames.length, 'every packet received');
+});
 
 /** What the peer received of Parley's stream, as an RR (RFC 3550 6.4.2) with one report block. */
 function peerReport(peer: TestPeer, peerSsrc: number) {

@@ -63,6 +63,7 @@ t.test('refusals, a hang-up before the answer, and shutdown', async (t) => {
 
   // Shutdown: one call live, one assigned; both end, the live one's record saved first.
   const live = await startCall(h, peer, { callId: 'live' });
+  h.calls.handle({ type: 'call_start', callId: 'live' }); // a repeated call_start changes nothing
   await startCall(h, peer, { callId: 'waiting' }, false);
   await waitFor(() => h.conversations[0]?.state === 'ready', 'ready');
   t.equal(h.calls.count, 2);

@@ -31,7 +31,8 @@ const tts = createLocalTts({ cacheDir: null });
 
 export type CallAssigned = Extract<CallMessage, { type: 'call_assigned' }>;
 
-export function media(codec: 'PCMU' | 'PCMA', fields: Partial<CallMedia> = {}): CallMedia {
+export function media(codec: 'PCMU' | 'PCMA' | 'opus', fields: Partial<CallMedia> = {}): CallMedia {
+  if (codec === 'opus') return { codec, payloadType: 111, clockRate: 48000, channels: 2, telephoneEventPayloadType: PT_EVENT, ptimeMs: 20, direction: 'sendrecv', ...fields };
   return {
     codec,
     payloadType: codec === 'PCMU' ? PT_PCMU : PT_PCMA,
@@ -298,13 +299,14 @@ export class PeerStream {
   }
 
   /**
-   * Sends the payloads one per 20 ms (against the monotonic clock, no drift). `arrange` may drop or reorder the
-   * built packets: it gets them in order and returns what goes out, one entry per 20 ms slot (null: nothing).
+   * Sends the payloads one per 20 ms (against the monotonic clock, no drift), each `ticksPerPacket` of timestamp
+   * after the last. `arrange` may drop or reorder the built packets: it gets them in order and returns what goes
+   * out, one entry per 20 ms slot (null: nothing).
    */
-  async play(payloads: Uint8Array[], arrange?: (packets: Uint8Array[]) => (Uint8Array | null)[]): Promise<void> {
+  async play(payloads: Uint8Array[], arrange?: (packets: Uint8Array[]) => (Uint8Array | null)[], ticksPerPacket = FRAME_SAMPLES): Promise<void> {
     const packets = payloads.map((p, i) => {
       const pkt = this.packet(p, i === 0);
-      this.sender.advanceTimestamp(FRAME_SAMPLES);
+      this.sender.advanceTimestamp(ticksPerPacket);
       return pkt;
     });
     const slots = arrange ? arrange(packets) : packets;
@@ -319,13 +321,13 @@ export class PeerStream {
   }
 }
 
-/** RMS per 20 ms frame. */
-export function envelope(pcm: Int16Array): number[] {
+/** RMS per 20 ms frame (of `frame` samples: 160 at 8 kHz). */
+export function envelope(pcm: Int16Array, frame = FRAME_SAMPLES): number[] {
   const out: number[] = [];
-  for (let i = 0; i + FRAME_SAMPLES <= pcm.length; i += FRAME_SAMPLES) {
+  for (let i = 0; i + frame <= pcm.length; i += frame) {
     let s = 0;
-    for (let j = i; j < i + FRAME_SAMPLES; j++) s += pcm[j] * pcm[j];
-    out.push(Math.sqrt(s / FRAME_SAMPLES));
+    for (let j = i; j < i + frame; j++) s += pcm[j] * pcm[j];
+    out.push(Math.sqrt(s / frame));
   }
   return out;
 }
