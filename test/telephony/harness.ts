@@ -84,7 +84,6 @@ export function harness(opts: { engine?: 'echo' | 'scripted'; script?: EngineScr
       ? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null })
       : createEchoEngine({ tts, voiceFor: () => 'en-us', log });
   const timers: ConversationTimers = { now: () => Date.now(), set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as NodeJS.Timeout) };
-  // eslint-disable-next-line prefer-const
   let calls: WorkerCalls;
   const clock = new PacingClock({ onFrameEnd: () => calls.frameEnd() });
   const newConversation = (client: ConversationClient, origin: ConversationOrigin) => {
