@@ -201,15 +201,15 @@ export class CallSession implements ConversationClient {
     } else {
       this.sendPayloadType = media.payloadType;
     }
+    // A packet under way goes out as it is before the packetization or the destination changes.
+    if (this.framesInPacket > 0) this.completePacket();
     try {
       this.endpoint.setRemote(remote);
     } catch (err) {
-      this.log.error({ err, remote }, 'call_media_update: not an IPv4 media address; nothing is sent until the peer\'s RTP arrives');
+      this.log.error({ err, remote }, 'call_media_update: not an IPv4 media address; nothing is sent until a new one');
       this.endpoint.setRemote(null);
     }
     const wasWatching = this.watchesInactivity;
-    // A packet under way goes out as it is before the packetization or the destination changes.
-    if (this.framesInPacket > 0) this.completePacket();
     if (media.telephoneEventPayloadType !== this.media.telephoneEventPayloadType) this.events = this.eventSender(media.telephoneEventPayloadType);
     this.media = { ...media, codec: this.codec.codec, payloadType: sameCodec ? media.payloadType : this.media.payloadType };
     this.framesPerPacket = framesPerPacket(this.media);

@@ -4,8 +4,10 @@
 // and the engine answers it.
 import t from 'tap';
 import { decodeView, createRtpPacketView } from '../../src/media/rtp.js';
+import { TelephoneEventReceiver, dtmfDigit } from '../../src/media/rfc4733.js';
+import { parseScript } from '../conversation/harness.js';
 import { readPcapUdp } from '../media/pcap.js';
-import { g711Frames, harness, media, PeerStream, PT_EVENT, PT_PCMU, sleep, startCall, TestPeer, waitFor, type Harness } from './harness.js';
+import { agent, g711Frames, harness, media, PeerStream, PT_EVENT, PT_PCMU, sleep, startCall, TestPeer, waitFor, type Harness } from './harness.js';
 
 t.setTimeout(120_000);
 
@@ -105,4 +107,33 @@ t.test('in-band DTMF: detected in the audio without telephone-event, and only th
     peer.close();
     await h.close();
   }
+});
+
+t.test('the keypad tool\'s keys go to the peer as RFC 4733 events, the audio paused meanwhile', async (t) => {
+  const h = harness({ engine: 'scripted', script: parseScript({ responses: [{ say: 'Dialing.', tool_calls: [{ name: 'keypad', arguments: { digits: '12#' } }] }] }) });
+  const peer = await TestPeer.open();
+  t.teardown(async () => {
+    peer.close();
+    await h.close();
+  });
+  const callId = 'dtmf-out';
+  const keypad = { id: 'tool_keypad', name: 'keypad', definition: { type: 'built_in_keypad_input', name: 'keypad', description: 'Press keys', execution_mode: 'sync' } };
+  await startCall(h, peer, { callId, agent: { ...agent({ generate_welcome_message: true, tools: ['keypad'] }), tools: [keypad] } });
+  const events = () => peer.packets().filter((p) => p.view.payloadType === PT_EVENT);
+  // Three digits of 100 ms: 5 packets each, the end packet three times over.
+  await waitFor(() => events().length >= 3 * 7, 'the digits');
+  const rx = new TelephoneEventReceiver();
+  const heard = events()
+    .map((p) => rx.receive(p.payload, 0, p.payload.length, p.view.timestamp))
+    .filter((code) => code >= 0)
+    .map((code) => dtmfDigit(code));
+  t.same(heard, ['1', '2', '#'], 'each key once');
+  t.same(events().filter((p) => p.view.marker).length, 3, 'the marker on the first packet of each event (RFC 4733 2.5.1.1)');
+  const all = peer.packets();
+  const first = all.indexOf(events()[0]);
+  const last = all.indexOf(events()[events().length - 1]);
+  t.ok(all.slice(first, last + 1).every((p) => p.view.payloadType === PT_EVENT), 'no audio packet among the events');
+  t.ok(all.slice(1).every((p, i) => p.view.sequenceNumber === ((all[i].view.sequenceNumber + 1) & 0xffff)), 'one sequence through audio and events');
+  h.calls.handle({ type: 'call_hangup', callId, reason: 'bye' });
+  await waitFor(() => h.store.only().finish !== null, 'the record');
 });
