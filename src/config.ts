@@ -27,6 +27,8 @@ export const settingsSchema = z.object({
   PARLEY_SIP_INVITE_BURST: positiveInt.max(1_000_000).default(40),
   PARLEY_RTP_PORT_MIN: port.default(40000),
   PARLEY_RTP_PORT_MAX: port.default(49999),
+  /** Seconds without RTP from a call's peer (while it is not on hold) before the call ends with ended_by error. */
+  PARLEY_RTP_TIMEOUT_SEC: positiveInt.max(3600).default(30),
   PARLEY_DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: z
     .string()

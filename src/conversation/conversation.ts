@@ -6,7 +6,7 @@ import type { EngineError, SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio, type InboundSink } from '../media/inbound.js';
 import { formatInfo } from '../media/format.js';
 import type { ResamplerRate } from '../media/native/resampler.js';
-import { Vad } from '../media/native/vad.js';
+import { Vad, VAD_SPEECH_END } from '../media/native/vad.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import type { EndedBy } from '../schemas/conversations.js';
 import type { ServerEvent, SessionMessage } from '../schemas/sts.js';
@@ -21,6 +21,7 @@ import { ConversationRecord } from './record.js';
 import { applyConfig, baseSettings, playoutNoise, vadOptions, type LiveSettings } from './settings.js';
 import { recordSettings, resolveStart, type StoredTool } from './resolve-start.js';
 import { SilenceTimers } from './silence-timers.js';
+import { ownedTimer, type OwnedTimer } from './timer.js';
 import { ConversationToolHost } from './tool-host.js';
 import { TurnTaking } from './turn-taking.js';
 import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
@@ -32,6 +33,19 @@ import { substitute, systemVariables, templateValues } from './variables.js';
 const CLOSE_NORMAL = 1000;
 const CLOSE_POLICY = 1008;
 const CLOSE_ERROR = 1011;
+
+/**
+ * A run of keys ends this long after its last key (or at `#`): keys typed one after another (a number, a PIN) are
+ * one input, answered once.
+ */
+export const DTMF_ENTRY_END_MS = 2000;
+/** The key that ends an entry at once (the usual "then press pound"). */
+const DTMF_ENTRY_END_KEY = '#';
+
+/** How a run of keys reads in the record's user item and transcript. */
+export function dtmfTranscript(digits: string): string {
+  return `DTMF ${digits}`;
+}
 
 /**
  * It is itself the sink of its inbound chain and the stream its pacing clock ticks: reached per frame from those
@@ -66,6 +80,13 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private observerCount = 0;
   private silence: SilenceTimers;
   private readonly fetch: typeof fetch;
+  /** A phone call: input frames can be lost on the way (RTP), so the inbound chain conceals them. */
+  private concealsLoss = false;
+  /** Keys of the entry under way (pushDtmf), the times of its first and last key, and the timer that ends it. */
+  private keys = '';
+  private keysStartedAtMs = 0;
+  private keysLastAtMs = 0;
+  private readonly keysEnd: OwnedTimer;
 
   constructor(
     private readonly deps: ConversationDeps,
@@ -105,6 +126,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       this.fetch,
     );
     this.silence = SilenceTimers.disabled(deps.timers);
+    this.keysEnd = ownedTimer(deps.timers, DTMF_ENTRY_END_MS, () => this.commitKeys(true));
   }
 
   // ---- lifecycle ----
@@ -137,13 +159,17 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.projectName = resolved.project.name;
     let storedTools = resolved.storedTools;
     const externalId = resolved.externalId;
-    const id = newId('conv');
-    const admission = await store.admit(this.who.orgId, this.projectId, id);
-    if (!admission.admitted) {
-      return this.refuse(
-        admission.reason === 'at_capacity' ? `the project is at its limit of ${admission.cap} active conversations` : 'project not found',
-        admission.reason === 'at_capacity' ? 'max_active_conversations_reached' : 'not_found',
-      );
+    // A phone call was admitted by main (before it answered) under the id it gives.
+    const id = start.kind === 'call' ? start.call.conversationId : newId('conv');
+    this.concealsLoss = start.kind === 'call';
+    if (start.kind !== 'call') {
+      const admission = await store.admit(this.who.orgId, this.projectId, id);
+      if (!admission.admitted) {
+        return this.refuse(
+          admission.reason === 'at_capacity' ? `the project is at its limit of ${admission.cap} active conversations` : 'project not found',
+          admission.reason === 'at_capacity' ? 'max_active_conversations_reached' : 'not_found',
+        );
+      }
     }
     this.startedAtMs = this.deps.timers.now();
     await store.createConversation({
@@ -229,7 +255,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       engineRate: rate,
       vad,
       sink: this,
-      concealment: false,
+      // The STS socket's frames come over TCP and none is ever lost; a call's RTP packets may be.
+      concealment: this.concealsLoss,
     });
     this.samplesInPlace = this.inbound.samplesInPlace;
     this.speech.attach({
@@ -295,6 +322,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     }
     this.silence.cancel();
     this.deps.pacing.unregister(this);
+    // Keys pressed just before the end are recorded, not answered.
+    this.commitKeys(false);
     this.toolHost.cancel();
     this.tools?.cancelAll();
     this.speech.finishAll();
@@ -303,7 +332,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.session = null;
     if (session) await session.close().catch((err: unknown) => this.deps.log.warn({ err, conversationId: this.id }, 'engine close failed'));
     await Promise.all(this.speech.pendingTools());
-    await this.record.finish(endedBy, this.startedAtMs, this.deps.timers.now());
+    await this.record.finish(endedBy, this.startedAtMs, this.deps.timers.now(), this.client.mediaStats?.() ?? null);
     this.inbound?.destroy();
     this.speech.destroy();
     this.step('saved');
@@ -361,12 +390,17 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     }
   }
 
-  pushAudio(bytes: Uint8Array): void {
+  pushAudio(bytes: Uint8Array, offset = 0, length = bytes.length): void {
     if (!this.acceptsAudio()) return;
     const max = this.maxChunkBytes;
-    if (bytes.length <= max) return this.inbound!.pushPayload(bytes, bytes.length);
+    if (length <= max) return this.inbound!.pushPayload(bytes, length, offset);
     // A chunk larger than the chain's buffers (over 60 ms): fed in pieces of whole samples.
-    for (let i = 0; i < bytes.length; i += max) this.inbound!.pushPayload(bytes.subarray(i, i + max), Math.min(max, bytes.length - i));
+    for (let i = 0; i < length; i += max) this.inbound!.pushPayload(bytes, Math.min(max, length - i), offset + i);
+  }
+
+  pushLost(): void {
+    if (!this.concealsLoss || !this.acceptsAudio()) return;
+    this.inbound!.pushLost();
   }
 
   pushAudioFrame(data: ArrayBuffer): void {
@@ -392,10 +426,43 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   }
 
 
-
   pushDtmf(digits: string): void {
-    if (!this.session) return;
-    this.session.updateSession({ systemMessage: `The caller pressed the keys ${digits}.` });
+    if (!isLive(this.state) || digits.length === 0) return;
+    this.silence.clientActive();
+    // A key is the user taking the turn: no poke or silence limit meanwhile, and interruptible speech stops.
+    this.silence.userSpeaking();
+    if (this.keys === '') {
+      this.keysStartedAtMs = this.deps.timers.now();
+      const speaking = this.speech.speaking();
+      if (speaking?.interruptible && speaking.interrupt()) this.record.countInterruption();
+    }
+    this.keys += digits;
+    this.keysLastAtMs = this.deps.timers.now();
+    if (digits.includes(DTMF_ENTRY_END_KEY)) this.commitKeys(true);
+    else this.keysEnd.start();
+  }
+
+  /**
+   * The keys of the entry under way become one user item (and a line of the transcript) and, when `answer` and the
+   * conversation is not listen-only, user input the engine answers. Nothing when no key is pending.
+   */
+  private commitKeys(answer: boolean): void {
+    this.keysEnd.cancel();
+    const digits = this.keys;
+    if (digits === '') return;
+    this.keys = '';
+    this.record.flushUserItem();
+    this.record.holdUserItem({
+      role: 'user',
+      live_transcript: dtmfTranscript(digits),
+      duration_ms: this.keysLastAtMs - this.keysStartedAtMs,
+      started_at: new Date(this.keysStartedAtMs),
+    });
+    this.record.flushUserItem();
+    const session = this.session;
+    if (!answer || !session || !isLive(this.state)) return;
+    if (this.settings!.listen_only_inbound_enabled) return this.silence.nobodySpeaking();
+    this.speech.track(session.createResponse(`The caller pressed the keys ${digits} on the phone keypad.`), 'reply', true);
   }
 
   clientGone(): void {
@@ -429,6 +496,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   /** InboundSink: VAD events of the frame just delivered. */
   onVad(events: number): void {
     this.turns!.vad(events);
+    // Listen-only: no reply re-arms the silence limit after a user turn, so its end does.
+    if ((events & VAD_SPEECH_END) !== 0 && this.settings!.listen_only_inbound_enabled && !this.turns!.userSpeaking) this.silence.nobodySpeaking();
   }
 
   // ---- assistant speech ----
@@ -464,7 +533,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private pokeUser(): void {
     const s = this.settings!;
     const session = this.session;
-    if (!session || this.turns!.userSpeaking) return;
+    // Listen-only speaks nothing after its message.
+    if (!session || this.turns!.userSpeaking || s.listen_only_inbound_enabled) return;
     const id = s.generate_no_input_poke_text
       ? session.createResponse('The user has not said anything for a while: check, briefly, whether they are still there.')
       : session.speak(this.resolve(s.no_input_poke_text));

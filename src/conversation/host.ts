@@ -1,8 +1,9 @@
 // What a conversation needs from its host, and what the host may ask of a conversation (docs/ARCHITECTURE.md,
-// "Layers"). The realtime transport (STS WebSocket) implements ConversationClient and ConversationStore in a media
-// worker; telephony will too. The conversation engine (src/conversation/) knows nothing of sockets, threads or SQL:
-// only these interfaces and the domain's types.
-import type { EndedBy } from '../schemas/conversations.js';
+// "Layers"). The realtime transport (STS WebSocket) and telephony (a phone call's media) implement
+// ConversationClient, and ConversationStore, in a media worker. The conversation engine (src/conversation/) knows
+// nothing of sockets, threads or SQL: only these interfaces and the domain's types.
+import type { ConfigurationEndpoint } from '../schemas/agents.js';
+import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import type { ConfigMessage, ServerEvent, SessionMessage } from '../schemas/sts.js';
 import type { SpeechEngine } from '../engines/engine.js';
 import type { ResolvedAgent } from '../domain/conversation-agent.js';
@@ -25,6 +26,11 @@ export interface ConversationClient {
   sendAudio(frame: Uint8Array, text: string): boolean;
   /** The conversation is over (its record is being saved): close the far end. Called once. */
   close(code: number, reason: string): void;
+  /**
+   * The media's own account of the conversation for the record's analysis, asked once as it ends (before the record
+   * is saved): a phone call's RTP statistics. Absent, or null, where there is none (the STS socket).
+   */
+  mediaStats?(): RtpAnalysis | null;
 }
 
 /** A change of a live conversation's record (its state as it starts, what its configuration resolved to). */
@@ -95,10 +101,32 @@ export interface ConversationOrigin {
   callInfo?: NewConversation['call_info'];
 }
 
-/** How the conversation is configured: an STS `config` message, or (telephony) a resolved agent. */
-export type ConversationStart =
-  | { kind: 'config'; config: ConfigMessage }
-  | { kind: 'agent'; agent: ResolvedAgent; inputFormat: 'mulaw_8000' | 'alaw_8000'; outputFormat: 'mulaw_8000' | 'alaw_8000' };
+/** The audio formats of a phone call: its codec's, both directions (src/telephony). */
+export type CallAudioFormat = 'mulaw_8000' | 'alaw_8000' | 'opus_48000';
+
+/**
+ * A phone call's start: main answered (or placed) it, resolved the agent and admitted the conversation; the origin
+ * and call_info are the conversation's ConversationOrigin.
+ */
+export interface CallStart {
+  /** Admitted against the project's cap already: the record takes this id and the conversation does not admit. */
+  conversationId: string;
+  agent: ResolvedAgent;
+  /** The call's codec: the conversation's input and output format. */
+  format: CallAudioFormat;
+  /** The phone number's configuration endpoint, called in place of the agent's; null: the agent's, if any. */
+  configurationEndpoint: ConfigurationEndpoint | null;
+  /** An outbound call config's fields over the agent's settings (as a `config` message's would be); null: none. */
+  overrides: Record<string, unknown> | null;
+  /**
+   * listen_only_inbound_enabled applies (an inbound call to an agent with it): listen_only_inbound_message is spoken
+   * uninterruptibly, then the conversation only transcribes (no reply, poke or backchannel).
+   */
+  listenOnly: boolean;
+}
+
+/** How the conversation is configured: an STS `config` message, or a phone call. */
+export type ConversationStart = { kind: 'config'; config: ConfigMessage } | { kind: 'call'; call: CallStart };
 
 /** Watches a live conversation (the observer socket): the client's events, and audio of both sides. */
 export interface ConversationObserver {
@@ -117,11 +145,20 @@ export interface LiveConversation {
   start(start: ConversationStart): Promise<void>;
   /** A client message after `config` (already validated with the sts schemas). */
   handle(message: SessionMessage): void;
-  /** Raw input audio in the negotiated input format (a decoded audio_chunk). */
-  pushAudio(bytes: Uint8Array): void;
+  /**
+   * Raw input audio in the negotiated input format (a decoded audio_chunk, an RTP payload): bytes[offset, offset +
+   * length), lent for the call only.
+   */
+  pushAudio(bytes: Uint8Array, offset?: number, length?: number): void;
+  /** One 20 ms frame of input lost on the way (telephony): the inbound chain conceals it. */
+  pushLost(): void;
   /** A binary frame: raw input audio in the negotiated input format; its buffer is lent for this call only. */
   pushAudioFrame(data: ArrayBuffer): void;
-  /** DTMF the caller pressed (telephony). */
+  /**
+   * Keys the caller pressed (telephony), as they arrive (one digit each for RFC 4733 and in-band DTMF). A run of keys
+   * is one user input: it ends at `#` or after DTMF_ENTRY_END_MS without another key; it is then recorded as a user
+   * item and answered by the engine (listen-only: recorded only).
+   */
   pushDtmf(digits: string): void;
   /** The client went away (socket closed): ends with ended_by `user` unless the host reattaches first. */
   clientGone(): void;

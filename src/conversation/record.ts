@@ -14,7 +14,7 @@
 // recording the store refuses to store (deleted meanwhile, not retained) has its file removed once the store said so.
 import { mkdir, unlink } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import type { EndedBy } from '../schemas/conversations.js';
+import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import { RECORDINGS_DIR, StereoRecorder, type RecordingFormat } from '../media/recording.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { Logger } from '../log.js';
@@ -179,8 +179,9 @@ export class ConversationRecord {
    * `.wav` on disk; then, for `wav.gz`, queues its compression whenever the recording row was stored (also when the
    * conversation had been canceled meanwhile: the store fills the canceled record in). The record does not wait for
    * the gzip. A recording the store refused has its file removed; when the store did not answer, the file stays.
+   * `rtp`: a phone call's RTP statistics, stored as the record's analysis.rtp.
    */
-  async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number): Promise<void> {
+  async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number, rtp: RtpAnalysis | null = null): Promise<void> {
     await this.writes;
     await this.discarding;
     const recordings: NewRecording[] = [];
@@ -220,6 +221,7 @@ export class ConversationRecord {
           live_transcript: this.retainNothing ? null : this.transcript.join('\n') || null,
           latencies_ms: this.latencies,
           interruptions_count: this.interruptions,
+          ...(rtp ? { rtp } : {}),
         },
         recordings,
       )

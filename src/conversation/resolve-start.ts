@@ -1,6 +1,7 @@
-// What a conversation starts from: the stored agent (and project) a `config` names, or the agent telephony resolved,
-// and the settings they make (settings.ts layers). Refusals carry the error code the client is sent.
-import type { ConversationStart, ConversationStore } from './host.js';
+// What a conversation starts from: the stored agent (and project) a `config` names, or the agent of a phone call
+// (resolved by main), and the settings they make (settings.ts layers). Refusals carry the error code the client is sent.
+import type { ConfigMessage } from '../schemas/sts.js';
+import type { CallStart, ConversationStart, ConversationStore } from './host.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
 
 export type StoredTool = { id: string; name: string; definition: Record<string, unknown> };
@@ -17,11 +18,11 @@ export type ResolvedStart =
   | { ok: false; message: string; code: 'not_found' | 'agent_disabled' };
 
 export async function resolveStart(store: ConversationStore, orgId: string, start: ConversationStart): Promise<ResolvedStart> {
-  if (start.kind === 'agent') {
-    const a = start.agent;
+  if (start.kind === 'call') {
+    const a = start.call.agent;
     return {
       ok: true,
-      settings: { ...baseSettings(a.config), inputFormat: start.inputFormat, outputFormat: start.outputFormat },
+      settings: callSettings(start.call),
       agent: { id: a.agent.id, name: a.agent.name },
       project: a.project,
       storedTools: a.tools,
@@ -49,6 +50,22 @@ export async function resolveStart(store: ConversationStore, orgId: string, star
   };
 }
 
+/**
+ * A call's settings: the agent's, the phone number's configuration endpoint in place of the agent's, the outbound
+ * call config's fields over them, the call's codec both ways, and listen-only as main decided it. A listen-only call
+ * speaks nothing but its message: no backchannel either.
+ */
+function callSettings(call: CallStart): LiveSettings {
+  let s = baseSettings(call.agent.config);
+  if (call.configurationEndpoint) s.configuration_endpoint = call.configurationEndpoint;
+  if (call.overrides) s = applyConfig(s, call.overrides as Partial<ConfigMessage>);
+  s.inputFormat = call.format;
+  s.outputFormat = call.format;
+  s.listen_only_inbound_enabled = call.listenOnly;
+  if (call.listenOnly) s.enable_assistant_backchannel = false;
+  return s;
+}
+
 /** The record's configuration fields (store ConversationSettings) from the live settings. */
 export function recordSettings(s: LiveSettings) {
   return {
@@ -58,6 +75,7 @@ export function recordSettings(s: LiveSettings) {
     welcome_message: s.welcome_message,
     generate_welcome_message: s.generate_welcome_message,
     is_welcome_message_interruptible: s.is_welcome_message_interruptible,
+    listen_only: s.listen_only_inbound_enabled,
     system_prompt: s.system_prompt,
     template_variables: s.templateValues,
     input_format: s.inputFormat,

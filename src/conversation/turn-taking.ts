@@ -185,8 +185,8 @@ export class TurnTaking {
       duration_ms: Math.max(0, end.reportedAtMs - turn.startedAtMs),
       started_at: new Date(turn.startedAtMs),
     });
-    if (!this.settings.listen_only_inbound_enabled) session.commitUserTurn();
-    else session.clearUserTurn();
+    // Listen-only: transcribed, not answered.
+    session.commitUserTurn(!this.settings.listen_only_inbound_enabled);
   }
 
   private drop(): void {

@@ -118,7 +118,7 @@ class CascadeSession implements SpeechEngineSession {
     while (this.turnSamples > this.sampleRate * CASCADE_MAX_TURN_SEC && this.turn.length > 1) this.turnSamples -= this.turn.shift()!.length;
   }
 
-  commitUserTurn(): void {
+  commitUserTurn(respond = true): void {
     if (this.closed) return;
     const audio = concat(this.turn, this.turnSamples);
     this.clearUserTurn();
@@ -134,6 +134,7 @@ class CascadeSession implements SpeechEngineSession {
       this.hooks.onInputTranscript(text, true);
       if (text === '') return; // nothing was said: nothing to answer
       this.history.push({ role: 'user', content: text });
+      if (!respond) return;
       await this.reply(this.newReply(), undefined);
     });
   }

@@ -128,8 +128,14 @@ class EchoSession implements SpeechEngineSession {
     }
   }
 
-  commitUserTurn(): void {
+  commitUserTurn(respond = true): void {
     if (this.closed) return;
+    if (!respond) {
+      // No speech-to-text: the turn's transcript is unknown, and nothing is played back.
+      this.clearUserTurn();
+      this.hooks.onInputTranscript('', true);
+      return;
+    }
     const blocks = this.turn;
     const lastFill = this.fill;
     this.turn = [];

@@ -84,8 +84,11 @@ export interface SpeechEngineSession {
   readonly transcribesLive: boolean;
   /** User audio, at sampleRate, every frame while the user's turn is open (prebuffer included). */
   appendAudio(pcm: Int16Array): void;
-  /** Parley's VAD ended the user's speech: the turn is complete; the engine answers it. */
-  commitUserTurn(): void;
+  /**
+   * Parley's VAD ended the user's speech: the turn is complete; the engine transcribes it (onInputTranscript, final)
+   * and answers it, unless `respond` is false (a listen-only call: transcribed only, no response).
+   */
+  commitUserTurn(respond?: boolean): void;
   /** The open user turn is dropped (speech too short, or muted). */
   clearUserTurn(): void;
   /** Generate a reply now (generate_reply, a generated welcome message or poke); instructions guide it. */

@@ -180,10 +180,11 @@ class RealtimeSession implements SpeechEngineSession {
     this.send({ type: 'input_audio_buffer.append', audio: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64') });
   }
 
-  commitUserTurn(): void {
+  commitUserTurn(respond = true): void {
     if (this.options.turnDetection === 'server') return; // the server ends turns and answers on its own
+    // The commit alone has the turn transcribed (input_audio_transcription); response.create answers it.
     this.send({ type: 'input_audio_buffer.commit' });
-    this.request(undefined);
+    if (respond) this.request(undefined);
   }
 
   clearUserTurn(): void {

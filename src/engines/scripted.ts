@@ -141,7 +141,7 @@ export class ScriptedSession implements SpeechEngineSession {
     }
   }
 
-  commitUserTurn(): void {
+  commitUserTurn(respond = true): void {
     if (this.closed) return;
     const index = this.nextTurn;
     const turn = this.script.turns[index];
@@ -153,7 +153,7 @@ export class ScriptedSession implements SpeechEngineSession {
     }
     this.nextTurn++;
     this.hooks.onInputTranscript(turn.heard, true);
-    this.respond(turn, `call_${index + 1}`, turn.after_tool_output);
+    if (respond) this.respond(turn, `call_${index + 1}`, turn.after_tool_output);
   }
 
   clearUserTurn(): void {

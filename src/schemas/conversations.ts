@@ -87,10 +87,33 @@ export const callInfo = z.object({
 });
 export type CallInfo = z.infer<typeof callInfo>;
 
+/**
+ * One direction of a phone call's RTP audio (RFC 3550 6.4.1, A.3, A.8): packets expected (from the sequence numbers),
+ * received and lost (expected - received: negative with duplicates), the loss fraction (lost / expected, 0 when
+ * nothing was expected) and the interarrival jitter in ms. Parley's extension.
+ */
+export const rtpStreamStats = z.object({
+  packets_expected: z.number().int(),
+  packets_received: z.number().int(),
+  packets_lost: z.number().int(),
+  loss_fraction: z.number(),
+  jitter_ms: z.number(),
+});
+export type RtpStreamStats = z.infer<typeof rtpStreamStats>;
+
+/**
+ * A phone call's RTP statistics: `inbound` as Parley received the caller's audio, `outbound` as the peer reported
+ * Parley's audio in its last RTCP report (null when it sent none).
+ */
+export const rtpAnalysis = z.object({ inbound: rtpStreamStats, outbound: rtpStreamStats.nullable() });
+export type RtpAnalysis = z.infer<typeof rtpAnalysis>;
+
 export const analysis = z.object({
   id: z.string(),
   latencies_ms: z.array(z.number()),
   interruptions_count: z.number().int(),
+  /** Phone calls only (Parley's extension). */
+  rtp: rtpAnalysis.optional(),
 });
 
 export const deletionInfo = z.object({

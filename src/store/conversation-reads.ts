@@ -139,7 +139,12 @@ function recordOf(r: Row, items: ConversationItem[]): Conversation {
             to_phone_number: r.to_phone_number,
             ...(r.telephony_call_sid === null ? {} : { telephony_call_sid: r.telephony_call_sid }),
           },
-    analysis: { id: r.analysis_id, latencies_ms: r.latencies_ms, interruptions_count: r.interruptions_count },
+    analysis: {
+      id: r.analysis_id,
+      latencies_ms: r.latencies_ms,
+      interruptions_count: r.interruptions_count,
+      ...(r.rtp_stats === null ? {} : { rtp: r.rtp_stats }),
+    },
     system_prompt: r.system_prompt,
     generate_no_input_poke_text: r.generate_no_input_poke_text,
     ...(r.websocket_timeout_sec === null ? {} : { websocket_timeout_sec: r.websocket_timeout_sec }),

@@ -4,7 +4,7 @@
 import type postgres from 'postgres';
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
-import type { CallInfo, Conversation, EndedBy, RecordingSide, ToolCallEntry } from '../schemas/conversations.js';
+import type { CallInfo, Conversation, EndedBy, RecordingSide, RtpAnalysis, ToolCallEntry } from '../schemas/conversations.js';
 
 export {
   getConversation,
@@ -80,6 +80,8 @@ export interface Finish {
   latencies_ms?: number[];
   interruptions_count?: number;
   task_results?: Record<string, unknown>;
+  /** A phone call's RTP statistics (analysis.rtp); absent for other conversations. */
+  rtp?: RtpAnalysis | null;
 }
 
 export interface NewConversation {
@@ -421,6 +423,7 @@ export interface FinishOutcome {
  * - interruptions_count: filled only while 0 (the default; "none counted" cannot be told from "not set", and a count
  *   filled in from 0 loses nothing).
  * - task_results: filled only while `{}` (the default).
+ * - rtp_stats (analysis.rtp): filled only while null (the default).
  * - recordings: a side that has no row yet is stored, unless the recordings were deleted (`audio_recordings_deleted_at`)
  *   or the conversation retains nothing; a side that has one keeps it.
  * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
@@ -476,7 +479,8 @@ export async function finishConversation(
         interruptions_count = case when not prev.was_ended or c.interruptions_count = 0
           then coalesce(${f.interruptions_count ?? null}::int, c.interruptions_count) else c.interruptions_count end,
         task_results = case when not prev.was_ended or c.task_results = '{}'::jsonb
-          then coalesce(${json(f.task_results)}::jsonb, c.task_results) else c.task_results end
+          then coalesce(${json(f.task_results)}::jsonb, c.task_results) else c.task_results end,
+        rtp_stats = coalesce(c.rtp_stats, ${json(f.rtp)}::jsonb)
       from prev where c.id = prev.id
       returning c.id, prev.was_ended, prev.retains_nothing, prev.keeps_recordings
     ), zdr as (

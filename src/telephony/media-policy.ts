@@ -8,19 +8,11 @@ import {
 } from '../../sip/sdp/index.js';
 import { ConfigError, type Settings } from '../config.js';
 import type { AUDIO_FORMATS } from '../schemas/agents.js';
+import type { CallMedia } from '../workers/worker-protocol.js';
+
+export type { CallMedia };
 
 export type AgentAudioFormat = (typeof AUDIO_FORMATS)[number];
-
-/** The negotiated stream as the media worker runs it. `direction` is Parley's ('recvonly': the peer holds). */
-export interface CallMedia {
-  codec: 'PCMU' | 'PCMA' | 'opus';
-  payloadType: number;
-  clockRate: number;
-  channels: number;
-  telephoneEventPayloadType: number | null;
-  ptimeMs: number;
-  direction: Direction;
-}
 
 /** Where the peer receives RTP; null while it receives nothing (port 0, or the legacy hold address). */
 export type RemoteMedia = { address: string; port: number } | null;
@@ -96,9 +88,17 @@ export function callMediaOf(media: NegotiatedMedia): CallMedia {
     channels: media.codec.channels,
     telephoneEventPayloadType: media.telephoneEvent?.payloadType ?? null,
     ptimeMs: media.ptimeMs,
-    direction: media.direction,
+    direction: PEER_DIRECTION[media.direction],
   };
 }
+
+/** CallMedia carries the peer's own view of the stream (RFC 3264 6.1): the reverse of this side's direction. */
+const PEER_DIRECTION: Record<Direction, Direction> = {
+  sendrecv: 'sendrecv',
+  sendonly: 'recvonly',
+  recvonly: 'sendonly',
+  inactive: 'inactive',
+};
 
 /** Where to send the call's RTP (RFC 3264 8.4: port 0 or c=0.0.0.0 means nowhere for now). */
 export function remoteMediaOf(media: NegotiatedMedia): RemoteMedia {

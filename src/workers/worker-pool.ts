@@ -139,6 +139,11 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         inspections.get(msg.id)?.(msg.sockets);
         inspections.delete(msg.id);
         return;
+      case 'call_media_ready':
+      case 'call_ended':
+        // Telephony's main side (src/telephony) takes these; until it is wired, nothing here sends calls.
+        log.warn({ workerId: from.id, notice: msg }, 'telephony notice from a worker with no telephony in main');
+        return;
       case 'relay_request': {
         const owner = directory.get(msg.conversationId);
         const refuse = (code: number, reason: string) =>

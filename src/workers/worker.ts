@@ -1,16 +1,18 @@
 // A media worker (docs/ARCHITECTURE.md, "Process shape"): one uWebSockets.js app on the shared realtime port and
-// every conversation it accepts, with the worker's one pacing clock. It reaches the database only through main.
+// every conversation it accepts, the phone calls main assigns it (src/telephony/worker-calls.ts), with the worker's
+// one pacing clock. It reaches the database only through main.
 import { parentPort, workerData } from 'node:worker_threads';
 import { conversationNodeId, type Settings } from '../config.js';
 import { createLogger } from '../log.js';
 import { parseTrustedProxies } from '../auth/addresses.js';
 import { Conversation } from '../conversation/conversation.js';
-import type { ConversationTimers } from '../conversation/host.js';
+import type { ConversationClient, ConversationOrigin, ConversationTimers } from '../conversation/host.js';
 import { PacingClock } from '../media/pacing-clock.js';
 import { RecordingCompressor } from '../media/recording-compressor.js';
 import { compressionStore, conversationStore, MainClient } from './main-client.js';
 import { LiveHost } from '../realtime/live-host.js';
 import { StsServer } from '../realtime/sts-server.js';
+import { WorkerCalls } from '../telephony/worker-calls.js';
 import { engineLookup } from './engines.js';
 import type { MainMessage, WorkerNotice } from './worker-protocol.js';
 
@@ -28,7 +30,8 @@ const log = createLogger(settings.PARLEY_LOG_LEVEL).child({ worker: workerId });
 const post = (notice: WorkerNotice) => port.postMessage(notice);
 const main = new MainClient({ postMessage: (m) => port.postMessage(m) });
 const store = conversationStore(main);
-const pacing = new PacingClock();
+// Each frame ends with the calls' packets of that frame, after every conversation has ticked.
+const pacing = new PacingClock({ onFrameEnd: () => calls.frameEnd() });
 const timers: ConversationTimers = {
   now: () => Date.now(),
   set: (fn, ms) => setTimeout(fn, ms),
@@ -38,28 +41,44 @@ const engineFor = engineLookup(settings, log);
 /** Gzips this worker's finished recordings after their records are saved (one at a time). */
 const recordingCompressor = new RecordingCompressor({ store: compressionStore(main), log });
 
+const newConversation = (client: ConversationClient, origin: ConversationOrigin) =>
+  new Conversation(
+    {
+      client,
+      store,
+      engineFor,
+      timers,
+      pacing,
+      log,
+      dataDir: settings.PARLEY_DATA_DIR,
+      recordingCompressor,
+      allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
+      nodeId: conversationNodeId(settings),
+    },
+    origin,
+  );
+
+// The worker's load counts its STS conversations and its calls.
+const postLoad = () => post({ type: 'load', workerId, conversations: host.count + calls.count });
+
 const host = new LiveHost({
   workerId,
   rules: { PARLEY_ALLOW_PRIVATE_ENDPOINTS: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS },
   reconnectGraceMs: settings.PARLEY_RECONNECT_GRACE_SEC * 1000,
-  post,
+  post: (notice) => (notice.type === 'load' ? postLoad() : post(notice)),
   log,
-  newConversation: (client, origin) =>
-    new Conversation(
-      {
-        client,
-        store,
-        engineFor,
-        timers,
-        pacing,
-        log,
-        dataDir: settings.PARLEY_DATA_DIR,
-        recordingCompressor,
-        allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
-        nodeId: conversationNodeId(settings),
-      },
-      origin,
-    ),
+  newConversation,
+});
+
+const calls = new WorkerCalls({
+  workerId,
+  bindAddress: settings.PARLEY_HOST,
+  post,
+  loadChanged: postLoad,
+  newConversation,
+  pacing,
+  rtpTimeoutMs: settings.PARLEY_RTP_TIMEOUT_SEC * 1000,
+  log,
 });
 
 const server = new StsServer({
@@ -77,7 +96,7 @@ let stopping = false;
 async function shutdown(graceMs: number): Promise<void> {
   if (stopping) return;
   stopping = true;
-  await server.close(graceMs);
+  await Promise.all([server.close(graceMs), calls.endAll(graceMs)]);
   // Compressions not done are abandoned: their partial .gz removed, their rows left on the playable .wav.
   await recordingCompressor.close();
   // Let the close frames and the last finish_conversation replies go out before the thread ends.
@@ -110,11 +129,11 @@ port.on('message', (msg: MainMessage) => {
         process.exit(1);
       });
     case 'call_assigned':
+    case 'call_media_update':
+    case 'call_start':
     case 'call_hangup':
     case 'call_dtmf':
-      // Telephony joins here; until then a call assigned to a worker is logged as an error and not run.
-      log.error({ type: msg.type }, 'media worker: telephony messages are not handled yet');
-      return;
+      return calls.handle(msg);
   }
 });
 

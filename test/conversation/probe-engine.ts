@@ -12,7 +12,7 @@ export type ProbeCall =
   | { kind: 'submitToolOutput'; callId: string; output: string; respond: boolean }
   | { kind: 'cancelResponse'; id: ResponseId; playedMs: number }
   | { kind: 'updateSession'; update: Parameters<SpeechEngineSession['updateSession']>[0] }
-  | { kind: 'commitUserTurn' }
+  | { kind: 'commitUserTurn'; respond: boolean }
   | { kind: 'clearUserTurn' };
 
 export class ProbeEngine implements SpeechEngine {
@@ -31,7 +31,7 @@ export class ProbeEngine implements SpeechEngine {
       sampleRate: PROBE_RATE,
       transcribesLive: false,
       appendAudio() {},
-      commitUserTurn: () => void calls.push({ kind: 'commitUserTurn' }),
+      commitUserTurn: (respond = true) => void calls.push({ kind: 'commitUserTurn', respond }),
       clearUserTurn: () => void calls.push({ kind: 'clearUserTurn' }),
       createResponse(instructions?: string) {
         const id = next();

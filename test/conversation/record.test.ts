@@ -152,13 +152,18 @@ t.test('observers see events and both sides of the audio; a generated welcome', 
 
 t.test('telephony start: a resolved agent, G.711 mu-law both ways, 160-byte frames', async (t) => {
   const s = setup({ script: parseScript({}) });
-  await s.conv.start({ kind: 'agent', agent: agent({ welcome_message: 'Thanks for calling.' }), inputFormat: 'mulaw_8000', outputFormat: 'mulaw_8000' });
+  await s.conv.start({
+    kind: 'call',
+    call: { conversationId: 'conv_call', agent: agent({ welcome_message: 'Thanks for calling.' }), format: 'mulaw_8000', configurationEndpoint: null, overrides: null, listenOnly: false },
+  });
   t.equal(s.conv.state, 'ready');
+  t.equal(s.store.active.size, 0, 'main admitted it: the conversation does not admit again');
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
   const frames = s.client.log.filter((e) => e.type === 'audio') as { bytes: number }[];
   t.ok(frames.length > 10 && frames.every((f) => f.bytes === 160), '20 ms mu-law frames');
   await s.conv.end('user');
   t.same(s.store.only().conversation.agent, { id: 'agent_support', name: 'support' });
+  t.equal(s.store.only().conversation.id, 'conv_call', 'the id main admitted');
 });
 
 t.test('a wav.gz recording is queued for compression whenever the store took its row, also after a cancel', async (t) => {

@@ -1,7 +1,7 @@
 // A live conversation seen from outside on one media worker (issue 4): the observer socket for an API key and for a
 // session token scoped to the conversation (events and both sides of the audio), and a dropped client reconnecting
 // within the grace period (the conversation goes on, on the record) but not after it. The two-worker relay of the
-// same is test/realtime/workers.test.ts.
+// same is test/workers/workers.test.ts.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { api } from '../helpers/server.js';
