@@ -1,4 +1,4 @@
-// Conversations: get (spec endpoint 12), list (13), extractions (14), and Parley's delete and cancel.
+// Conversations: get (spec endpoint 12), list (13), extractions (14), and Parley's delete, cancel and extraction rerun.
 // API keys only: the auth hook answers 403 to session tokens (they are for the WebSocket side).
 import type { Auth } from '../auth/authenticate.js';
 import {
@@ -20,6 +20,7 @@ import {
   listExtractions,
   type StoredConversation,
 } from '../store/conversations.js';
+import { rerunExtraction } from '../jobs/extraction.js';
 import type { AppContext } from './context.js';
 import { conflict, forbidden, notFound } from './errors.js';
 import { resolveProject } from './lookup.js';
@@ -92,6 +93,19 @@ export const conversationRoutes: RoutePlugin = async (app, ctx) => {
     async (req) => {
       await owned(ctx, req.auth, req.params.id);
       return { extractions: await listExtractions(sql, req.params.id) };
+    },
+  );
+
+  // Parley's addition: the extraction job of an ended conversation runs again now (its outcome in the record's
+  // `post_call.jobs`, its results replacing each schema's earlier extraction).
+  app.post(
+    '/v1/conversations/:id/extractions',
+    { schema: { tags: ['conversations'], params: conversationIdParams, response: { 202: successResponse } } },
+    async (req, reply) => {
+      const c = await owned(ctx, req.auth, req.params.id);
+      if (c.state !== 'ended') throw conflict('the conversation is in progress: extraction runs once it ends', 'conversation_in_progress');
+      await rerunExtraction(sql, req.params.id);
+      return reply.status(202).send({ success: true });
     },
   );
 
