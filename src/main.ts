@@ -1,4 +1,4 @@
-// Entry: config -> store -> migrations -> bootstrap -> control plane (DESIGN.md, "Layout").
+// Entry: config -> store -> migrations -> job queue -> bootstrap -> control plane (DESIGN.md, "Layout").
 // Workers and SIP join here as they land. SIGINT/SIGTERM close everything in reverse order.
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { createLogger, type Logger } from './log.js';
@@ -10,6 +10,7 @@ import { createContext } from './api/context.js';
 import { buildApp } from './api/app.js';
 import { startWorkerPool } from './realtime/worker-pool.js';
 import { parseTrustedProxies } from './auth/addresses.js';
+import { createNodeJobQueue } from './jobs/handlers.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
@@ -20,6 +21,10 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
   };
   try {
     await migrate(store.sql, log);
+    // Post-call work (src/jobs/): runs until shutdown, stopped before the store closes.
+    const jobs = createNodeJobQueue({ sql: store.sql, settings, log });
+    await jobs.start();
+    closers.push(() => jobs.stop());
     const first = await bootstrap(store.sql, settings.PARLEY_BOOTSTRAP_API_KEY);
     const base = `http://${settings.PARLEY_HOST.includes(':') ? `[${settings.PARLEY_HOST}]` : settings.PARLEY_HOST}`;
     let port = settings.PARLEY_HTTP_PORT;
