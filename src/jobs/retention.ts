@@ -3,11 +3,12 @@
 // the post-call words, tool-call bodies; `deletion_info.transcripts_deleted_at`), recordings after
 // `audio_recordings.delete_after_hours` (rows, then files through `recording_files_removal` jobs;
 // `deletion_info.audio_recordings_deleted_at`). Idempotent: a swept conversation is never swept again. Zero data
-// retention keeps nothing to sweep (the store refuses it at every write).
+// retention keeps nothing to sweep (the store refuses it at every write). The sweep also deletes settled one-off
+// jobs of no conversation (the file removals) a week old.
 import { unlink } from 'node:fs/promises';
 import { z } from 'zod';
 import { recordingPath } from '../media/recording.js';
-import { JOB_KINDS } from '../store/jobs.js';
+import { JOB_KINDS, pruneSettledJobs } from '../store/jobs.js';
 import { sweepRecordings, sweepTranscripts } from '../store/post-call.js';
 import type { JobContext, JobHandler, JobOutcome } from './handler.js';
 
@@ -15,6 +16,8 @@ import type { JobContext, JobHandler, JobOutcome } from './handler.js';
 export const SWEEP_BATCH = 200;
 /** Statements per kind of artifact per run: the rest is left to the next run, so one run stays short. */
 const SWEEP_BATCHES_PER_RUN = 50;
+/** Settled one-off jobs of no conversation (file removals) are kept this long, then deleted by the sweep. */
+export const SETTLED_JOBS_KEPT_MS = 7 * 24 * 3_600_000;
 
 async function sweep(ctx: JobContext): Promise<JobOutcome> {
   let transcripts = 0;
@@ -34,7 +37,8 @@ async function sweep(ctx: JobContext): Promise<JobOutcome> {
   if (transcripts + conversations > 0) {
     ctx.log.info({ transcripts, audio: conversations, recordings }, 'retention: deleted what the policies no longer keep');
   }
-  return { status: 'done', detail: { transcripts, audio: conversations, recordings } };
+  const jobs = await pruneSettledJobs(ctx.sql, new Date(ctx.now().getTime() - SETTLED_JOBS_KEPT_MS));
+  return { status: 'done', detail: { transcripts, audio: conversations, recordings, jobs } };
 }
 
 export function retentionSweepHandler(): JobHandler<unknown> {

@@ -247,6 +247,16 @@ export async function settleJob(sql: Db, token: string, s: Settlement, now: Date
   return rows.length > 0;
 }
 
+/**
+ * Deletes settled one-off jobs of no conversation (file removals and the like) last updated before `before`: done
+ * or skipped only; a failed one stays to be looked at. A conversation's jobs stay with it (its record shows them).
+ */
+export async function pruneSettledJobs(sql: Db, before: Date): Promise<number> {
+  const rows = await sql`delete from jobs where conversation_id is null and every_ms is null
+    and status in ('done', 'skipped') and updated_at < ${before} returning 1`;
+  return rows.length;
+}
+
 /** A job as the conversation record shows it. */
 export interface ConversationJobRow {
   conversation_id: string;

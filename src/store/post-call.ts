@@ -195,8 +195,9 @@ function periodPassed(sql: Sql, artifact: 'transcripts' | 'audio_recordings', no
     artifact === 'transcripts'
       ? sql`(data_retention_policy -> 'transcripts' ->> 'delete_after_hours')`
       : sql`(data_retention_policy -> 'audio_recordings' ->> 'delete_after_hours')`;
+  // In numeric seconds: any number of hours the policy allows compares without an interval overflowing.
   return sql`ended_at is not null and ${hours} is not null
-    and ended_at + make_interval(hours => ${hours}::int) <= ${now}`;
+    and extract(epoch from ${now}::timestamptz) - extract(epoch from ended_at) >= ${hours}::numeric * 3600`;
 }
 
 /**

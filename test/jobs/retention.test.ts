@@ -105,6 +105,20 @@ for (const db of DB_KINDS) {
     t.match(await sweepJob(), { status: 'pending', detail: { transcripts: 0, audio: 0, recordings: 0 } });
     t.equal((await listJobs(server.sql, 'recording_files_removal')).length, 1, 'no removal enqueued again');
 
+    // A week after it settled, the removal job itself is deleted; the sweep's own row stays.
+    await sweepAt(48 * HOUR_MS + 2 * SWEEP_EVERY_MS + 7 * 24 * HOUR_MS + SWEEP_EVERY_MS);
+    t.equal((await listJobs(server.sql, 'recording_files_removal')).length, 0, 'a settled removal job is pruned');
+    t.match(await sweepJob(), { status: 'pending', detail: { jobs: 1 } });
+    t.equal((await listJobs(server.sql, 'post_call_transcript')).length, 2, "conversations' jobs stay");
+
+    // Hours past what an interval holds compare all the same.
+    const huge = await fullConversation(server, { zero_data_retention: false, transcripts: { delete_after_hours: 2 ** 40 }, audio_recordings: { delete_after_hours: null } });
+    const runsBefore = (await sweepJob()).run_at;
+    await sweepAt(300 * HOUR_MS);
+    t.ok((await sweepJob()).run_at > runsBefore, 'the sweep ran');
+    t.equal((await get(huge.id)).live_transcript, 'user: my card is 4111\nassistant: thanks', 'a huge period: kept');
+    t.match(await sweepJob(), { status: 'pending', error: null, detail: { transcripts: 0 } }, 'and the sweep did not fail');
+
     const kept = await get(forever.id);
     t.equal(kept.live_transcript, 'user: my card is 4111\nassistant: thanks', 'null hours: kept for good');
     t.same(kept.deletion_info, { transcripts_deleted_at: null, audio_recordings_deleted_at: null });
