@@ -95,6 +95,18 @@ export const settingsSchema = z.object({
   PARLEY_TTS_BASE_URL: optionalUrl,
   PARLEY_TTS_MODEL: z.string().min(1).default('tts-1'),
   PARLEY_TTS_API_KEY: z.string().min(1).optional(),
+  /** Per request of the post-call transcript to PARLEY_STT_BASE_URL (a request carries minutes of audio). */
+  PARLEY_POST_CALL_STT_TIMEOUT_MS: positiveInt.default(300_000),
+  /** Jobs (post-call work) this node runs at once (src/jobs/queue.ts). */
+  PARLEY_JOBS_CONCURRENCY: positiveInt.max(64).default(4),
+  /** Milliseconds between looks for due jobs; a job enqueued by this node wakes its queue at once. */
+  PARLEY_JOBS_POLL_MS: positiveInt.max(60_000).default(1000),
+  /** Seconds a job's claim lives without its node's heartbeat (a node that died: another node runs the job). */
+  PARLEY_JOBS_LEASE_SEC: positiveInt.max(3600).default(60),
+  /** Attempts of a failing job (retried with exponential backoff and jitter) before it is parked as failed. */
+  PARLEY_JOBS_MAX_ATTEMPTS: positiveInt.max(100).default(5),
+  /** Seconds between retention sweeps (transcripts and recordings past their data_retention_policy). */
+  PARLEY_RETENTION_SWEEP_SEC: positiveInt.max(86_400).default(60),
 });
 
 export type Settings = z.infer<typeof settingsSchema>;

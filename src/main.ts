@@ -1,6 +1,5 @@
-// Entry: config -> store -> migrations -> bootstrap -> control plane -> media workers (docs/ARCHITECTURE.md,
-// "Process shape").
-// SIGINT/SIGTERM close everything in reverse order.
+// Entry: config -> store -> migrations -> job queue -> bootstrap -> control plane -> media workers
+// (docs/ARCHITECTURE.md, "Process shape"). SIGINT/SIGTERM close everything in reverse order.
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { openStore, type Store } from './store/db.js';
@@ -11,6 +10,7 @@ import { createContext } from './api/context.js';
 import { buildApp } from './api/app.js';
 import { startWorkerPool } from './workers/worker-pool.js';
 import { parseTrustedProxies } from './auth/addresses.js';
+import { createNodeJobQueue } from './jobs/handlers.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
@@ -21,6 +21,10 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
   };
   try {
     await migrate(store.sql, log);
+    // Post-call work (src/jobs/): runs until shutdown, stopped before the store closes.
+    const jobs = createNodeJobQueue({ sql: store.sql, settings, log });
+    await jobs.start();
+    closers.push(() => jobs.stop());
     const first = await bootstrap(store.sql, settings.PARLEY_BOOTSTRAP_API_KEY);
     const base = `http://${settings.PARLEY_HOST.includes(':') ? `[${settings.PARLEY_HOST}]` : settings.PARLEY_HOST}`;
     let port = settings.PARLEY_HTTP_PORT;

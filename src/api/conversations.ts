@@ -1,12 +1,14 @@
 // Conversations: GET /v1/conversations/{id}, GET /v1/conversations, GET /v1/conversations/{id}/extractions,
-// DELETE /v1/conversations/{id} (content) and POST /v1/conversations/{id}/cancel. API keys only: the auth hook
-// answers 403 to session tokens (they are for the WebSocket side).
+// DELETE /v1/conversations/{id} (content), POST /v1/conversations/{id}/cancel, and the extraction rerun
+// POST /v1/conversations/{id}/extractions. API keys only: the auth hook answers 403 to session tokens (they are for
+// the WebSocket side).
 import {
   cancelConversation,
   conversationExtractions,
   deleteConversationContent,
   listProjectConversations,
   ownedConversation,
+  rerunConversationExtraction,
 } from '../domain/conversations.js';
 import {
   conversationIdParams,
@@ -78,6 +80,17 @@ export const conversationRoutes: RoutePlugin = async (app, ctx) => {
     '/conversations/:id/extractions',
     { schema: { tags: ['conversations'], params: conversationIdParams, response: { 200: extractionsResponse } } },
     async (req) => ({ extractions: await conversationExtractions(sql, req.auth.orgId, req.params.id) }),
+  );
+
+  // Parley's addition: the extraction job of an ended conversation runs again now (its outcome in the record's
+  // `post_call.jobs`, its results replacing each schema's earlier extraction).
+  app.post(
+    '/conversations/:id/extractions',
+    { schema: { tags: ['conversations'], params: conversationIdParams, response: { 202: successResponse } } },
+    async (req, reply) => {
+      await rerunConversationExtraction(sql, req.auth.orgId, req.params.id);
+      return reply.status(202).send({ success: true });
+    },
   );
 
   app.delete(

@@ -19,6 +19,7 @@ import type { Sql } from '../store/db.js';
 import type { DomainContext } from './context.js';
 import { conflict, forbidden, notFound } from './errors.js';
 import { resolveProject } from './projects.js';
+import { rerunExtraction } from '../jobs/extraction.js';
 
 /** The conversation `id` of the workspace; not_found when missing, forbidden when another workspace's. */
 export async function ownedConversation(sql: Sql, orgId: string, id: string): Promise<StoredConversation> {
@@ -26,6 +27,16 @@ export async function ownedConversation(sql: Sql, orgId: string, id: string): Pr
   if (!found) throw notFound('conversation', id);
   if (found.orgId !== orgId) throw forbidden('conversation belongs to another workspace');
   return found;
+}
+
+/**
+ * Runs the extraction job of an ended conversation again now (its results replace each schema's earlier
+ * extraction); conflict `conversation_in_progress` while it is live.
+ */
+export async function rerunConversationExtraction(sql: Sql, orgId: string, id: string): Promise<void> {
+  const c = await ownedConversation(sql, orgId, id);
+  if (c.state !== 'ended') throw conflict('the conversation is in progress: extraction runs once it ends', 'conversation_in_progress');
+  await rerunExtraction(sql, id);
 }
 
 /** A page of the project's conversations (newest first) and its cursors; not_found for an unknown cursor. */

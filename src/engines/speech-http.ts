@@ -1,6 +1,8 @@
-// Clients of the OpenAI-compatible speech HTTP APIs the cascade engine uses: `POST {base}/audio/transcriptions`
-// (multipart WAV of a user turn -> text) and `POST {base}/audio/speech` (text -> PCM, response_format pcm or
-// wav). whisper.cpp, vLLM, Kokoro/Piper servers and hosted services all offer these.
+// Clients of the OpenAI-compatible speech HTTP APIs the cascade engine and the post-call transcript use:
+// `POST {base}/audio/transcriptions` (multipart WAV -> text, or text with word timestamps) and
+// `POST {base}/audio/speech` (text -> PCM, response_format pcm or wav). whisper.cpp, vLLM, Kokoro/Piper servers and
+// hosted services all offer these.
+import { z } from 'zod';
 import { parseWav, resample } from './local-tts.js';
 import type { ResamplerRate } from '../media/native/resampler.js';
 
@@ -97,6 +99,68 @@ export async function transcribe(
   const text = (json as { text?: unknown }).text;
   if (typeof text !== 'string') throw new SpeechHttpError('/audio/transcriptions: answer has no text');
   return text.trim();
+}
+
+/** A word of a transcription: its times in seconds from the start of the audio sent. */
+export interface TimedWord {
+  word: string;
+  start: number;
+  end: number;
+}
+
+const verboseTranscription = z.object({
+  text: z.string(),
+  words: z.array(z.object({ word: z.string(), start: z.number(), end: z.number() })).nullish(),
+  segments: z.array(z.object({ start: z.number(), end: z.number(), text: z.string() })).nullish(),
+});
+
+/** `text`'s words spread evenly over [start, end) seconds. */
+function spread(text: string, start: number, end: number): TimedWord[] {
+  const words = text.split(/\s+/).filter(Boolean);
+  const step = words.length > 0 ? Math.max(0, end - start) / words.length : 0;
+  return words.map((word, i) => ({ word, start: start + i * step, end: start + (i + 1) * step }));
+}
+
+/**
+ * Reads a `verbose_json` transcription (OpenAI's shape: `text`, `words` [{word, start, end}], `segments`). Without
+ * `words` (a server that ignores `timestamp_granularities[]`), each segment's words are spread evenly over its
+ * time; without segments either, the text's words over the whole audio (`durationSec`).
+ */
+export function parseVerboseTranscription(json: unknown, durationSec: number): { text: string; words: TimedWord[] } {
+  const parsed = verboseTranscription.safeParse(json);
+  if (!parsed.success) throw new SpeechHttpError(`/audio/transcriptions: not a verbose_json answer: ${parsed.error.issues[0]?.message ?? ''}`);
+  const { text, words, segments } = parsed.data;
+  if (words && words.length > 0) return { text: text.trim(), words: words.map((w) => ({ word: w.word.trim(), start: w.start, end: w.end })).filter((w) => w.word) };
+  if (segments && segments.length > 0) return { text: text.trim(), words: segments.flatMap((seg) => spread(seg.text, seg.start, seg.end)) };
+  return { text: text.trim(), words: spread(text, 0, durationSec) };
+}
+
+/**
+ * Transcribes audio with word timestamps (`response_format=verbose_json`, `timestamp_granularities[]=word`);
+ * resolves to the text and its words (none for silence).
+ */
+export async function transcribeWords(
+  endpoint: SpeechEndpoint,
+  pcm: Int16Array,
+  rate: number,
+  opts: { language?: string; prompt?: string; signal?: AbortSignal },
+): Promise<{ text: string; words: TimedWord[] }> {
+  const form = new FormData();
+  form.set('file', new Blob([wavFile(pcm, rate)], { type: 'audio/wav' }), 'audio.wav');
+  form.set('model', endpoint.model);
+  form.set('response_format', 'verbose_json');
+  form.append('timestamp_granularities[]', 'word');
+  if (opts.language) form.set('language', opts.language);
+  if (opts.prompt) form.set('prompt', opts.prompt);
+  const response = await post(endpoint, '/audio/transcriptions', { body: form }, opts.signal);
+  const body = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (err) {
+    throw new SpeechHttpError(`/audio/transcriptions: answer is not JSON: ${body.slice(0, ERROR_BODY_EXCERPT)}`, { cause: err });
+  }
+  return parseVerboseTranscription(json, pcm.length / rate);
 }
 
 /** Speaks `text` with `voice`; resolves to PCM at `rate` (a WAV answer is read by its header, raw PCM is 24 kHz). */

@@ -121,6 +121,26 @@ export const deletionInfo = z.object({
   audio_recordings_deleted_at: z.string().nullable(),
 });
 
+/** Statuses of a post-call job (src/jobs/queue.ts). */
+export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'skipped'] as const;
+
+/** One job of the work done after a conversation ends (Parley's addition to the record). */
+export const postCallJob = z.object({
+  /** `post_call_transcript`, `extraction`, `evaluation`, ... */
+  kind: z.string(),
+  status: z.enum(JOB_STATUSES),
+  /** Why nothing was done (`skipped`), e.g. no model configured. */
+  reason: z.string().optional(),
+  /** The last attempt's error: `failed`, or `pending` again and to be retried. */
+  error: z.string().optional(),
+  attempts: z.number().int(),
+  updated_at: z.string(),
+});
+export type PostCallJob = z.infer<typeof postCallJob>;
+
+/** The record's `post_call`: its post-call jobs (none until the conversation has ended). */
+export const postCall = z.object({ jobs: z.array(postCallJob) });
+
 /** The conversation record. */
 export const conversation = z.object({
   id: z.string(),
@@ -179,6 +199,8 @@ export const conversation = z.object({
   assistant_backchannel_aggressiveness: z.number().nullable().optional(),
   /** Deprecated: kept for clients that still read it. */
   languages: z.array(z.string()).optional(),
+  /** Parley's addition: the post-call jobs (transcript, extraction, evaluations) and where they stand. */
+  post_call: postCall.optional(),
 });
 export type Conversation = z.infer<typeof conversation>;
 

@@ -6,11 +6,13 @@ import type {
   Conversation,
   ConversationExtraction,
   ConversationItem,
+  PostCallJob,
   RecordingSide,
   TimeBound,
   ToolCallEntry,
 } from '../schemas/conversations.js';
 import type { ConversationState, RecordingRow } from './conversation-types.js';
+import { jobsOfConversations } from './jobs.js';
 
 /** A conversation as read: the API's record (audio_url null) plus what the API needs around it. */
 export interface StoredConversation {
@@ -171,11 +173,13 @@ function recordOf(r: Row, items: ConversationItem[]): Conversation {
 async function hydrate(sql: Sql, rows: Row[]): Promise<StoredConversation[]> {
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id as string);
-  const [items, calls, recordings] = await Promise.all([
+  const [items, calls, recordings, jobs] = await Promise.all([
     sql<Row[]>`select * from conversation_items where conversation_id in ${sql(ids)} order by conversation_id, item_idx`,
     sql<Row[]>`select * from conversation_tool_calls where conversation_id in ${sql(ids)} order by item_id, call_idx`,
     sql<RecordingRow[]>`select conversation_id, side, path, format, sample_rate, channels, bytes::float8 as bytes
       from conversation_recordings where conversation_id in ${sql(ids)} and side = 'both'`,
+    // The post-call jobs (src/store/jobs.ts), shown as the record's `post_call`.
+    jobsOfConversations(sql, ids),
   ]);
   const callsByItem = new Map<string, ToolCallEntry[]>();
   for (const c of calls) {
@@ -190,13 +194,24 @@ async function hydrate(sql: Sql, rows: Row[]): Promise<StoredConversation[]> {
     itemsByConv.set(i.conversation_id, list);
   }
   const recByConv = new Map(recordings.map((r) => [r.conversation_id, r]));
-  return rows.map((r) => ({
-    orgId: r.org_id,
-    projectId: r.project_id,
-    state: r.state,
-    record: recordOf(r, itemsByConv.get(r.id) ?? []),
-    recording: recByConv.get(r.id) ?? null,
-  }));
+  const jobsByConv = new Map<string, PostCallJob[]>();
+  for (const j of jobs) {
+    const list = jobsByConv.get(j.conversation_id) ?? [];
+    list.push({
+      kind: j.kind,
+      status: j.status,
+      ...(j.reason === null ? {} : { reason: j.reason }),
+      ...(j.error === null ? {} : { error: j.error }),
+      attempts: j.attempts,
+      updated_at: iso(j.updated_at)!,
+    });
+    jobsByConv.set(j.conversation_id, list);
+  }
+  return rows.map((r) => {
+    const record = recordOf(r, itemsByConv.get(r.id) ?? []);
+    record.post_call = { jobs: jobsByConv.get(r.id) ?? [] };
+    return { orgId: r.org_id, projectId: r.project_id, state: r.state, record, recording: recByConv.get(r.id) ?? null };
+  });
 }
 
 /** Columns of a conversation row joined with what the record shows of its workspace, project and agent. */

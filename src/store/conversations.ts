@@ -18,6 +18,7 @@ export {
 export type { ConversationState, NewRecording, RecordingRow } from './conversation-types.js';
 import type { ConversationState, NewRecording, RecordingRow } from './conversation-types.js';
 import { pipelinedTransaction, transaction, type Tx } from './transaction.js';
+import { postCallJobsEnqueued } from './jobs.js';
 
 type Json = Parameters<Sql['json']>[0];
 /** The pool or a transaction of it. */
@@ -47,6 +48,8 @@ export type ConversationSettings = Partial<
   enable_redaction?: boolean;
   /** Names of the tools the conversation may call. */
   tools?: string[];
+  /** The agent's tasks, judged after the conversation ends (src/jobs/evaluation.ts). */
+  tasks?: { name: string; description: string }[];
   /** Everything else the live engine runs with (opaque here). */
   config?: Record<string, unknown>;
 };
@@ -115,29 +118,34 @@ const DEFAULT_FORMAT = 'pcm_16000';
 
 /**
  * Zero data retention: the `conversations` row's data_retention_policy is form A, "retains nothing" (the
- * DataRetentionPolicy record). Unqualified: for a statement in which only `conversations` has that column.
+ * DataRetentionPolicy record). Unqualified: for a statement in which only `conversations` has that column. Also used
+ * by the post-call jobs (src/store/post-call.ts).
  */
-function retainsNothing(sql: Db) {
+export function retainsNothing(sql: Db) {
   return sql`coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false)`;
 }
 
 // The content of a conversation is the text said in it: the three transcripts of its record and of each of its items,
-// and its tool calls' request and response bodies (its recordings are files, dropped apart). It goes on
-// deleteConversationContent and, under zero data retention, at the marking (updateConversation), at every append
-// (appendItemsBatch stores items without it) and at every finish (finishConversation). Defined once, here.
+// the post-call transcript's words, and its tool calls' request and response bodies (its recordings are files,
+// dropped apart). It goes on deleteConversationContent and, under zero data retention, at the marking
+// (updateConversation), at every append (appendItemsBatch stores items without it) and at every finish
+// (finishConversation). Defined once, here.
 
-/** A `set` list: the three transcripts, which a conversation's row and its items' rows both have, dropped. */
-function transcriptsDropped(sql: Db) {
+/**
+ * A `set` list: the three transcripts, which a conversation's row and its items' rows both have, dropped. Also used
+ * by the retention sweep (src/store/post-call.ts).
+ */
+export function transcriptsDropped(sql: Db) {
   return sql`live_transcript = null, post_call_transcript = null, redacted_transcript = null`;
 }
 
 /**
- * Two data-modifying CTEs, for a statement's `with`: the content that the items and tool calls of the conversations
- * listed by the relation `of` (its `id` column) hold is dropped; rows already without it are not rewritten. The
- * record's own transcripts are left to the caller, whose statement may update that row already (a row is updated at
- * most once per statement).
+ * Data-modifying CTEs, for a statement's `with`: the content that the items, tool calls and post-call words of the
+ * conversations listed by the relation `of` (its `id` column) hold is dropped; rows already without it are not
+ * rewritten. Also used by the retention sweep (src/store/post-call.ts). The record's own transcripts are left to the
+ * caller, whose statement may update that row already (a row is updated at most once per statement).
  */
-function itemsContentDropped(sql: Db, of: string) {
+export function itemsContentDropped(sql: Db, of: string) {
   const conv = sql(of);
   return sql`items_content_dropped as (
       update conversation_items i set ${transcriptsDropped(sql)}
@@ -146,6 +154,9 @@ function itemsContentDropped(sql: Db, of: string) {
     ), calls_content_dropped as (
       update conversation_tool_calls tc set request_body = null, response_body = null
       from ${conv} where tc.conversation_id = ${conv}.id and (tc.request_body is not null or tc.response_body is not null)
+    ), words_dropped as (
+      -- The post-call transcript's words (src/store/post-call.ts).
+      delete from conversation_post_call_words w using ${conv} where w.conversation_id = ${conv}.id
     )`;
 }
 
@@ -192,7 +203,7 @@ function toolCallRow(conversationId: string, itemId: string, idx: number, c: New
 
 const JSON_COLUMNS = new Set([
   'template_variables', 'boosted_keywords', 'pronunciation_dictionary', 'additional_languages', 'task_results',
-  'metadata', 'data_retention_policy', 'languages', 'tools', 'config', 'latencies_ms',
+  'metadata', 'data_retention_policy', 'languages', 'tools', 'config', 'latencies_ms', 'tasks',
 ]);
 
 /** postgres.js sends arrays as SQL arrays: wrap the jsonb columns' values explicitly. */
@@ -429,6 +440,9 @@ export interface FinishOutcome {
  * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
  * src/conversation/record.ts passes them there too).
  *
+ * The post-call jobs (src/store/jobs.ts POST_CALL_JOBS: transcript, extraction, evaluations) are enqueued by the
+ * same statement, on every finish, once per conversation: a finish that commits has its jobs, durably.
+ *
  * Zero data retention (the conversation's data_retention_policy, form A: "retains nothing"), on
  * any finish, first or later: no recording is stored (`recordingsStored: false`: the worker removes the files), no
  * transcript is kept (given or stored: all three are null afterwards), and the content its items hold is dropped
@@ -499,6 +513,9 @@ export async function finishConversation(
         sample_rate = excluded.sample_rate, channels = excluded.channels, bytes = excluded.bytes,
         compress_to = excluded.compress_to, created_at = now()
       returning 1
+    ), post_call_jobs as (
+      -- The post-call jobs (src/store/jobs.ts), enqueued in this statement: no finish without them.
+      ${postCallJobsEnqueued(sql, 'ended')}
     )
     select exists (select 1 from ended where not was_ended) as ended,
       exists (select 1 from stored) as recordings_stored`;

@@ -1,5 +1,6 @@
 // A fake OpenAI-compatible speech server for tests: `POST /v1/audio/transcriptions` (multipart: file, model,
-// language...) answers `{text}` from a queue of transcripts; `POST /v1/audio/speech` (JSON: model, input, voice,
+// language...) answers `{text}` from a queue of transcripts (with `response_format=verbose_json`: also `words`
+// with their times, as queued or else spread evenly over the uploaded WAV); `POST /v1/audio/speech` (JSON: model, input, voice,
 // response_format) answers a tone as long as the input (per character), as raw 24 kHz PCM or a WAV at 22050 Hz.
 // Records every request (transcription uploads parsed with the platform's own multipart reader). 127.0.0.1, port 0.
 import { createServer, type IncomingMessage } from 'node:http';
@@ -14,6 +15,30 @@ export interface RecordedTranscription {
   authorization: string | undefined;
 }
 
+/** A transcript with its words' times (seconds from the start of the uploaded audio). */
+export interface FakeTranscript {
+  text: string;
+  words: { word: string; start: number; end: number }[];
+}
+
+/** Seconds of audio in a mono 16-bit WAV with a canonical 44-byte header. */
+function wavSeconds(bytes: Buffer): number {
+  return bytes.length < 44 ? 0 : (bytes.length - 44) / 2 / bytes.readUInt32LE(24);
+}
+
+/** The answer to a transcription request: `{text}`, or verbose_json with words. */
+function transcription(entry: string | FakeTranscript | undefined, fields: Record<string, string>, file: Buffer): unknown {
+  const queued = typeof entry === 'string' || entry === undefined ? { text: entry ?? '', words: null } : entry;
+  if (fields.response_format !== 'verbose_json') return { text: queued.text };
+  const duration = wavSeconds(file);
+  let words = queued.words;
+  if (!words) {
+    const list = queued.text.split(/\s+/).filter(Boolean);
+    words = list.map((word, i) => ({ word, start: (i * duration) / list.length, end: ((i + 1) * duration) / list.length }));
+  }
+  return { task: 'transcribe', language: fields.language ?? 'english', duration, text: queued.text, words, segments: [] };
+}
+
 export interface RecordedSpeech {
   body: { model: string; input: string; voice: string; response_format: string };
   authorization: string | undefined;
@@ -23,8 +48,8 @@ export interface FakeSpeechServer {
   baseUrl: string;
   transcriptions: RecordedTranscription[];
   speeches: RecordedSpeech[];
-  /** Transcripts answered in order (then ''). */
-  transcripts: string[];
+  /** Transcripts answered in order (then ''); a verbose_json request answers a string's words spread over the file. */
+  transcripts: (string | FakeTranscript)[];
   /** The next transcription / speech requests answer this HTTP status instead. */
   failTranscription: number | null;
   failSpeech: number | null;
@@ -90,7 +115,7 @@ export async function startFakeSpeechServer(): Promise<FakeSpeechServer> {
           res.writeHead(fake.failTranscription, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'model overloaded' } }));
           return;
         }
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ text: fake.transcripts.shift() ?? '' }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(transcription(fake.transcripts.shift(), fields, file!.bytes)));
         return;
       }
       if (req.method === 'POST' && req.url === '/v1/audio/speech') {
