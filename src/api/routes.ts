@@ -17,6 +17,7 @@ import { responsesRoutes } from './responses.js';
 import { agentRoutes } from './agents.js';
 import { toolRoutes } from './tools.js';
 import { phoneNumberRoutes } from './phone-numbers.js';
+import { webhookRoutes } from './webhooks.js';
 
 export type ApiApp = FastifyInstance<
   RawServerDefault,
@@ -43,4 +44,5 @@ export const routePlugins: RoutePlugin[] = [
   agentRoutes,
   toolRoutes,
   phoneNumberRoutes,
+  webhookRoutes,
 ];
