@@ -228,7 +228,7 @@ const NOT_A_NAME = new Set([
 const NAME_WORD = "[A-Z][a-z]+(?:['’-][A-Z]?[a-z]+)?|[A-Z]'[A-Z][a-z]+|Mc[A-Z][a-z]+|Mac[A-Z][a-z]+";
 const FULL_NAME = `((?:${NAME_WORD})(?:\\s+(?:[A-Z]\\.\\s+)?(?:${NAME_WORD})){0,2})`;
 const CUED_NAME = new RegExp(
-  `\\b(?:my name is|my name's|name is|names are|this is|i am|i'm|it's|im|speaking with|talking to|talk to|speak to|speak with|call me|ask for|asking for|transfer me to|my (?:wife|husband|son|daughter|mother|father|mom|dad|brother|sister|partner|friend|manager|boss|doctor|colleague|son's|daughter's|wife's|husband's)(?:'s name)?(?: is|,)?|(?:sincerely|regards|patient|caller)(?: is|,)?)\\s+${FULL_NAME}`,
+  `\\b(?:my name is|my name's|name is|names are|this is|i am|i'm|it's|im|speaking with|talking to|talk to|speak to|speak with|call me|ask for|asking for|transfer me to|my (?:wife|husband|son|daughter|mother|father|mom|dad|brother|sister|partner|friend|manager|boss|doctor|colleague|son's|daughter's|wife's|husband's)(?:'s name)?(?: is|,)?|(?:sincerely|regards|patient|caller)(?: is|,)?)\\s+(?=${FULL_NAME})`,
   'gi',
 );
 const TITLE_NAME = new RegExp(`\\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Doctor|Professor|Prof|Nurse|Officer)\\.?\\s+${FULL_NAME}`, 'g');
@@ -240,7 +240,7 @@ function nameSpan(text: string, start: number, name: string): Span | null {
   // not one ("John and I" is "John", "John Monday" is "John").
   const words: string[] = [];
   for (const w of name.split(/\s+/)) {
-    if (!/^[A-Z]/.test(w) || NOT_A_NAME.has(w.replace(/\.$/, ''))) break;
+    if (!/^[A-Z]/.test(w) || NOT_A_NAME.has(w.replace(/(\.|['’]s)$/, ''))) break;
     words.push(w);
   }
   while (words.length > 0 && /^[A-Z]\.$/.test(words[words.length - 1]!)) words.pop();
@@ -252,7 +252,13 @@ function nameSpan(text: string, start: number, name: string): Span | null {
 
 function names(text: string): Span[] {
   const out: Span[] = [];
-  for (const re of [CUED_NAME, TITLE_NAME, GREETING_NAME]) {
+  // A cue's name is read by lookahead, so a cue inside a rejected name ("I'm calling for my father, Henry") is
+  // still found.
+  for (const m of text.matchAll(CUED_NAME)) {
+    const s = nameSpan(text, m.index! + m[0].length, m[1]!);
+    if (s) out.push(s);
+  }
+  for (const re of [TITLE_NAME, GREETING_NAME]) {
     for (const m of text.matchAll(re)) {
       const s = nameSpan(text, m.index! + m[0].length - m[1]!.length, m[1]!);
       if (s) out.push(s);
