@@ -65,7 +65,8 @@ function numberAt(toks: Token[], i: number, text: string): [NumberPart, number] 
   const next = toks[i + 1];
   const adjacent = next !== undefined && /^[\s-]$/.test(text.slice(t.end, next.start));
   const part = (end: number, digits: string, spoken: boolean): NumberPart => ({ start: t.start, end, digits, spoken });
-  if (/^\d+$/.test(t.word)) return [part(t.end, t.word, false), 1];
+  // Digits glued to letters ("DE89", "5th", "A1") are part of a code or a word, not a number said.
+  if (/^\d+$/.test(t.word)) return /[A-Za-z]/.test(text[t.start - 1] ?? '') || /[A-Za-z]/.test(text[t.end] ?? '') ? null : [part(t.end, t.word, false), 1];
   if (t.word === '+' || t.word === 'plus') return next && (/^\d+$/.test(next.word) || next.word in UNITS) ? [part(t.end, '+', t.word === 'plus'), 1] : null;
   if (t.word in UNITS) return [part(t.end, UNITS[t.word]!, true), 1];
   if (t.word in TEENS) return [part(t.end, TEENS[t.word]!, true), 1];

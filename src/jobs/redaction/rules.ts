@@ -63,8 +63,17 @@ const PHONE_CUE = /\b(phone|call|calling|reach|cell|mobile|number|text|fax|conta
 const SSN_CUE = /\b(social security|social|ssn|s s n|tax id|taxpayer)\b/;
 const CARD_CUE = /\b(card|visa|mastercard|amex|american express|discover|credit|debit)\b/;
 const ACCOUNT_CUE = /\b(account|acct|routing|member|policy|medical record|mrn|insurance|patient|subscriber)\s*(number|no\.?|#|id|i d)?\s*(is|was|:)?\s*$/;
-/** ISO/IEC 7812 issuer prefixes of the major networks (Visa, Mastercard, Amex, Discover, JCB, Diners, UnionPay). */
-const CARD_PREFIX = /^(4|5[1-5]|2[2-7]|3[47]|6011|65|64[4-9]|35|30[0-5]|36|38|62)/;
+/** ISO/IEC 7812 issuer prefixes of the major networks and the lengths each issues. */
+const CARD_NETWORKS: [RegExp, number[]][] = [
+  [/^4/, [13, 16, 19]], // Visa
+  [/^(5[1-5]|2[2-7])/, [16]], // Mastercard
+  [/^3[47]/, [15]], // American Express
+  [/^(6011|65|64[4-9])/, [16, 17, 18, 19]], // Discover
+  [/^35/, [16, 17, 18, 19]], // JCB
+  [/^(30[0-5]|36|38)/, [14, 15, 16, 17, 18, 19]], // Diners Club
+  [/^62/, [16, 17, 18, 19]], // UnionPay
+];
+const cardShaped = (d: string) => CARD_NETWORKS.some(([prefix, lengths]) => prefix.test(d) && lengths.includes(d.length));
 
 /** A run and every stretch of whole parts inside it, longest first (a phone number said before another number). */
 function windows(run: NumberRun): NumberRun[] {
@@ -103,7 +112,7 @@ function numberSpans(text: string, country: CountryCode): Span[] {
       if (NOT_PERSONAL.test(near) || CURRENCY_BEFORE.test(before(text, w.start, 2)) || CURRENCY_AFTER.test(after(text, w.end, 10))) continue;
       if (/^\d+\.\d+$/.test(raw)) continue; // a decimal
       let tag: RedactionTag | null = null;
-      if (digits.length >= 13 && digits.length <= 19 && !w.digits.startsWith('+') && luhnValid(digits) && (CARD_PREFIX.test(digits) || CARD_CUE.test(ctx))) tag = 'CREDIT_CARD';
+      if (digits.length >= 13 && digits.length <= 19 && !w.digits.startsWith('+') && luhnValid(digits) && (cardShaped(digits) || CARD_CUE.test(ctx))) tag = 'CREDIT_CARD';
       else if (digits.length === 9 && ssnShaped(digits) && (/^\d{3}[- ]\d{2}[- ]\d{4}$/.test(raw) || SSN_CUE.test(ctx))) tag = 'SSN';
       else if (ACCOUNT_CUE.test(near) && digits.length >= 5) tag = 'ACCOUNT_NUMBER';
       else if (digits.length >= 10 && isPhone(w.digits, country)) tag = 'PHONE';
