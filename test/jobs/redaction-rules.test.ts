@@ -4,6 +4,7 @@ import t from 'tap';
 import { numberRuns, luhnValid } from '../../src/jobs/redaction/numbers.js';
 import { redactText } from '../../src/jobs/redaction/redact.js';
 import { applySpans, resolveOverlaps, type Span } from '../../src/jobs/redaction/spans.js';
+import { audioSpans, WORD_PAD_MS } from '../../src/jobs/redaction/timing.js';
 import { loadLabelledSet, scoreSet } from '../fixtures/redaction/labelled-set.js';
 
 const r = (text: string) => redactText(text).redacted;
@@ -85,4 +86,16 @@ t.test('the labelled set holds the measured floor (bench/redaction.ts)', async (
   t.ok(score.overall.precision >= 0.98, `overall precision ${score.overall.precision.toFixed(3)}`);
   t.ok(score.overall.recall >= 0.92, `overall recall ${score.overall.recall.toFixed(3)}`);
   t.ok(score.negativesWithFalsePositives <= 2, `${score.negativesWithFalsePositives} of ${score.negatives} utterances without PII redacted`);
+});
+
+t.test('time spans: the words a span covers, padded; the whole turn when words are missing or do not align', async (t) => {
+  const text = 'Call me at five five five, one two one two.';
+  const words = ['Call', 'me', 'at', 'five', 'five', 'five,', 'one', 'two', 'one', 'two.'].map((w, i) => ({ text: w, start: 1 + i * 0.5, end: 1.4 + i * 0.5 }));
+  const { spans } = redactText(text);
+  const turn = { side: 'user' as const, startMs: 1000, durationMs: 6000 };
+  t.same(audioSpans(text, spans, { ...turn, words }), [{ side: 'user', startMs: 2500 - WORD_PAD_MS, endMs: 5900 + WORD_PAD_MS }]);
+  t.same(audioSpans(text, spans, turn), [{ side: 'user', startMs: 1000, endMs: 7000 }], 'no words: the whole turn');
+  const other = words.map((w) => ({ ...w, text: 'unrelated' }));
+  t.same(audioSpans(text, spans, { ...turn, words: other }), [{ side: 'user', startMs: 1000, endMs: 7000 }], 'words of another text: the whole turn');
+  t.same(audioSpans(text, [], { ...turn, words }), [], 'nothing to bleep');
 });
