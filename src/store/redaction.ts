@@ -31,6 +31,7 @@ export interface RedactionSource {
   transcripts_deleted: boolean;
   audio_deleted: boolean;
   started_at: Date | null;
+  ended_at: Date | null;
   created_at: Date;
   items: RedactionItemRow[];
   /** The stereo recording (`both`), when there is one. */
@@ -43,7 +44,7 @@ export async function loadRedactionSource(sql: Sql, conversationId: string): Pro
       coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as retains_nothing,
       transcripts_deleted_at is not null as transcripts_deleted,
       audio_recordings_deleted_at is not null as audio_deleted,
-      started_at, created_at
+      started_at, ended_at, created_at
     from conversations where id = ${conversationId}`;
   if (!c) return null;
   // `words` is read through to_jsonb so this works whether or not the post-call transcript's column exists yet.

@@ -51,15 +51,15 @@ const item = (role: 'user' | 'assistant', text: string, startMs: number, duratio
   started_at: at(startMs),
 });
 
-async function conversation(server: TestServer, items: NewItem[], opts: { redaction?: boolean; zdr?: boolean; format?: 'wav' | 'wav.gz'; compressTo?: boolean } = {}) {
+async function conversation(server: TestServer, items: NewItem[], opts: { redaction?: boolean; compressTo?: boolean; endedAfterMs?: number } = {}) {
   const id = await createConversation(server.sql, {
     orgId: server.orgId,
     projectId: server.projectId,
     origin: 'direct',
     started_at: T0,
-    settings: { enable_redaction: opts.redaction ?? true, ...(opts.zdr ? { data_retention_policy: { zero_data_retention: true } } : {}) },
+    settings: { enable_redaction: opts.redaction ?? true },
     items,
-    finish: { ended_by: 'user', ended_at: at(SECONDS * 1000), live_transcript: items.map((i) => `${i.role}: ${i.live_transcript}`).join('\n') },
+    finish: { ended_by: 'user', ended_at: at(opts.endedAfterMs ?? SECONDS * 1000), live_transcript: items.map((i) => `${i.role}: ${i.live_transcript}`).join('\n') },
   });
   const dir = join(server.settings.PARLEY_DATA_DIR, RECORDINGS_DIR);
   mkdirSync(dir, { recursive: true });
@@ -129,6 +129,15 @@ for (const db of DB_KINDS) {
       t.notOk(bleepedAt(wav, 6500, 0), 'nor what follows them in the turn');
       const [i] = await server.sql`select live_transcript, post_call_transcript, redacted_transcript from conversation_items where conversation_id = ${id}`;
       t.same(i, { live_transcript: null, post_call_transcript: null, redacted_transcript: 'Yes, my number is [PHONE].' });
+    });
+
+    t.test('turns are placed in the recording from its end: it starts after the conversation did', async (t) => {
+      // The conversation ran 15 s, its recording 12 s: the recording began 3 s after started_at.
+      const { id, dir } = await conversation(server, [item('user', 'My SSN is 123-45-6789.', 5000, 2000)], { endedAfterMs: 15_000 });
+      t.match(await offline.run({ conversation_id: id }, ctx), { status: 'done' });
+      const wav = readFileSync(join(dir, `${id}.redacted.wav`));
+      t.ok(bleepedAt(wav, 2500, 0) && bleepedAt(wav, 3500, 0), 'the turn, 5 s after the start, is 2 s into the recording');
+      t.notOk(bleepedAt(wav, 4500, 0), 'and not where started_at alone would put it');
     });
 
     t.test('the chat model adds names and addresses the rules cannot see', async (t) => {

@@ -4,7 +4,7 @@ import t from 'tap';
 import { numberRuns, luhnValid } from '../../src/jobs/redaction/numbers.js';
 import { redactText } from '../../src/jobs/redaction/redact.js';
 import { applySpans, resolveOverlaps, type Span } from '../../src/jobs/redaction/spans.js';
-import { audioSpans, WORD_PAD_MS } from '../../src/jobs/redaction/timing.js';
+import { audioSpans, TURN_PAD_MS, WORD_PAD_MS } from '../../src/jobs/redaction/timing.js';
 import { loadLabelledSet, scoreSet } from '../fixtures/redaction/labelled-set.js';
 
 const r = (text: string) => redactText(text).redacted;
@@ -94,8 +94,8 @@ t.test('time spans: the words a span covers, padded; the whole turn when words a
   const { spans } = redactText(text);
   const turn = { side: 'user' as const, startMs: 1000, durationMs: 6000 };
   t.same(audioSpans(text, spans, { ...turn, words }), [{ side: 'user', startMs: 2500 - WORD_PAD_MS, endMs: 5900 + WORD_PAD_MS }]);
-  t.same(audioSpans(text, spans, turn), [{ side: 'user', startMs: 1000, endMs: 7000 }], 'no words: the whole turn');
+  t.same(audioSpans(text, spans, turn), [{ side: 'user', startMs: 1000 - TURN_PAD_MS, endMs: 7000 + TURN_PAD_MS }], 'no words: the whole turn, padded');
   const other = words.map((w) => ({ ...w, text: 'unrelated' }));
-  t.same(audioSpans(text, spans, { ...turn, words: other }), [{ side: 'user', startMs: 1000, endMs: 7000 }], 'words of another text: the whole turn');
+  t.same(audioSpans(text, spans, { ...turn, words: other }), [{ side: 'user', startMs: 1000 - TURN_PAD_MS, endMs: 7000 + TURN_PAD_MS }], 'words of another text: the whole turn');
   t.same(audioSpans(text, [], { ...turn, words }), [], 'nothing to bleep');
 });

@@ -14,11 +14,13 @@ import { recordingPath } from '../../media/recording.js';
 import type { Sql } from '../../store/db.js';
 import { loadRedactionSource, saveRedaction, type RedactionResult, type RedactionSaveOutcome, type RedactionSource } from '../../store/redaction.js';
 import type { JobContext, JobHandler, JobOutcome } from '../handler.js';
-import { WavBleepTransform } from './bleep.js';
+import { parseWavHeader, WavBleepTransform, type WavLayout } from './bleep.js';
 import { redactTurns, type TurnInput } from './redact.js';
 import type { AudioSpan, WordTiming } from './timing.js';
 
 export const REDACTION_KIND = 'redact';
+/** Bytes read to find a recording's WAV header. */
+const HEADER_PEEK_BYTES = 4096;
 
 /** What the job reads and writes (src/store/redaction.ts on the database). */
 export interface RedactionStore {
@@ -45,9 +47,39 @@ export interface RedactionHandlerOptions {
   chat?: (ctx: JobContext) => ChatClient | null;
 }
 
-function turns(src: RedactionSource): TurnInput[] {
-  // The recording starts with the conversation: turn times are measured from its start.
-  const origin = (src.started_at ?? src.items[0]?.started_at ?? src.created_at).getTime();
+/**
+ * When the recording started, in ms since the epoch. It runs on the call's clock up to the end, so it started its
+ * own length before the conversation ended (it opens after the configuration endpoint and the engine, well after
+ * `started_at`). Without a recording: when the conversation started.
+ */
+async function recordingOrigin(src: RedactionSource, file: string | null): Promise<number> {
+  const fallback = (src.started_at ?? src.items[0]?.started_at ?? src.created_at).getTime();
+  if (!file || !src.recording || !src.ended_at) return fallback;
+  const layout = await wavLayout(file, src.recording.format);
+  if (!layout) return fallback;
+  return src.ended_at.getTime() - (layout.dataBytes / (layout.channels * 2) / layout.sampleRate) * 1000;
+}
+
+/** The WAV header of a `.wav` or `.wav.gz` (the first bytes only), or null when it cannot be read. */
+async function wavLayout(file: string, format: 'wav' | 'wav.gz'): Promise<WavLayout | null> {
+  const head: Buffer[] = [];
+  let size = 0;
+  const source = createReadStream(file, format === 'wav' ? { end: HEADER_PEEK_BYTES - 1 } : {});
+  const stream = format === 'wav.gz' ? source.pipe(createGunzip()) : source;
+  try {
+    for await (const chunk of stream) {
+      head.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      if (size >= HEADER_PEEK_BYTES) break;
+    }
+  } finally {
+    source.destroy();
+  }
+  const fileBytes = format === 'wav' ? (await stat(file)).size : Infinity;
+  return parseWavHeader(Buffer.concat(head), fileBytes);
+}
+
+function turns(src: RedactionSource, origin: number): TurnInput[] {
   return src.items.map((i) => {
     const words = i.post_call_transcript !== null && i.words != null ? wordsSchema.safeParse(i.words) : null;
     return {
@@ -95,7 +127,9 @@ export function redactionHandler(opts: RedactionHandlerOptions = {}): JobHandler
       // A job that runs before the end (it should not be enqueued then) is retried later.
       if (src.state !== 'ended') throw new Error(`conversation ${id} has not ended yet`);
 
-      const input = turns(src);
+      const rec = src.recording;
+      const oldFile = rec && !src.audio_deleted ? recordingPath(ctx.settings.PARLEY_DATA_DIR, rec.path) : null;
+      const input = turns(src, await recordingOrigin(src, oldFile));
       const result = await redactTurns(input, { chat: chatOf(ctx), signal: ctx.signal });
       const audio = result.turns.flatMap((t) => t.audio);
       const byTag: Record<string, number> = {};
@@ -104,11 +138,8 @@ export function redactionHandler(opts: RedactionHandlerOptions = {}): JobHandler
       // The recording, bleeped into a new file beside it.
       let recording: RedactionResult['recording'];
       let newFile: string | null = null;
-      let oldFile: string | null = null;
-      const rec = src.recording;
-      if (rec && !src.audio_deleted && audio.length > 0) {
+      if (rec && oldFile && audio.length > 0) {
         const dataDir = ctx.settings.PARLEY_DATA_DIR;
-        oldFile = recordingPath(dataDir, rec.path);
         const format = rec.compress_to ?? rec.format;
         const to = join(dirname(rec.path), `${id}.redacted.${format}`);
         newFile = recordingPath(dataDir, to);

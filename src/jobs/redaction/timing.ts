@@ -22,6 +22,8 @@ export interface AudioSpan {
 
 /** Margin around a word's timing, since word boundaries from speech recognition are approximate. */
 export const WORD_PAD_MS = 60;
+/** Margin around a whole turn, since its place in the recording is known only to about this. */
+export const TURN_PAD_MS = 250;
 
 const normalize = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}@.+]/gu, '');
 
@@ -51,7 +53,7 @@ export function audioSpans(
   spans: { start: number; end: number }[],
   turn: { side: RecordingSide; startMs: number; durationMs: number; words?: WordTiming[] | null },
 ): AudioSpan[] {
-  const whole = (): AudioSpan => ({ side: turn.side, startMs: Math.max(0, turn.startMs), endMs: turn.startMs + turn.durationMs });
+  const whole = (): AudioSpan => ({ side: turn.side, startMs: Math.max(0, turn.startMs - TURN_PAD_MS), endMs: turn.startMs + turn.durationMs + TURN_PAD_MS });
   if (spans.length === 0) return [];
   if (!turn.words || turn.words.length === 0) return [whole()];
   const ranges = alignWords(text, turn.words);
