@@ -1,7 +1,7 @@
 // Webhooks repository: a project's endpoints, the deliveries an event fans out to, and their log.
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
-import type { Tx } from './transaction.js';
+import { transaction, type Tx } from './transaction.js';
 import type { WebhookDeliveryStatus, WebhookEventType } from '../schemas/webhooks.js';
 
 /** The pool or a transaction of it: an event is enqueued in the transaction that ends or analyzes a conversation. */
@@ -41,22 +41,24 @@ export interface PendingDelivery extends WebhookDeliveryRow {
 }
 
 /**
- * Adds an endpoint unless the project has `maxEndpoints` already (counted under a lock on the project's row, so
- * two creations cannot both pass); null when it has.
+ * Adds an endpoint unless the project has `maxEndpoints` already; null when it has. The project's row is locked
+ * first and the endpoints counted after, in a statement of their own, so two creations at once cannot both pass.
  */
 export async function insertWebhookEndpoint(
   sql: Sql,
   e: { orgId: string; projectId: string; url: string; description: string | null; events: WebhookEventType[]; secret: string },
   maxEndpoints: number,
 ): Promise<WebhookEndpointRow | null> {
-  const [row] = await sql<WebhookEndpointRow[]>`
-    with project as (select id from projects where id = ${e.projectId} for update),
-    existing as (select count(*)::int as n from webhook_endpoints where project_id = ${e.projectId})
-    insert into webhook_endpoints (id, org_id, project_id, url, description, events, secret)
-    select ${newId('webhook')}, ${e.orgId}, project.id, ${e.url}, ${e.description}, ${sql.json(e.events)}, ${e.secret}
-    from project, existing where existing.n < ${maxEndpoints}
-    returning *`;
-  return row ?? null;
+  return transaction(sql, async (tx) => {
+    await tx`select id from projects where id = ${e.projectId} for update`;
+    const [{ n }] = await tx<{ n: number }[]>`select count(*)::int as n from webhook_endpoints where project_id = ${e.projectId}`;
+    if (n >= maxEndpoints) return null;
+    const [row] = await tx<WebhookEndpointRow[]>`
+      insert into webhook_endpoints (id, org_id, project_id, url, description, events, secret)
+      values (${newId('webhook')}, ${e.orgId}, ${e.projectId}, ${e.url}, ${e.description}, ${tx.json(e.events)}, ${e.secret})
+      returning *`;
+    return row!;
+  });
 }
 
 export async function listWebhookEndpoints(sql: Sql, projectId: string): Promise<WebhookEndpointRow[]> {
