@@ -94,14 +94,14 @@ function turns(src: RedactionSource, origin: number): TurnInput[] {
 }
 
 /** Writes the recording at `from` bleeped into `to` (a `.wav` or `.wav.gz`, as `toFormat` says); returns its size. */
-async function bleepInto(from: string, fromFormat: 'wav' | 'wav.gz', to: string, toFormat: 'wav' | 'wav.gz', spans: AudioSpan[]): Promise<number> {
+async function bleepInto(from: string, fromFormat: 'wav' | 'wav.gz', to: string, toFormat: 'wav' | 'wav.gz', spans: AudioSpan[], signal: AbortSignal): Promise<number> {
   const tmp = `${to}.tmp`;
   const stages: NodeJS.ReadWriteStream[] = [];
   if (fromFormat === 'wav.gz') stages.push(createGunzip());
   stages.push(new WavBleepTransform(spans));
   if (toFormat === 'wav.gz') stages.push(createGzip());
   try {
-    await pipeline([createReadStream(from), ...stages, createWriteStream(tmp)]);
+    await pipeline([createReadStream(from), ...stages, createWriteStream(tmp)], { signal });
     await rename(tmp, to);
   } catch (err) {
     await unlink(tmp).catch(() => undefined);
@@ -143,7 +143,7 @@ export function redactionHandler(opts: RedactionHandlerOptions = {}): JobHandler
         const format = rec.compress_to ?? rec.format;
         const to = join(dirname(rec.path), `${id}.redacted.${format}`);
         newFile = recordingPath(dataDir, to);
-        const bytes = await bleepInto(oldFile, rec.format, newFile, format, audio);
+        const bytes = await bleepInto(oldFile, rec.format, newFile, format, audio, ctx.signal);
         recording = { from: rec.path, to, format, bytes };
       }
 
