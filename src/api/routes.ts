@@ -18,6 +18,7 @@ import { agentRoutes } from './agents.js';
 import { toolRoutes } from './tools.js';
 import { phoneNumberRoutes } from './phone-numbers.js';
 import type { RoutePlugin } from './types.js';
+import { webhookRoutes } from './webhooks.js';
 
 /** Routes under `/v1`, behind the auth hook (those with `config.public` skip it). */
 export const v1RoutePlugins: RoutePlugin[] = [
@@ -37,6 +38,7 @@ export const v1RoutePlugins: RoutePlugin[] = [
   agentRoutes,
   toolRoutes,
   phoneNumberRoutes,
+  webhookRoutes,
 ];
 
 /** Routes outside `/v1`: the reference page and signed voice samples (the signature is the credential). */
