@@ -194,15 +194,6 @@ export function config(fields: Partial<ConfigMessage> & { scripted_engine?: unkn
   return { type: 'config', input_format: 'pcm_8000', output_format: 'pcm_16000', audio_speed: 1, ...fields } as ConfigMessage;
 }
 
-/** Waits (event-loop turns, bounded) until `cond` holds: for the engine's asynchronous synthesis. */
-export async function until(cond: () => boolean, what: string, turns = 4000): Promise<void> {
-  for (let i = 0; i < turns; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** Ticks the pacing clock until `cond` holds (engine audio may still be arriving); returns the ticks run. */
 export async function tickUntil(s: Setup, cond: () => boolean, what: string, maxTicks = 3000): Promise<number> {
   for (let i = 0; i < maxTicks; i++) {

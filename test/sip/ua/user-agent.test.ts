@@ -5,6 +5,7 @@
 import t from 'tap';
 import dgram from 'node:dgram';
 import { createUserAgent, DigestServer, SipError, TransactionTimeoutError, type Dialog, type LocalMedia, type UserAgent } from '../../../sip/index.js';
+import { until } from '../../helpers/wait.js';
 
 t.setTimeout(60_000); // real sockets: two user agents per test
 
@@ -20,14 +21,6 @@ async function pair(t: { teardown(fn: () => unknown): void }, opts: { auth?: Dig
   return { a, b, answered };
 }
 
-async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 t.test('call, negotiate, BYE over UDP and TCP', async (t) => {
   const { a, b, answered } = await pair(t);
   for (const param of ['', ';transport=tcp']) {
@@ -35,9 +28,9 @@ t.test('call, negotiate, BYE over UDP and TCP', async (t) => {
     t.equal(dialog.media?.codec.name, 'PCMA', `answerer kept the offerer's first codec${param}`);
     t.equal(dialog.media?.remotePort, 30410);
     t.equal(dialog.media?.telephoneEvent?.payloadType, 101);
-    await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, 'UAS dialog');
+    await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, { what: 'UAS dialog', timeoutMs: 5_000 });
     const uas = answered.at(-1)!;
-    await until(() => !uas.awaitingAck, 'ACK at the UAS');
+    await until(() => !uas.awaitingAck, { what: 'ACK at the UAS', timeoutMs: 5_000 });
     const ended = new Promise((r) => uas.once('ended', r));
     await dialog.bye();
     t.same(await ended, { reason: 'bye_received' }, `UAS saw the BYE${param}`);
@@ -60,7 +53,7 @@ t.test('digest: the UAS challenges, the UAC answers, a wrong password is refused
   const { a, b, answered } = await pair(t, { auth });
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), auth: { username: 'trunk', password: 'pw' } });
   t.equal(dialog.state, 'confirmed');
-  await until(() => answered.length === 1, 'answered');
+  await until(() => answered.length === 1, { what: 'answered', timeoutMs: 5_000 });
   await dialog.bye();
   const err = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), auth: { username: 'trunk', password: 'nope' } }).catch((e: unknown) => e);
   t.ok(err instanceof SipError && err.status === 401, 'wrong password ends in 401');
@@ -71,7 +64,7 @@ t.test('digest: the UAS challenges, the UAC answers, a wrong password is refused
 t.test('hold and resume by re-INVITE, INFO DTMF, REFER with NOTIFY sipfrag', async (t) => {
   const { a, b, answered } = await pair(t);
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420) });
-  await until(() => answered.length === 1, 'answered');
+  await until(() => answered.length === 1, { what: 'answered', timeoutMs: 5_000 });
   const uas = answered[0];
   const modified: Array<[string | undefined, boolean | undefined]> = [];
   uas.on('modified', (e) => modified.push([e.media?.direction, e.media?.remoteHold]));
@@ -96,10 +89,10 @@ t.test('hold and resume by re-INVITE, INFO DTMF, REFER with NOTIFY sipfrag', asy
   });
   const refer = await dialog.refer('sip:other@127.0.0.1:5099', { referredBy: '<sip:parley@127.0.0.1>' });
   t.equal(refer.status, 202);
-  await until(() => notifies.length === 2, 'two NOTIFYs');
+  await until(() => notifies.length === 2, { what: 'two NOTIFYs', timeoutMs: 5_000 });
   t.same(notifies, [[100, 'active'], [200, 'terminated']]);
   await uas.bye();
-  await until(() => dialog.state === 'terminated', 'UAC saw BYE');
+  await until(() => dialog.state === 'terminated', { what: 'UAC saw BYE', timeoutMs: 5_000 });
 });
 
 t.test('nobody at the address: TransactionTimeoutError from Timer B', async (t) => {
@@ -134,11 +127,11 @@ t.test('CANCEL: the caller aborts a ringing call, the callee sees it cancelled, 
   const provisional: number[] = [];
   const call = a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), signal: abort.signal, onProvisional: (r) => provisional.push(r.status) }).catch((e: unknown) => e);
   await ringing;
-  await until(() => provisional.includes(180), '180 Ringing at the caller');
+  await until(() => provisional.includes(180), { what: '180 Ringing at the caller', timeoutMs: 5_000 });
   abort.abort();
   const err = await call;
   t.ok(err instanceof SipError && err.status === 487, `487 Request Terminated, got ${String(err)}`);
-  await until(() => cancelled, 'the callee saw the CANCEL');
+  await until(() => cancelled, { what: 'the callee saw the CANCEL', timeoutMs: 5_000 });
 });
 
 t.test('session timers when the caller asks: 422 below Min-SE, then the UAS refreshes at half the interval', async (t) => {
@@ -154,14 +147,14 @@ t.test('session timers when the caller asks: 422 below Min-SE, then the UAS refr
   t.ok(small instanceof SipError && small.status === 422, '422 Session Interval Too Small');
 
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), headers: [['Session-Expires', '120;refresher=uas']] });
-  await until(() => answered.length === 1 && !answered[0].awaitingAck, 'answered and ACKed');
+  await until(() => answered.length === 1 && !answered[0].awaitingAck, { what: 'answered and ACKed', timeoutMs: 5_000 });
   const refreshes: string[] = [];
   dialog.on('modified', (e) => refreshes.push(e.remoteSdp));
   clock.advance(59_000);
   await new Promise((r) => setTimeout(r, 100));
   t.same(refreshes, [], 'no refresh before half the interval');
   clock.advance(1_000);
-  await until(() => refreshes.length === 1, 'the UAS re-INVITEd at 60 s');
+  await until(() => refreshes.length === 1, { what: 'the UAS re-INVITEd at 60 s', timeoutMs: 5_000 });
   t.match(refreshes[0], /m=audio 30410 /, 'the refresh carries the session\'s SDP');
   t.equal(answered[0].state, 'confirmed');
   t.equal(dialog.state, 'confirmed');
@@ -172,9 +165,9 @@ t.test('late offer: INVITE without SDP, offer in the 2xx, answer in the ACK', as
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: { ...media(30420), codecs: ['PCMA'] }, lateOffer: true });
   t.equal(dialog.media?.codec.name, 'PCMA', 'the caller answered the callee\'s offer with its only codec');
   t.equal(dialog.media?.remotePort, 30410);
-  await until(() => answered.length === 1, 'answered');
+  await until(() => answered.length === 1, { what: 'answered', timeoutMs: 5_000 });
   const uas = answered[0];
-  await until(() => uas.media !== null, 'the ACK brought the answer to the callee');
+  await until(() => uas.media !== null, { what: 'the ACK brought the answer to the callee', timeoutMs: 5_000 });
   t.equal(uas.media?.codec.name, 'PCMA');
   t.equal(uas.media?.remotePort, 30420);
   t.match(uas.localSdp, /m=audio 30410 RTP\/AVP 0 8 101/, 'the callee offered its codecs');
