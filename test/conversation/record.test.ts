@@ -153,8 +153,15 @@ t.test('observers see events and both sides of the audio; a generated welcome', 
 
 t.test('telephony start: a resolved agent, G.711 mu-law both ways, 160-byte frames', async (t) => {
   const s = setup({ script: parseScript({}) });
+  // The state when the client is told the conversation is ready (the welcome's audio may follow at once).
+  const stateWhenReady: string[] = [];
+  const send = s.client.send.bind(s.client);
+  s.client.send = (e) => {
+    if (e.type === 'ready_to_start_conversation') stateWhenReady.push(s.conv.state);
+    send(e);
+  };
   await s.conv.start({ kind: 'agent', agent: agent({ welcome_message: 'Thanks for calling.' }), inputFormat: 'mulaw_8000', outputFormat: 'mulaw_8000' });
-  t.equal(s.conv.state, 'ready');
+  t.same(stateWhenReady, ['ready'], 'ready once the agent is resolved and the engine open');
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
   const frames = s.client.log.filter((e) => e.type === 'audio') as { bytes: number }[];
   t.ok(frames.length > 10 && frames.every((f) => f.bytes === 160), '20 ms mu-law frames');

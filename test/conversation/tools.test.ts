@@ -5,9 +5,9 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { config, setup, tickUntil, type Setup } from './harness.js';
+import { toneTts } from '../helpers/speech.js';
 import { until } from '../helpers/wait.js';
 import type { SpeechEngine } from '../../src/engines/engine.js';
-import { createLocalTts } from '../../src/engines/local-tts.js';
 import { createScriptedEngine, type ScriptedSession } from '../../src/engines/scripted.js';
 
 t.setTimeout(120_000);
@@ -191,7 +191,7 @@ t.test('choose not to respond, and transfer to agent', async (t) => {
 
 t.test('transfer to agent: the engine gets the new voice and speech settings; replies after it speak and are recorded with them', async (t) => {
   // The scripted engine, its session kept, and the engine voice of every response it speaks.
-  const tts = createLocalTts({ cacheDir: null });
+  const tts = toneTts();
   const spokenWith: string[] = [];
   const voiceFor = (id: string) => (spokenWith.push(id), id === 'sarah' ? 'en-us+m3' : 'en-us');
   const scripted = createScriptedEngine({ tts, voiceFor, log: pino({ level: 'silent' }), script: null });
