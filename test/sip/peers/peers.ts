@@ -26,11 +26,10 @@ export function tempDir(prefix: string): string {
 
 /** A fixture with its @NAME@ fields filled; a field left unfilled is an error, not a broken peer. */
 export function fillTemplate(fixture: string, fields: Record<string, string>): string {
-  const text = readFileSync(join(FIXTURES_DIR, fixture), 'utf8').replace(/@([A-Z_]+)@/g, (whole, name: string) => {
+  return readFileSync(join(FIXTURES_DIR, fixture), 'utf8').replace(/@([A-Z_]+)@/g, (whole, name: string) => {
     if (!(name in fields)) throw new Error(`${fixture}: no value for ${whole}`);
     return fields[name];
   });
-  return text;
 }
 
 /** Whether something on 127.0.0.1 listens on `port` (Linux: the kernel's socket tables in /proc/net). */
@@ -140,11 +139,6 @@ export class Peer {
       return false;
     }, { timeoutMs, intervalMs: 50, what: () => `${this.name}: ${what}\n${this.log}` });
   }
-
-  /** Wait until the output matches, or fail loudly with the output so far. */
-  waitFor(pattern: RegExp, timeoutMs: number): Promise<void> {
-    return this.waitUntil(() => pattern.test(this.log), timeoutMs, `${pattern} in its output`);
-  }
 }
 
 /** SIPp in the background, its statistics and errors traced to its working folder. */
@@ -168,9 +162,10 @@ export class SippPeer extends Peer {
  * argument (TCP with `-t t1`, else UDP).
  */
 export async function startSipp(args: string[], cwd: string): Promise<SippPeer> {
-  const port = Number(args[args.indexOf('-p') + 1]);
-  if (!args.includes('-p') || !Number.isInteger(port)) throw new Error('startSipp: give the listening port as -p PORT');
-  const transport = args[args.indexOf('-t') + 1] === 't1' && args.includes('-t') ? 'tcp' : 'udp';
+  const flag = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+  const port = Number(flag('-p'));
+  if (!Number.isInteger(port)) throw new Error('startSipp: give the listening port as -p PORT');
+  const transport = flag('-t') === 't1' ? 'tcp' : 'udp';
   const trace = sippTraceArgs(cwd);
   const sipp = new SippPeer(spawn('sipp', [...args, ...trace.args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] }), trace.statFile, trace.errFile);
   try {
