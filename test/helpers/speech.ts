@@ -4,7 +4,7 @@
 import { createLocalTts, type LocalTts } from '../../src/engines/local-tts.js';
 
 /** A program name no PATH holds: the local TTS finds it missing and speaks tones. */
-export const NO_ESPEAK_BINARY = 'parley-test-no-espeak-ng';
+const NO_ESPEAK_BINARY = 'parley-test-no-espeak-ng';
 
 /** A local TTS that always speaks the tone pattern (src/engines/local-tts.ts tonePattern); memory cache only. */
 export function toneTts(): LocalTts {
