@@ -25,6 +25,7 @@ import { tuneHeapForMedia } from '../src/workers/heap-tuning.js';
 import { LiveHost, newAttachment, type Attachment } from '../src/realtime/live-host.js';
 import type { FrameSink } from '../src/realtime/sink.js';
 import type { NewItem } from '../src/store/conversations.js';
+import { soundFile } from '../test/helpers/debian-packages.js';
 
 const N = Number(process.env.COST_N ?? 250);
 const MEASURE_SEC = Number(process.env.COST_SEC ?? 20);
@@ -32,7 +33,7 @@ const WARMUP_SEC = Number(process.env.COST_WARMUP_SEC ?? 5);
 const FRAME_MS = 20;
 const FRAME_BYTES = 320; // pcm_8000, 20 ms
 const SILENCE_FRAMES = 150; // 3 s between prompts: the echo (at audio_speed 1.2) plays out meanwhile
-const PROMPTS = ['tt-weasels', 'vm-goodbye', 'agent-pass', 'demo-congrats'].map((p) => `/usr/share/asterisk/sounds/en_US_f_Allison/${p}.wav`);
+const PROMPTS = ['tt-weasels', 'vm-goodbye', 'agent-pass', 'demo-congrats'].map(soundFile);
 
 function promptFrames(path: string): ArrayBuffer[] {
   const wav = readFileSync(path);

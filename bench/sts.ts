@@ -25,13 +25,14 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { soundFile } from '../test/helpers/debian-packages.js';
 
 const SELF = fileURLToPath(import.meta.url);
 const HOST = '127.0.0.1';
 const FRAME_MS = 20;
 const RATE = 8000;
 const FRAME_BYTES = (RATE * FRAME_MS) / 1000 * 2; // pcm_8000, 16-bit
-const PROMPTS = ['tt-weasels', 'vm-goodbye', 'agent-pass', 'demo-congrats'].map((p) => `/usr/share/asterisk/sounds/en_US_f_Allison/${p}.wav`);
+const PROMPTS = ['tt-weasels', 'vm-goodbye', 'agent-pass', 'demo-congrats'].map(soundFile);
 const MIN_SILENCE_MS = 500; // vad_min_silence_duration_ms sent in config
 const NS = (process.env.STS_N ?? '100,250,500,1000').split(',').map(Number);
 const WINDOW_SEC = Number(process.env.STS_WINDOW_SEC ?? 15);

@@ -6,13 +6,14 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import { soundFile } from '../helpers/debian-packages.js';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 import { addRecording, createConversation } from '../../src/store/conversations.js';
 import { openRecording } from '../../src/api/recordings.js';
 import { RECORDINGS_DIR } from '../../src/media/recording.js';
 import type { RecordingRow } from '../../src/store/conversations.js';
 
-const SPEECH_WAV = '/usr/share/asterisk/sounds/en_US_f_Allison/hello-world.wav';
+const SPEECH_WAV = soundFile('hello-world');
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 if (!existsSync(SPEECH_WAV)) throw new Error(`${SPEECH_WAV} is missing: install asterisk-core-sounds-en-wav (.ci/run does)`);

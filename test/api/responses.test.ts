@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { startFakeChatServer, type RecordedChatRequest } from '../fakes/chat-server.js';
 import { startFakeSearchServer } from '../fakes/search-server.js';
 import { api, startTestServer } from '../helpers/server.js';
+import { until } from '../helpers/wait.js';
 
 t.setTimeout(300_000);
 
@@ -442,7 +443,7 @@ t.test('a client that goes away cancels the chat-model request in flight', async
   await chat.waitForRequests(1);
   ac.abort();
   await t.rejects(pending);
-  while (chat.abandoned === before) await new Promise((r) => setTimeout(r, 10));
+  await until(() => chat.abandoned !== before, { what: 'the upstream request closed' });
   t.equal(chat.abandoned, before + 1, 'the upstream request was closed before its answer');
   t.equal(chat.requests.length, 1, 'and not retried');
 });

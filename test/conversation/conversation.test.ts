@@ -2,7 +2,8 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { config, setup, speak, speechFrames, tickUntil, until } from './harness.js';
+import { config, setup, speak, speechFrames, tickUntil } from './harness.js';
+import { until } from '../helpers/wait.js';
 
 t.setTimeout(120_000);
 
@@ -25,7 +26,7 @@ t.test('a conversation: welcome with template variables, a user turn answered, t
   t.ok(s.client.log.filter((e) => e.type === 'audio').every((e) => (e as { bytes: number }).bytes === 640), '20 ms frames of pcm_16000');
 
   await speak(s, speechFrames('hello-world'));
-  await until(() => s.client.count('input_text') === 1, 'input_text');
+  await until(() => s.client.count('input_text') === 1, { what: 'input_text' });
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 2, 'reply played');
   const order = s.client.types;
   t.same(order, [

@@ -1,5 +1,6 @@
 // Test harness for the conversation engine: a manual clock and pacing clock (frame counts, no wall clock), an
-// in-memory ConversationStore, a recording ConversationClient, the scripted engine with local speech, real speech.
+// in-memory ConversationStore, a recording ConversationClient, the scripted engine speaking tones (never espeak-ng, so
+// results do not depend on what is installed), real recorded speech as the user.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,13 +8,13 @@ import { pino } from 'pino';
 import { Conversation } from '../../src/conversation/conversation.js';
 import type { ConversationClient, ConversationStore, ConversationTimers, PacingRegistry } from '../../src/conversation/host.js';
 import type { SpeechEngine } from '../../src/engines/engine.js';
-import { createLocalTts } from '../../src/engines/local-tts.js';
 import { createScriptedEngine, parseScript, type EngineScript } from '../../src/engines/scripted.js';
 export { parseScript };
 import type { PacedStream } from '../../src/media/pacing-clock.js';
 import type { ServerEvent, ConfigMessage } from '../../src/schemas/sts.js';
 import type { ResolvedAgent } from '../../src/domain/conversation-agent.js';
 import type { Finish, NewConversation, NewItem, NewRecording } from '../../src/store/conversations.js';
+import { toneTts } from '../helpers/speech.js';
 import { loadPrompt } from '../media/speech.js';
 
 export const FRAME_MS = 20;
@@ -163,7 +164,8 @@ export class MemoryStore implements ConversationStore {
   }
 }
 
-const tts = createLocalTts({ cacheDir: null });
+/** The tone backend of the local TTS: the same speech whether espeak-ng is installed or not. */
+const tts = toneTts();
 const log = pino({ level: process.env.TEST_LOG ?? 'silent' });
 
 export interface Setup {
@@ -194,21 +196,12 @@ export function config(fields: Partial<ConfigMessage> & { scripted_engine?: unkn
   return { type: 'config', input_format: 'pcm_8000', output_format: 'pcm_16000', audio_speed: 1, ...fields } as ConfigMessage;
 }
 
-/** Waits (event-loop turns, bounded) until `cond` holds: for the engine's asynchronous synthesis. */
-export async function until(cond: () => boolean, what: string, turns = 4000): Promise<void> {
-  for (let i = 0; i < turns; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** Ticks the pacing clock until `cond` holds (engine audio may still be arriving); returns the ticks run. */
 export async function tickUntil(s: Setup, cond: () => boolean, what: string, maxTicks = 3000): Promise<number> {
   for (let i = 0; i < maxTicks; i++) {
     if (cond()) return i;
     s.pacing.tick();
-    // A real millisecond per tick: local speech synthesis runs in a child process.
+    // A real millisecond per tick: engine audio (synthesis, tools over HTTP) arrives on later event-loop turns.
     await new Promise((r) => setTimeout(r, 1));
   }
   throw new Error(`no ${what} after ${maxTicks} ticks`);

@@ -3,7 +3,8 @@
 import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { config, setup, tickUntil, until } from './harness.js';
+import { config, setup, tickUntil } from './harness.js';
+import { until } from '../helpers/wait.js';
 import { EngineError, type SpeechEngine } from '../../src/engines/engine.js';
 import { Conversation } from '../../src/conversation/conversation.js';
 import { pino } from 'pino';
@@ -54,7 +55,7 @@ t.test('configuration endpoint: overrides applied; error, invalid response and t
 
   const slow = setup();
   const started = slow.conv.start({ kind: 'config', config: config({ configuration_endpoint: { url: `${base}/slow`, timeout_ms: 1000 }, scripted_engine: {} }) });
-  await until(() => hits.some((h) => h.path === '/slow'), 'the slow request');
+  await until(() => hits.some((h) => h.path === '/slow'), { what: 'the slow request' });
   slow.timers.advance(999);
   t.equal(slow.conv.state, 'configuring');
   slow.timers.advance(1);

@@ -10,7 +10,8 @@ import { ConversationRecord } from '../../src/conversation/record.js';
 import type { ConversationStore } from '../../src/conversation/host.js';
 import type { CompressionJob, RecordingCompressor } from '../../src/media/recording-compressor.js';
 import type { Finish, FinishOutcome, NewRecording } from '../../src/store/conversations.js';
-import { config, parseScript, setup, speak, speechFrames, tickUntil, until } from './harness.js';
+import { config, parseScript, setup, speak, speechFrames, tickUntil } from './harness.js';
+import { until } from '../helpers/wait.js';
 import type { ServerEvent } from '../../src/schemas/sts.js';
 
 t.setTimeout(120_000);
@@ -109,10 +110,10 @@ t.test('a transfer to a zero data retention agent: the recording is thrown away 
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
   t.equal(files().length, 1, 'recording before the transfer');
   s.conv.handle({ type: 'generate_reply' });
-  await until(() => s.conv.settings?.data_retention_policy.zero_data_retention === true, 'transferred to the vault');
-  await until(() => files().length === 0, 'the recording file removed');
+  await until(() => s.conv.settings?.data_retention_policy.zero_data_retention === true, { what: 'transferred to the vault' });
+  await until(() => files().length === 0, { what: 'the recording file removed' });
   t.same(files(), [], 'the recording file is removed at the transfer, before the conversation ends');
-  await until(() => s.store.only().patches.length > 0 && JSON.stringify(s.store.only().patches).includes('zero_data_retention'), 'the record marked');
+  await until(() => s.store.only().patches.length > 0 && JSON.stringify(s.store.only().patches).includes('zero_data_retention'), { what: 'the record marked' });
   t.same(
     s.store.only().patches.filter((p) => JSON.stringify(p).includes('data_retention_policy')),
     [{ settings: { data_retention_policy: { zero_data_retention: true } } }],
@@ -121,7 +122,7 @@ t.test('a transfer to a zero data retention agent: the recording is thrown away 
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 2, 'the transfer line');
   s.conv.handle({ type: 'generate_reply' });
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 3, 'the vault agent, transferring back');
-  await until(() => s.conv.settings?.data_retention_policy.zero_data_retention === false, 'back on an agent that retains');
+  await until(() => s.conv.settings?.data_retention_policy.zero_data_retention === false, { what: 'back on an agent that retains' });
   s.conv.handle({ type: 'generate_reply' });
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 4, 'the desk agent again');
   await s.conv.end('user');
@@ -143,7 +144,7 @@ t.test('observers see events and both sides of the audio; a generated welcome', 
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'generated welcome');
   t.equal(s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), 'Hello from the model.');
   await speak(s, speechFrames('hello', 1200));
-  await until(() => seen.some((e) => e.type === 'input_text'), 'observer transcript');
+  await until(() => seen.some((e) => e.type === 'input_text'), { what: 'observer transcript' });
   await s.conv.end('user');
   t.ok(audio.user > 50 && audio.assistant > 10, 'audio of both sides');
   t.ok(seen.some((e) => e.type === 'assistant_started_speaking') && seen.some((e) => e.type === 'user_started_speaking'));
@@ -152,11 +153,18 @@ t.test('observers see events and both sides of the audio; a generated welcome', 
 
 t.test('telephony start: a resolved agent, G.711 mu-law both ways, 160-byte frames', async (t) => {
   const s = setup({ script: parseScript({}) });
+  // The state when the client is told the conversation is ready (the welcome's audio may follow at once).
+  const stateWhenReady: string[] = [];
+  const send = s.client.send.bind(s.client);
+  s.client.send = (e) => {
+    if (e.type === 'ready_to_start_conversation') stateWhenReady.push(s.conv.state);
+    send(e);
+  };
   await s.conv.start({
     kind: 'call',
     call: { conversationId: 'conv_call', agent: agent({ welcome_message: 'Thanks for calling.' }), format: 'mulaw_8000', configurationEndpoint: null, overrides: null, listenOnly: false },
   });
-  t.equal(s.conv.state, 'ready');
+  t.same(stateWhenReady, ['ready'], 'ready once the agent is resolved and the engine open');
   t.equal(s.store.active.size, 0, 'main admitted it: the conversation does not admit again');
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'welcome');
   const frames = s.client.log.filter((e) => e.type === 'audio') as { bytes: number }[];

@@ -4,7 +4,8 @@
 // engine that records every session call, with manual clocks.
 import t from 'tap';
 import type { SessionUpdate, SpeechEngine } from '../../src/engines/engine.js';
-import { config, setup, speak, speechFrames, until, type Setup } from './harness.js';
+import { config, setup, speak, speechFrames, type Setup } from './harness.js';
+import { until } from '../helpers/wait.js';
 import { ProbeEngine } from './probe-engine.js';
 
 t.setTimeout(120_000);
@@ -151,7 +152,7 @@ t.test('transfer to agent: a target outside agents_to_transfer_to is refused; an
   t.equal(s.conv.settings?.system_prompt, 'Front desk.', 'not a transfer target: nothing changes');
   t.match(probe.of('submitToolOutput')[0].output, /transfer refused/);
   probe.toolCall({ responseId: 'r2', callId: 'c2', name: 'transfer', arguments: { agent_name: 'billing' } });
-  for (let i = 0; i < 5 && probe.of('submitToolOutput').length < 2; i++) await new Promise((r) => setImmediate(r));
+  await until(() => probe.of('submitToolOutput').length >= 2, { what: 'the output of the second transfer' });
   t.same(probe.of('updateSession').map((c) => c.update.systemPrompt), ['Billing on Asia/Tokyo.'], "the new agent's prompt, resolved in its time zone");
   t.same(probe.of('updateSession')[0].update.tools, [], "the new agent's tools");
   t.same([probe.of('updateSession')[0].update.voiceId, probe.of('updateSession')[0].update.defaultLanguage], ['sarah', 'de'], "the new agent's voice and language");
@@ -174,7 +175,7 @@ const billing = (config: Record<string, unknown>) => ({
 async function transfer(s: Setup, probe: ProbeEngine, responseId: string): Promise<void> {
   const before = probe.of('submitToolOutput').length;
   probe.toolCall({ responseId, callId: `c_${responseId}`, name: 'transfer', arguments: { agent_name: 'billing' } });
-  for (let i = 0; i < 20 && probe.of('submitToolOutput').length === before; i++) await new Promise((r) => setImmediate(r));
+  await until(() => probe.of('submitToolOutput').length > before, { what: 'the transfer tool output' });
   if (s.conv.settings?.system_prompt !== 'Billing.') throw new Error('the transfer did not happen');
 }
 
@@ -281,7 +282,7 @@ t.test('transfer to agent: an agent whose vad_* the VAD refuses (prebuffer over 
   s.store.agents.set('billing', billing({ system_prompt: 'Billing.', vad_prebuffer_duration_ms: 20_000 }));
   await s.conv.start({ kind: 'config', config: config({ system_prompt: 'Front desk.', tools: ['transfer'] }) });
   probe.toolCall({ responseId: 'r1', callId: 'c1', name: 'transfer', arguments: { agent_name: 'billing' } });
-  await until(() => probe.of('submitToolOutput').length === 1, 'the tool output');
+  await until(() => probe.of('submitToolOutput').length === 1, { what: 'the tool output' });
   t.match(probe.of('submitToolOutput')[0].output, /VAD settings out of range/);
   t.equal(s.conv.settings?.system_prompt, 'Front desk.', 'the old agent stays');
   t.equal(s.conv.settings?.vad_prebuffer_duration_ms, 500);

@@ -4,9 +4,10 @@ import t from 'tap';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { config, setup, tickUntil, until, type Setup } from './harness.js';
+import { config, setup, tickUntil, type Setup } from './harness.js';
+import { toneTts } from '../helpers/speech.js';
+import { until } from '../helpers/wait.js';
 import type { SpeechEngine } from '../../src/engines/engine.js';
-import { createLocalTts } from '../../src/engines/local-tts.js';
 import { createScriptedEngine, type ScriptedSession } from '../../src/engines/scripted.js';
 
 t.setTimeout(120_000);
@@ -62,7 +63,7 @@ t.test('custom_webhook: method, body/query/path placement, headers, reserved par
     },
   });
   await withReply(s, [{ name: 'lookup', arguments: { city: 'Paris', id: '42', note: 'hi' } }], { tools: ['lookup'] });
-  await until(() => seen.length === 1, 'the webhook request');
+  await until(() => seen.length === 1, { what: 'the webhook request' });
   await s.conv.end('user');
   const req = seen[0];
   t.equal(req.method, 'POST');
@@ -93,7 +94,7 @@ t.test('custom_webhook: endpoint_timeout_ms elapses -> timed_out', async (t) => 
     definition: { type: 'custom_webhook', name: 'slow', description: 'd', execution_mode: 'sync', parameters: [], endpoint_method: 'POST', endpoint_url: `http://127.0.0.1:${port}/slow`, endpoint_timeout_ms: 1500 },
   });
   await withReply(s, [{ name: 'slow', arguments: {} }], { tools: ['slow'] });
-  await until(() => seen.length === 1, 'the webhook request');
+  await until(() => seen.length === 1, { what: 'the webhook request' });
   s.timers.advance(1500);
   await s.conv.end('user');
   const call = s.store.only().items.flatMap((i) => i.tool_calls ?? [])[0];
@@ -111,7 +112,7 @@ const inlineTool = (timeout?: number) => ({
 t.test('custom_websocket: tool_call to the client, tool_call_output back, processed and recorded', async (t) => {
   const s = setup();
   await withReply(s, [{ name: 'get_cart', arguments: { user: 'ada' } }], { tools: [inlineTool()] });
-  await until(() => s.client.count('tool_call') === 1, 'tool_call');
+  await until(() => s.client.count('tool_call') === 1, { what: 'tool_call' });
   const call = s.client.events('tool_call')[0];
   t.same({ name: call.tool_name, parameters: call.parameters }, { name: 'get_cart', parameters: { user: 'ada' } });
   s.conv.handle({ type: 'tool_call_output', tool_call_id: call.tool_call_id, output: { items: 2 } });
@@ -126,7 +127,7 @@ t.test('custom_websocket: tool_call to the client, tool_call_output back, proces
 t.test('custom_websocket: no output within tool_call_output_timeout_ms -> timed_out', async (t) => {
   const s = setup();
   await withReply(s, [{ name: 'get_cart', arguments: {} }], { tools: [inlineTool(800)] });
-  await until(() => s.client.count('tool_call') === 1, 'tool_call');
+  await until(() => s.client.count('tool_call') === 1, { what: 'tool_call' });
   s.timers.advance(799);
   t.equal(s.client.count('tool_call_output_processed'), 0);
   s.timers.advance(1);
@@ -144,7 +145,7 @@ t.test('custom_context and keypad input', async (t) => {
   s.store.tools.set('hours', { id: 'tool_hours', name: 'hours', definition: { type: 'custom_context', name: 'hours', description: 'Opening hours', execution_mode: 'sync', context: 'We open at 9.' } });
   s.store.tools.set('keypad', { id: 'tool_keypad', name: 'keypad', definition: { type: 'built_in_keypad_input', name: 'keypad', description: 'Press keys', execution_mode: 'sync' } });
   await withReply(s, [{ name: 'hours', arguments: {} }, { name: 'keypad', arguments: { digits: '12#' } }], { tools: ['hours', 'keypad'] });
-  await until(() => s.client.count('dtmf') === 1, 'dtmf');
+  await until(() => s.client.count('dtmf') === 1, { what: 'dtmf' });
   t.same(s.client.events('dtmf')[0], { type: 'dtmf', digits: '12#' });
   await s.conv.end('user');
   const calls = s.store.only().items.flatMap((i) => i.tool_calls ?? []);
@@ -177,10 +178,10 @@ t.test('choose not to respond, and transfer to agent', async (t) => {
     config: config({ tools: ['quiet', 'to_billing'], scripted_engine: { responses: [{ tool_calls: [{ name: 'quiet', arguments: {} }] }, { say: 'Transferring.', tool_calls: [{ name: 'to_billing', arguments: { agent_name: 'billing' } }] }] } }),
   });
   s.conv.handle({ type: 'generate_reply' });
-  await until(() => s.client.count('assistant_chose_not_to_respond') === 1, 'chose not to respond');
+  await until(() => s.client.count('assistant_chose_not_to_respond') === 1, { what: 'chose not to respond' });
   s.conv.handle({ type: 'generate_reply' });
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'transfer line played');
-  await until(() => s.conv.settings?.system_prompt === 'You handle billing.', 'agent switched');
+  await until(() => s.conv.settings?.system_prompt === 'You handle billing.', { what: 'agent switched' });
   t.equal(s.conv.settings?.voice_id, 'sarah');
   await s.conv.end('user');
   const calls = s.store.only().items.flatMap((i) => i.tool_calls ?? []);
@@ -190,7 +191,7 @@ t.test('choose not to respond, and transfer to agent', async (t) => {
 
 t.test('transfer to agent: the engine gets the new voice and speech settings; replies after it speak and are recorded with them', async (t) => {
   // The scripted engine, its session kept, and the engine voice of every response it speaks.
-  const tts = createLocalTts({ cacheDir: null });
+  const tts = toneTts();
   const spokenWith: string[] = [];
   const voiceFor = (id: string) => (spokenWith.push(id), id === 'sarah' ? 'en-us+m3' : 'en-us');
   const scripted = createScriptedEngine({ tts, voiceFor, log: pino({ level: 'silent' }), script: null });
@@ -220,7 +221,7 @@ t.test('transfer to agent: the engine gets the new voice and speech settings; re
   });
   s.conv.handle({ type: 'generate_reply' });
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'transfer line played');
-  await until(() => session!.updates.length === 1, 'the engine told of the transfer');
+  await until(() => session!.updates.length === 1, { what: 'the engine told of the transfer' });
   const update = session!.updates[0];
   t.same(
     { voiceId: update.voiceId, defaultLanguage: update.defaultLanguage, additionalLanguages: update.additionalLanguages, boostedKeywords: update.boostedKeywords, pronunciations: update.pronunciations },

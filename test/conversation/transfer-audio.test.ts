@@ -6,6 +6,7 @@ import type { SpeechEngine } from '../../src/engines/engine.js';
 import { Resampler } from '../../src/media/native/resampler.js';
 import { noiseBedLoop, seededRandom, type NoiseBed } from '../../src/media/noise.js';
 import { config, setup, type Setup } from './harness.js';
+import { until } from '../helpers/wait.js';
 import { PROBE_FRAME, PROBE_RATE, ProbeEngine } from './probe-engine.js';
 import { concatPcm as concat, loadPrompt } from '../media/speech.js';
 
@@ -23,7 +24,7 @@ const billing = (config: Record<string, unknown>) => ({
 async function transfer(s: Setup, probe: ProbeEngine): Promise<void> {
   const before = probe.of('submitToolOutput').length;
   probe.toolCall({ responseId: 'resp_tr', callId: 'c_tr', name: 'transfer', arguments: { agent_name: 'billing' } });
-  for (let i = 0; i < 20 && probe.of('submitToolOutput').length === before; i++) await new Promise((r) => setImmediate(r));
+  await until(() => probe.of('submitToolOutput').length > before, { what: 'the transfer tool output' });
   if (s.conv.settings?.system_prompt !== 'Billing.') throw new Error('the transfer did not happen');
 }
 

@@ -1,7 +1,8 @@
 // Turn-taking: min_words_to_interrupt, uninterruptible speech, push-to-talk and mute, say and generate_reply,
 // backchannel, a backed-up client.
 import t from 'tap';
-import { config, setup, speak, speechFrames, tickUntil, until } from './harness.js';
+import { config, setup, speak, speechFrames, tickUntil } from './harness.js';
+import { until } from '../helpers/wait.js';
 import { ProbeEngine } from './probe-engine.js';
 import { BACKCHANNEL_TEXT } from '../../src/conversation/turn-taking.js';
 
@@ -81,7 +82,7 @@ t.test('push-to-talk: mute ends the turn and it is answered; without it, mute dr
   t.equal(ptt.client.count('user_finished_speaking'), 0, 'the VAD has not ended the turn yet');
   ptt.conv.handle({ type: 'mute' });
   t.equal(ptt.client.count('user_finished_speaking'), 1, 'releasing the button ends it');
-  await until(() => ptt.client.count('input_text') === 1, 'the transcript');
+  await until(() => ptt.client.count('input_text') === 1, { what: 'the transcript' });
   await speak(ptt, speechFrames('hello', 200));
   t.equal(ptt.client.count('user_started_speaking'), 1, 'muted audio is not heard');
   await ptt.conv.end('user');
@@ -94,7 +95,7 @@ t.test('push-to-talk: mute ends the turn and it is answered; without it, mute dr
   t.equal(plain.client.count('input_text'), 0);
   plain.conv.handle({ type: 'unmute' });
   await speak(plain, speechFrames('hello', 1200));
-  await until(() => plain.client.count('input_text') === 1, 'answered after unmute');
+  await until(() => plain.client.count('input_text') === 1, { what: 'answered after unmute' });
   await plain.conv.end('user');
 });
 
@@ -165,7 +166,7 @@ t.test('audio chunks longer than the chain takes at once (100 ms) are heard whol
     s.conv.pushAudio(c);
     for (let k = 0; k < 5; k++) s.pacing.tick();
   }
-  await until(() => s.client.count('input_text') === 1, 'the turn answered');
+  await until(() => s.client.count('input_text') === 1, { what: 'the turn answered' });
   t.equal(s.client.count('user_started_speaking'), 1);
   await s.conv.end('user');
 });

@@ -6,6 +6,7 @@ import { createChatClient } from '../../src/engines/chat-client.js';
 import { EngineError } from '../../src/engines/engine.js';
 import { parseWav, resample } from '../../src/engines/local-tts.js';
 import { startFakeChatServer, type FakeChatServer } from '../fakes/chat-server.js';
+import { soundFile } from '../helpers/debian-packages.js';
 import { FAKE_TTS_MS_PER_CHAR, startFakeSpeechServer, type FakeSpeechServer } from '../fakes/speech-server.js';
 import { energy, Recorder, sessionOptions } from './recorder.js';
 
@@ -45,7 +46,7 @@ t.test('sentences split after end marks and keep them', async (t) => {
 });
 
 t.test('a user turn: WAV to speech-to-text, chat, then speech sentence by sentence', async (t) => {
-  const wav = parseWav(readFileSync('/usr/share/asterisk/sounds/en_US_f_Allison/hello-world.wav'));
+  const wav = parseWav(readFileSync(soundFile('hello-world')));
   const turn = resample(wav.pcm, 8000, 16000);
   speech.transcripts.push('hello world');
   chat.script({ reply: { content: 'Hello to you. How are you today? I am fine.' } });

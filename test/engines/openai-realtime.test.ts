@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { EngineError, type SpeechEngineSession } from '../../src/engines/engine.js';
 import { createOpenAiRealtimeEngine } from '../../src/engines/openai-realtime.js';
 import { startFakeRealtimeServer, type FakeRealtimeServer } from '../fakes/realtime-server.js';
+import { until } from '../helpers/wait.js';
 import { Recorder, sessionOptions } from './recorder.js';
 
 t.setTimeout(60_000);
@@ -234,7 +235,7 @@ t.test('a voice change the server refuses (audio crossed it): the voice stays, t
   session.updateSession({ voiceId: 'sarah' });
   t.equal(session.voiceId, 'sarah', 'asked for');
   await hooks.untilDone(first);
-  for (let i = 0; i < 200 && session.voiceId !== 'grant'; i++) await new Promise((r) => setTimeout(r, 5));
+  await until(() => session.voiceId === 'grant', { what: 'the refusal taken back to the old voice', timeoutMs: 1_000, intervalMs: 5 });
   t.equal(session.voiceId, 'grant', 'refused: the old voice stays');
   t.same(sessionUpdates().map((u) => u.session), [{ voice: 'alloy' }], 'the voice was asked for');
   t.notOk(hooks.events.some((e) => e.kind === 'error'), 'cannot_update_voice is no engine error');

@@ -5,17 +5,17 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadSettings } from '../../src/config.js';
 import { EngineError } from '../../src/engines/engine.js';
-import { createLocalTts } from '../../src/engines/local-tts.js';
 import { createEngineRegistry, voiceMapper } from '../../src/engines/registry.js';
 import { DEFAULT_VOICES } from '../../src/schemas/voices.js';
 import { startFakeRealtimeServer } from '../fakes/realtime-server.js';
+import { toneTts } from '../helpers/speech.js';
 import { Recorder, sessionOptions } from './recorder.js';
 
 t.setTimeout(60_000);
 const log = pino({ level: 'silent' });
 const dir = mkdtempSync(join(tmpdir(), 'parley-registry-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-const tts = createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+const tts = toneTts();
 
 function registry(env: Record<string, string>) {
   const settings = loadSettings({ PARLEY_DATA_DIR: dir, ...env });

@@ -1,13 +1,14 @@
 import t from 'tap';
 import { pino } from 'pino';
 import { EngineError } from '../../src/engines/engine.js';
-import { createLocalTts, TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
+import { TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
 import { createScriptedEngine, parseScript, type EngineScript, type ScriptedSession } from '../../src/engines/scripted.js';
+import { toneTts } from '../helpers/speech.js';
 import { Recorder, sessionOptions } from './recorder.js';
 
 const log = pino({ level: 'silent' });
 /** Tones: deterministic, and their length is a known function of the words. */
-const tts = () => createLocalTts({ cacheDir: null, espeakBinary: '/nonexistent/espeak-ng' });
+const tts = toneTts;
 const wordSamples = ((TONE_WORD_MS + TONE_GAP_MS) * 16000) / 1000;
 const frame = new Int16Array(320); // 20 ms at 16 kHz
 

@@ -4,7 +4,8 @@ import WebSocket from 'ws';
 import type { Settings } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { startWorkerPool, type WorkerPool } from '../../src/workers/worker-pool.js';
-import { startTestServer, type TestServer } from './server.js';
+import { api, startTestServer, type TestServer } from './server.js';
+import { until } from './wait.js';
 
 function realtimeLogLevel(level: Settings['PARLEY_LOG_LEVEL']): Settings['PARLEY_LOG_LEVEL'] {
   return level === 'silent' ? 'error' : level;
@@ -14,7 +15,23 @@ export interface RealtimeServer extends TestServer {
   pool: WorkerPool;
   /** ws://127.0.0.1:<port> of the realtime port. */
   wsUrl: string;
+  /** The STS socket's URL (docs/sts-protocol.md). */
+  stsUrl: string;
+  /** Upgrade headers carrying the bootstrap API key. */
+  auth: Record<string, string>;
+  /** A client of the STS socket opened with the API key; `query` is appended (e.g. `?reconnect_conv_id=...`). */
+  openSts(query?: string): Promise<TestClient>;
+  /** A conversation: the STS socket opened, `{ type: 'config', ...config }` sent, ready_to_start_conversation seen. */
+  startConversation(config: Record<string, unknown>): Promise<{ client: TestClient; id: string }>;
+  /** The URL of a conversation's observer socket (`/v1/conversations/{id}/live/ws`). */
+  liveUrl(id: string): string;
+  /** The conversation's record once it has ended (GET /v1/conversations/{id}, polled). */
+  endedConversation(id: string): Promise<any>;
 }
+
+/** Polls of a conversation's record until it ends: the reconnect grace and the save take seconds. */
+const ENDED_TIMEOUT_MS = 30_000;
+const ENDED_POLL_MS = 100;
 
 export async function startRealtimeServer(opts: { workers?: number; env?: Record<string, string> } = {}): Promise<RealtimeServer> {
   const server = await startTestServer({ db: 'postgres', env: { PARLEY_WS_PORT: '0', ...opts.env } });
@@ -31,10 +48,36 @@ export async function startRealtimeServer(opts: { workers?: number; env?: Record
     await server.close();
     throw err;
   }
+  const wsUrl = `ws://127.0.0.1:${pool.port}`;
+  const stsUrl = `${wsUrl}/v1/sts/ws`;
+  const auth = { authorization: `Bearer ${server.apiKey}` };
+  const http = api(server);
+  const openSts = (query = '') => TestClient.open(`${stsUrl}${query}`, auth);
   return {
     ...server,
     pool,
-    wsUrl: `ws://127.0.0.1:${pool.port}`,
+    wsUrl,
+    stsUrl,
+    auth,
+    openSts,
+    async startConversation(config) {
+      const client = await openSts();
+      client.send({ type: 'config', ...config });
+      await client.untilEvent('ready_to_start_conversation');
+      const id = client.events('conversation_created')[0]?.conversation_id;
+      if (typeof id !== 'string') throw new Error(`no conversation: ${JSON.stringify(client.got.events)}`);
+      return { client, id };
+    },
+    liveUrl: (id) => `${wsUrl}/v1/conversations/${id}/live/ws`,
+    async endedConversation(id) {
+      let ended: any = null;
+      await until(async () => {
+        const res = await http.get(`/v1/conversations/${id}`);
+        if (res.status === 200 && res.body.conversation.ended_by) ended = res.body.conversation;
+        return ended !== null;
+      }, { what: `conversation ${id} to end`, timeoutMs: ENDED_TIMEOUT_MS, intervalMs: ENDED_POLL_MS });
+      return ended;
+    },
     close: async () => {
       try {
         await pool.close();
@@ -163,16 +206,6 @@ export async function streamAudio(
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
   return sent;
-}
-
-/** Polls GET /v1/conversations/{id} until the record has ended. */
-export async function endedConversation(get: (path: string) => Promise<{ status: number; body: any }>, id: string, tries = 300): Promise<any> {
-  for (let i = 0; i < tries; i++) {
-    const res = await get(`/v1/conversations/${id}`);
-    if (res.status === 200 && res.body.conversation.ended_by) return res.body.conversation;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`conversation ${id} did not end`);
 }
 
 /** The HTTP status that refused an upgrade, or 101 when the socket opened (it is closed again at once). */

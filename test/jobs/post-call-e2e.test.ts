@@ -7,7 +7,7 @@ import { createNodeJobQueue } from '../../src/jobs/handlers.js';
 import { startFakeChatServer, type ChatStep } from '../fakes/chat-server.js';
 import { startFakeSpeechServer } from '../fakes/speech-server.js';
 import { api } from '../helpers/server.js';
-import { endedConversation, startRealtimeServer, TestClient } from '../helpers/realtime.js';
+import { startRealtimeServer, TestClient } from '../helpers/realtime.js';
 import { eventually, quiet } from './helpers.js';
 
 t.setTimeout(240_000);
@@ -56,7 +56,7 @@ t.test('a conversation ends; its post-call transcript, extraction and task resul
   await c.untilEvent('assistant_finished_speaking');
   const id = String(c.events('conversation_created')[0]?.conversation_id);
   c.close();
-  await endedConversation((p) => http.get(p), id);
+  await server.endedConversation(id);
 
   let conv: any;
   await eventually('the post-call jobs settled', async () => {

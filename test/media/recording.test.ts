@@ -7,15 +7,7 @@ import { Transform } from 'node:stream';
 import { RecordingError, StereoRecorder } from '../../src/media/recording.js';
 import { FRAME_MS } from '../../src/media/format.js';
 import { compressRecording } from '../../src/media/recording-compressor.js';
-
-/** Resolves once `cond` holds (polled on timers; fails the test after 5 s). */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+import { until } from '../helpers/wait.js';
 
 const RATE = 8000;
 const FRAME = 160;
@@ -119,7 +111,7 @@ t.test('a compression aborted half-way leaves no .gz behind', async (t) => {
     });
   const running = compressRecording(res.path, gzPath, { signal: abort.signal, through: gate });
   await firstChunk;
-  await until(() => existsSync(gzPath), 'the gzip file opened');
+  await until(() => existsSync(gzPath), { what: 'the gzip file opened', timeoutMs: 5_000, intervalMs: 5 });
   abort.abort();
   await t.rejects(running, { name: 'AbortError' });
   t.notOk(existsSync(gzPath), 'the partial gzip removed');

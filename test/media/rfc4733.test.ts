@@ -4,16 +4,16 @@ import { createRtpPacketView, decodeView, RtpSender } from '../../src/media/rtp.
 import {
   createTelephoneEvent, dtmfDigit, readTelephoneEvent, TelephoneEventReceiver, TelephoneEventSender, TELEPHONE_EVENT_END_REPEATS,
 } from '../../src/media/rfc4733.js';
+import { SIPP_CAPTURES_DIR } from '../helpers/debian-packages.js';
 import { readPcapUdp } from './pcap.js';
 
-const SIPP_DIR = '/usr/share/sip-tester';
 
 t.test("SIPp's dtmf_2833_*.pcap captures decode to their digits", async (t) => {
   let files: string[];
   try {
-    files = readdirSync(SIPP_DIR).filter((f) => /^dtmf_2833_.*\.pcap$/.test(f));
+    files = readdirSync(SIPP_CAPTURES_DIR).filter((f) => /^dtmf_2833_.*\.pcap$/.test(f));
   } catch (err) {
-    throw new Error(`SIPp captures missing in ${SIPP_DIR} (install sip-tester): ${(err as Error).message}`);
+    throw new Error(`SIPp captures missing in ${SIPP_CAPTURES_DIR} (install sip-tester): ${(err as Error).message}`);
   }
   t.equal(files.length, 12, 'ten digits, star and pound');
   const names: Record<string, string> = { star: '*', pound: '#' };
@@ -24,7 +24,7 @@ t.test("SIPp's dtmf_2833_*.pcap captures decode to their digits", async (t) => {
     const view = createRtpPacketView();
     const heard: string[] = [];
     let packets = 0;
-    for (const d of readPcapUdp(`${SIPP_DIR}/${f}`)) {
+    for (const d of readPcapUdp(`${SIPP_CAPTURES_DIR}/${f}`)) {
       if (decodeView(d.payload, view) !== 'ok') continue;
       packets++;
       const code = rx.receive(d.payload, view.payloadOffset, view.payloadLength, view.timestamp);

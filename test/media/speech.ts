@@ -1,12 +1,13 @@
 // Test helper: real recorded speech (Debian's asterisk-core-sounds-en-wav, 8 kHz mono 16-bit).
 import { readFileSync, existsSync } from 'node:fs';
 import wavefile from 'wavefile';
+import { soundFile } from '../helpers/debian-packages.js';
 
-export const SOUNDS_DIR = '/usr/share/asterisk/sounds/en_US_f_Allison';
+export { SOUNDS_DIR } from '../helpers/debian-packages.js';
 
 /** Reads a prompt as 8 kHz PCM; fails loudly when the package is missing (CI installs it). */
 export function loadPrompt(name: string): Int16Array {
-  const path = `${SOUNDS_DIR}/${name}.wav`;
+  const path = soundFile(name);
   if (!existsSync(path)) throw new Error(`${path} missing: apt-get install asterisk-core-sounds-en-wav`);
   const w = new wavefile.WaveFile();
   w.fromBuffer(readFileSync(path));

@@ -3,8 +3,9 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { seededRandom } from '../../src/media/noise.js';
+import { SOUNDS_DIR } from '../helpers/debian-packages.js';
 
-export const PROMPTS_DIR = '/usr/share/asterisk/sounds/en_US_f_Allison';
+export const PROMPTS_DIR = SOUNDS_DIR;
 export const PROMPT_RATE = 8000;
 export const PROMPT_COUNT = 568;
 

@@ -21,6 +21,7 @@ import {
   type UdpGroupBackend,
   type UdpHandle,
 } from '../../src/media/udp-native.js';
+import { until } from '../helpers/wait.js';
 
 const HOST = '127.0.0.1';
 const LOOPBACK = ipv4ToUint32(HOST);
@@ -47,11 +48,6 @@ function kernelDrops(port: number): number {
     if (cols[1] === local) return Number(cols[cols.length - 1]);
   }
   return -1;
-}
-
-async function until(cond: () => boolean, what: string, spins = 2000): Promise<void> {
-  for (let i = 0; i < spins && !cond(); i++) await new Promise((r) => setTimeout(r, i < 100 ? 0 : 5));
-  if (!cond()) throw new Error(`timed out waiting for ${what}`);
 }
 
 t.setTimeout(60_000);
@@ -86,7 +82,7 @@ t.test('receives a burst from a dgram sender in batches, with contents and the s
     for (let k = 2; k < p.length; k++) p[k] = (seq + k) & 255;
     tx.send(p, rx.port, HOST);
   }
-  await until(() => seen.size === N, `${N} packets (have ${seen.size}, drops ${kernelDrops(rx.port)})`);
+  await until(() => seen.size === N, { what: () => `${N} packets (have ${seen.size}, drops ${kernelDrops(rx.port)})` });
   t.equal(seen.size, N, 'every packet arrived');
   t.ok([...seen.values()].every((c) => c === 1), 'each exactly once');
   t.equal(batches.reduce((a, b) => a + b, 0), N, 'batch counts add up');
@@ -110,9 +106,9 @@ t.test('a datagram longer than a slot is cut to the slot and flagged', async (t)
     }
   });
   tx.send(Buffer.alloc(250, 7), rx.port, HOST);
-  await until(() => lengths.length === 1, 'the long datagram');
+  await until(() => lengths.length === 1, { what: 'the long datagram' });
   tx.send(Buffer.alloc(100, 7), rx.port, HOST);
-  await until(() => lengths.length === 2, 'the fitting datagram');
+  await until(() => lengths.length === 2, { what: 'the fitting datagram' });
   t.same(lengths, [100, 100]);
   t.same(flags, [true, false]);
   t.equal(rx.stats().rxTruncated, 1);
@@ -140,7 +136,7 @@ t.test('sends one batch to several dgram receivers from the bound port', async (
     expected.set(text, i % 2 === 0 ? 'a' : 'b');
   }
   t.equal(s.send(64), 64, 'all 64 accepted by one sendmmsg');
-  await until(() => got.size === 64, '64 datagrams');
+  await until(() => got.size === 64, { what: '64 datagrams' });
   for (const [text, dest] of expected) {
     t.same(got.get(text), { from: s.port, dest }, text);
   }
@@ -163,7 +159,7 @@ t.test('a 1024-packet batch (the sendmmsg maximum) reaches the receiver', async 
     s.setTx(i, o, 172, LOOPBACK, r.address().port);
   }
   t.equal(s.send(1024), 1024, 'sent');
-  await until(() => seen.size === 1024, `1024 datagrams (have ${seen.size}, receiver drops ${kernelDrops(r.address().port)})`);
+  await until(() => seen.size === 1024, { what: () => `1024 datagrams (have ${seen.size}, receiver drops ${kernelDrops(r.address().port)})` });
   t.equal(seen.size, 1024);
   t.throws(() => s.send(1025), RangeError, 'more than the table holds is a RangeError');
 });
@@ -186,7 +182,7 @@ t.test('closing inside onBatch while a sender keeps sending stops the callbacks 
     rx.close(); // idempotent, even inside the callback
   });
   const pumping = pump();
-  await until(() => calls > 0, 'the first batch');
+  await until(() => calls > 0, { what: 'the first batch' });
   // Keep sending for a while: the closed socket must not call back again (its port is gone).
   for (let i = 0; i < 50; i++) await immediate();
   sending = false;
@@ -214,7 +210,7 @@ t.test('closing from outside while packets stream in, then the process stays cle
     }
   };
   const pumping = pump();
-  await until(() => received >= 100, '100 packets');
+  await until(() => received >= 100, { what: '100 packets' });
   rx.close();
   const atClose = received;
   for (let i = 0; i < 50; i++) await immediate();
@@ -243,7 +239,7 @@ t.test('kernel errors surface as UdpIoError with errno names', async (t) => {
   s.setTx(2, 0, 2, LOOPBACK, r.address().port);
   const err = t.throws(() => s.send(3), { name: 'UdpIoError', code: 'EACCES', syscall: 'sendmmsg', index: 1 }) as unknown;
   t.ok(err instanceof UdpIoError);
-  await until(() => got.length === 1, 'the packet before the failing one');
+  await until(() => got.length === 1, { what: 'the packet before the failing one' });
   t.same(got, ['ok'], 'packets before the failure were sent, the one after was not');
 
   s.setTx(0, s.txData.length - 1, 2, LOOPBACK, r.address().port);
@@ -280,7 +276,7 @@ t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from i
   }
   NativeUdpSocket.sendMany(handles, counts, sent);
   t.ok(sent.every((n) => n === 1), 'each socket sent its packet');
-  await until(() => received.filter(Boolean).length === N, `${N} packets`);
+  await until(() => received.filter(Boolean).length === N, { what: `${N} packets` });
   for (let i = 0; i < N; i++) {
     const prev = (i + N - 1) % N;
     t.same(received[i], { from: sockets[prev].port, value: prev }, `socket ${i}`);
@@ -334,7 +330,7 @@ for (const backend of BACKENDS) {
     t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'a full group refuses another socket');
     const tx = await dgramSocket(t);
     for (let i = 0; i < N; i++) tx.send(Buffer.from([i]), sockets[i].port, HOST);
-    await until(() => got.filter(Boolean).length === N, `${N} packets`);
+    await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
     for (let i = 0; i < N; i++) t.same(got[i], { from: tx.address().port, value: i }, `socket ${i}`);
     t.ok(group.dispatches >= 1 && group.dispatches < N, `${N} sockets served in ${group.dispatches} dispatches`);
 
@@ -345,7 +341,7 @@ for (const backend of BACKENDS) {
       late = sock.rxData[0];
     });
     tx.send(Buffer.from([42]), s.port, HOST);
-    await until(() => late === 42, 'the newcomer\'s packet');
+    await until(() => late === 42, { what: 'the newcomer\'s packet' });
     t.equal(late, 42);
   });
 
@@ -369,7 +365,7 @@ for (const backend of BACKENDS) {
     // Both packets sent before the loop polls: both sockets are ready in the same iteration.
     tx.send(Buffer.from([1]), a.port, HOST);
     tx.send(Buffer.from([2]), b.port, HOST);
-    await until(() => seen.length >= 1, 'the first batch');
+    await until(() => seen.length >= 1, { what: 'the first batch' });
     for (let i = 0; i < 20; i++) await immediate();
     t.equal(seen.length, 1, `only the first socket's batch was delivered (${seen.join(', ')})`);
     const newcomer = open(t, { group });
@@ -403,7 +399,7 @@ for (const backend of BACKENDS) {
       tx.setTx(i, o, 172, LOOPBACK, rx.port);
     }
     t.equal(tx.send(1024), 1024);
-    await until(() => seen.size === 1024, `1024 packets (have ${seen.size}, drops ${kernelDrops(rx.port)})`);
+    await until(() => seen.size === 1024, { what: () => `1024 packets (have ${seen.size}, drops ${kernelDrops(rx.port)})` });
     t.equal(bad, 0, 'lengths, source port and contents');
     t.ok(batches.every((b) => b >= 1 && b <= 16), 'no batch larger than the socket\'s ring');
     t.equal(batches.reduce((a, b) => a + b, 0), 1024, 'each packet once');
@@ -420,9 +416,9 @@ for (const backend of BACKENDS) {
       for (let i = 0; i < count; i++) got.push([s.rxLength(i), s.rxTruncated(i), s.rxData[s.rxOffset(i) + 99]]);
     });
     tx.send(Buffer.alloc(250, 7), rx.port, HOST);
-    await until(() => got.length === 1, 'the long datagram');
+    await until(() => got.length === 1, { what: 'the long datagram' });
     tx.send(Buffer.alloc(100, 8), rx.port, HOST);
-    await until(() => got.length === 2, 'the fitting datagram');
+    await until(() => got.length === 2, { what: 'the fitting datagram' });
     t.same(got, [[100, true, 7], [100, false, 8]]);
     t.equal(rx.stats().rxTruncated, 1);
   });
@@ -449,7 +445,7 @@ for (const backend of BACKENDS) {
     }
     group.sendMany(ids, counts, sent);
     t.ok(sent.every((n) => n === 1), 'each member sent its packet');
-    await until(() => got.filter(Boolean).length === N, `${N} packets`);
+    await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
     for (let i = 0; i < N; i++) t.same(got[i], { from: sockets[(i + N - 1) % N].port, value: (i + N - 1) % N }, `socket ${i}`);
     t.equal(sockets[0].stats().txPackets, 1);
 
@@ -457,7 +453,7 @@ for (const backend of BACKENDS) {
     got.fill(undefined);
     NativeUdpSocket.sendMany(sockets.map((s) => s.handle), counts, sent);
     t.ok(sent.every((n) => n === 1), 'each member sent its packet by handle');
-    await until(() => got.filter(Boolean).length === N, `${N} packets sent by handle`);
+    await until(() => got.filter(Boolean).length === N, { what: `${N} packets sent by handle` });
     t.same(got[7], { from: sockets[6].port, value: 6 });
     t.equal(sockets[0].stats().txPackets, 2);
 
@@ -469,7 +465,7 @@ for (const backend of BACKENDS) {
     t.ok(err instanceof UdpIoError);
     t.equal(sent[3], 1, 'its first packet went out');
     t.ok(sent.subarray(0, 3).every((n) => n === 1), 'the members before it sent');
-    await until(() => got[4] !== undefined, 'the packet of member 3 before the failing one');
+    await until(() => got[4] !== undefined, { what: 'the packet of member 3 before the failing one' });
 
     // A closed member: EBADF naming its position; the members before it sent.
     counts[3] = 1;
@@ -505,7 +501,7 @@ for (const backend of BACKENDS) {
       }
     };
     const pumping = pump();
-    await until(() => received >= 100, '100 packets');
+    await until(() => received >= 100, { what: '100 packets' });
     const port = rx.port;
     rx.close();
     const atClose = received;
@@ -517,7 +513,7 @@ for (const backend of BACKENDS) {
     sending = false;
     await pumping;
     t.equal(received, atClose, 'nothing delivered after close');
-    await until(() => otherReceived > otherAtClose, 'the other member still receiving');
+    await until(() => otherReceived > otherAtClose, { what: 'the other member still receiving' });
     t.ok(otherReceived > otherAtClose, 'the other member kept receiving');
   });
 }
@@ -542,7 +538,7 @@ t.test("io_uring: a flood beyond one wake's budget (1024) all arrives, and the l
   setImmediate(() => {
     atImmediate = delivered;
   });
-  await until(() => delivered === 3072, `3072 datagrams (have ${delivered})`);
+  await until(() => delivered === 3072, { what: () => `3072 datagrams (have ${delivered})` });
   t.ok(atImmediate >= 0 && atImmediate <= 1024, `the loop ran between slices (${atImmediate} delivered by then)`);
 });
 
@@ -671,7 +667,7 @@ for (const backend of BACKENDS) {
       got.push([id, sock.rxPort(i), sock.rxData[sock.rxOffset(i)]]);
     });
     for (let round = 0; round < 3; round++) for (let i = 0; i < peers.length; i++) peers[i].send(Buffer.from([round * 10 + i]), s.port, HOST);
-    await until(() => got.length === 15, '15 packets');
+    await until(() => got.length === 15, { what: '15 packets' });
     for (let i = 0; i < peers.length; i++) {
       const mine = got.filter(([id]) => id === 100 + i);
       t.same(mine.map(([, port, v]) => [port, v]), [0, 1, 2].map((r) => [peers[i].address().port, r * 10 + i]), `peer ${i}: its 3 packets in order`);
@@ -688,12 +684,12 @@ for (const backend of BACKENDS) {
     s.onPacket(() => fromKnown++);
     // No onUnknown listener yet: counted only.
     stranger.send(Buffer.from([1]), s.port, HOST);
-    await until(() => s.unknownPackets === 1, 'the first unknown packet');
+    await until(() => s.unknownPackets === 1, { what: 'the first unknown packet' });
     const unknown: Array<[number, number]> = [];
     s.onUnknown((i, sock) => unknown.push([sock.rxPort(i), sock.rxData[sock.rxOffset(i)]]));
     stranger.send(Buffer.from([2]), s.port, HOST);
     known.send(Buffer.from([3]), s.port, HOST);
-    await until(() => unknown.length === 1 && fromKnown === 1, 'the second unknown and the known packet');
+    await until(() => unknown.length === 1 && fromKnown === 1, { what: 'the second unknown and the known packet' });
     t.same(unknown, [[stranger.address().port, 2]], 'the stranger\'s packet with its port');
     t.equal(s.unknownPackets, 2, 'both unknown packets counted');
     // Latching the stranger (as symmetric RTP behind NAT would) makes it a known peer.
@@ -701,7 +697,7 @@ for (const backend of BACKENDS) {
     const ids: number[] = [];
     s.onPacket((id) => ids.push(id));
     stranger.send(Buffer.from([4]), s.port, HOST);
-    await until(() => ids.length === 1, 'the latched peer\'s packet');
+    await until(() => ids.length === 1, { what: 'the latched peer\'s packet' });
     t.same(ids, [2]);
     t.equal(s.unknownPackets, 2);
   });
@@ -724,7 +720,7 @@ for (const backend of BACKENDS) {
       s.socket.setTx(i, i, 1, LOOPBACK, receivers[i].address().port);
     }
     t.equal(s.send(N), N, 'all sent');
-    await until(() => got.filter(Boolean).length === N, `${N} packets`);
+    await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
     for (let i = 0; i < N; i++) t.same(got[i], [s.port, i], `receiver ${i}`);
     t.throws(() => s.send(65), RangeError, 'more than the table holds');
   });
@@ -754,7 +750,7 @@ for (const backend of BACKENDS) {
       if (seq % 10 === 9) await immediate();
     }
     const total = () => counts.reduce((a, b) => a + b, 0);
-    await until(() => total() === PEERS * PER_PEER, `${PEERS * PER_PEER} packets (kernel drops: ${kernelDrops(s.port)})`);
+    await until(() => total() === PEERS * PER_PEER, { what: () => `${PEERS * PER_PEER} packets (kernel drops: ${kernelDrops(s.port)})` });
     t.equal(total(), PEERS * PER_PEER);
     t.equal(disorder, 0, 'each peer\'s packets in order');
     t.ok(s.socket.stats().rxBatches > 1, `in ${s.socket.stats().rxBatches} batches`);
@@ -799,13 +795,13 @@ t.test('io_uring with registered files: members receive and send through their s
   }
   t.same(registeredSockets(), [N, N], `both rings list the ${N} sockets as registered files`);
   for (let i = 0; i < N; i++) peer.send(Buffer.from([i]), sockets[i].port, HOST);
-  await until(() => fromPeer.length === N, `${N} packets in`);
+  await until(() => fromPeer.length === N, { what: `${N} packets in` });
   t.same(fromPeer.sort((a, b) => a - b), sockets.map((s, i) => i * 100 + s.groupId), 'each socket got its packet');
   const ids = Uint32Array.from(sockets, (s) => s.groupId);
   const sent = new Uint32Array(N);
   group.sendMany(ids, new Uint32Array(N).fill(1), sent);
   t.same([...sent], new Array(N).fill(1), 'each member sent its packet');
-  await until(() => toPeer.length === N, `${N} packets out`);
+  await until(() => toPeer.length === N, { what: `${N} packets out` });
   t.same(toPeer.sort((a, b) => a[1] - b[1]), sockets.map((s, i) => [s.port, i]), 'from each member\'s port');
   // Closing clears the slot: the ring holds no reference, the port can be bound again at once (twice, to reuse the slot).
   for (let round = 0; round < 2; round++) {
@@ -821,6 +817,6 @@ t.test('io_uring with registered files: members receive and send through their s
       got = sock.rxData[sock.rxOffset(0)];
     });
     peer.send(Buffer.from([77 + round]), sockets[0].port, HOST);
-    await until(() => got === 77 + round, 'the newcomer\'s packet through the reused slot');
+    await until(() => got === 77 + round, { what: 'the newcomer\'s packet through the reused slot' });
   }
 });

@@ -11,12 +11,12 @@ t.test('realtime authentication', async (t) => {
   const server = await startRealtimeServer();
   t.teardown(() => server.close());
   const client = api(server);
-  const sts = `${server.wsUrl}/v1/sts/ws`;
+  const sts = server.stsUrl;
 
   t.equal(await upgradeStatus(sts), 401, 'no credentials: 401');
   t.equal(await upgradeStatus(sts, { authorization: 'Bearer pk_not-a-real-key' }), 401, 'unknown key: 401');
 
-  const byKey = await TestClient.open(sts, { authorization: `Bearer ${server.apiKey}` });
+  const byKey = await server.openSts();
   t.pass('an API key opens the STS socket');
   byKey.close();
   await byKey.closed;
@@ -33,12 +33,12 @@ t.test('realtime authentication', async (t) => {
   const scopedToken = encodeURIComponent(scoped.body.session_token);
   t.equal(await upgradeStatus(`${sts}?session_token=${scopedToken}`), 403, 'a scoped token cannot open the STS socket');
 
-  const observer = (id: string) => `${server.wsUrl}/v1/conversations/${id}/live/ws`;
+  const observer = server.liveUrl;
   t.equal(await upgradeStatus(`${observer('conv_11111111-1111-4111-8111-111111111111')}?session_token=${scopedToken}`), 403, 'a scoped token cannot observe a conversation outside its scope');
   const notLive = await TestClient.open(`${observer('conv_00000000-0000-4000-8000-000000000000')}?session_token=${scopedToken}`);
   const { code } = await notLive.closed;
   t.equal(code, 4404, 'a scoped token may observe its conversation; one not live closes with 4404');
 
   await server.sql`update organizations set ip_allowlist = ${server.sql.json(['10.9.8.0/24'])} where id = ${server.orgId}`;
-  t.equal(await upgradeStatus(sts, { authorization: `Bearer ${server.apiKey}` }), 403, 'a client address outside the workspace ip_allowlist: 403');
+  t.equal(await upgradeStatus(sts, server.auth), 403, 'a client address outside the workspace ip_allowlist: 403');
 });

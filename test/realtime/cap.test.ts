@@ -2,7 +2,7 @@
 // clients configure at once; refused ones get an error and a closed socket; a freed slot is usable again.
 import t from 'tap';
 import { api } from '../helpers/server.js';
-import { endedConversation, startRealtimeServer, TestClient } from '../helpers/realtime.js';
+import { startRealtimeServer } from '../helpers/realtime.js';
 
 t.setTimeout(180_000);
 
@@ -13,8 +13,7 @@ t.test('max_active_conversations under parallel connects', async (t) => {
   const server = await startRealtimeServer({ workers: 2, env: { PARLEY_RECONNECT_GRACE_SEC: '0' } });
   t.teardown(() => server.close());
   await server.sql`update projects set max_active_conversations = ${CAP} where id = ${server.projectId}`;
-  const auth = { authorization: `Bearer ${server.apiKey}` };
-  const clients = await Promise.all(Array.from({ length: CLIENTS }, () => TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth)));
+  const clients = await Promise.all(Array.from({ length: CLIENTS }, () => server.openSts()));
   for (const c of clients) c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
   await Promise.all(clients.map((c) => c.until(() => c.events('conversation_created').length > 0 || c.events('error').length > 0)));
   const admitted = clients.filter((c) => c.events('conversation_created').length > 0);
@@ -32,8 +31,8 @@ t.test('max_active_conversations under parallel connects', async (t) => {
   const first = admitted[0];
   const id = String(first.events('conversation_created')[0].conversation_id);
   first.close();
-  await endedConversation((p) => api(server).get(p), id);
-  const next = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
+  await server.endedConversation(id);
+  const next = await server.openSts();
   next.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
   await next.until(() => next.events('conversation_created').length > 0 || next.events('error').length > 0);
   t.equal(next.events('conversation_created').length, 1, 'a freed slot is taken again');

@@ -4,36 +4,29 @@
 // same is test/workers/workers.test.ts.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
+import { soundFile } from '../helpers/debian-packages.js';
 import { api } from '../helpers/server.js';
-import { endedConversation, startRealtimeServer, streamAudio, TestClient, wavPcm } from '../helpers/realtime.js';
+import { startRealtimeServer, streamAudio, TestClient, wavPcm } from '../helpers/realtime.js';
 import { CLOSE_NOT_LIVE } from '../../src/realtime/live-host.js';
 
 t.setTimeout(240_000);
 
 const RATE = 16_000;
-const PROMPT = '/usr/share/asterisk/sounds/en_US_f_Allison/tt-weasels.wav';
+const PROMPT = soundFile('tt-weasels');
 
 t.test('observers and reconnect on one worker', async (t) => {
   const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '3' } });
   t.teardown(() => server.close());
   const http = api(server);
-  const auth = { authorization: `Bearer ${server.apiKey}` };
-  const sts = `${server.wsUrl}/v1/sts/ws`;
-
-  async function conversation(): Promise<{ client: TestClient; id: string }> {
-    const client = await TestClient.open(sts, auth);
-    client.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
-    await client.untilEvent('ready_to_start_conversation');
-    return { client, id: String(client.events('conversation_created')[0]?.conversation_id) };
-  }
+  const conversation = () => server.startConversation({ input_format: 'pcm_16000', output_format: 'pcm_16000' });
 
   t.test('observers by API key and by a token scoped to the conversation see events and hear both sides', async (t) => {
     const { client, id } = await conversation();
     const token = await http.post('/v1/auth/session_token', { conversation_ids: [id] });
     t.equal(token.status, 200);
     const observers = {
-      key: await TestClient.open(`${server.wsUrl}/v1/conversations/${id}/live/ws`, auth),
-      token: await TestClient.open(`${server.wsUrl}/v1/conversations/${id}/live/ws?session_token=${encodeURIComponent(token.body.session_token)}`),
+      key: await TestClient.open(server.liveUrl(id), server.auth),
+      token: await TestClient.open(`${server.liveUrl(id)}?session_token=${encodeURIComponent(token.body.session_token)}`),
     };
     let streaming = true;
     const stream = streamAudio(client, new Int16Array(0), RATE, { keepGoing: () => streaming });
@@ -51,7 +44,7 @@ t.test('observers and reconnect on one worker', async (t) => {
     }
     client.close();
     for (const [who, o] of Object.entries(observers)) t.equal((await o.closed).code, 1000, `${who}: closed when the conversation ends`);
-    t.equal((await endedConversation((p) => http.get(p), id)).ended_by, 'user');
+    t.equal((await server.endedConversation(id)).ended_by, 'user');
   });
 
   t.test('a client that drops reconnects within the grace period; the conversation and its record go on', async (t) => {
@@ -60,20 +53,20 @@ t.test('observers and reconnect on one worker', async (t) => {
     await client.untilEvent('assistant_finished_speaking');
     client.close();
     await client.closed;
-    const again = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+    const again = await server.openSts(`?reconnect_conv_id=${id}`);
     await again.untilEvent('conversation_created');
     t.equal(again.events('conversation_created')[0]?.conversation_id, id, 'the same conversation');
     again.send({ type: 'say', text: 'After.' });
     await again.untilEvent('assistant_finished_speaking');
     t.ok(again.events('audio_chunk').length > 0, 'it speaks to the new socket');
     again.close();
-    const c = await endedConversation((p) => http.get(p), id);
+    const c = await server.endedConversation(id);
     t.equal(c.ended_by, 'user', 'no client after the grace period: ended_by user');
     t.same(c.items.map((i: { live_transcript: string }) => i.live_transcript), ['Before.', 'After.'], 'both sockets on one record');
   });
 
   t.test('binary frames are refused until config negotiates them, and still reach the conversation after a reconnect', async (t) => {
-    const plain = await TestClient.open(sts, auth);
+    const plain = await server.openSts();
     const frame = Buffer.alloc((2 * 8000 * 20) / 1000);
     plain.ws.send(frame, { binary: true });
     await plain.untilEvent('error');
@@ -84,13 +77,10 @@ t.test('observers and reconnect on one worker', async (t) => {
     t.same(plain.events('error').map((e) => (e.error as { code: string }).code), ['binary_not_negotiated', 'binary_not_negotiated'], 'before config, and after a config without binary_audio');
     plain.close();
 
-    const client = await TestClient.open(sts, auth);
-    client.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
-    await client.untilEvent('ready_to_start_conversation');
-    const id = String(client.events('conversation_created')[0]?.conversation_id);
+    const { client, id } = await server.startConversation({ input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
     client.close();
     await client.closed;
-    const again = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+    const again = await server.openSts(`?reconnect_conv_id=${id}`);
     await again.untilEvent('conversation_created');
     const prompt = wavPcm(readFileSync(PROMPT));
     let streaming = true;
@@ -101,15 +91,15 @@ t.test('observers and reconnect on one worker', async (t) => {
     t.equal(again.events('user_started_speaking').length, 1, "the new socket's binary frames reached the VAD");
     t.equal(again.events('error').length, 0, 'no error: binary audio is still negotiated');
     again.close();
-    const c = await endedConversation((p) => http.get(p), id);
+    const c = await server.endedConversation(id);
     t.equal(c.items.filter((i: { role: string }) => i.role === 'user').length, 1, "the user's turn is on the record");
   });
 
   t.test('after the grace period the conversation is over: a reconnect is refused', async (t) => {
     const { client, id } = await conversation();
     client.close();
-    await endedConversation((p) => http.get(p), id);
-    const late = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+    await server.endedConversation(id);
+    const late = await server.openSts(`?reconnect_conv_id=${id}`);
     t.equal((await late.closed).code, CLOSE_NOT_LIVE);
   });
 });

@@ -10,7 +10,7 @@ import { gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { RECORDINGS_DIR } from '../../src/media/recording.js';
 import { api } from '../helpers/server.js';
-import { endedConversation, startRealtimeServer, TestClient } from '../helpers/realtime.js';
+import { startRealtimeServer, type TestClient } from '../helpers/realtime.js';
 
 t.setTimeout(240_000);
 
@@ -22,8 +22,7 @@ t.test('the record of a live conversation', async (t) => {
   const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '0' } });
   t.teardown(() => server.close());
   const http = api(server);
-  const auth = { authorization: `Bearer ${server.apiKey}` };
-  const open = () => TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
+  const open = () => server.openSts();
   const created = (c: TestClient) => String(c.events('conversation_created')[0]?.conversation_id);
   const recordingsDir = join(server.settings.PARLEY_DATA_DIR, RECORDINGS_DIR);
   /** The files of a conversation's recording in the recordings directory (`<id>.wav`, `<id>.wav.gz`). */
@@ -36,7 +35,7 @@ t.test('the record of a live conversation', async (t) => {
     const id = created(c);
     c.send({ type: 'set_external_id', external_id: 'crm-2' });
     c.close();
-    const conv = await endedConversation((p) => http.get(p), id);
+    const conv = await server.endedConversation(id);
     t.equal(conv.external_id, 'crm-2', 'set_external_id replaced the one from config');
     t.equal(conv.origin, 'direct', 'opened with an API key: origin direct');
     const found = await http.get('/v1/conversations?external_id=crm-2');
@@ -65,7 +64,7 @@ t.test('the record of a live conversation', async (t) => {
     await c.untilEvent('assistant_finished_speaking');
     const id = created(c);
     c.close();
-    const conv = await endedConversation((p) => http.get(p), id);
+    const conv = await server.endedConversation(id);
     t.equal(conv.audio_url, null, 'no recording link');
     t.equal(conv.live_transcript, null, 'no transcript');
     t.same(conv.items.map((i: { role: string; live_transcript: string | null }) => [i.role, i.live_transcript]), [['assistant', null]], 'the item without its text');
@@ -78,7 +77,7 @@ t.test('the record of a live conversation', async (t) => {
     const id = created(c);
     const closed = await c.closed;
     t.equal(closed.code, 1000, 'closed normally by the server');
-    const conv = await endedConversation((p) => http.get(p), id);
+    const conv = await server.endedConversation(id);
     t.equal(conv.ended_by, 'user');
   });
 

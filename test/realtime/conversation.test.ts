@@ -4,10 +4,10 @@
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
-import { api } from '../helpers/server.js';
-import { endedConversation, FRAME_MS, startRealtimeServer, streamAudio, TestClient, wavPcm } from '../helpers/realtime.js';
+import { soundFile } from '../helpers/debian-packages.js';
+import { FRAME_MS, startRealtimeServer, streamAudio, wavPcm } from '../helpers/realtime.js';
 
-const PROMPT = '/usr/share/asterisk/sounds/en_US_f_Allison/tt-weasels.wav';
+const PROMPT = soundFile('tt-weasels');
 const RATE = 8000;
 const SAMPLES_PER_FRAME = (RATE * FRAME_MS) / 1000;
 
@@ -23,7 +23,7 @@ for (const binary of [false, true]) {
   t.test(`echo conversation, ${binary ? 'binary frames' : 'base64 audio_chunk'}`, async (t) => {
     const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '0' } });
     t.teardown(() => server.close());
-    const client = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, { authorization: `Bearer ${server.apiKey}` });
+    const client = await server.openSts();
     client.send({
       type: 'config',
       input_format: 'pcm_8000',
@@ -84,7 +84,7 @@ for (const binary of [false, true]) {
     t.ok(loud >= promptFrames * 0.5, `the echo carries the speech (${loud} voiced frames)`);
 
     client.close();
-    const c = await endedConversation((p) => api(server).get(p), id);
+    const c = await server.endedConversation(id);
     t.equal(c.ended_by, 'user', 'the client hung up: ended_by user');
     t.equal(c.external_id, `echo-${binary}`, 'external_id from config');
     t.equal(c.origin, 'direct', 'origin');

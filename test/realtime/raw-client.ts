@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
 import type { SocketInspection } from '../../src/workers/worker-protocol.js';
 import { FRAME_MS } from '../helpers/realtime.js';
+import { until } from '../helpers/wait.js';
 
 /** pcm_48000: the largest frames the protocol offers, so the slow socket backs up in seconds. */
 export const SLOW_FORMAT = 'pcm_48000';
@@ -15,39 +16,36 @@ export const SLOW_FRAME_EVENT_BYTES = Math.ceil((48_000 * 2 * FRAME_MS) / 1000 /
  */
 export const LONG_TEXT = Array.from({ length: 30 }, () => 'The quick brown fox jumps over the lazy dog while the band keeps playing on the old pier.').join(' ');
 
-/** Polls (100 ms apart) for a slow socket to back up past the kernel's buffers. */
-export const BACKUP_POLLS = 1_200;
-/** Polls (100 ms apart) for a drained socket's audio to resume. */
-export const RESUME_POLLS = 100;
+/** How long a slow socket may take to back up past the kernel's buffers (about 30 s of audio), on a loaded machine. */
+export const BACKUP_TIMEOUT_MS = 120_000;
+/** How long a drained socket's audio may take to resume. */
+export const RESUME_TIMEOUT_MS = 10_000;
 const POLL_MS = 100;
 
 /** The server's view of one socket (from server.pool.inspect()), undefined while it is not found. */
 export type InspectSocket = () => Promise<SocketInspection | undefined>;
 
-/** Inspects `polls` times at most, 100 ms apart, until `done` holds; the last inspection. */
-async function pollInspection(inspect: InspectSocket, done: (s: SocketInspection | undefined) => boolean, polls: number) {
+/** Inspects the socket (every 100 ms) until `done` holds of it, or `timeoutMs` passes: the last inspection. */
+async function pollInspection(inspect: InspectSocket, done: (s: SocketInspection | undefined) => boolean, timeoutMs: number, what: string) {
   let last: SocketInspection | undefined;
-  for (let i = 0; i < polls && !done(last); i++) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
-    last = await inspect();
-  }
+  await until(async () => done((last = await inspect())), { what: () => `${what} (last seen: ${JSON.stringify(last)})`, timeoutMs, intervalMs: POLL_MS });
   return last;
 }
 
 /**
  * Asks for LONG_TEXT and stops reading, then waits for the socket to back up past the kernel's buffers (uWS then
- * holds bytes and the audio pauses); the last inspection (audioPaused unless it never backed up).
+ * holds bytes and the audio pauses); the last inspection. Fails when it never backs up.
  */
 export function speakUnread(client: RawClient, inspect: InspectSocket): Promise<SocketInspection | undefined> {
   client.send({ type: 'say', text: LONG_TEXT });
   client.stopReading();
-  return pollInspection(inspect, (s) => s?.audioPaused === true, BACKUP_POLLS);
+  return pollInspection(inspect, (s) => s?.audioPaused === true, BACKUP_TIMEOUT_MS, 'the unread socket to back up and pause its audio');
 }
 
 /** Reads again and waits for the socket's audio to resume; the last inspection. */
 export function resumeReading(client: RawClient, inspect: InspectSocket): Promise<SocketInspection | undefined> {
   client.socket.resume();
-  return pollInspection(inspect, (s) => s !== undefined && !s.audioPaused, RESUME_POLLS);
+  return pollInspection(inspect, (s) => s !== undefined && !s.audioPaused, RESUME_TIMEOUT_MS, 'the socket read again to resume its audio');
 }
 
 /** A WebSocket client by hand (RFC 6455 4.1, 5.2): handshake, masked text frames out, raw bytes in. */

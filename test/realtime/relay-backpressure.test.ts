@@ -5,7 +5,7 @@
 import t from 'tap';
 import { BACKPRESSURE } from '../../src/realtime/sink.js';
 import type { SocketInspection } from '../../src/workers/worker-protocol.js';
-import { startRealtimeServer, TestClient } from '../helpers/realtime.js';
+import { startRealtimeServer } from '../helpers/realtime.js';
 import { RawClient, resumeReading, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES, speakUnread } from './raw-client.js';
 
 t.setTimeout(240_000);
@@ -23,19 +23,14 @@ function relayedSocket(sockets: SocketInspection[][], id: string): SocketInspect
 t.test('a relayed client that stops reading is paused like a local one', async (t) => {
   const server = await startRealtimeServer({ workers: 2, env: { PARLEY_RECONNECT_GRACE_SEC: '120' } });
   t.teardown(() => server.close());
-  const auth = { authorization: `Bearer ${server.apiKey}` };
-
-  const first = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
-  first.send({ type: 'config', input_format: 'pcm_16000', output_format: SLOW_FORMAT });
-  await first.untilEvent('ready_to_start_conversation');
-  const id = String(first.events('conversation_created')[0]?.conversation_id);
+  const { client: first, id } = await server.startConversation({ input_format: 'pcm_16000', output_format: SLOW_FORMAT });
   first.close();
   await first.closed;
 
   let client: RawClient | null = null;
   for (let i = 0; i < LANDING_ATTEMPTS && !client; i++) {
     const before = server.pool.relayed.reconnect;
-    const attempt = await RawClient.open(server.pool.port, `/v1/sts/ws?reconnect_conv_id=${id}`, auth);
+    const attempt = await RawClient.open(server.pool.port, `/v1/sts/ws?reconnect_conv_id=${id}`, server.auth);
     await attempt.until((r) => r.includes('conversation_created'));
     if (server.pool.relayed.reconnect > before) client = attempt;
     else attempt.socket.destroy();

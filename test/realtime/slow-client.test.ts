@@ -5,7 +5,7 @@
 import t from 'tap';
 import { BACKPRESSURE } from '../../src/realtime/sink.js';
 import type { SocketInspection } from '../../src/workers/worker-protocol.js';
-import { FRAME_MS, startRealtimeServer, TestClient } from '../helpers/realtime.js';
+import { FRAME_MS, startRealtimeServer } from '../helpers/realtime.js';
 import { RawClient, resumeReading, SLOW_FORMAT, SLOW_FRAME_EVENT_BYTES, speakUnread } from './raw-client.js';
 
 t.setTimeout(240_000);
@@ -24,9 +24,8 @@ function slowSocket(sockets: SocketInspection[][], id: string): SocketInspection
 t.test('a client that stops reading is bounded and does not hold up another conversation', async (t) => {
   const server = await startRealtimeServer({ workers: 1 });
   t.teardown(() => server.close());
-  const auth = { authorization: `Bearer ${server.apiKey}` };
 
-  const slow = await RawClient.open(server.pool.port, '/v1/sts/ws', auth);
+  const slow = await RawClient.open(server.pool.port, '/v1/sts/ws', server.auth);
   slow.send({ type: 'config', input_format: 'pcm_16000', output_format: SLOW_FORMAT });
   await slow.until((r) => r.includes('ready_to_start_conversation'));
   let slowId = '';
@@ -40,9 +39,7 @@ t.test('a client that stops reading is bounded and does not hold up another conv
   t.ok(backedUp?.audioPaused, 'the slow socket backed up and its assistant audio paused');
 
   // A normal conversation on the same (only) worker, its client reading and streaming silence at real time.
-  const normal = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth);
-  normal.send({ type: 'config', input_format: `pcm_${NORMAL_RATE}`, output_format: `pcm_${NORMAL_RATE}` });
-  await normal.untilEvent('ready_to_start_conversation');
+  const { client: normal } = await server.startConversation({ input_format: `pcm_${NORMAL_RATE}`, output_format: `pcm_${NORMAL_RATE}` });
   let ticks = 0;
   const arrivals: number[] = [];
   normal.ws.on('message', (data: Buffer, binary: boolean) => {

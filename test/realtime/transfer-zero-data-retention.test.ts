@@ -10,18 +10,10 @@ import { join } from 'node:path';
 import t from 'tap';
 import { RECORDINGS_DIR } from '../../src/media/recording.js';
 import { api } from '../helpers/server.js';
-import { endedConversation, startRealtimeServer, TestClient } from '../helpers/realtime.js';
+import { startRealtimeServer } from '../helpers/realtime.js';
+import { until } from '../helpers/wait.js';
 
 t.setTimeout(120_000);
-
-/** Polls (every 50 ms, bounded) until `cond` holds; false when it never did. */
-async function eventually(cond: () => boolean, tries = 200): Promise<boolean> {
-  for (let i = 0; i < tries; i++) {
-    if (cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
-}
 
 t.test('a transfer to a zero data retention agent keeps nothing of the conversation', async (t) => {
   const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '0', PARLEY_ENGINE_DEFAULT: 'scripted' } });
@@ -35,7 +27,7 @@ t.test('a transfer to a zero data retention agent keeps nothing of the conversat
   const tool = await http.post('/v1/tools', { name: 'to_vault', description: 'Transfer', type: 'built_in_transfer_to_agent', execution_mode: 'sync', agents_to_transfer_to: ['vault'] });
   t.equal(tool.status, 201, 'the transfer tool');
 
-  const c = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, { authorization: `Bearer ${server.apiKey}` });
+  const c = await server.openSts();
   c.send({
     type: 'config',
     input_format: 'pcm_16000',
@@ -54,13 +46,15 @@ t.test('a transfer to a zero data retention agent keeps nothing of the conversat
   t.same(recordingFiles(id), [`${id}.wav`], 'before the transfer the call is recorded');
 
   c.send({ type: 'generate_reply' });
-  t.ok(await eventually(() => recordingFiles(id).length === 0), 'after the transfer the recording file is removed while the call goes on');
+  await until(() => recordingFiles(id).length === 0, { what: 'the recording file removed', intervalMs: 50 });
+  t.same(recordingFiles(id), [], 'after the transfer the recording file is removed while the call goes on');
   c.send({ type: 'generate_reply' });
-  t.ok(await eventually(() => c.events('assistant_finished_speaking').length === 3), "the vault agent's reply played");
+  await until(() => c.events('assistant_finished_speaking').length === 3, { what: "the vault agent's reply", intervalMs: 50 });
+  t.equal(c.events('assistant_finished_speaking').length, 3, "the vault agent's reply played");
   t.same(recordingFiles(id), [], 'no new recording file while the vault agent speaks');
   c.close();
 
-  const conv = await endedConversation((p) => http.get(p), id);
+  const conv = await server.endedConversation(id);
   t.equal(conv.ended_by, 'user');
   t.same(conv.data_retention_policy, { zero_data_retention: true }, 'the record says it retains nothing');
   t.equal(conv.audio_url, null, 'no recording link');

@@ -4,8 +4,7 @@
 // ends and saves live conversations.
 import { connect } from 'node:net';
 import t from 'tap';
-import { api } from '../helpers/server.js';
-import { endedConversation, startRealtimeServer, streamAudio, TestClient } from '../helpers/realtime.js';
+import { startRealtimeServer, streamAudio, TestClient } from '../helpers/realtime.js';
 
 t.setTimeout(240_000);
 
@@ -31,9 +30,7 @@ function refused(port: number): Promise<boolean> {
 t.test('two workers on one port', async (t) => {
   const server = await startRealtimeServer({ workers: 2, env: { PARLEY_RECONNECT_GRACE_SEC: '5' } });
   t.teardown(() => server.close());
-  const auth = { authorization: `Bearer ${server.apiKey}` };
-  const sts = `${server.wsUrl}/v1/sts/ws`;
-  const clients = await Promise.all(Array.from({ length: CONVERSATIONS }, () => TestClient.open(sts, auth)));
+  const clients = await Promise.all(Array.from({ length: CONVERSATIONS }, () => server.openSts()));
   for (const c of clients) c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
   await Promise.all(clients.map((c) => c.untilEvent('ready_to_start_conversation')));
   t.same(clients.flatMap((c) => c.events('error')), [], 'no errors');
@@ -50,7 +47,7 @@ t.test('two workers on one port', async (t) => {
     const observers: { o: TestClient; relayed: boolean }[] = [];
     for (let i = 0; i < OBSERVERS; i++) {
       const before = server.pool.relayed.observer;
-      const o = await TestClient.open(`${server.wsUrl}/v1/conversations/${id}/live/ws`, auth);
+      const o = await TestClient.open(server.liveUrl(id), server.auth);
       await o.until(() => o.events('live_audio').some((e) => e.side === 'user') || o.ws.readyState === o.ws.CLOSED);
       t.ok(o.events('live_audio').some((e) => e.side === 'user'), `observer ${i} hears the user`);
       observers.push({ o, relayed: server.pool.relayed.observer > before });
@@ -82,7 +79,7 @@ t.test('two workers on one port', async (t) => {
     let relayedSocket: TestClient | null = null;
     for (let i = 0; i < 20 && !relayedSocket; i++) {
       const before = server.pool.relayed.reconnect;
-      const again = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+      const again = await server.openSts(`?reconnect_conv_id=${id}`);
       await again.untilEvent('conversation_created');
       t.equal(again.events('conversation_created')[0]?.conversation_id, id, 'the reconnected socket is told its conversation');
       if (server.pool.relayed.reconnect > before) relayedSocket = again;
@@ -93,7 +90,7 @@ t.test('two workers on one port', async (t) => {
     await relayedSocket!.untilEvent('assistant_finished_speaking');
     t.ok(relayedSocket!.events('audio_chunk').length > 0, 'the conversation speaks through the relay');
     relayedSocket!.close();
-    const c = await endedConversation((p) => api(server).get(p), id);
+    const c = await server.endedConversation(id);
     t.equal(c.ended_by, 'user', 'after the grace period without a client: ended_by user');
     t.same(
       c.items.map((i: { live_transcript: string }) => i.live_transcript),
@@ -105,15 +102,15 @@ t.test('two workers on one port', async (t) => {
   t.test('reconnect after the grace period is refused', async (t) => {
     const id = ids[2];
     clients[2].close();
-    await endedConversation((p) => api(server).get(p), id);
-    const late = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
+    await server.endedConversation(id);
+    const late = await server.openSts(`?reconnect_conv_id=${id}`);
     const { code } = await late.closed;
     t.equal(code, 4404, 'the conversation is no longer live: 4404');
   });
 
   t.test('an observer of a conversation not live on the node is told so, never left silent', async (t) => {
     for (let i = 0; i < 4; i++) {
-      const o = await TestClient.open(`${server.wsUrl}/v1/conversations/conv_00000000-0000-0000-0000-00000000000${i}/live/ws`, auth);
+      const o = await TestClient.open(server.liveUrl(`conv_00000000-0000-0000-0000-00000000000${i}`), server.auth);
       const { code } = await o.closed;
       t.equal(code, 4404, 'closed with 4404');
     }

@@ -43,9 +43,9 @@ t.test('baresip and the test agent', async (t) => {
     await b1.ctl.command('dial', `sip:agent@127.0.0.1:${AGENT_PORT}`);
     await b1.ctl.waitEvent('CALL_ESTABLISHED', 10_000, since);
     await agent.waitFor(() => agent.record.answered === answeredBefore + 1, 5000, 'the agent answered');
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 300)); // baresip's audio stream under way before its first event
     await b1.ctl.command('sndcode', '5');
-    await new Promise((r) => setTimeout(r, 300));
+    await agent.waitFor(() => agent.record.dtmfRtp.length >= 1, 5000, 'the first RFC 4733 digit');
     await b1.ctl.command('sndcode', '#');
     await agent.waitFor(() => agent.record.dtmfRtp.length >= 2, 5000, 'two RFC 4733 digits');
     t.same(agent.record.dtmfRtp, ['5', '#'], 'digits received as RFC 4733 events');

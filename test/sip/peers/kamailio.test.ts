@@ -2,13 +2,13 @@
 // SIPp's uac hangs up through the proxy, and the agent's own BYE follows the route set back.
 import t from 'tap';
 import { serializeUri } from '../../../sip/message/uri.js';
-import { runSipp, startKamailio } from './peers.js';
+import { FIXTURES_DIR, runSipp, startKamailio } from './peers.js';
 import { TestAgent } from './test-agent.js';
 
 const AGENT_PORT = 15210;
 const KAMAILIO_PORT = 15211;
 const CALLS = 10;
-const FIXTURES = new URL('../../fixtures/sipp/', import.meta.url).pathname;
+const FIXTURES = `${FIXTURES_DIR}sipp/`;
 
 t.setTimeout(120_000);
 

@@ -6,11 +6,12 @@
 import dgram from 'node:dgram';
 import { serializeUri } from '../../../sip/message/uri.js';
 import { createUserAgent, type Dialog, type UserAgent, type LocalMedia, type DigestServer } from '../../../sip/index.js';
+import { until } from '../../helpers/wait.js';
 
 export interface AgentOptions {
   port: number;
   host?: string;
-  /** RTP port advertised in answers and offers; with `listenRtp`, bound to receive RFC 4733 events. */
+  /** RTP port advertised in answers and offers; with `listenRtp`, bound to count G.711 packets and RFC 4733 events. */
   rtpPort?: number;
   listenRtp?: boolean;
   auth?: DigestServer;
@@ -21,15 +22,20 @@ export interface AgentRecord {
   ended: number;
   dtmfInfo: string[];
   dtmfRtp: string[];
+  /** RTP packets of G.711 audio (payload type 0 or 8) received on the RTP port. */
+  audioPackets: number;
   refers: string[];
   notifies: Array<{ status: number | undefined; state: string | undefined }>;
   endReasons: string[];
 }
 
 const EVENT_DIGITS = '0123456789*#ABCD'; // RFC 4733 3.2: events 0-15
+/** RFC 3551 6: the static payload types of G.711 (PCMU 0, PCMA 8); telephone-event as both peers offer it. */
+const G711_PAYLOAD_TYPES = [0, 8];
+const TELEPHONE_EVENT_PAYLOAD_TYPE = 101;
 
 export class TestAgent {
-  readonly record: AgentRecord = { answered: 0, ended: 0, dtmfInfo: [], dtmfRtp: [], refers: [], notifies: [], endReasons: [] };
+  readonly record: AgentRecord = { answered: 0, ended: 0, dtmfInfo: [], dtmfRtp: [], audioPackets: 0, refers: [], notifies: [], endReasons: [] };
   readonly dialogs: Dialog[] = [];
   /** Called for each REFER: by default answered with NOTIFY 200 OK after 100 Trying. */
   onRefer: (target: string, notify: (status: number, reason: string) => Promise<void>) => void = (_t, notify) => {
@@ -76,13 +82,14 @@ export class TestAgent {
     return this.#watch(d);
   }
 
-  /** RFC 4733 2.5.1.3: one digit per event, counted once at its end bit (retransmitted ends ignored). */
+  /** G.711 packets counted; RFC 4733 2.5.1.3: one digit per event, counted once at its end bit (retransmitted ends ignored). */
   async #listenRtp(host: string, port: number): Promise<void> {
     const sock = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
     sock.on('message', (pkt) => {
       if (pkt.length < 16 || (pkt[0] >> 6) !== 2) return;
       const pt = pkt[1] & 0x7f;
-      if (pt !== 101) return;
+      if (G711_PAYLOAD_TYPES.includes(pt)) this.record.audioPackets++;
+      if (pt !== TELEPHONE_EVENT_PAYLOAD_TYPE) return;
       const cc = pkt[0] & 0x0f;
       const payload = 12 + cc * 4;
       const event = pkt[payload];
@@ -97,12 +104,9 @@ export class TestAgent {
     this.#rtp = sock;
   }
 
-  async waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!check()) {
-      if (Date.now() > deadline) throw new Error(`test agent: ${what} did not happen within ${timeoutMs} ms; record ${JSON.stringify(this.record)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  /** Wait until `check` holds; on timeout the error shows what the agent recorded. */
+  waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    return until(check, { timeoutMs, intervalMs: 20, what: () => `test agent: ${what}; record ${JSON.stringify(this.record)}` });
   }
 
   async close(): Promise<void> {

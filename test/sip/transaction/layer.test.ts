@@ -5,6 +5,7 @@ import { cseqOf, parseMessage, serializeMessage, toOf, viasOf, type SipRequest, 
 import { ManualClock, TransactionLayer, type ServerTransaction, ServerInviteTransaction } from '../../../sip/transaction/index.js';
 import { SipTransport, type Source } from '../../../sip/transport/index.js';
 import { RecordingTransport, request, response, UDP, UDP_SOURCE } from './helpers.js';
+import { until } from '../../helpers/wait.js';
 
 function setup(opts: ConstructorParameters<typeof TransactionLayer>[2] = {}) {
   const clock = new ManualClock();
@@ -174,11 +175,7 @@ t.test('end to end over real UDP sockets: retransmitted INVITE absorbed by the s
   let layerA!: TransactionLayer;
   let layerB!: TransactionLayer;
   const arrivals: string[] = [];
-  let wake: () => void = () => undefined;
-  const arrived = (what: string) => { arrivals.push(what); wake(); };
-  const until = async (pred: () => boolean) => {
-    while (!pred()) await new Promise<void>((r) => { wake = r; setTimeout(r, 50); });
-  };
+  const arrived = (what: string) => { arrivals.push(what); };
   const a = await SipTransport.listen({ message: (m, src: Source) => { arrived(`A<-${m.kind === 'request' ? m.method : m.status}`); layerA.receive(m, src); } });
   const b = await SipTransport.listen({ message: (m, src: Source) => { arrived(`B<-${m.kind === 'request' ? m.method : m.status}`); layerB.receive(m, src); } });
   t.teardown(async () => { await a.close(); await b.close(); });
@@ -191,15 +188,15 @@ t.test('end to end over real UDP sockets: retransmitted INVITE absorbed by the s
     'From: <sip:alice@127.0.0.1>;tag=a', 'Call-ID: e2e-1', 'CSeq: 1 INVITE', 'Content-Length: 0', '', '',
   ].join('\r\n')) as SipRequest;
   const tx = layerA.sendRequest(invite, { transport: 'UDP', address: '127.0.0.1', port: b.port }, { response: (r) => got.push(r.status) });
-  await until(() => arrivals.includes('A<-100'));
+  await until(() => arrivals.includes('A<-100'), { what: () => `100 Trying at A (arrivals ${arrivals.join(', ')})` });
   t.equal(tus.length, 1);
   t.equal(tx.state, 'proceeding');
   // a retransmission by hand (as if Timer A fired before the 100 arrived) is absorbed by B's transaction
   await a.sendBytes(serializeMessage(invite), { transport: 'UDP', address: '127.0.0.1', port: b.port });
-  await until(() => arrivals.filter((x) => x === 'A<-100').length === 2);
+  await until(() => arrivals.filter((x) => x === 'A<-100').length === 2, { what: () => `a second 100 at A (arrivals ${arrivals.join(', ')})` });
   t.equal(tus.length, 1, 'B handed the INVITE up once');
   tus[0].tx!.respond(response(tus[0].req, 603));
-  await until(() => arrivals.includes('B<-ACK'));
+  await until(() => arrivals.includes('B<-ACK'), { what: () => `the ACK at B (arrivals ${arrivals.join(', ')})` });
   t.same(got, [100, 100, 603], 'provisional responses in Proceeding all go up (17.1.1.2)');
   t.equal(tus[0].tx!.state, 'confirmed', 'the ACK built inside A\'s transaction matched B\'s');
   clockA.advance(32_000);

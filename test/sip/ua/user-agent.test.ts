@@ -6,6 +6,7 @@ import t from 'tap';
 import dgram from 'node:dgram';
 import { createUserAgent, DigestServer, SipError, TransactionTimeoutError, type Dialog, type LocalMedia, type UserAgent } from '../../../sip/index.js';
 import { ManualClock } from '../../../sip/transaction/index.js';
+import { until } from '../../helpers/wait.js';
 
 t.setTimeout(60_000); // real sockets: two user agents per test
 
@@ -21,14 +22,6 @@ async function pair(t: { teardown(fn: () => unknown): void }, opts: { auth?: Dig
   return { a, b, answered };
 }
 
-async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 t.test('call, negotiate, BYE over UDP and TCP', async (t) => {
   const { a, b, answered } = await pair(t);
   for (const param of ['', ';transport=tcp']) {
@@ -36,9 +29,9 @@ t.test('call, negotiate, BYE over UDP and TCP', async (t) => {
     t.equal(dialog.media?.codec.name, 'PCMA', `answerer kept the offerer's first codec${param}`);
     t.equal(dialog.media?.remotePort, 30410);
     t.equal(dialog.media?.telephoneEvent?.payloadType, 101);
-    await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, 'UAS dialog');
+    await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, { what: 'UAS dialog', timeoutMs: 5_000 });
     const uas = answered.at(-1)!;
-    await until(() => !uas.awaitingAck, 'ACK at the UAS');
+    await until(() => !uas.awaitingAck, { what: 'ACK at the UAS', timeoutMs: 5_000 });
     const ended = new Promise((r) => uas.once('ended', r));
     await dialog.bye();
     t.same(await ended, { reason: 'bye_received' }, `UAS saw the BYE${param}`);
@@ -49,9 +42,9 @@ t.test('call, negotiate, BYE over UDP and TCP', async (t) => {
 t.test('through a TCP proxy: the Contact names TCP, so the BYE comes back over TCP', async (t) => {
   const { a, b, answered } = await pair(t);
   const dialog = await a.createUAC(`sip:agent@example.invalid`, { media: media(30420), proxy: `sip:127.0.0.1:${b.port};transport=tcp` });
-  await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, 'UAS dialog');
+  await until(() => answered.length > 0 && answered.at(-1)!.callId === dialog.callId, { what: 'UAS dialog', timeoutMs: 5_000 });
   const uas = answered.at(-1)!;
-  await until(() => !uas.awaitingAck, 'ACK at the UAS');
+  await until(() => !uas.awaitingAck, { what: 'ACK at the UAS', timeoutMs: 5_000 });
   const contact = uas.data.remoteTarget;
   t.equal('params' in contact ? contact.params.get('transport') : undefined, 'tcp', 'the caller advertised its TCP contact');
   const ended = new Promise((r) => dialog.once('ended', r));
@@ -74,7 +67,7 @@ t.test('digest: the UAS challenges, the UAC answers, a wrong password is refused
   const { a, b, answered } = await pair(t, { auth });
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), auth: { username: 'trunk', password: 'pw' } });
   t.equal(dialog.state, 'confirmed');
-  await until(() => answered.length === 1, 'answered');
+  await until(() => answered.length === 1, { what: 'answered', timeoutMs: 5_000 });
   await dialog.bye();
   const err = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), auth: { username: 'trunk', password: 'nope' } }).catch((e: unknown) => e);
   t.ok(err instanceof SipError && err.status === 401, 'wrong password ends in 401');
@@ -85,7 +78,7 @@ t.test('digest: the UAS challenges, the UAC answers, a wrong password is refused
 t.test('hold and resume by re-INVITE, INFO DTMF, REFER with NOTIFY sipfrag', async (t) => {
   const { a, b, answered } = await pair(t);
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420) });
-  await until(() => answered.length === 1, 'answered');
+  await until(() => answered.length === 1, { what: 'answered', timeoutMs: 5_000 });
   const uas = answered[0];
   const modified: Array<[string | undefined, boolean | undefined]> = [];
   uas.on('modified', (e) => modified.push([e.media?.direction, e.media?.remoteHold]));
@@ -110,10 +103,10 @@ t.test('hold and resume by re-INVITE, INFO DTMF, REFER with NOTIFY sipfrag', asy
   });
   const refer = await dialog.refer('sip:other@127.0.0.1:5099', { referredBy: '<sip:parley@127.0.0.1>' });
   t.equal(refer.status, 202);
-  await until(() => notifies.length === 2, 'two NOTIFYs');
+  await until(() => notifies.length === 2, { what: 'two NOTIFYs', timeoutMs: 5_000 });
   t.same(notifies, [[100, 'active'], [200, 'terminated']]);
   await uas.bye();
-  await until(() => dialog.state === 'terminated', 'UAC saw BYE');
+  await until(() => dialog.state === 'terminated', { what: 'UAC saw BYE', timeoutMs: 5_000 });
 });
 
 t.test('nobody at the address: TransactionTimeoutError from Timer B', async (t) => {
@@ -152,14 +145,14 @@ t.test('a caller that never ACKs nor answers the BYE: the UAS dialog ends (ack_t
     `Content-Length: ${offer.length}`, '', offer,
   ].join('\r\n');
   sock.send(invite, ua.port, '127.0.0.1');
-  await until(() => received.includes('SIP/2.0 200 OK'), '200 OK at the caller');
+  await until(() => received.includes('SIP/2.0 200 OK'), { what: '200 OK at the caller', timeoutMs: 5_000 });
   const rejections: unknown[] = [];
   const onRejection = (reason: unknown) => rejections.push(reason);
   process.on('unhandledRejection', onRejection);
   t.teardown(() => process.off('unhandledRejection', onRejection));
   clock.advance(32_000); // RFC 3261 13.3.1.4: no ACK within 64*T1
   t.same(ended, ['ack_timeout']);
-  await until(() => received.some((l) => l.startsWith('BYE ')), 'BYE at the caller');
+  await until(() => received.some((l) => l.startsWith('BYE ')), { what: 'BYE at the caller', timeoutMs: 5_000 });
   clock.advance(32_000); // Timer F: the BYE's transaction times out
   await new Promise((r) => setTimeout(r, 20));
   t.same(rejections, [], 'the failed BYE crashed nothing');
@@ -174,7 +167,7 @@ t.test('TCP: a dialog keeps its connection open however idle; it closes once the
   const answered: Dialog[] = [];
   b.on('invite', (req) => { b.createUAS(req, { media: media(30410) }).then((d) => answered.push(d), () => undefined); });
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port};transport=tcp`, { media: media(30420) });
-  await until(() => answered.length === 1 && !answered[0]!.awaitingAck, 'ACK at the UAS');
+  await until(() => answered.length === 1 && !answered[0]!.awaitingAck, { what: 'ACK at the UAS', timeoutMs: 5_000 });
   // Every transaction of the call ends within 64*T1 = 640 ms; the idle timeout is 40 ms.
   await new Promise((r) => setTimeout(r, 1500));
   t.equal(a.tcpConnectionCount, 1, 'the caller kept its connection');
@@ -182,7 +175,7 @@ t.test('TCP: a dialog keeps its connection open however idle; it closes once the
   const ended = new Promise((r) => answered[0]!.once('ended', r));
   await dialog.bye();
   t.same(await ended, { reason: 'bye_received' }, 'the BYE went over it');
-  await until(() => a.tcpConnectionCount === 0 && b.tcpConnectionCount === 0, 'the connection closed after the call');
+  await until(() => a.tcpConnectionCount === 0 && b.tcpConnectionCount === 0, { what: 'the connection closed after the call', timeoutMs: 5_000 });
 });
 
 t.test('CANCEL: the caller aborts a ringing call, the callee sees it cancelled, the caller gets 487', async (t) => {
@@ -203,11 +196,11 @@ t.test('CANCEL: the caller aborts a ringing call, the callee sees it cancelled, 
   const provisional: number[] = [];
   const call = a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), signal: abort.signal, onProvisional: (r) => provisional.push(r.status) }).catch((e: unknown) => e);
   await ringing;
-  await until(() => provisional.includes(180), '180 Ringing at the caller');
+  await until(() => provisional.includes(180), { what: '180 Ringing at the caller', timeoutMs: 5_000 });
   abort.abort();
   const err = await call;
   t.ok(err instanceof SipError && err.status === 487, `487 Request Terminated, got ${String(err)}`);
-  await until(() => cancelled, 'the callee saw the CANCEL');
+  await until(() => cancelled, { what: 'the callee saw the CANCEL', timeoutMs: 5_000 });
 });
 
 t.test('session timers when the caller asks: 422 below Min-SE, then the UAS refreshes at half the interval', async (t) => {
@@ -223,14 +216,14 @@ t.test('session timers when the caller asks: 422 below Min-SE, then the UAS refr
   t.ok(small instanceof SipError && small.status === 422, '422 Session Interval Too Small');
 
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: media(30420), headers: [['Session-Expires', '120;refresher=uas']] });
-  await until(() => answered.length === 1 && !answered[0].awaitingAck, 'answered and ACKed');
+  await until(() => answered.length === 1 && !answered[0].awaitingAck, { what: 'answered and ACKed', timeoutMs: 5_000 });
   const refreshes: string[] = [];
   dialog.on('modified', (e) => refreshes.push(e.remoteSdp));
   clock.advance(59_000);
   await new Promise((r) => setTimeout(r, 100));
   t.same(refreshes, [], 'no refresh before half the interval');
   clock.advance(1_000);
-  await until(() => refreshes.length === 1, 'the UAS re-INVITEd at 60 s');
+  await until(() => refreshes.length === 1, { what: 'the UAS re-INVITEd at 60 s', timeoutMs: 5_000 });
   t.match(refreshes[0], /m=audio 30410 /, 'the refresh carries the session\'s SDP');
   t.equal(answered[0].state, 'confirmed');
   t.equal(dialog.state, 'confirmed');
@@ -241,9 +234,9 @@ t.test('late offer: INVITE without SDP, offer in the 2xx, answer in the ACK', as
   const dialog = await a.createUAC(`sip:agent@127.0.0.1:${b.port}`, { media: { ...media(30420), codecs: ['PCMA'] }, lateOffer: true });
   t.equal(dialog.media?.codec.name, 'PCMA', 'the caller answered the callee\'s offer with its only codec');
   t.equal(dialog.media?.remotePort, 30410);
-  await until(() => answered.length === 1, 'answered');
+  await until(() => answered.length === 1, { what: 'answered', timeoutMs: 5_000 });
   const uas = answered[0];
-  await until(() => uas.media !== null, 'the ACK brought the answer to the callee');
+  await until(() => uas.media !== null, { what: 'the ACK brought the answer to the callee', timeoutMs: 5_000 });
   t.equal(uas.media?.codec.name, 'PCMA');
   t.equal(uas.media?.remotePort, 30420);
   t.match(uas.localSdp, /m=audio 30410 RTP\/AVP 0 8 101/, 'the callee offered its codecs');
