@@ -11,6 +11,7 @@ import { buildApp } from './api/app.js';
 import { startWorkerPool } from './workers/worker-pool.js';
 import { parseTrustedProxies } from './auth/addresses.js';
 import { createNodeJobQueue } from './jobs/handlers.js';
+import { createGuardedFetch } from './net/guarded-fetch.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
@@ -22,7 +23,8 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
   try {
     await migrate(store.sql, log);
     // Post-call work (src/jobs/): runs until shutdown, stopped before the store closes.
-    const jobs = createNodeJobQueue({ sql: store.sql, settings, log });
+    // Jobs call customer URLs (webhooks, buckets) through the guarded client, as conversations do.
+    const jobs = createNodeJobQueue({ sql: store.sql, settings, log, fetch: createGuardedFetch({ allowPrivate: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS }) });
     await jobs.start();
     closers.push(() => jobs.stop());
     const first = await bootstrap(store.sql, settings.PARLEY_BOOTSTRAP_API_KEY);

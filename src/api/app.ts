@@ -4,7 +4,8 @@ import Fastify, { LogController } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { installAuth } from './auth-hook.js';
 import type { AppContext } from './context.js';
-import { installErrorHandler, routeNotFound } from './errors.js';
+import { jsonProblem } from '../schemas/safe-json.js';
+import { answerClientError, answerFrameworkError, ApiError, installErrorHandler, routeNotFound } from './errors.js';
 import { registerOpenApi } from './openapi.js';
 import { rootRoutePlugins, v1RoutePlugins } from './routes.js';
 import { API_PREFIX, type ApiApp } from './types.js';
@@ -18,10 +19,13 @@ export function buildApp(ctx: AppContext): ApiApp {
     // Per-request info logs cost more than the requests themselves; errors are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT_BYTES,
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   }).withTypeProvider<ZodTypeProvider>() as unknown as ApiApp; // pino's Logger type vs FastifyBaseLogger
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandler(app);
+  refuseUnsafeInput(app);
   app.setNotFoundHandler(routeNotFound);
   // Before the routes, so that it sees every one of them.
   registerOpenApi(app, ctx);
@@ -36,4 +40,21 @@ export function buildApp(ctx: AppContext): ApiApp {
   );
   for (const plugin of rootRoutePlugins) app.register(async (scope) => plugin(scope, ctx));
   return app;
+}
+
+/**
+ * Before any route's schema runs: the body, query and path parameters of every request are checked whole
+ * (src/schemas/safe-json.ts), so NUL, an unpaired surrogate (in a value or a key) or nesting past the limit is a
+ * 400 naming the field, never a database error or a stack overflow in a recursive schema.
+ */
+function refuseUnsafeInput(app: ApiApp): void {
+  const parts = ['body', 'query', 'params'] as const;
+  app.addHook('preValidation', async (request) => {
+    for (const part of parts) {
+      const problem = jsonProblem(request[part]);
+      if (!problem) continue;
+      const field = problem.path.length > 0 ? problem.path.join('.') : part === 'query' ? 'querystring' : part;
+      throw new ApiError(400, `invalid parameter ${field}: ${problem.message}`, { paramErrors: { [field]: problem.message } });
+    }
+  });
 }

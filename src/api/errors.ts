@@ -1,6 +1,8 @@
 // The control plane's errors and their two bodies: `{error: {message, code}}`, and for invalid parameters
 // `{error: {message}, param_errors: {"a.b.0": message}}`. Domain errors are mapped here, once: a status per kind.
 // ApiError is this adapter's own (authentication, signed links, upstream failures of POST /v1/responses).
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { DomainError, type DomainErrorKind } from '../domain/errors.js';
@@ -99,4 +101,29 @@ export function installErrorHandler(app: FastifyInstance): void {
 /** The answer to an unknown path: 404 naming the method and path. */
 export function routeNotFound(request: FastifyRequest, reply: FastifyReply): void {
   reply.status(404).send(errorBody(new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`, { code: 'not_found' })));
+}
+
+/**
+ * Node's HTTP parser refused a request before Fastify saw it (the server's `clientError`): headers larger than
+ * the limit (431), a request that took too long (408), malformed HTTP (400). Answered with the API's body on the
+ * raw socket, which is then closed (the parser cannot go on after an error).
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, message, code]: [number, string, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'request header fields too large', 'request_header_fields_too_large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'the request was not received in time', 'request_timeout']
+        : [400, 'malformed HTTP request', 'bad_request'];
+  if (!socket.writable) return void socket.destroy();
+  const body = JSON.stringify(errorBody(new ApiError(status, message, { code })));
+  const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n`;
+  socket.end(head + body, () => socket.destroy());
+}
+
+/** Errors Fastify's router meets before a route runs (a malformed URL escape, too long a path parameter). */
+export function answerFrameworkError(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const status = err.statusCode ?? 400;
+  reply.status(status).send(errorBody(new ApiError(status, err.message, { code: err.code?.toLowerCase() })));
 }

@@ -3,7 +3,9 @@
 // failure ends the conversation with its own `ended_by`: configuration_endpoint_timed_out (no answer in time),
 // configuration_endpoint_error (unreachable, or not a 2xx), configuration_endpoint_invalid_response (not a JSON
 // object of valid overrides).
+import { GuardedFetchError } from '../net/guarded-fetch.js';
 import type { EndedBy } from '../schemas/conversations.js';
+import { jsonProblem } from '../schemas/safe-json.js';
 import type { UrlRules } from '../schemas/common.js';
 import type { ConversationTimers } from './host.js';
 import { overridesSchema, type Overrides } from './settings.js';
@@ -41,7 +43,10 @@ export async function callConfigurationEndpoint(
       });
       text = await res.text();
     } catch (err) {
+      // The guarded client's refusals (an address or redirect not allowed, too large an answer) are endpoint
+      // errors with their own message; its deadline is a timeout like ours.
       if (timedOut) return { ok: false, endedBy: 'configuration_endpoint_timed_out', message: `no answer within ${endpoint.timeout_ms} ms` };
+      if (err instanceof GuardedFetchError && err.kind === 'timeout') return { ok: false, endedBy: 'configuration_endpoint_timed_out', message: err.message };
       return { ok: false, endedBy: 'configuration_endpoint_error', message: (err as Error).message };
     }
     if (timedOut) return { ok: false, endedBy: 'configuration_endpoint_timed_out', message: `no answer within ${endpoint.timeout_ms} ms` };
@@ -55,6 +60,9 @@ export async function callConfigurationEndpoint(
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       return { ok: false, endedBy: 'configuration_endpoint_invalid_response', message: 'the response is not a JSON object' };
     }
+    // Text the record could not store (NUL, unpaired surrogates) is refused like any invalid override.
+    const unsafe = jsonProblem(body);
+    if (unsafe) return { ok: false, endedBy: 'configuration_endpoint_invalid_response', message: `${unsafe.path.join('.') || 'body'}: ${unsafe.message}` };
     const parsed = overridesSchema(deps.rules).safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];

@@ -71,6 +71,12 @@ const SCOPED_TOKEN: Refusal = {
   message: 'a session token restricted to conversation_ids cannot open the STS WebSocket',
   code: 'forbidden',
 };
+/** Secrets in URLs end up in access logs and browser history: the query takes short-lived session tokens only. */
+const API_KEY_IN_QUERY: Refusal = {
+  status: '401 Unauthorized',
+  message: '?session_token= takes session tokens only: send an API key in the Authorization header (Bearer)',
+  code: 'unauthorized',
+};
 const SHUTTING_DOWN: Refusal = { status: '503 Service Unavailable', message: 'the node is shutting down', code: 'unavailable' };
 const NOT_IN_SCOPE: Refusal = { status: '403 Forbidden', message: 'the session token does not cover this conversation', code: 'forbidden' };
 
@@ -136,7 +142,9 @@ export class StsServer {
     const key = req.getHeader('sec-websocket-key');
     const protocol = req.getHeader('sec-websocket-protocol');
     const extensions = req.getHeader('sec-websocket-extensions');
-    const secret = bearerSecret(req.getHeader('authorization') || undefined) ?? req.getQuery('session_token') ?? null;
+    const headerSecret = bearerSecret(req.getHeader('authorization') || undefined);
+    const secret = headerSecret ?? req.getQuery('session_token') ?? null;
+    const secretInQuery = headerSecret === null && secret !== null;
     const forwardedFor = req.getHeader('x-forwarded-for') || undefined;
     const reconnectId = req.getQuery('reconnect_conv_id') || null;
     const originParam = req.getQuery('origin');
@@ -159,6 +167,7 @@ export class StsServer {
         if (this.closing) return refuse(SHUTTING_DOWN);
         if ('status' in outcome) return refuse(outcome);
         const auth = outcome;
+        if (secretInQuery && auth.kind !== 'session_token') return refuse(API_KEY_IN_QUERY);
         if (kind === 'sts' && auth.kind === 'session_token' && auth.conversationIds !== null) return refuse(SCOPED_TOKEN);
         if (kind === 'observer' && auth.kind === 'session_token' && auth.conversationIds !== null && !auth.conversationIds.includes(observed!)) {
           return refuse(NOT_IN_SCOPE);

@@ -1,6 +1,6 @@
 // Zod pieces shared by every resource: identifiers, E.164, language codes, names, public HTTPS URLs, error bodies.
-import { isIP } from 'node:net';
 import { z } from 'zod';
+import { hostProblem } from '../net/address-policy.js';
 
 /** E.164: a plus, a non-zero digit, at most 15 digits in all (ITU-T E.164 6.1). */
 export const E164_PATTERN = /^\+[1-9]\d{1,14}$/;
@@ -43,61 +43,12 @@ export interface UrlRules {
   PARLEY_ALLOW_PRIVATE_ENDPOINTS: boolean;
 }
 
-// Special-purpose IPv4 ranges that are not publicly routable (RFC 6890, IANA special-purpose registry).
-const PRIVATE_V4: [number, number][] = [
-  ['0.0.0.0', 8], // RFC 1122 "this network"
-  ['10.0.0.0', 8], // RFC 1918
-  ['100.64.0.0', 10], // RFC 6598 carrier-grade NAT
-  ['127.0.0.0', 8], // RFC 1122 loopback
-  ['169.254.0.0', 16], // RFC 3927 link-local
-  ['172.16.0.0', 12], // RFC 1918
-  ['192.0.0.0', 24], // RFC 6890 IETF protocol assignments
-  ['192.0.2.0', 24], // RFC 5737 TEST-NET-1
-  ['192.168.0.0', 16], // RFC 1918
-  ['198.18.0.0', 15], // RFC 2544 benchmarking
-  ['198.51.100.0', 24], // RFC 5737 TEST-NET-2
-  ['203.0.113.0', 24], // RFC 5737 TEST-NET-3
-  ['224.0.0.0', 4], // RFC 5771 multicast
-  ['240.0.0.0', 4], // RFC 1112 reserved, and broadcast
-].map(([a, bits]) => [v4ToInt(a as string), bits as number]);
-
-function v4ToInt(addr: string): number {
-  return addr.split('.').reduce((n, part) => n * 256 + Number(part), 0);
-}
-
-function isPrivateV4(addr: string): boolean {
-  const n = v4ToInt(addr);
-  return PRIVATE_V4.some(([base, bits]) => Math.floor(n / 2 ** (32 - bits)) === Math.floor(base / 2 ** (32 - bits)));
-}
-
-function isPrivateV6(addr: string): boolean {
-  const a = addr.toLowerCase();
-  if (a === '::' || a === '::1') return true; // RFC 4291 2.5.2, 2.5.3: unspecified, loopback
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a); // RFC 4291 2.5.5.2 IPv4-mapped
-  if (mapped) return isPrivateV4(mapped[1]);
-  // The same, as the URL parser writes it (`::ffff:a00:1`).
-  const mappedHex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
-  if (mappedHex) {
-    const hi = parseInt(mappedHex[1], 16);
-    const lo = parseInt(mappedHex[2], 16);
-    return isPrivateV4(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
-  }
-  const first = parseInt(a.split(':')[0] || '0', 16);
-  if ((first & 0xfe00) === 0xfc00) return true; // RFC 4193 unique local fc00::/7
-  if ((first & 0xffc0) === 0xfe80) return true; // RFC 4291 link-local fe80::/10
-  if ((first & 0xff00) === 0xff00) return true; // RFC 4291 multicast ff00::/8
-  if (a.startsWith('2001:db8:') || a.startsWith('2001:0db8:')) return true; // RFC 3849 documentation
-  return false;
-}
-
-/** Host names that only resolve inside a machine or a private network. */
-const PRIVATE_NAME = /(^|\.)(localhost|local|internal|intranet|lan|home|corp|private|localdomain|home\.arpa)$/i;
-
 /**
  * Why `raw` is not a publicly routable HTTPS URL without embedded credentials, or null when it is.
- * IP literals are checked against the special-purpose ranges; names are judged by their form only
- * (`localhost`, `.local`, `.internal`, single-label names): DNS is NOT resolved at validation time, so a public
- * name that resolves to a private address passes here and must be guarded where the request is made.
+ * The host is judged by src/net/address-policy.ts: IP literals (numeric forms included, as the URL parser writes
+ * them) by their special-purpose ranges, names by their form only (`localhost`, `.local`, `.internal`, single-label
+ * names, empty labels): DNS is NOT resolved at validation time, so a public name that resolves to a private address
+ * passes here and is refused by the guarded client (src/net/guarded-fetch.ts) when it is called.
  */
 export function publicHttpsUrlProblem(raw: string, rules: UrlRules): string | null {
   let url: URL;
@@ -109,12 +60,11 @@ export function publicHttpsUrlProblem(raw: string, rules: UrlRules): string | nu
   if (url.protocol !== 'https:') return 'must be an https:// URL';
   if (url.username || url.password) return 'must not contain credentials';
   if (rules.PARLEY_ALLOW_PRIVATE_ENDPOINTS) return null;
-  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
-  const kind = isIP(host);
-  if (kind === 4) return isPrivateV4(host) ? 'must be publicly routable (private, loopback or link-local address)' : null;
-  if (kind === 6) return isPrivateV6(host) ? 'must be publicly routable (private, loopback or link-local address)' : null;
-  if (!host.includes('.') || PRIVATE_NAME.test(host)) return 'must be publicly routable (local host name)';
-  return null;
+  const problem = hostProblem(url.hostname);
+  if (!problem) return null;
+  if (problem.kind === 'address') return `must be publicly routable (${problem.class} address)`;
+  if (problem.reason === 'empty label') return 'must have a valid host name (empty label)';
+  return 'must be publicly routable (local host name)';
 }
 
 /** Zod schema of a publicly routable HTTPS URL without embedded credentials (see publicHttpsUrlProblem). */

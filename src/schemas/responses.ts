@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { vendorModel } from './agents.js';
 import { e164, lang } from './common.js';
-import { MAX_JSON_SCHEMA_DEPTH, parametersObject, RESERVED_PARAMETER_NAMES, type PropertySchema } from './tools.js';
+import { MAX_JSON_SCHEMA_DEPTH, parametersObjectShape, RESERVED_PARAMETER_NAMES, type PropertySchema } from './tools.js';
 
 // ---- inline JSON-Schema parameters (tool parameter rules 5 and 7, src/schemas/tools.ts) --------------------
 
@@ -32,7 +32,7 @@ function schemaIssues(s: PropertySchema, depth: number, path: (string | number)[
 }
 
 /** Tool parameter rule 5 (tools.ts parametersObject) with its nesting, `required`, `enum` and rule-7 checks. */
-export const jsonSchemaParameters = parametersObject
+export const jsonSchemaParameters = parametersObjectShape
   .superRefine((schema, ctx) => {
     const issues: Issue[] = [];
     for (const name of Object.keys(schema.properties)) {

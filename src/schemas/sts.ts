@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { UrlRules } from './common.js';
 import { agentUpdateBody } from './agents.js';
+import { safeJson } from './safe-json.js';
 import { parametersObject } from './tools.js';
 
 /** Audio formats a client may stream in or ask back (the agents' formats plus A-law and Opus). */
@@ -118,8 +119,7 @@ export const sayMessage = z.object({ type: z.literal('say'), text: z.string().mi
 /** Drops the conversation's context and starts over with the same configuration (a new turn history). */
 export const resetMessage = z.object({ type: z.literal('reset') });
 
-/** Every client message after `config`. */
-export const sessionMessage = z.discriminatedUnion('type', [
+const sessionMessages = z.discriminatedUnion('type', [
   audioChunkMessage,
   muteMessage,
   unmuteMessage,
@@ -132,11 +132,17 @@ export const sessionMessage = z.discriminatedUnion('type', [
   sayMessage,
   resetMessage,
 ]);
+/**
+ * Every client message after `config`. Each message is checked whole first (safe-json.ts): text the record could
+ * not store (NUL, unpaired surrogates, in values or keys, `tool_call_output.output` included) or nesting past the
+ * limit is refused at its path.
+ */
+export const sessionMessage = safeJson(sessionMessages);
 export type SessionMessage = z.infer<typeof sessionMessage>;
 
-/** Every client message. */
+/** Every client message, checked whole first like sessionMessage. */
 export function clientMessage(rules: UrlRules) {
-  return z.discriminatedUnion('type', [configMessage(rules), ...sessionMessage.options]);
+  return safeJson(z.discriminatedUnion('type', [configMessage(rules), ...sessionMessages.options]));
 }
 export type ClientMessage = ConfigMessage | SessionMessage;
 export type ClientMessageType = ClientMessage['type'];

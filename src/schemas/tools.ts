@@ -126,21 +126,59 @@ export const propertySchema: z.ZodType<PropertySchema> = z.lazy(() =>
   }),
 );
 
-/** Tool parameter rule 5: the JSON-Schema form of `parameters`. */
-export const parametersObject = z.strictObject({
+/**
+ * The JSON-Schema form of `parameters` without the nesting check before parsing: for a caller that bounds the
+ * depth itself (responses.ts reports its own depth errors, behind the request's nesting limit of safe-json.ts).
+ */
+export const parametersObjectShape = z.strictObject({
   type: z.literal('object', 'must be "object"'),
   properties: z.record(parameterName, propertySchema),
   required: z.array(z.string()).optional(),
   additionalProperties: z.literal(false, 'must be false').optional(),
 });
+
+/** Whether a property schema nests deeper than `levels` (itself counting as one), looking no deeper than that. */
+function nestsDeeperThan(s: unknown, levels: number): boolean {
+  if (levels < 1) return true;
+  if (typeof s !== 'object' || s === null) return false;
+  const { items, properties, anyOf } = s as { items?: unknown; properties?: unknown; anyOf?: unknown };
+  if (items !== undefined && nestsDeeperThan(items, levels - 1)) return true;
+  if (typeof properties === 'object' && properties !== null) {
+    for (const child of Object.values(properties)) if (nestsDeeperThan(child, levels - 1)) return true;
+  }
+  if (Array.isArray(anyOf)) for (const child of anyOf) if (nestsDeeperThan(child, levels - 1)) return true;
+  return false;
+}
+
+/**
+ * Tool parameter rule 5's nesting, judged on the value as sent, before the recursive property schema parses it:
+ * a schema nested far past the limit is refused at its top-level property without being walked to the bottom.
+ */
+function refuseDeepNesting(value: unknown, ctx: z.RefinementCtx): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  const properties = (value as { properties?: unknown }).properties;
+  if (typeof properties !== 'object' || properties === null) return value;
+  for (const [name, property] of Object.entries(properties)) {
+    // The parameters object is level 1, so each property may nest MAX_JSON_SCHEMA_DEPTH - 1 levels.
+    if (nestsDeeperThan(property, MAX_JSON_SCHEMA_DEPTH - 1)) {
+      ctx.addIssue({ code: 'custom', path: ['properties', name], message: `nesting depth must be at most ${MAX_JSON_SCHEMA_DEPTH}`, input: value });
+    }
+  }
+  return value;
+}
+
+/** Tool parameter rule 5: the JSON-Schema form of `parameters`, its nesting checked before it is parsed. */
+export const parametersObject = z.preprocess(refuseDeepNesting, parametersObjectShape);
 export type ParametersObject = z.infer<typeof parametersObject>;
+/** `parameters` of a tool: the array form or the JSON-Schema form (rules 1 and 5). */
+const toolParameters = z.preprocess(refuseDeepNesting, z.union([z.array(parameterDefinition), parametersObjectShape]));
 
 const toolFields = (rules: UrlRules) => ({
   name: snakeCaseName,
   description: z.string().min(1, 'must not be empty'),
   type: z.enum(TOOL_TYPES),
   execution_mode: z.enum(['sync', 'async']),
-  parameters: z.union([z.array(parameterDefinition), parametersObject]),
+  parameters: toolParameters,
   parameter_locations: z.record(z.string(), z.enum(PARAMETER_LOCATIONS)),
   endpoint_method: z.enum(['GET', 'POST']),
   endpoint_url: z.string().superRefine((url, ctx) => {
@@ -227,16 +265,6 @@ export function endpointUrlProblem(raw: string, rules: UrlRules): string | null 
 export interface ToolIssue {
   path: (string | number)[];
   message: string;
-}
-
-/** Depth of a property schema counting itself as one level (tool parameter rule 5). */
-function schemaDepth(s: PropertySchema): number {
-  const children: PropertySchema[] = [
-    ...(s.items ? [s.items] : []),
-    ...Object.values(s.properties ?? {}),
-    ...(s.anyOf ?? []),
-  ];
-  return 1 + children.reduce((max, c) => Math.max(max, schemaDepth(c)), 0);
 }
 
 function propertyIssues(s: PropertySchema, path: (string | number)[], issues: ToolIssue[]): void {
@@ -347,16 +375,13 @@ function parameterIssues(tool: ToolDefinition, add: (path: (string | number)[], 
       placed.set(p.name, { required: p.is_required === true, location });
     });
   } else {
-    // Rule 5.
+    // Rule 5 (its nesting is checked before parsing: refuseDeepNesting).
     const required = parameters.required ?? [];
     required.forEach((r, i) => {
       if (!(r in parameters.properties)) add(['parameters', 'required', i], `"${r}" is not in properties`);
     });
-    for (const [name, prop] of Object.entries(parameters.properties)) {
+    for (const name of Object.keys(parameters.properties)) {
       if (reserved.includes(name)) add(['parameters', 'properties', name], `"${name}" is a reserved parameter name`); // Rule 7.
-      if (1 + schemaDepth(prop) > MAX_JSON_SCHEMA_DEPTH) {
-        add(['parameters', 'properties', name], `nesting depth must be at most ${MAX_JSON_SCHEMA_DEPTH}`);
-      }
     }
     const nested: ToolIssue[] = [];
     for (const [name, prop] of Object.entries(parameters.properties)) propertyIssues(prop, ['parameters', 'properties', name], nested);
@@ -476,7 +501,7 @@ export const toolRecord = z
     description: z.string(),
     type: z.enum(TOOL_TYPES),
     execution_mode: z.enum(['sync', 'async']).optional(),
-    parameters: z.union([z.array(parameterDefinition), parametersObject]),
+    parameters: z.union([z.array(parameterDefinition), parametersObjectShape]),
     parameter_locations: z.record(z.string(), z.enum(PARAMETER_LOCATIONS)).optional(),
     project: z.object({ id: z.string(), name: z.string() }),
   })

@@ -8,6 +8,7 @@ import { parseTrustedProxies } from '../auth/addresses.js';
 import { Conversation } from '../conversation/conversation.js';
 import type { ConversationClient, ConversationOrigin, ConversationTimers } from '../conversation/host.js';
 import { PacingClock } from '../media/pacing-clock.js';
+import { createGuardedFetch } from '../net/guarded-fetch.js';
 import { RecordingCompressor } from '../media/recording-compressor.js';
 import { compressionStore, conversationStore, MainClient } from './main-client.js';
 import { LiveHost } from '../realtime/live-host.js';
@@ -38,6 +39,12 @@ const timers: ConversationTimers = {
   clear: (h) => clearTimeout(h as NodeJS.Timeout),
 };
 const engineFor = engineLookup(settings, log);
+/**
+ * HTTP to the URLs customers configure (webhook tools, configuration endpoints): public addresses only unless
+ * PARLEY_ALLOW_PRIVATE_ENDPOINTS. The engines' chat, speech-to-text and text-to-speech clients are not guarded: they
+ * call the model servers the operator set in the settings, which are often private.
+ */
+const endpointFetch = createGuardedFetch({ allowPrivate: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS });
 /** Gzips this worker's finished recordings after their records are saved (one at a time). */
 const recordingCompressor = new RecordingCompressor({ store: compressionStore(main), log });
 
@@ -53,6 +60,7 @@ const newConversation = (client: ConversationClient, origin: ConversationOrigin)
       dataDir: settings.PARLEY_DATA_DIR,
       recordingCompressor,
       allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
+      fetch: endpointFetch,
       nodeId: conversationNodeId(settings),
     },
     origin,

@@ -1,6 +1,8 @@
 // custom_webhook: one HTTP call per tool call. Parameters go where `parameter_locations` (or an array parameter's
 // `location`) puts them: the JSON body (default), the query string, or a `{name}` placeholder of the URL path.
 // The reserved parameters (schemas/tools.ts RESERVED_PARAMETER_NAMES) are injected into every call's body.
+import { GuardedFetchError } from '../../net/guarded-fetch.js';
+import { jsonProblem, toSafeText } from '../../schemas/safe-json.js';
 import type { ToolDefinition, ParameterLocation } from '../../schemas/tools.js';
 import type { NewToolCall } from '../../store/conversations.js';
 import type { ConversationTimers } from '../host.js';
@@ -44,7 +46,12 @@ export function webhookRequest(def: ToolDefinition, args: Record<string, unknown
   return { method, url: u.toString(), query, body, headers: def.endpoint_headers ?? {} };
 }
 
-/** Calls the endpoint; the outcome is the record's tool call entry (never throws). */
+/**
+ * Calls the endpoint; the outcome is the record's tool call entry (never throws). `deps.fetch` is the guarded client
+ * (src/net/guarded-fetch.ts) in a media worker: a refused address or redirect is recorded as its error message, and
+ * nothing of what such an endpoint would have answered. The answer is kept as the database can store it: JSON with
+ * NUL, unpaired surrogates or too deep a nesting is kept as text, NUL replaced.
+ */
 export async function callWebhook(
   tool: { id: string; name: string; definition: ToolDefinition },
   args: Record<string, unknown>,
@@ -93,7 +100,7 @@ export async function callWebhook(
       body: req.method === 'GET' ? undefined : JSON.stringify(req.body),
       signal: abort.signal,
     });
-    const text = await res.text();
+    const text = toSafeText(await res.text());
     entry.response_status_code = res.status;
     let parsed: unknown = text;
     try {
@@ -101,6 +108,7 @@ export async function callWebhook(
     } catch {
       /* a non-JSON body is kept as text under `text` */
     }
+    if (jsonProblem(parsed)) parsed = text;
     entry.response_body = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { text: parsed };
     if (!res.ok) entry.error_message = `HTTP ${res.status}`;
     return { entry, output: text };
@@ -108,7 +116,11 @@ export async function callWebhook(
     if (timedOut) {
       entry.timed_out = true;
       entry.error_message = `no response within ${timeoutMs} ms`;
+    } else if (err instanceof GuardedFetchError && err.kind === 'timeout') {
+      entry.timed_out = true;
+      entry.error_message = err.message;
     } else {
+      // A GuardedFetchError's message says what was refused ("endpoint address is not allowed: 127.0.0.1").
       entry.error_message = (err as Error).message;
     }
     return { entry, output: JSON.stringify({ error: entry.error_message }) };
