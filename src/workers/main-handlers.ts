@@ -9,8 +9,15 @@ import { admitConversation } from '../domain/admission.js';
 import { resolveAgentForConversation, resolveProjectForConversation, toolsForConversation } from '../domain/conversation-agent.js';
 import { DomainError, forbidden, type DomainErrorKind } from '../domain/errors.js';
 import type { LeasePolicy } from '../store/leases.js';
-import { createConversation, finishConversation, moveRecordingToCompressed, updateConversation } from '../store/conversations.js';
+import {
+  createConversation,
+  finishConversation,
+  moveRecordingToCompressed,
+  updateConversation,
+} from '../store/conversations.js';
 import { AppendBatcher, APPEND_BATCH_DEFAULTS, type AppendBatchOptions } from '../store/append-batcher.js';
+import { wakeJobQueues } from '../jobs/queue.js';
+import { raiseConversationEnd } from '../jobs/webhooks/conversation-events.js';
 import type { Reply, WorkerReplies, WorkerRequest } from './worker-protocol.js';
 
 export interface HandlerDeps {
@@ -62,8 +69,12 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) =>
         return { updated: await updateConversation(sql, req.conversationId, req.patch) };
       case 'append_items':
         return { itemIds: await appends.append(req.conversationId, req.items) };
-      case 'finish_conversation':
-        return finishConversation(sql, req.conversationId, req.finish, req.recordings);
+      case 'finish_conversation': {
+        // The end's webhook events commit with the finish; its post-call jobs and deliveries run at once.
+        const outcome = await finishConversation(sql, req.conversationId, req.finish, req.recordings, { onFirstFinish: raiseConversationEnd });
+        wakeJobQueues();
+        return outcome;
+      }
       case 'recording_compressed':
         return { updated: await moveRecordingToCompressed(sql, req.conversationId, req.side, req.from, req.to) };
     }
