@@ -9,7 +9,8 @@ import { Conversation } from '../conversation/conversation.js';
 import type { ConversationClient, ConversationOrigin, ConversationTimers } from '../conversation/host.js';
 import { PacingClock } from '../media/pacing-clock.js';
 import { RecordingCompressor } from '../media/recording-compressor.js';
-import { compressionStore, conversationStore, MainClient } from './main-client.js';
+import { compressionStore, conversationStore, MainClient, storageChannel } from './main-client.js';
+import { liveExternalStorage } from '../jobs/external-storage/live-delivery.js';
 import { LiveHost } from '../realtime/live-host.js';
 import { StsServer } from '../realtime/sts-server.js';
 import { WorkerCalls } from '../telephony/worker-calls.js';
@@ -40,6 +41,8 @@ const timers: ConversationTimers = {
 const engineFor = engineLookup(settings, log);
 /** Gzips this worker's finished recordings after their records are saved (one at a time). */
 const recordingCompressor = new RecordingCompressor({ store: compressionStore(main), log });
+/** Artifacts of conversations whose agent names an external storage policy, delivered to its bucket. */
+const externalStorage = liveExternalStorage({ channel: storageChannel(main), fetch: globalThis.fetch, log });
 
 const newConversation = (client: ConversationClient, origin: ConversationOrigin) =>
   new Conversation(
@@ -52,6 +55,7 @@ const newConversation = (client: ConversationClient, origin: ConversationOrigin)
       log,
       dataDir: settings.PARLEY_DATA_DIR,
       recordingCompressor,
+      externalStorage,
       allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
       nodeId: conversationNodeId(settings),
     },
