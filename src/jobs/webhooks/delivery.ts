@@ -9,7 +9,7 @@ import type { JobContext, JobHandler, JobOutcome } from '../handler.js';
 import { webhookHeaders } from './signature.js';
 
 export const WEBHOOK_DELIVERY_KIND = JOB_KINDS.webhookDelivery;
-/** Attempts before a delivery is marked failed: with the queue's backoff, about a day of retries. */
+/** Attempts before a delivery is marked failed: with the queue's backoff (5 s doubling), about ten minutes of retries. */
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 /** An endpoint must answer within this (Standard Webhooks advises receivers to answer quickly, then work). */
 export const WEBHOOK_TIMEOUT_MS = 15_000;
