@@ -126,8 +126,20 @@ for (const db of DB_KINDS) {
         { text: 'call me at 415 555 0132', words: [word('call', 1.0, 1.3), word('me', 1.3, 1.6), word('at', 1.6, 1.9), word('415', 2.0, 2.3), word('555', 2.3, 2.6), word('0132', 2.6, 3.0)] },
         { text: 'Thank you.', words: [word('Thank', 3.5, 4.0), word('you.', 4.0, 4.5)] },
       );
-      const ran = await queue().drain();
+      // Every request of the jobs goes through the queue's fetch (JobContext.fetch): count them against the peers'.
+      const through: string[] = [];
+      const counting: typeof fetch = (input, init) => {
+        through.push(new URL(input instanceof Request ? input.url : String(input)).pathname);
+        return fetch(input, init);
+      };
+      const before = { stt: speech.transcriptions.length, chat: chat.requests.length, hooks: receiver.requests.length };
+      const ran = await createNodeJobQueue({ sql: server.sql, settings: server.settings, log: quiet, fetch: counting }).drain();
       t.ok(ran >= 7, `the five jobs and two deliveries ran (${ran})`);
+      const count = (path: string) => through.filter((p) => p === path).length;
+      t.equal(count('/v1/audio/transcriptions'), speech.transcriptions.length - before.stt, 'the transcript through JobContext.fetch');
+      t.equal(count('/v1/chat/completions'), chat.requests.length - before.chat, 'the evaluation and the redaction too');
+      t.equal(count('/hook'), receiver.requests.length - before.hooks, 'and the webhook deliveries');
+      t.ok(count('/v1/audio/transcriptions') === 2 && count('/v1/chat/completions') === 2 && count('/hook') === 2, 'each of them made its requests');
       const conv = (await getConversation(server.sql, id))!.record;
       t.match(conv.post_call!.jobs.map((j) => [j.kind, j.status]), [
         ['post_call_transcript', 'done'],
