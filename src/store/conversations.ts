@@ -566,7 +566,7 @@ async function finishStatement(
     )
     select exists (select 1 from ended where not was_ended) as ended,
       exists (select 1 from stored) as recordings_stored,
-      -- The finish that enqueued the post-call jobs is the conversation's first (finishOptions.onFirstFinish).
+      -- The finish that enqueued the post-call jobs is the conversation's first (FinishOptions.onFirstFinish).
       case when exists (select 1 from post_call_jobs) then (select to_jsonb(ended) from ended) end as first`;
   const r = out.first;
   const first: FinishedConversation | null = r && {
