@@ -95,7 +95,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.client = deps.client;
     this.fetch = deps.fetch ?? globalThis.fetch;
     this.ended = new Promise((r) => (this.resolveEnded = r));
-    this.record = new ConversationRecord(deps.store, deps.log, { compressor: deps.recordingCompressor });
+    this.record = new ConversationRecord(deps.store, deps.log, { compressor: deps.recordingCompressor, externalStorage: deps.externalStorage });
     this.speech = new AssistantSpeech(
       {
         emit: (e) => this.emit(e),
@@ -266,7 +266,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       noise: playoutNoise(s),
     });
     if (s.data_retention_policy.zero_data_retention) this.record.keepNothing();
-    await this.record.openRecording(this.deps.dataDir, rate);
+    await this.record.openRecording(this.deps.dataDir, rate, s.external_storage_policy);
     this.silence = new SilenceTimers(this.deps.timers, s, {
       clientIdle: () => void this.end('user'),
       poke: () => this.pokeUser(),

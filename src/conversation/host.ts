@@ -11,6 +11,7 @@ import type { Admission } from '../store/leases.js';
 import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
 import type { PacedStream } from '../media/pacing-clock.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
+import type { PlanarBlockSink } from '../media/recording.js';
 import type { Logger } from '../log.js';
 
 /** The far end of one conversation: the STS socket (or a phone call). */
@@ -59,6 +60,30 @@ export interface ConversationStore {
   finishConversation(conversationId: string, finish: Finish, recordings: NewRecording[]): Promise<FinishOutcome>;
 }
 
+/** What the record kept in memory of a delivered conversation (under zero data retention the store has none of it). */
+export interface RecordContent {
+  /** The live transcript, a line per turn. */
+  liveTranscript: string | null;
+  /** The items appended, with their text and their tool calls' bodies, under the ids they were stored with. */
+  items: NewItem[];
+}
+
+/** One conversation's delivery of its artifacts to its agent's external storage policy (docs/external-storage.md). */
+export interface ArtifactDelivery {
+  /** Where the recording goes instead of a file; null: none is streamed (finish() reports why). */
+  readonly recording: PlanarBlockSink | null;
+  /**
+   * Once the record is finished in the store: completes the recording's upload, uploads the record with `content`
+   * and has each artifact's outcome recorded on the conversation. Never throws: a failure is an outcome.
+   */
+  finish(content: RecordContent): Promise<void>;
+}
+
+/** The host's external storage: starts the delivery of a conversation whose agent names a policy. */
+export interface ExternalStorage {
+  start(conversationId: string, policyName: string, sampleRate: number): Promise<ArtifactDelivery>;
+}
+
 /** Timers of one conversation: injected so tests run every timeout without sleeping. */
 export interface ConversationTimers {
   /** Milliseconds since the epoch (timestamps of the record and of items). */
@@ -88,6 +113,8 @@ export interface ConversationDeps {
   dataDir: string;
   /** The worker's background gzip of finished `wav.gz` recordings (absent: they stay `.wav`). */
   recordingCompressor?: RecordingCompressor;
+  /** Delivery to an agent's external storage policy (absent: a policy is ignored and nothing is delivered). */
+  externalStorage?: ExternalStorage;
   /** PARLEY_ALLOW_PRIVATE_ENDPOINTS (inline settings are validated with it). */
   allowPrivateEndpoints: boolean;
   /** This node's id (stored on the conversation). */

@@ -12,14 +12,20 @@
 // either container); a recording wanted as `wav.gz` is then handed to the worker's compressor, which moves the row
 // to the `.wav.gz` when it is done (src/media/recording-compressor.ts). The record never waits for a gzip. A
 // recording the store refuses to store (deleted meanwhile, not retained) has its file removed once the store said so.
+// An agent with an external storage policy (docs/external-storage.md) has its conversation's artifacts delivered
+// instead of kept: the policy requires zero data retention, so the record retains nothing (made so at the start if
+// an override had turned it off), the recording streams to the delivery's sink rather than a file, and the record
+// keeps the content it appends in memory (the store drops it) for the record JSON delivered at the end, after the
+// store's finish.
 import { mkdir, unlink } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
-import { RECORDINGS_DIR, StereoRecorder, type RecordingFormat } from '../media/recording.js';
+import { RECORDINGS_DIR, StereoRecorder, StreamedRecorder, type RecordingFormat } from '../media/recording.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { Logger } from '../log.js';
 import type { NewItem, NewRecording } from '../store/conversations.js';
-import type { ConversationStore } from './host.js';
+import { newId } from '../store/ids.js';
+import type { ArtifactDelivery, ConversationStore, ExternalStorage } from './host.js';
 import type { Utterance } from './utterance.js';
 
 const RECORDING_FORMAT: RecordingFormat = 'wav.gz';
@@ -31,6 +37,8 @@ export interface RecordOptions {
   compressor?: RecordingCompressor;
   /** The stored format wanted (RECORDING_FORMAT by default); `wav` is never compressed. */
   format?: RecordingFormat;
+  /** Delivery to an agent's external storage policy (without it a policy is ignored). */
+  externalStorage?: ExternalStorage;
 }
 
 /** How the assistant sounded while an utterance played (stored on its item). */
@@ -46,9 +54,13 @@ export class ConversationRecord {
   private readonly transcript: string[] = [];
   private pendingUserItem: NewItem | null = null;
   private writes: Promise<unknown> = Promise.resolve();
-  private recorder: StereoRecorder | null = null;
+  private recorder: StereoRecorder | StreamedRecorder | null = null;
   private recordingsDir = '';
   private retainNothing = false;
+  /** The external storage delivery, from the start when the agent names a policy. */
+  private delivery: ArtifactDelivery | null = null;
+  /** A delivered conversation's items as appended, content included, for the record JSON. */
+  private readonly delivered: NewItem[] = [];
   /** The recording being thrown away (keepNothing mid-call); the finish waits for it. */
   private discarding: Promise<void> = Promise.resolve();
 
@@ -73,7 +85,7 @@ export class ConversationRecord {
     this.retainNothing = true;
     const recorder = this.recorder;
     this.recorder = null;
-    if (recorder) this.discarding = this.discardRecording(recorder);
+    if (recorder instanceof StereoRecorder) this.discarding = this.discardRecording(recorder);
     const id = this.id;
     if (!id) return;
     // `updated: false` means the conversation has ended meanwhile (canceled): its finish still retains nothing, as
@@ -81,9 +93,16 @@ export class ConversationRecord {
     this.write(() => this.store.updateConversation(id, { settings: { data_retention_policy: ZERO_DATA_RETENTION } }));
   }
 
-  /** Opens the stereo recording (user left, assistant right), unless nothing is retained. */
-  async openRecording(dataDir: string, sampleRate: number): Promise<void> {
-    if (!this.id || this.retainNothing) return;
+  /**
+   * Opens the stereo recording (user left, assistant right), unless nothing is retained; or, when the agent names
+   * an external storage policy (`policyName`) and the host delivers, starts its delivery, the recording streaming
+   * to it. The delivery is decided here, once: a later transfer neither starts nor stops one.
+   */
+  async openRecording(dataDir: string, sampleRate: number, policyName: string | null = null): Promise<void> {
+    if (!this.id) return;
+    const storage = this.opts.externalStorage;
+    if (policyName && storage) return this.startDelivery(storage, policyName, sampleRate);
+    if (this.retainNothing) return;
     const dir = join(dataDir, RECORDINGS_DIR);
     await mkdir(dir, { recursive: true });
     const format = this.opts.format ?? RECORDING_FORMAT;
@@ -92,6 +111,15 @@ export class ConversationRecord {
     // Zero data retention came while the file was being created: it is not kept either.
     if (this.retainNothing) return void (this.discarding = this.discardRecording(recorder));
     this.recorder = recorder;
+  }
+
+  private async startDelivery(storage: ExternalStorage, policyName: string, sampleRate: number): Promise<void> {
+    if (!this.retainNothing) {
+      this.log.warn({ conversationId: this.id, policy: policyName }, 'external storage requires zero data retention: the conversation retains nothing');
+      this.keepNothing();
+    }
+    this.delivery = await storage.start(this.id!, policyName, sampleRate);
+    if (this.delivery.recording) this.recorder = new StreamedRecorder(this.delivery.recording, sampleRate);
   }
 
   /** Stops a recording for good and removes its file (zero data retention from now on); a failure is logged. */
@@ -142,8 +170,17 @@ export class ConversationRecord {
     this.pendingUserItem = null;
     if (item.live_transcript) this.transcript.push(`user: ${item.live_transcript}`);
     if (!this.id) return;
+    this.keepForDelivery(item);
     const kept = this.retainNothing ? { ...item, live_transcript: null } : item;
     this.write(() => this.store.appendItems(this.id!, [kept]));
+  }
+
+  /** A delivered conversation keeps its item in memory, under ids it gives the item and its tool calls. */
+  private keepForDelivery(item: NewItem): void {
+    if (!this.delivery) return;
+    item.id ??= newId('conv_item');
+    for (const c of item.tool_calls ?? []) c.id ??= newId('tool_call');
+    this.delivered.push(item);
   }
 
   /** An utterance stopped (played out, interrupted or silenced): its item, once its tool calls have settled. */
@@ -152,15 +189,20 @@ export class ConversationRecord {
     this.flushUserItem();
     const text = u.playedText;
     if (text) this.transcript.push(`assistant: ${text}`);
-    const item = (): NewItem => ({
-      role: 'assistant',
-      live_transcript: this.retainNothing ? null : text || null,
-      duration_ms: (u.playedSamples * 1000) / sampleRate,
-      started_at: new Date(u.firstFrameAtMs ?? u.startedAtMs ?? nowMs),
-      voice_id: voice.voice_id,
-      audio_speed: voice.audio_speed,
-      tool_calls: this.retainNothing ? u.toolCalls.map((c) => ({ ...c, request_body: null, response_body: null })) : u.toolCalls,
-    });
+    const item = (): NewItem => {
+      const full: NewItem = {
+        role: 'assistant',
+        live_transcript: text || null,
+        duration_ms: (u.playedSamples * 1000) / sampleRate,
+        started_at: new Date(u.firstFrameAtMs ?? u.startedAtMs ?? nowMs),
+        voice_id: voice.voice_id,
+        audio_speed: voice.audio_speed,
+        tool_calls: u.toolCalls,
+      };
+      this.keepForDelivery(full);
+      if (!this.retainNothing) return full;
+      return { ...full, live_transcript: null, tool_calls: u.toolCalls.map((c) => ({ ...c, request_body: null, response_body: null })) };
+    };
     const id = this.id;
     if (!id) return;
     this.writes = this.writes
@@ -188,7 +230,12 @@ export class ConversationRecord {
     let compress = false;
     const recorder = this.recorder;
     this.recorder = null;
-    if (recorder) {
+    if (recorder instanceof StreamedRecorder) {
+      const r = recorder.finish();
+      if (r.droppedMs > 0) {
+        this.log.warn({ conversationId: this.id, droppedMs: r.droppedMs }, "recording: audio that ran too far ahead of the call's clock was left out");
+      }
+    } else if (recorder) {
       try {
         const r = await recorder.finish();
         if (r.droppedMs > 0) {
@@ -230,6 +277,8 @@ export class ConversationRecord {
         this.log.error({ err, conversationId: id }, 'finishing the record failed');
         return null;
       });
+    // External storage: after the store's finish, which it never holds up.
+    await this.deliver();
     if (!outcome) return;
     if (!outcome.ended) {
       this.log.info({ conversationId: id, endedBy, recordingsStored: outcome.recordingsStored }, 'record had ended already (canceled): filled in');
@@ -242,6 +291,15 @@ export class ConversationRecord {
     const compressor = this.opts.compressor;
     if (!compress || !outcome.recordingsStored || !compressor) return;
     for (const r of recordings) compressor.enqueue({ conversationId: id, side: r.side, dir: this.recordingsDir, wav: r.path });
+  }
+
+  /** Completes a delivery (its outcomes go to the store) and lets go of the content kept for it. */
+  private async deliver(): Promise<void> {
+    const delivery = this.delivery;
+    if (!delivery) return;
+    this.delivery = null;
+    const items = this.delivered.splice(0);
+    await delivery.finish({ liveTranscript: this.transcript.join('\n') || null, items });
   }
 
   /**

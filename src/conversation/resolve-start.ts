@@ -88,8 +88,9 @@ export function recordSettings(s: LiveSettings) {
     push_to_talk: s.push_to_talk,
     vendor_model: s.vendor_model,
     tools: s.tools,
-    // Read after the end: the retention sweep and the evaluations (src/jobs/).
+    // Read after the end: the retention sweep, the evaluations and the redaction (src/jobs/).
     data_retention_policy: s.data_retention_policy,
     tasks: s.tasks,
+    enable_redaction: s.enable_redaction,
   };
 }

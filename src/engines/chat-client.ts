@@ -100,6 +100,8 @@ export interface ChatClientOptions {
   random?: () => number;
   /** Injected for tests: the current time in ms since the epoch (for HTTP-date Retry-After). */
   now?: () => number;
+  /** The HTTP client (default: the global fetch); post-call jobs pass theirs (JobContext.fetch). */
+  fetch?: typeof fetch;
   log?: Logger;
 }
 
@@ -175,6 +177,7 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
   const sleep = options.sleep ?? defaultSleep;
   const random = options.random ?? Math.random;
   const now = options.now ?? Date.now;
+  const doFetch = options.fetch ?? fetch;
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
 
@@ -196,7 +199,7 @@ export function createChatClient(options: ChatClientOptions): ChatClient {
     let response: Response;
     let text: string;
     try {
-      response = await fetch(url, { method: 'POST', headers, body: payload, signal: combined });
+      response = await doFetch(url, { method: 'POST', headers, body: payload, signal: combined });
       text = await response.text();
     } catch (err) {
       if (signal?.aborted) throw err;
@@ -271,7 +274,10 @@ export function parseCompletion(text: string): ChatCompletion {
   };
 }
 
-/** The configured chat model of a node, or null when PARLEY_LLM_BASE_URL / PARLEY_LLM_MODEL are not both set. */
+/**
+ * The configured chat model of a node, or null when PARLEY_LLM_BASE_URL / PARLEY_LLM_MODEL are not both set; its
+ * requests go through `fetchImpl` (default: the global fetch).
+ */
 export function chatClientFromSettings(
   settings: {
     PARLEY_LLM_BASE_URL?: string | undefined;
@@ -281,6 +287,7 @@ export function chatClientFromSettings(
     PARLEY_LLM_MAX_RETRIES: number;
   },
   log?: Logger,
+  fetchImpl?: typeof fetch,
 ): ChatClient | null {
   if (!settings.PARLEY_LLM_BASE_URL || !settings.PARLEY_LLM_MODEL) return null;
   return createChatClient({
@@ -289,6 +296,7 @@ export function chatClientFromSettings(
     apiKey: settings.PARLEY_LLM_API_KEY,
     timeoutMs: settings.PARLEY_LLM_TIMEOUT_MS,
     maxRetries: settings.PARLEY_LLM_MAX_RETRIES,
+    fetch: fetchImpl,
     log,
   });
 }

@@ -23,6 +23,8 @@ export interface SpeechEndpoint {
   model: string;
   apiKey?: string;
   timeoutMs: number;
+  /** The HTTP client (default: the global fetch); the post-call transcript passes its job's (JobContext.fetch). */
+  fetch?: typeof fetch;
 }
 
 function url(endpoint: SpeechEndpoint, path: string): string {
@@ -37,7 +39,7 @@ async function post(endpoint: SpeechEndpoint, path: string, init: { headers?: Re
   const timeout = AbortSignal.timeout(endpoint.timeoutMs);
   let response: Response;
   try {
-    response = await fetch(url(endpoint, path), {
+    response = await (endpoint.fetch ?? fetch)(url(endpoint, path), {
       method: 'POST',
       headers: { ...auth(endpoint), ...init.headers },
       body: init.body,

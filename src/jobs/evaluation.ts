@@ -64,7 +64,7 @@ async function evaluate(payload: ConversationJobPayload, ctx: JobContext): Promi
     ...conv.tasks.map((t) => ({ kind: 'task' as const, name: t.name, text: t.description })),
   ];
   if (criteria.length === 0) return { status: 'skipped', reason: 'no eval prompts in the project and no tasks on the agent' };
-  const chat = chatClientFromSettings(ctx.settings, ctx.log);
+  const chat = chatClientFromSettings(ctx.settings, ctx.log, ctx.modelFetch);
   if (!chat) return { status: 'skipped', reason: NO_CHAT_MODEL };
   const text = conversationText(conv);
   if ('missing' in text) return { status: 'skipped', reason: text.missing };

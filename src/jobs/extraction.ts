@@ -3,8 +3,9 @@
 // earlier one: a rerun). Also run again on request (POST /v1/conversations/{id}/extractions: rerunExtraction).
 import type { Sql } from '../store/db.js';
 import { chatClientFromSettings } from '../engines/chat-client.js';
-import { JOB_KINDS, rerunConversationJob } from '../store/jobs.js';
+import { JOB_KINDS, plannedJob, rerunConversationJob } from '../store/jobs.js';
 import { liveExtractionSchemas, postCallConversation, replaceExtraction } from '../store/post-call.js';
+import { transaction } from '../store/transaction.js';
 import type { ExtractionSchema } from '../schemas/extraction-schemas.js';
 import type { JobContext, JobHandler, JobOutcome } from './handler.js';
 import { extractionJsonSchema, extractionResultSchema } from './extraction-format.js';
@@ -13,8 +14,6 @@ import { wakeJobQueues } from './queue.js';
 import { completeStructured, InvalidModelOutputError } from './structured-output.js';
 import { conversationText, TRANSCRIPT_NOTE } from './transcript.js';
 
-/** The job waits for the post-call transcript (src/store/jobs.ts POST_CALL_JOBS), whatever its outcome. */
-const AFTER = [JOB_KINDS.postCallTranscript];
 
 export const NO_CHAT_MODEL = 'no chat model is configured (PARLEY_LLM_BASE_URL and PARLEY_LLM_MODEL)';
 
@@ -35,7 +34,7 @@ async function extract(payload: ConversationJobPayload, ctx: JobContext): Promis
   if (!conv) return { status: 'skipped', reason: 'the conversation no longer exists' };
   const schemas = await liveExtractionSchemas(ctx.sql, conv.projectId);
   if (schemas.length === 0) return { status: 'skipped', reason: 'the project has no extraction schemas' };
-  const chat = chatClientFromSettings(ctx.settings, ctx.log);
+  const chat = chatClientFromSettings(ctx.settings, ctx.log, ctx.modelFetch);
   if (!chat) return { status: 'skipped', reason: NO_CHAT_MODEL };
   const text = conversationText(conv);
   if ('missing' in text) return { status: 'skipped', reason: text.missing };
@@ -65,8 +64,15 @@ export function extractionHandler(): JobHandler<ConversationJobPayload> {
   return { kind: JOB_KINDS.extraction, parse: (p) => conversationJobPayload.parse(p), run: extract };
 }
 
-/** Runs the extraction of an ended conversation again, now (its job back to pending, this process's queue woken). */
+/**
+ * Runs the extraction of an ended conversation again, now (its job back to pending, this process's queue woken),
+ * and the `conversation.analyzed` event after it (it waits for the extraction, src/store/jobs.ts POST_CALL_JOBS).
+ */
 export async function rerunExtraction(sql: Sql, conversationId: string): Promise<void> {
-  await rerunConversationJob(sql, { kind: JOB_KINDS.extraction, conversationId, afterKinds: AFTER });
+  await transaction(sql, async (tx) => {
+    for (const kind of [JOB_KINDS.extraction, JOB_KINDS.conversationAnalyzed]) {
+      await rerunConversationJob(tx, { kind, conversationId, afterKinds: plannedJob(kind).after });
+    }
+  });
   wakeJobQueues();
 }

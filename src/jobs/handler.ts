@@ -10,8 +10,13 @@ export interface JobContext {
   settings: Settings;
   log: Logger;
   now(): Date;
-  /** Outbound HTTP to user-configured endpoints (model servers, buckets, webhooks): the guarded client. */
+  /** Outbound HTTP to URLs customers configure (webhook endpoints, buckets): the guarded client. */
   fetch: typeof fetch;
+  /**
+   * Outbound HTTP to the model servers the operator configured (PARLEY_LLM_*, PARLEY_STT_*): not guarded, since
+   * they are settings of the node and often on a private network.
+   */
+  modelFetch: typeof fetch;
   /** Aborted when the node stops: a handler gives up promptly and the job is claimed again later. */
   signal: AbortSignal;
 }

@@ -10,7 +10,10 @@ import { extractionHandler } from './extraction.js';
 import type { JobHandler } from './handler.js';
 import { postCallTranscriptHandler } from './post-call-transcript.js';
 import { createJobQueue, type JobQueue, type JobQueueOptions, type RecurringJob } from './queue.js';
+import { redactionHandler } from './redaction/handler.js';
 import { recordingFilesRemovalHandler, retentionSweepHandler } from './retention.js';
+import { conversationAnalyzedHandler } from './webhooks/analyzed.js';
+import { webhookDeliveryHandler } from './webhooks/delivery.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function jobHandlers(): JobHandler<any>[] {
@@ -18,6 +21,9 @@ export function jobHandlers(): JobHandler<any>[] {
     postCallTranscriptHandler(),
     extractionHandler(),
     evaluationHandler(),
+    redactionHandler(),
+    conversationAnalyzedHandler(),
+    webhookDeliveryHandler(),
     retentionSweepHandler(),
     recordingFilesRemovalHandler(),
   ];

@@ -31,13 +31,14 @@ const OPEN_ATTEMPTS = 2;
 
 export const NO_STT_MODEL = 'no speech-to-text model is configured (PARLEY_STT_BASE_URL)';
 
-function sttEndpoint(settings: Settings): SpeechEndpoint | null {
+function sttEndpoint(settings: Settings, fetchImpl: typeof fetch): SpeechEndpoint | null {
   if (!settings.PARLEY_STT_BASE_URL) return null;
   return {
     baseUrl: settings.PARLEY_STT_BASE_URL,
     model: settings.PARLEY_STT_MODEL,
     apiKey: settings.PARLEY_STT_API_KEY,
     timeoutMs: settings.PARLEY_POST_CALL_STT_TIMEOUT_MS,
+    fetch: fetchImpl,
   };
 }
 
@@ -61,13 +62,14 @@ async function openRecording(ctx: JobContext, conversationId: string): Promise<{
 
 async function transcribeConversation(payload: ConversationJobPayload, ctx: JobContext): Promise<JobOutcome> {
   const id = payload.conversation_id;
-  const stt = sttEndpoint(ctx.settings);
+  const stt = sttEndpoint(ctx.settings, ctx.modelFetch);
   if (!stt) return { status: 'skipped', reason: NO_STT_MODEL };
   const conv = await postCallConversation(ctx.sql, id);
   if (!conv) return { status: 'skipped', reason: 'the conversation no longer exists' };
   if (conv.retainsNothing) return { status: 'skipped', reason: 'no recording: zero data retention' };
   if (conv.audioRecordingsDeletedAt) return { status: 'skipped', reason: 'no recording: the audio was deleted' };
   if (conv.transcriptsDeletedAt) return { status: 'skipped', reason: 'the transcripts were deleted' };
+  if (conv.isRedacted) return { status: 'skipped', reason: 'the conversation is redacted: its transcripts are not rewritten' };
   const opened = await openRecording(ctx, id);
   if (!opened) return { status: 'skipped', reason: 'no recording: none was made' };
   const { row, file } = opened;
@@ -110,7 +112,7 @@ async function transcribeConversation(payload: ConversationJobPayload, ctx: JobC
     words: assigned,
   });
   if (saved === 'not_found') return { status: 'skipped', reason: 'the conversation no longer exists' };
-  if (saved === 'not_kept') return { status: 'skipped', reason: 'the transcripts were deleted while the recording was transcribed' };
+  if (saved === 'not_kept') return { status: 'skipped', reason: 'the transcripts were deleted or redacted while the recording was transcribed' };
   return { status: 'done', detail: { words: assigned.length, requests, duration_ms: Math.round(durationMs) } };
 }
 

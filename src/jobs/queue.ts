@@ -69,8 +69,10 @@ export interface JobQueueOptions {
   now?: () => Date;
   /** Uniform in [0, 1): the jitter. */
   random?: () => number;
-  /** Outbound HTTP handed to handlers (default: the global fetch). */
+  /** Outbound HTTP to customer URLs handed to handlers (JobContext.fetch; default: the global fetch). */
   fetch?: typeof fetch;
+  /** Outbound HTTP to the operator's model servers (JobContext.modelFetch; default: the global fetch). */
+  modelFetch?: typeof fetch;
 }
 
 export interface JobQueue {
@@ -128,6 +130,7 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
   const stopGraceMs = o.stopGraceMs ?? STOP_GRACE_MS;
   const random = o.random ?? Math.random;
   const doFetch = o.fetch ?? fetch;
+  const modelFetch = o.modelFetch ?? fetch;
   /** The time of a statement: the injected clock's, else null (the database's). */
   const sqlNow = () => (o.now ? o.now() : null);
   const now = o.now ?? (() => new Date());
@@ -188,7 +191,7 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
       jlog.error({ err }, 'job parked: its payload is invalid');
       return settle(job, { status: 'failed', error: `invalid payload: ${errorText(err)}` }, jlog);
     }
-    const ctx: JobContext = { sql, settings, log: jlog, now, fetch: doFetch, signal: controller.signal };
+    const ctx: JobContext = { sql, settings, log: jlog, now, fetch: doFetch, modelFetch, signal: controller.signal };
     let outcome: JobOutcome;
     try {
       outcome = await handler.run(payload, ctx);

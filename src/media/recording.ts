@@ -22,6 +22,8 @@
 // so blocks are never cleared. Full blocks go to the file in batches across this thread's recordings
 // (src/media/recording-writer.ts: one thread-pool job per event-loop turn, not one per block) and come back for
 // reuse once written.
+// StreamedRecorder keeps the same timeline but hands each full block to a PlanarBlockSink instead of a file (an
+// external storage upload under zero data retention, docs/external-storage.md): nothing reaches the disk.
 import { getSystemErrorMap } from 'node:util';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve } from 'node:path';
@@ -109,40 +111,30 @@ function newBlock(pairs: number): RecordingBlock {
   return new Int16Array(pairs * CHANNELS);
 }
 
-export class StereoRecorder implements BlockSource {
+/**
+ * The call's timeline of both sides in planar one-second blocks (the per-frame work of every recorder): each side's
+ * audio at its cursor, silence where a side had less by the tick, a full block handed to `close`.
+ */
+abstract class StereoTimeline {
   readonly frameSamples: number;
-  readonly fd: number;
-  private readonly blockPairs: number;
+  protected readonly blockPairs: number;
   private readonly backlog: number;
   /** The open blocks, by block number modulo their count: from the timeline's block to the furthest cursor's. */
   private readonly openBlocks: (RecordingBlock | null)[];
   private readonly openNumbers: number[];
-  /** Blocks back from the file, for reuse (in steady state one being written while the next fills). */
-  private readonly spare: RecordingBlock[] = [];
-  /** Blocks handed to the writer, in file order, until written (or taken back). */
-  private readonly writing: RecordingBlock[] = [];
+  /** Blocks back from their destination, for reuse. */
+  protected readonly spare: RecordingBlock[] = [];
   /** Sample pairs closed by tick(): the call's timeline. */
-  private timeline = 0;
+  protected timeline = 0;
   /** Where each side's next sample goes, in pairs; never behind the timeline. */
   private userCursor = 0;
   private assistantCursor = 0;
-  /** Data bytes on disk from the start, whole blocks, written before any failure. */
-  private durableBytes = 0;
-  /** finish() or abort() waiting for the blocks being written. */
-  private writesEnded: (() => void) | null = null;
-  private error: RecordingError | undefined;
-  private state: RecorderState = 'recording';
-  private closed = false;
+  protected state: RecorderState = 'recording';
   /** Samples dropped because a side ran too far ahead of the clock (finish() reports them as droppedMs). */
-  private dropped = 0;
+  protected dropped = 0;
 
-  private constructor(
-    private readonly file: FileHandle,
-    readonly wavPath: string,
-    readonly format: RecordingFormat,
-    readonly sampleRate: number,
-  ) {
-    this.fd = file.fd;
+  protected constructor(readonly sampleRate: number) {
+    if (!Number.isInteger((sampleRate * FRAME_MS) / 1000)) throw new RangeError(`bad recording rate ${sampleRate}`);
     this.frameSamples = (sampleRate * FRAME_MS) / 1000;
     this.blockPairs = (sampleRate * BLOCK_MS) / 1000;
     this.backlog = (sampleRate * MAX_SIDE_BACKLOG_MS) / 1000;
@@ -150,24 +142,6 @@ export class StereoRecorder implements BlockSource {
     const ring = Math.floor(this.backlog / this.blockPairs) + 2;
     this.openBlocks = new Array<RecordingBlock | null>(ring).fill(null);
     this.openNumbers = new Array<number>(ring).fill(-1);
-  }
-
-  /**
-   * Opens `path` (for 'wav.gz', the format wanted, the WAV is written at `path` without `.gz`; the compressor
-   * makes `path` later). The file is created exclusively: an existing recording is never overwritten.
-   */
-  static async open(path: string, opts: { sampleRate: number; format?: RecordingFormat }): Promise<StereoRecorder> {
-    const format = opts.format ?? 'wav';
-    const wavPath = format === 'wav.gz' ? path.replace(/\.gz$/, '') : path;
-    if (!Number.isInteger((opts.sampleRate * FRAME_MS) / 1000)) throw new RangeError(`bad recording rate ${opts.sampleRate}`);
-    let file: FileHandle;
-    try {
-      file = await open(wavPath, 'wx');
-      await file.write(wavHeader(opts.sampleRate, 0), 0, WAV_HEADER_BYTES, 0);
-    } catch (err) {
-      throw new RecordingError(`cannot create recording ${wavPath}: ${(err as Error).message}`, { cause: err });
-    }
-    return new StereoRecorder(file, wavPath, format, opts.sampleRate);
   }
 
   /** User (caller) audio as it arrives, at the recorder's rate. */
@@ -239,12 +213,73 @@ export class StereoRecorder implements BlockSource {
     return end;
   }
 
-  /** Block `b` is complete (`pairs` of it: all but the last one are whole): to the file, unless writing stopped. */
-  private close(b: number, pairs: number): void {
+  /** Takes the open block `b` out of the ring (it is complete, or the last, partial one). */
+  protected take(b: number): RecordingBlock {
     const slot = b % this.openBlocks.length;
     const block = this.openBlocks[slot]!;
     this.openBlocks[slot] = null;
     this.openNumbers[slot] = -1;
+    return block;
+  }
+
+  /** Block `b` is complete (`pairs` of it: all but the last one are whole): to the recorder's destination. */
+  protected abstract close(b: number, pairs: number): void;
+
+  /**
+   * The end of the timeline: audio held ahead of it (a frame that came after the last tick, a burst) is kept, the
+   * timeline runs on, frame by frame, to the furthest side (silence on the other), so nothing either side said is
+   * left out; then the last, partial block is closed. Leaves the state `finishing`.
+   */
+  protected closeTimeline(): void {
+    while (this.timeline < this.userCursor || this.timeline < this.assistantCursor) this.tick();
+    this.state = 'finishing';
+    const partial = this.timeline % this.blockPairs;
+    if (partial !== 0) this.close(Math.floor(this.timeline / this.blockPairs), partial);
+  }
+}
+
+export class StereoRecorder extends StereoTimeline implements BlockSource {
+  readonly fd: number;
+  /** Blocks handed to the writer, in file order, until written (or taken back). */
+  private readonly writing: RecordingBlock[] = [];
+  /** Data bytes on disk from the start, whole blocks, written before any failure. */
+  private durableBytes = 0;
+  /** finish() or abort() waiting for the blocks being written. */
+  private writesEnded: (() => void) | null = null;
+  private error: RecordingError | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly file: FileHandle,
+    readonly wavPath: string,
+    readonly format: RecordingFormat,
+    sampleRate: number,
+  ) {
+    super(sampleRate);
+    this.fd = file.fd;
+  }
+
+  /**
+   * Opens `path` (for 'wav.gz', the format wanted, the WAV is written at `path` without `.gz`; the compressor
+   * makes `path` later). The file is created exclusively: an existing recording is never overwritten.
+   */
+  static async open(path: string, opts: { sampleRate: number; format?: RecordingFormat }): Promise<StereoRecorder> {
+    const format = opts.format ?? 'wav';
+    const wavPath = format === 'wav.gz' ? path.replace(/\.gz$/, '') : path;
+    if (!Number.isInteger((opts.sampleRate * FRAME_MS) / 1000)) throw new RangeError(`bad recording rate ${opts.sampleRate}`);
+    let file: FileHandle;
+    try {
+      file = await open(wavPath, 'wx');
+      await file.write(wavHeader(opts.sampleRate, 0), 0, WAV_HEADER_BYTES, 0);
+    } catch (err) {
+      throw new RecordingError(`cannot create recording ${wavPath}: ${(err as Error).message}`, { cause: err });
+    }
+    return new StereoRecorder(file, wavPath, format, opts.sampleRate);
+  }
+
+  /** Block `b` is complete (`pairs` of it: all but the last one are whole): to the file, unless writing stopped. */
+  protected close(b: number, pairs: number): void {
+    const block = this.take(b);
     if (this.error) return void this.spare.push(block); // the file failed: nothing more is written
     this.writing.push(block);
     recordingWriter.write(this, block, pairs, WAV_HEADER_BYTES + b * this.blockPairs * CHANNELS * BYTES_PER_SAMPLE);
@@ -292,13 +327,7 @@ export class StereoRecorder implements BlockSource {
    */
   async finish(): Promise<RecordingResult> {
     if (this.state !== 'recording') throw new RecordingError(`recording ${this.wavPath} already ${this.state}`);
-    // Audio held ahead of the timeline (a frame that came after the last tick, a burst) is kept: the timeline runs
-    // on, frame by frame, to the furthest side (silence on the other), so nothing either side said is left out.
-    while (this.timeline < this.userCursor || this.timeline < this.assistantCursor) this.tick();
-    this.state = 'finishing';
-    // The last block, partial.
-    const partial = this.timeline % this.blockPairs;
-    if (partial !== 0) this.close(Math.floor(this.timeline / this.blockPairs), partial);
+    this.closeTimeline();
     await this.writesDone();
     const failure = this.error;
     const dataBytes = failure ? this.durableBytes : this.timeline * CHANNELS * BYTES_PER_SAMPLE;
@@ -369,6 +398,55 @@ export class StereoRecorder implements BlockSource {
       throw new RecordingError(`removing aborted recording ${this.wavPath} failed: ${(err as Error).message}`, { cause: closeError ? new AggregateError([err, closeError]) : err });
     }
     if (closeError) throw new RecordingError(`closing aborted recording ${this.wavPath} failed (the file is removed): ${(closeError as Error).message}`, { cause: closeError });
+  }
+}
+
+/** Where a StreamedRecorder's blocks go: synchronously, from the pacing clock's tick; the block is lent for the call. */
+export interface PlanarBlockSink {
+  /** `block` holds `blockPairs` left samples then `blockPairs` right ones; the first `pairs` of each are audio. */
+  writePlanar(block: Int16Array, pairs: number, blockPairs: number): void;
+}
+
+/** What a StreamedRecorder's finish() reports. */
+export interface StreamedRecording {
+  sampleRate: number;
+  frames: number;
+  durationMs: number;
+  /** Audio left out because a side ran more than MAX_SIDE_BACKLOG_MS ahead of the clock (both sides' together). */
+  droppedMs: number;
+}
+
+/**
+ * The stereo recording of a call handed, block by block as the call goes, to a sink instead of a file (external
+ * storage under zero data retention: nothing reaches the disk). The same timeline as StereoRecorder; each full
+ * block is given to the sink from the tick that completes it and reused at once.
+ */
+export class StreamedRecorder extends StereoTimeline {
+  constructor(
+    private readonly sink: PlanarBlockSink,
+    sampleRate: number,
+  ) {
+    super(sampleRate);
+  }
+
+  protected close(b: number, pairs: number): void {
+    const block = this.take(b);
+    this.sink.writePlanar(block, pairs, this.blockPairs);
+    this.spare.push(block);
+  }
+
+  /** Hands the sink the rest (the last block, partial); what the recording held. */
+  finish(): StreamedRecording {
+    if (this.state !== 'recording') throw new RecordingError(`streamed recording already ${this.state}`);
+    this.closeTimeline();
+    this.state = 'done';
+    const frames = this.timeline / this.frameSamples;
+    return { sampleRate: this.sampleRate, frames, durationMs: frames * FRAME_MS, droppedMs: (this.dropped * 1000) / this.sampleRate };
+  }
+
+  /** Takes nothing more; the sink is its owner's to abort. */
+  abort(): void {
+    this.state = 'aborted';
   }
 }
 

@@ -141,6 +141,24 @@ export type PostCallJob = z.infer<typeof postCallJob>;
 /** The record's `post_call`: its post-call jobs (none until the conversation has ended). */
 export const postCall = z.object({ jobs: z.array(postCallJob) });
 
+/**
+ * One artifact of a conversation sent to its agent's external storage policy (Parley's addition): where it went and
+ * how it ended, never its content. `error` says why it was not delivered.
+ */
+export const externalStorageDelivery = z.object({
+  artifact: z.enum(['record', 'recording']),
+  status: z.enum(['delivered', 'failed']),
+  bucket: z.string(),
+  key: z.string(),
+  bytes: z.number().nullable(),
+  error: z.string().optional(),
+  finished_at: z.string(),
+});
+export type ExternalStorageDelivery = z.infer<typeof externalStorageDelivery>;
+
+/** The record's `external_storage`: present once a delivery to the agent's policy has an outcome. */
+export const externalStorage = z.object({ deliveries: z.array(externalStorageDelivery) });
+
 /** The conversation record. */
 export const conversation = z.object({
   id: z.string(),
@@ -201,6 +219,8 @@ export const conversation = z.object({
   languages: z.array(z.string()).optional(),
   /** Parley's addition: the post-call jobs (transcript, extraction, evaluations) and where they stand. */
   post_call: postCall.optional(),
+  /** Parley's addition: what became of the artifacts sent to the agent's external storage policy. */
+  external_storage: externalStorage.optional(),
 });
 export type Conversation = z.infer<typeof conversation>;
 

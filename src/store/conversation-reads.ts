@@ -6,12 +6,14 @@ import type {
   Conversation,
   ConversationExtraction,
   ConversationItem,
+  ExternalStorageDelivery,
   PostCallJob,
   RecordingSide,
   TimeBound,
   ToolCallEntry,
 } from '../schemas/conversations.js';
 import type { ConversationState, RecordingRow } from './conversation-types.js';
+import { storageOutcomesOf } from './external-storage.js';
 import { jobsOfConversations } from './jobs.js';
 
 /** A conversation as read: the API's record (audio_url null) plus what the API needs around it. */
@@ -173,13 +175,15 @@ function recordOf(r: Row, items: ConversationItem[]): Conversation {
 async function hydrate(sql: Sql, rows: Row[]): Promise<StoredConversation[]> {
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id as string);
-  const [items, calls, recordings, jobs] = await Promise.all([
+  const [items, calls, recordings, jobs, deliveries] = await Promise.all([
     sql<Row[]>`select * from conversation_items where conversation_id in ${sql(ids)} order by conversation_id, item_idx`,
     sql<Row[]>`select * from conversation_tool_calls where conversation_id in ${sql(ids)} order by item_id, call_idx`,
     sql<RecordingRow[]>`select conversation_id, side, path, format, sample_rate, channels, bytes::float8 as bytes
       from conversation_recordings where conversation_id in ${sql(ids)} and side = 'both'`,
     // The post-call jobs (src/store/jobs.ts), shown as the record's `post_call`.
     jobsOfConversations(sql, ids),
+    // The external storage deliveries (src/store/external-storage.ts), shown as the record's `external_storage`.
+    storageOutcomesOf(sql, ids),
   ]);
   const callsByItem = new Map<string, ToolCallEntry[]>();
   for (const c of calls) {
@@ -207,9 +211,25 @@ async function hydrate(sql: Sql, rows: Row[]): Promise<StoredConversation[]> {
     });
     jobsByConv.set(j.conversation_id, list);
   }
+  const deliveriesByConv = new Map<string, ExternalStorageDelivery[]>();
+  for (const d of deliveries) {
+    const list = deliveriesByConv.get(d.conversation_id) ?? [];
+    list.push({
+      artifact: d.artifact,
+      status: d.status,
+      bucket: d.bucket,
+      key: d.object_key,
+      bytes: d.bytes,
+      ...(d.error === null ? {} : { error: d.error }),
+      finished_at: iso(d.finished_at)!,
+    });
+    deliveriesByConv.set(d.conversation_id, list);
+  }
   return rows.map((r) => {
     const record = recordOf(r, itemsByConv.get(r.id) ?? []);
     record.post_call = { jobs: jobsByConv.get(r.id) ?? [] };
+    const stored = deliveriesByConv.get(r.id);
+    if (stored) record.external_storage = { deliveries: stored };
     return { orgId: r.org_id, projectId: r.project_id, state: r.state, record, recording: recByConv.get(r.id) ?? null };
   });
 }

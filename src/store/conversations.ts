@@ -26,6 +26,9 @@ type Db = Sql | Tx;
 /** A row for postgres.js's insert/update helpers (values already wrapped where they are jsonb). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type HelperRow = Record<string, any>;
+/** A row read back as JSON (to_jsonb): timestamps as strings. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Row = Record<string, any>;
 
 /** The record's configuration fields, as the API names them (what the agent and overrides resolved to). */
 export type ConversationSettings = Partial<
@@ -440,8 +443,10 @@ export interface FinishOutcome {
  * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
  * src/conversation/record.ts passes them there too).
  *
- * The post-call jobs (src/store/jobs.ts POST_CALL_JOBS: transcript, extraction, evaluations) are enqueued by the
- * same statement, on every finish, once per conversation: a finish that commits has its jobs, durably.
+ * The post-call jobs (src/store/jobs.ts POST_CALL_JOBS: transcript, extraction, evaluations, redaction where
+ * enabled, the analysis event) are enqueued by the same statement, on every finish, once per conversation: a finish
+ * that commits has its jobs, durably. The finish that enqueued them runs `opts.onFirstFinish` in its transaction
+ * (the webhook events of the end: src/workers/main-handlers.ts).
  *
  * Zero data retention (the conversation's data_retention_policy, form A: "retains nothing"), on
  * any finish, first or later: no recording is stored (`recordingsStored: false`: the worker removes the files), no
@@ -455,13 +460,53 @@ export async function finishConversation(
   conversationId: string,
   f: Finish,
   recordings: NewRecording[] = [],
+  opts: FinishOptions = {},
 ): Promise<FinishOutcome> {
+  // Post-call wiring: with `onFirstFinish` the statement runs in a transaction with what the hook writes.
+  const hook = opts.onFirstFinish;
+  if (!hook) return (await finishStatement(sql, conversationId, f, recordings)).outcome;
+  return transaction(sql, async (tx) => {
+    const { outcome, first } = await finishStatement(tx, conversationId, f, recordings);
+    if (first) await hook(tx, first);
+    return outcome;
+  });
+}
+
+/** A conversation as its first finish left it: what the events of its end say (src/jobs/webhooks/). */
+export interface FinishedConversation {
+  id: string;
+  orgId: string;
+  projectId: string;
+  agent: { id: string; name: string } | null;
+  origin: Conversation['origin'];
+  externalId: string | null;
+  endedBy: EndedBy;
+  startedAt: Date | null;
+  endedAt: Date;
+  durationMs: number;
+}
+
+export interface FinishOptions {
+  /**
+   * Runs in the finish's transaction after the finish that enqueued the conversation's post-call jobs (its first
+   * finish by the live side; once per conversation), with the conversation as it ended. Its writes commit with the
+   * finish or not at all.
+   */
+  onFirstFinish?: (tx: Tx, c: FinishedConversation) => Promise<void>;
+}
+
+async function finishStatement(
+  sql: Db,
+  conversationId: string,
+  f: Finish,
+  recordings: NewRecording[],
+): Promise<{ outcome: FinishOutcome; first: FinishedConversation | null }> {
   // One row per side: a later recording of a side replaces an earlier one, as when stored one after another.
   const bySide = new Map(recordings.map((r) => [r.side, r]));
   const json = (v: unknown) => (v === undefined || v === null ? null : sql.json(v as Json));
   // An omitted field (undefined) leaves the column as it is; an in-progress row has nothing in these columns but
   // the defaults, so `coalesce(given, column)` is what the update helper did before for a first finish.
-  const [out] = await sql<{ ended: boolean; recordings_stored: boolean }[]>`
+  const [out] = await sql<{ ended: boolean; recordings_stored: boolean; first: Row | null }[]>`
     with prev as materialized (
       select id, state = 'ended' as was_ended,
         ${retainsNothing(sql)} as retains_nothing,
@@ -496,7 +541,9 @@ export async function finishConversation(
           then coalesce(${json(f.task_results)}::jsonb, c.task_results) else c.task_results end,
         rtp_stats = coalesce(c.rtp_stats, ${json(f.rtp)}::jsonb)
       from prev where c.id = prev.id
-      returning c.id, prev.was_ended, prev.retains_nothing, prev.keeps_recordings
+      returning c.id, prev.was_ended, prev.retains_nothing, prev.keeps_recordings,
+        c.org_id, c.project_id, c.agent_id, c.agent_name, c.origin, c.external_id, c.ended_by, c.started_at, c.ended_at,
+        c.duration_ms
     ), zdr as (
       select id from prev where retains_nothing
     ), ${itemsContentDropped(sql, 'zdr')}, freed as (
@@ -518,8 +565,23 @@ export async function finishConversation(
       ${postCallJobsEnqueued(sql, 'ended')}
     )
     select exists (select 1 from ended where not was_ended) as ended,
-      exists (select 1 from stored) as recordings_stored`;
-  return { ended: out.ended, recordingsStored: out.recordings_stored };
+      exists (select 1 from stored) as recordings_stored,
+      -- The finish that enqueued the post-call jobs is the conversation's first (FinishOptions.onFirstFinish).
+      case when exists (select 1 from post_call_jobs) then (select to_jsonb(ended) from ended) end as first`;
+  const r = out.first;
+  const first: FinishedConversation | null = r && {
+    id: r.id,
+    orgId: r.org_id,
+    projectId: r.project_id,
+    agent: r.agent_id === null ? null : { id: r.agent_id, name: r.agent_name },
+    origin: r.origin,
+    externalId: r.external_id,
+    endedBy: r.ended_by,
+    startedAt: r.started_at === null ? null : new Date(r.started_at),
+    endedAt: new Date(r.ended_at),
+    durationMs: r.duration_ms,
+  };
+  return { outcome: { ended: out.ended, recordingsStored: out.recordings_stored }, first };
 }
 
 export type CancelOutcome = 'canceled' | 'already_ended' | 'not_found';

@@ -24,6 +24,22 @@ export async function findStoragePolicyByName(sql: Sql, projectId: string, name:
   return row ?? null;
 }
 
+/** How a conversation names its policy: by name (the agent's `external_storage_policy`) at its start, then by id. */
+export type StoragePolicyRef = { name: string } | { id: string };
+
+/**
+ * The policy `ref` names in the project of the conversation, as it is now (credentials included); null when the
+ * project has none such (or the conversation is gone).
+ */
+export async function conversationStoragePolicy(sql: Sql, conversationId: string, ref: StoragePolicyRef): Promise<StoragePolicyRow | null> {
+  const which = 'name' in ref ? sql`p.name = ${ref.name}` : sql`p.id = ${ref.id}`;
+  const [row] = await sql<StoragePolicyRow[]>`
+    select ${sql.unsafe(COLUMNS.split(', ').map((c) => `p.${c}`).join(', '))}
+    from external_storage_policies p join conversations c on c.project_id = p.project_id
+    where c.id = ${conversationId} and ${which}`;
+  return row ?? null;
+}
+
 /** The policy as it is now (its credentials may have been rotated since the last read); null when deleted. */
 export async function getStoragePolicy(sql: Sql, id: string): Promise<StoragePolicyRow | null> {
   const [row] = await sql<StoragePolicyRow[]>`select ${sql.unsafe(COLUMNS)} from external_storage_policies where id = ${id}`;
@@ -55,6 +71,15 @@ export async function recordStorageOutcome(sql: Sql, o: StorageOutcome): Promise
       finished_at = excluded.finished_at
     returning 1`;
   return rows.length > 0;
+}
+
+/** The outcomes of these conversations' deliveries, by conversation then artifact. */
+export async function storageOutcomesOf(sql: Sql, conversationIds: readonly string[]): Promise<StorageOutcome[]> {
+  if (conversationIds.length === 0) return [];
+  return sql<StorageOutcome[]>`
+    select conversation_id, artifact, policy_id, bucket, object_key, status, bytes::float8 as bytes, error, finished_at
+    from external_storage_deliveries where conversation_id in ${sql(conversationIds as string[])}
+    order by conversation_id, artifact`;
 }
 
 export async function listStorageOutcomes(sql: Sql, conversationId: string): Promise<StorageOutcome[]> {

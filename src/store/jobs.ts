@@ -16,28 +16,54 @@ export const JOB_KINDS = {
   postCallTranscript: 'post_call_transcript',
   extraction: 'extraction',
   evaluation: 'evaluation',
+  redact: 'redact',
+  conversationAnalyzed: 'conversation_analyzed',
+  webhookDelivery: 'webhook_delivery',
   retentionSweep: 'retention_sweep',
   recordingFilesRemoval: 'recording_files_removal',
 } as const;
 
-/** A job every finished conversation gets. */
+/** A job finished conversations get. */
 export interface PlannedJob {
   kind: string;
   /** Kinds of the same conversation that settle first (their outcome, whatever it is, is what this one reads). */
   after: string[];
   /** Runs on the node that recorded the conversation (it reads files in that node's data directory). */
   pinned: boolean;
+  /** Only for conversations whose boolean column of this name is true (null: every conversation). */
+  onlyIf: 'enable_redaction' | null;
 }
 
+/** The analysis of a conversation: what `conversation_analyzed` waits for and reports. */
+export const ANALYSIS_KINDS = [JOB_KINDS.postCallTranscript, JOB_KINDS.extraction, JOB_KINDS.evaluation, JOB_KINDS.redact] as const;
+
 /**
- * The post-call pipeline: the jobs enqueued with every conversation's finish (postCallJobsEnqueued). Each kind must
- * have a handler registered in the queue (src/jobs/handlers.ts; the queue refuses to start otherwise).
+ * The post-call pipeline: the jobs enqueued with a conversation's finish (postCallJobsEnqueued), in the order they
+ * run: the transcript first (its words feed the rest), extraction and evaluations on it, then redaction (it drops
+ * the unredacted text the others read, so it waits for them), then the `conversation.analyzed` webhook event once
+ * all of them have settled. Each kind must have a handler registered in the queue (src/jobs/handlers.ts; the
+ * queue refuses to start otherwise).
  */
 export const POST_CALL_JOBS: readonly PlannedJob[] = [
-  { kind: JOB_KINDS.postCallTranscript, after: [], pinned: true },
-  { kind: JOB_KINDS.extraction, after: [JOB_KINDS.postCallTranscript], pinned: false },
-  { kind: JOB_KINDS.evaluation, after: [JOB_KINDS.postCallTranscript], pinned: false },
+  { kind: JOB_KINDS.postCallTranscript, after: [], pinned: true, onlyIf: null },
+  { kind: JOB_KINDS.extraction, after: [JOB_KINDS.postCallTranscript], pinned: false, onlyIf: null },
+  { kind: JOB_KINDS.evaluation, after: [JOB_KINDS.postCallTranscript], pinned: false, onlyIf: null },
+  {
+    kind: JOB_KINDS.redact,
+    after: [JOB_KINDS.postCallTranscript, JOB_KINDS.extraction, JOB_KINDS.evaluation],
+    // It rewrites the recording file, in the data directory of the node that recorded it.
+    pinned: true,
+    onlyIf: 'enable_redaction',
+  },
+  { kind: JOB_KINDS.conversationAnalyzed, after: [...ANALYSIS_KINDS], pinned: false, onlyIf: null },
 ];
+
+/** The planned job of a kind (its `after` kinds, for a rerun). */
+export function plannedJob(kind: string): PlannedJob {
+  const p = POST_CALL_JOBS.find((j) => j.kind === kind);
+  if (!p) throw new Error(`${kind} is not a post-call job`);
+  return p;
+}
 
 export type JobStatus = 'pending' | 'running' | 'done' | 'failed' | 'skipped';
 
@@ -54,8 +80,9 @@ function at(sql: Db, now: Date | null) {
 /**
  * A statement's `insert` (for a data-modifying CTE of the finish, src/store/conversations.ts finishConversation):
  * the POST_CALL_JOBS of each conversation the relation `ended` (its `id` column) lists, payload
- * `{conversation_id}`, pinned jobs to the conversation's node. A job of that conversation and kind that exists
- * already (an earlier finish) is left as it is, so finishing twice enqueues once.
+ * `{conversation_id}`, pinned jobs to the conversation's node, a job with `onlyIf` where the conversation's column
+ * says so. A job of that conversation and kind that exists already (an earlier finish) is left as it is, so
+ * finishing twice enqueues once. Returns the kinds inserted (none on a later finish).
  */
 export function postCallJobsEnqueued(sql: Db, ended: string) {
   const rel = sql(ended);
@@ -63,8 +90,10 @@ export function postCallJobsEnqueued(sql: Db, ended: string) {
     select p.kind, p.kind || ':' || c.id, c.id, jsonb_build_object('conversation_id', c.id),
       array(select jsonb_array_elements_text(p.after)), case when p.pinned then c.node_id end
     from ${rel} e join conversations c on c.id = e.id,
-      jsonb_to_recordset(${sql.json(POST_CALL_JOBS as unknown as Json)}) as p(kind text, after jsonb, pinned boolean)
-    on conflict (key) do nothing`;
+      jsonb_to_recordset(${sql.json(POST_CALL_JOBS as unknown as Json)}) as p(kind text, after jsonb, pinned boolean, "onlyIf" text)
+    where p."onlyIf" is null or (p."onlyIf" = 'enable_redaction' and c.enable_redaction)
+    on conflict (key) do nothing
+    returning kind`;
 }
 
 export interface NewJob {

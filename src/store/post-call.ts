@@ -24,6 +24,9 @@ export interface PostCallConversation {
   boostedKeywords: string[] | null;
   liveTranscript: string | null;
   postCallTranscript: string | null;
+  /** Redacted (the `redact` job): the unredacted transcripts are gone, `redactedTranscript` is what is left. */
+  isRedacted: boolean;
+  redactedTranscript: string | null;
   /** Zero data retention: nothing said is kept. */
   retainsNothing: boolean;
   transcriptsDeletedAt: Date | null;
@@ -41,11 +44,12 @@ export async function postCallConversation(sql: Sql, conversationId: string): Pr
       id: string; org_id: string; project_id: string; state: PostCallConversation['state']; ended_at: Date | null;
       ended_by: EndedBy | null; default_language: string; additional_languages: string[] | null;
       boosted_keywords: string[] | null; live_transcript: string | null; post_call_transcript: string | null;
-      retains_nothing: boolean; transcripts_deleted_at: Date | null; audio_recordings_deleted_at: Date | null;
+      is_redacted: boolean; redacted_transcript: string | null; retains_nothing: boolean; transcripts_deleted_at: Date | null; audio_recordings_deleted_at: Date | null;
       tasks: { name: string; description: string }[]; node_id: string | null;
     }[]
   >`select id, org_id, project_id, state, ended_at, ended_by, default_language, additional_languages,
-      boosted_keywords, live_transcript, post_call_transcript, ${retainsNothing(sql)} as retains_nothing,
+      boosted_keywords, live_transcript, post_call_transcript, is_redacted, redacted_transcript,
+      ${retainsNothing(sql)} as retains_nothing,
       transcripts_deleted_at, audio_recordings_deleted_at, tasks, node_id
     from conversations where id = ${conversationId}`;
   if (!r) return null;
@@ -61,6 +65,8 @@ export async function postCallConversation(sql: Sql, conversationId: string): Pr
     boostedKeywords: r.boosted_keywords,
     liveTranscript: r.live_transcript,
     postCallTranscript: r.post_call_transcript,
+    isRedacted: r.is_redacted,
+    redactedTranscript: r.redacted_transcript,
     retainsNothing: r.retains_nothing,
     transcriptsDeletedAt: r.transcripts_deleted_at,
     audioRecordingsDeletedAt: r.audio_recordings_deleted_at,
@@ -117,9 +123,10 @@ export interface PostCallTranscript {
 
 /**
  * Stores a conversation's post-call transcript: on its record, on each of its items, and its words. One transaction
- * that first locks the conversation's row (as deleteConversationContent and the retention sweep do), so it never
- * lands after the transcripts were deleted: `not_kept` when the conversation retains nothing or its transcripts
- * were deleted (nothing written), `not_found` when it is gone. A later call replaces an earlier one.
+ * that first locks the conversation's row (as deleteConversationContent, the retention sweep and the redaction do),
+ * so it never lands after the transcripts were deleted or redacted: `not_kept` when the conversation retains
+ * nothing, its transcripts were deleted or it is redacted (nothing written), `not_found` when it is gone. A later
+ * call replaces an earlier one.
  */
 export async function savePostCallTranscript(
   sql: Sql,
@@ -127,7 +134,8 @@ export async function savePostCallTranscript(
   t: PostCallTranscript,
 ): Promise<'saved' | 'not_kept' | 'not_found'> {
   return transaction(sql, async (tx) => {
-    const [row] = await tx<{ keeps: boolean }[]>`select not ${retainsNothing(tx)} and transcripts_deleted_at is null as keeps
+    const [row] = await tx<{ keeps: boolean }[]>`select not ${retainsNothing(tx)} and transcripts_deleted_at is null
+        and not is_redacted as keeps
       from conversations where id = ${conversationId} for update`;
     if (!row) return 'not_found' as const;
     if (!row.keeps) return 'not_kept' as const;

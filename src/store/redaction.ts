@@ -1,6 +1,7 @@
-// Redaction's reads and writes: what a finished conversation holds to redact (its turns, their word timings when the
-// post-call transcript stored them, its recording), and the redacted result written in one transaction.
+// Redaction's reads and writes: what a finished conversation holds to redact (its turns, the post-call transcript's
+// word timings when it stored them, its recording), and the redacted result written in one transaction.
 import type { Sql } from './db.js';
+import { postCallWords, type PostCallWord } from './post-call.js';
 import { transaction } from './transaction.js';
 
 export interface RedactionItemRow {
@@ -10,8 +11,6 @@ export interface RedactionItemRow {
   post_call_transcript: string | null;
   started_at: Date;
   duration_ms: number;
-  /** The item's word timings when the post-call transcript stored them (a `words` column), else null. */
-  words: unknown;
 }
 
 export interface RedactionRecordingRow {
@@ -34,12 +33,14 @@ export interface RedactionSource {
   ended_at: Date | null;
   created_at: Date;
   items: RedactionItemRow[];
+  /** The post-call transcript's words (ms from the recording's start, each with its item), or null: none stored. */
+  words: PostCallWord[] | null;
   /** The stereo recording (`both`), when there is one. */
   recording: RedactionRecordingRow | null;
 }
 
 export async function loadRedactionSource(sql: Sql, conversationId: string): Promise<RedactionSource | null> {
-  const [c] = await sql<Omit<RedactionSource, 'items' | 'recording'>[]>`
+  const [c] = await sql<Omit<RedactionSource, 'items' | 'words' | 'recording'>[]>`
     select id, state, enable_redaction, is_redacted,
       coalesce((data_retention_policy ->> 'zero_data_retention')::boolean, false) as retains_nothing,
       transcripts_deleted_at is not null as transcripts_deleted,
@@ -47,14 +48,14 @@ export async function loadRedactionSource(sql: Sql, conversationId: string): Pro
       started_at, ended_at, created_at
     from conversations where id = ${conversationId}`;
   if (!c) return null;
-  // `words` is read through to_jsonb so this works whether or not the post-call transcript's column exists yet.
   const items = await sql<RedactionItemRow[]>`
-    select i.id, i.role, i.live_transcript, i.post_call_transcript, i.started_at, i.duration_ms, to_jsonb(i) -> 'words' as words
+    select i.id, i.role, i.live_transcript, i.post_call_transcript, i.started_at, i.duration_ms
     from conversation_items i where i.conversation_id = ${conversationId} order by i.item_idx`;
+  const words = await postCallWords(sql, conversationId);
   const [recording] = await sql<RedactionRecordingRow[]>`
     select path, format, compress_to, sample_rate, channels from conversation_recordings
     where conversation_id = ${conversationId} and side = 'both'`;
-  return { ...c, items: [...items], recording: recording ?? null };
+  return { ...c, items: [...items], words, recording: recording ?? null };
 }
 
 export interface RedactionResult {
@@ -74,8 +75,8 @@ export type RedactionSaveOutcome = 'saved' | 'recording_moved' | 'not_kept';
 
 /**
  * Writes a redaction in one transaction: the record's and items' redacted transcripts, `is_redacted`, the
- * unredacted transcripts dropped (items' `live_transcript` is null once redacted, and the others go with it), and
- * the recording row moved to the bleeped file.
+ * unredacted transcripts dropped (items' `live_transcript` is null once redacted, and the others go with it, the
+ * post-call transcript's words too), and the recording row moved to the bleeped file.
  */
 export async function saveRedaction(sql: Sql, r: RedactionResult): Promise<RedactionSaveOutcome> {
   try {
@@ -104,6 +105,8 @@ function writeRedaction(sql: Sql, r: RedactionResult): Promise<RedactionSaveOutc
     await tx`update conversations set redacted_transcript = ${r.redactedTranscript}, is_redacted = true,
         live_transcript = null, post_call_transcript = null
       where id = ${r.conversationId}`;
+    // The post-call transcript's words are unredacted text too (src/store/post-call.ts).
+    await tx`delete from conversation_post_call_words where conversation_id = ${r.conversationId}`;
     if (r.items.length > 0) {
       await tx`
         update conversation_items i set redacted_transcript = x.redacted_transcript, live_transcript = null, post_call_transcript = null

@@ -78,7 +78,8 @@ export async function deleteWebhookEndpoint(sql: Sql, id: string): Promise<boole
 
 /**
  * One delivery per endpoint of the project subscribed to the event's type, all with the same event id and body;
- * returns their ids (none when no endpoint listens).
+ * returns their ids (none when no endpoint listens). An endpoint that has a delivery of this event id already keeps
+ * it and gets no other (an event raised again under its id is delivered once).
  */
 export async function insertDeliveries(
   db: Db,
@@ -90,8 +91,16 @@ export async function insertDeliveries(
     from webhook_endpoints w
     where w.project_id = ${e.projectId} and w.events @> ${db.json([e.type])}
     order by w.created_at, w.id
+    on conflict (endpoint_id, event_id) do nothing
     returning id`;
   return rows.map((r) => r.id);
+}
+
+/** How many endpoints of the project listen to events of `type`. */
+export async function countListeningEndpoints(db: Db, projectId: string, type: WebhookEventType): Promise<number> {
+  const [row] = await db<{ n: number }[]>`select count(*)::int as n from webhook_endpoints
+    where project_id = ${projectId} and events @> ${db.json([type])}`;
+  return row!.n;
 }
 
 /** A delivery with its endpoint's URL and secret; null when it (or its endpoint) was deleted. */

@@ -2,6 +2,7 @@
 // id and a timeout, answered by one `reply`. Also the ConversationStore of src/conversation/host.ts over it.
 import type { ConversationStore } from '../conversation/host.js';
 import type { CompressionStore } from '../media/recording-compressor.js';
+import type { StorageChannel } from '../jobs/external-storage/live-delivery.js';
 import type { Reply, WorkerMessage, WorkerReplies, WorkerRequest } from './worker-protocol.js';
 
 /** The one error type of this boundary: main answered with an error, or did not answer in time. */
@@ -102,5 +103,14 @@ export function conversationStore(main: MainClient): ConversationStore {
 export function compressionStore(main: MainClient): CompressionStore {
   return {
     recordingCompressed: (conversationId, side, from, to) => main.request('recording_compressed', { conversationId, side, from, to }),
+  };
+}
+
+/** External storage's requests (src/jobs/external-storage/live-delivery.ts): the policy, outcomes, the stored record. */
+export function storageChannel(main: MainClient): StorageChannel {
+  return {
+    policy: (conversationId, ref) => main.request('storage_policy', { conversationId, ref }),
+    outcome: (outcome) => main.request('storage_outcome', { outcome }),
+    storedRecord: (conversationId) => main.request('stored_record', { conversationId }),
   };
 }

@@ -9,8 +9,18 @@ import { admitConversation } from '../domain/admission.js';
 import { resolveAgentForConversation, resolveProjectForConversation, toolsForConversation } from '../domain/conversation-agent.js';
 import { DomainError, forbidden, type DomainErrorKind } from '../domain/errors.js';
 import type { LeasePolicy } from '../store/leases.js';
-import { createConversation, finishConversation, moveRecordingToCompressed, updateConversation } from '../store/conversations.js';
+import {
+  createConversation,
+  finishConversation,
+  getConversation,
+  moveRecordingToCompressed,
+  updateConversation,
+} from '../store/conversations.js';
 import { AppendBatcher, APPEND_BATCH_DEFAULTS, type AppendBatchOptions } from '../store/append-batcher.js';
+import { conversationStoragePolicy, recordStorageOutcome } from '../store/external-storage.js';
+import { storagePolicyFromRow } from '../jobs/external-storage/delivery.js';
+import { wakeJobQueues } from '../jobs/queue.js';
+import { raiseConversationEnd } from '../jobs/webhooks/conversation-events.js';
 import type { Reply, WorkerReplies, WorkerRequest } from './worker-protocol.js';
 
 export interface HandlerDeps {
@@ -35,12 +45,23 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
   unavailable: 503,
 };
 
-export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) => Promise<Reply> {
+/** The worker a request came from, as main's directory knows it (src/workers/worker-pool.ts). */
+export interface RequestOrigin {
+  /** Whether that worker owns the live conversation `conversationId`. */
+  owns(conversationId: string): boolean;
+}
+
+/** Requests about a conversation's external storage go to its owner only: they carry its policy's credentials. */
+function ownedBy(from: RequestOrigin | undefined, conversationId: string): void {
+  if (!from?.owns(conversationId)) throw forbidden(`this worker does not own conversation ${conversationId}`, 'not_owner');
+}
+
+export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest, from?: RequestOrigin) => Promise<Reply> {
   const { sql, policy } = deps;
   const allowlists = new AllowlistCache();
   const appends = new AppendBatcher(sql, deps.log, deps.appendBatch ?? APPEND_BATCH_DEFAULTS);
 
-  async function answer(req: WorkerRequest): Promise<WorkerReplies[WorkerRequest['type']]> {
+  async function answer(req: WorkerRequest, from: RequestOrigin | undefined): Promise<WorkerReplies[WorkerRequest['type']]> {
     switch (req.type) {
       case 'authenticate': {
         const cred = await lookupCredential(sql, req.secret, deps.now());
@@ -62,16 +83,32 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) =>
         return { updated: await updateConversation(sql, req.conversationId, req.patch) };
       case 'append_items':
         return { itemIds: await appends.append(req.conversationId, req.items) };
-      case 'finish_conversation':
-        return finishConversation(sql, req.conversationId, req.finish, req.recordings);
+      case 'finish_conversation': {
+        // The end's webhook events commit with the finish; its post-call jobs and deliveries run at once.
+        const outcome = await finishConversation(sql, req.conversationId, req.finish, req.recordings, { onFirstFinish: raiseConversationEnd });
+        wakeJobQueues();
+        return outcome;
+      }
       case 'recording_compressed':
         return { updated: await moveRecordingToCompressed(sql, req.conversationId, req.side, req.from, req.to) };
+      case 'storage_policy': {
+        ownedBy(from, req.conversationId);
+        const row = await conversationStoragePolicy(sql, req.conversationId, req.ref);
+        return row && storagePolicyFromRow(row);
+      }
+      case 'storage_outcome':
+        ownedBy(from, req.outcome.conversation_id);
+        return { recorded: await recordStorageOutcome(sql, req.outcome) };
+      case 'stored_record': {
+        ownedBy(from, req.conversationId);
+        return (await getConversation(sql, req.conversationId))?.record ?? null;
+      }
     }
   }
 
-  return async (req) => {
+  return async (req, from) => {
     try {
-      return { type: 'reply', id: req.id, ok: true, value: await answer(req) };
+      return { type: 'reply', id: req.id, ok: true, value: await answer(req, from) };
     } catch (err) {
       if (err instanceof DomainError) {
         return { type: 'reply', id: req.id, ok: false, error: { message: err.message, status: STATUS_OF_KIND[err.kind], code: err.code } };

@@ -178,7 +178,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         return;
       }
       default:
-        handle(msg).then(
+        handle(msg, { owns: (conversationId) => directory.get(conversationId)?.worker === from.id }).then(
           (reply) => from.worker.postMessage(reply satisfies MainMessage),
           (err: Error) => log.error({ err }, 'worker request handler failed'),
         );

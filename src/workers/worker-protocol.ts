@@ -9,6 +9,9 @@ import type { CallInfo, EndedBy, RecordingSide } from '../schemas/conversations.
 import type { ConfigurationEndpoint } from '../schemas/agents.js';
 import type { ConversationPatch } from '../conversation/host.js';
 import type { ResolvedAgent } from '../domain/conversation-agent.js';
+import type { StoragePolicyRef, StorageOutcome } from '../store/external-storage.js';
+import type { StoragePolicy } from '../jobs/external-storage/s3-client.js';
+import type { Conversation } from '../schemas/conversations.js';
 
 /** Requests a worker makes of main; each is answered by exactly one `reply` with the same `id`. */
 export type WorkerRequest =
@@ -26,7 +29,14 @@ export type WorkerRequest =
    * to `to`, only while it still points at `from` (compare-and-set; `updated: false` when the recording was
    * deleted or replaced meanwhile: the worker then removes the `.gz`, on true the `.wav`).
    */
-  | { type: 'recording_compressed'; id: number; conversationId: string; side: RecordingSide; from: string; to: CompressedRecording };
+  | { type: 'recording_compressed'; id: number; conversationId: string; side: RecordingSide; from: string; to: CompressedRecording }
+  // External storage (docs/external-storage.md), answered only to the worker that owns the conversation (403
+  // otherwise): the policy of the conversation's project that `ref` names, credentials included, asked at the start
+  // by name and before every request by id (rotated credentials apply at once); an artifact's outcome (never its
+  // content); the stored record the delivered JSON is built on.
+  | { type: 'storage_policy'; id: number; conversationId: string; ref: StoragePolicyRef }
+  | { type: 'storage_outcome'; id: number; outcome: StorageOutcome }
+  | { type: 'stored_record'; id: number; conversationId: string };
 
 /** What each request answers with, by type. */
 export interface WorkerReplies {
@@ -45,6 +55,12 @@ export interface WorkerReplies {
    */
   finish_conversation: FinishOutcome;
   recording_compressed: { updated: boolean };
+  /** null: the project has no such policy. */
+  storage_policy: StoragePolicy | null;
+  /** false: the conversation is gone. */
+  storage_outcome: { recorded: boolean };
+  /** The Conversation record as the API shows it (audio_url null), or null when it is gone. */
+  stored_record: Conversation | null;
 }
 
 export type Reply =

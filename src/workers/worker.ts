@@ -10,7 +10,8 @@ import type { ConversationClient, ConversationOrigin, ConversationTimers } from 
 import { PacingClock } from '../media/pacing-clock.js';
 import { createGuardedFetch } from '../net/guarded-fetch.js';
 import { RecordingCompressor } from '../media/recording-compressor.js';
-import { compressionStore, conversationStore, MainClient } from './main-client.js';
+import { compressionStore, conversationStore, MainClient, storageChannel } from './main-client.js';
+import { liveExternalStorage } from '../jobs/external-storage/live-delivery.js';
 import { LiveHost } from '../realtime/live-host.js';
 import { StsServer } from '../realtime/sts-server.js';
 import { WorkerCalls } from '../telephony/worker-calls.js';
@@ -40,13 +41,15 @@ const timers: ConversationTimers = {
 };
 const engineFor = engineLookup(settings, log);
 /**
- * HTTP to the URLs customers configure (webhook tools, configuration endpoints): public addresses only unless
- * PARLEY_ALLOW_PRIVATE_ENDPOINTS. The engines' chat, speech-to-text and text-to-speech clients are not guarded: they
- * call the model servers the operator set in the settings, which are often private.
+ * HTTP to the URLs customers configure (webhook tools, configuration endpoints, external storage buckets): public
+ * addresses only unless PARLEY_ALLOW_PRIVATE_ENDPOINTS. The engines' chat, speech-to-text and text-to-speech
+ * clients are not guarded: they call the model servers the operator set in the settings, which are often private.
  */
 const endpointFetch = createGuardedFetch({ allowPrivate: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS });
 /** Gzips this worker's finished recordings after their records are saved (one at a time). */
 const recordingCompressor = new RecordingCompressor({ store: compressionStore(main), log });
+/** Artifacts of conversations whose agent names an external storage policy, delivered to its bucket. */
+const externalStorage = liveExternalStorage({ channel: storageChannel(main), fetch: endpointFetch, log });
 
 const newConversation = (client: ConversationClient, origin: ConversationOrigin) =>
   new Conversation(
@@ -59,6 +62,7 @@ const newConversation = (client: ConversationClient, origin: ConversationOrigin)
       log,
       dataDir: settings.PARLEY_DATA_DIR,
       recordingCompressor,
+      externalStorage,
       allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
       fetch: endpointFetch,
       nodeId: conversationNodeId(settings),

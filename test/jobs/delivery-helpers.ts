@@ -15,6 +15,7 @@ export function jobContext(sql: Sql, settings: Settings, over: Partial<JobContex
     log: createLogger('silent'),
     now: () => new Date(),
     fetch,
+    modelFetch: fetch,
     signal: new AbortController().signal,
     ...over,
   };

@@ -65,7 +65,7 @@ for (const db of DB_KINDS) {
         },
         { text: 'How can I help?', words: [{ word: 'How', start: 3.6, end: 3.8 }, { word: 'can', start: 3.8, end: 4.0 }, { word: 'I', start: 4.0, end: 4.1 }, { word: 'help', start: 4.1, end: 4.6 }] },
       );
-      t.equal(await queue().drain(), 3, 'transcript, extraction, evaluation');
+      t.equal(await queue().drain(), 4, 'transcript, extraction, evaluation, the analysis event');
       t.match(await jobOf(id), { status: 'done', attempts: 1, detail: { words: 7, requests: 2, duration_ms: 6000 } });
 
       t.equal(speech.transcriptions.length, 2, 'one request per side');

@@ -9,6 +9,7 @@ import t from 'tap';
 import { createChatClient, ChatUpstreamUnavailableError } from '../../src/engines/chat-client.js';
 import { RECORDINGS_DIR } from '../../src/media/recording.js';
 import { addRecording, createConversation, getConversation, type NewItem } from '../../src/store/conversations.js';
+import { postCallWords, savePostCallTranscript } from '../../src/store/post-call.js';
 import { redactionHandler, sqlRedactionStore, type RedactionStore } from '../../src/jobs/redaction/handler.js';
 import { BLEEP_LEVEL_DBFS } from '../../src/jobs/redaction/bleep.js';
 import { writeWavHeader } from '../../src/jobs/external-storage/wav-multipart-sink.js';
@@ -114,12 +115,15 @@ for (const db of DB_KINDS) {
       t.match(await offline.run({ conversation_id: id }, ctx), { status: 'skipped', reason: /redacted already/ });
     });
 
-    t.test('with word timings only the words of a span are bleeped; a pending gzip is made on the way', async (t) => {
-      await server.sql`alter table conversation_items add column if not exists words jsonb`;
+    t.test("with the post-call transcript's word timings only the words of a span are bleeped; a pending gzip is made on the way", async (t) => {
       const text = 'Yes, my number is five five five, one two one two.';
       const { id, dir } = await conversation(server, [{ ...item('user', text, 2000, 6000), post_call_transcript: text }], { compressTo: true });
-      const words = [['Yes,', 2.0, 2.3], ['my', 2.4, 2.6], ['number', 2.6, 3.0], ['is', 3.0, 3.2], ['five', 3.4, 3.7], ['five', 3.7, 4.0], ['five,', 4.0, 4.3], ['one', 4.5, 4.8], ['two', 4.8, 5.1], ['one', 5.1, 5.4], ['two.', 5.4, 5.8]];
-      await server.sql`update conversation_items set words = ${server.sql.json(words.map(([w, s, e]) => ({ word: w, start: s, end: e })))} where conversation_id = ${id}`;
+      const [{ id: itemId }] = await server.sql<{ id: string }[]>`select id from conversation_items where conversation_id = ${id}`;
+      // As the post-call transcript stores them (src/store/post-call.ts): ms from the recording's start, per item.
+      const words = ([['Yes,', 2.0, 2.3], ['my', 2.4, 2.6], ['number', 2.6, 3.0], ['is', 3.0, 3.2], ['five', 3.4, 3.7], ['five', 3.7, 4.0], ['five,', 4.0, 4.3], ['one', 4.5, 4.8], ['two', 4.8, 5.1], ['one', 5.1, 5.4], ['two.', 5.4, 5.8]] as const).map(
+        ([word, s, e]) => ({ role: 'user' as const, word, start_ms: s * 1000, end_ms: e * 1000, item_id: itemId! }),
+      );
+      t.equal(await savePostCallTranscript(server.sql, id, { text: `user: ${text}`, items: [{ id: itemId!, text }], words }), 'saved');
       t.match(await offline.run({ conversation_id: id }, ctx), { status: 'done', detail: { word_timings: 'used', audio_spans: 1 } });
       const [row] = await server.sql<{ path: string; format: string; compress_to: string | null }[]>`select path, format, compress_to from conversation_recordings where conversation_id = ${id}`;
       t.same(row, { path: `${id}.redacted.wav.gz`, format: 'wav.gz', compress_to: null }, 'written as the wav.gz it was waiting to become');
@@ -129,6 +133,7 @@ for (const db of DB_KINDS) {
       t.notOk(bleepedAt(wav, 6500, 0), 'nor what follows them in the turn');
       const [i] = await server.sql`select live_transcript, post_call_transcript, redacted_transcript from conversation_items where conversation_id = ${id}`;
       t.same(i, { live_transcript: null, post_call_transcript: null, redacted_transcript: 'Yes, my number is [PHONE].' });
+      t.equal(await postCallWords(server.sql, id), null, "the post-call transcript's words, unredacted text, are dropped");
     });
 
     t.test('turns are placed in the recording from its end: it starts after the conversation did', async (t) => {

@@ -47,6 +47,9 @@ export function policyFromStore(sql: Sql, id: string): PolicySource {
 /** Records an artifact's outcome (on main: src/store/external-storage.ts recordStorageOutcome). */
 export type OutcomeRecorder = (o: StorageOutcome) => Promise<unknown>;
 
+/** The record to upload, or what builds it (a failure to build it is the record's failed outcome). */
+export type RecordSource = unknown | (() => Promise<unknown>);
+
 export interface ExternalStorageDeliveryOptions {
   conversationId: string;
   /** The policy the agent names, resolved when the conversation started. */
@@ -89,7 +92,7 @@ export class ExternalStorageDelivery {
    * artifact's outcome with `recordOutcome`. Resolves with the outcomes; never throws for an upload that failed
    * (that is an outcome), only when recording an outcome does.
    */
-  async finish(record: unknown, recordOutcome: OutcomeRecorder): Promise<StorageOutcome[]> {
+  async finish(record: RecordSource, recordOutcome: OutcomeRecorder): Promise<StorageOutcome[]> {
     const outcomes: StorageOutcome[] = [];
     if (this.recording && this.recordingTarget) {
       const t = this.recordingTarget;
@@ -115,11 +118,12 @@ export class ExternalStorageDelivery {
     await this.recording?.abort();
   }
 
-  private async deliverRecord(record: unknown): Promise<StorageOutcome> {
+  private async deliverRecord(record: RecordSource): Promise<StorageOutcome> {
     let target: UploadTarget | null = null;
     try {
       target = await this.opts.client.target(artifactKey(this.opts.conversationId, 'record'));
-      const body = Buffer.from(JSON.stringify(record), 'utf8');
+      const value: unknown = typeof record === 'function' ? await (record as () => Promise<unknown>)() : record;
+      const body = Buffer.from(JSON.stringify(value), 'utf8');
       await this.opts.client.putObject(target, body, RECORD_CONTENT_TYPE);
       return this.outcome('record', target, { status: 'delivered', bytes: body.length, error: null });
     } catch (err) {

@@ -1,5 +1,6 @@
 // The `redact` job: after a conversation with `enable_redaction` ends (and after its post-call transcript, whose word
-// timings place the bleeps), its turns are redacted, the record's and items' `redacted_transcript` filled and
+// timings place the bleeps, and the extraction and evaluations, which read the unredacted text it drops: src/store/
+// jobs.ts POST_CALL_JOBS), its turns are redacted, the record's and items' `redacted_transcript` filled and
 // `is_redacted` set, the unredacted transcripts dropped (items' `live_transcript` is null once redacted), and the
 // recording bleeped. The bleeped recording is written as a new file and the row moved to it compare-and-set, so a
 // compression or a deletion racing with it never leaves audio unbleeped; the old file is removed after.
@@ -12,13 +13,15 @@ import { z } from 'zod';
 import { chatClientFromSettings, type ChatClient } from '../../engines/chat-client.js';
 import { recordingPath } from '../../media/recording.js';
 import type { Sql } from '../../store/db.js';
+import { JOB_KINDS } from '../../store/jobs.js';
+import type { PostCallWord } from '../../store/post-call.js';
 import { loadRedactionSource, saveRedaction, type RedactionResult, type RedactionSaveOutcome, type RedactionSource } from '../../store/redaction.js';
 import type { JobContext, JobHandler, JobOutcome } from '../handler.js';
 import { parseWavHeader, WavBleepTransform, type WavLayout } from './bleep.js';
 import { redactTurns, type TurnInput } from './redact.js';
 import type { AudioSpan, WordTiming } from './timing.js';
 
-export const REDACTION_KIND = 'redact';
+export const REDACTION_KIND = JOB_KINDS.redact;
 /** Bytes read to find a recording's WAV header. */
 const HEADER_PEEK_BYTES = 4096;
 
@@ -35,10 +38,17 @@ export function sqlRedactionStore(sql: Sql): RedactionStore {
 const payloadSchema = z.object({ conversation_id: z.string().min(1) });
 export type RedactionPayload = z.infer<typeof payloadSchema>;
 
-/** Word timings as the post-call transcript may store them: `text` or `word`, seconds from the recording's start. */
-const wordsSchema = z
-  .array(z.object({ text: z.string().optional(), word: z.string().optional(), start: z.number(), end: z.number() }))
-  .transform((ws): WordTiming[] => ws.map((w) => ({ text: w.text ?? w.word ?? '', start: w.start, end: w.end })));
+/** The post-call transcript's words of each item, as redaction times them (seconds from the recording's start). */
+function wordsByItem(words: readonly PostCallWord[] | null): Map<string, WordTiming[]> {
+  const out = new Map<string, WordTiming[]>();
+  for (const w of words ?? []) {
+    if (w.item_id === null) continue;
+    const list = out.get(w.item_id) ?? [];
+    list.push({ text: w.word, start: w.start_ms / 1000, end: w.end_ms / 1000 });
+    out.set(w.item_id, list);
+  }
+  return out;
+}
 
 export interface RedactionHandlerOptions {
   /** The store of a job's database (default: src/store/redaction.ts). */
@@ -80,17 +90,15 @@ async function wavLayout(file: string, format: 'wav' | 'wav.gz'): Promise<WavLay
 }
 
 function turns(src: RedactionSource, origin: number): TurnInput[] {
-  return src.items.map((i) => {
-    const words = i.post_call_transcript !== null && i.words != null ? wordsSchema.safeParse(i.words) : null;
-    return {
-      role: i.role,
-      // The post-call transcript when there is one (the word timings are its words), else the live one.
-      text: i.post_call_transcript ?? i.live_transcript,
-      startMs: i.started_at.getTime() - origin,
-      durationMs: i.duration_ms,
-      words: words?.success ? words.data : null,
-    };
-  });
+  const words = wordsByItem(src.words);
+  return src.items.map((i) => ({
+    role: i.role,
+    // The post-call transcript when there is one (the word timings are its words, in order), else the live one.
+    text: i.post_call_transcript ?? i.live_transcript,
+    startMs: i.started_at.getTime() - origin,
+    durationMs: i.duration_ms,
+    words: i.post_call_transcript !== null ? (words.get(i.id) ?? null) : null,
+  }));
 }
 
 /** Writes the recording at `from` bleeped into `to` (a `.wav` or `.wav.gz`, as `toFormat` says); returns its size. */
@@ -112,7 +120,7 @@ async function bleepInto(from: string, fromFormat: 'wav' | 'wav.gz', to: string,
 
 export function redactionHandler(opts: RedactionHandlerOptions = {}): JobHandler<RedactionPayload> {
   const storeOf = opts.store ?? sqlRedactionStore;
-  const chatOf = opts.chat ?? ((ctx: JobContext) => chatClientFromSettings(ctx.settings, ctx.log));
+  const chatOf = opts.chat ?? ((ctx: JobContext) => chatClientFromSettings(ctx.settings, ctx.log, ctx.modelFetch));
   return {
     kind: REDACTION_KIND,
     parse: (payload) => payloadSchema.parse(payload),

@@ -3,12 +3,13 @@
 // no answer in time, a refused connection) throws, so the queue retries it with backoff; the attempt that reaches
 // `maxAttempts` marks the delivery failed in the log before the queue parks the job.
 import { z } from 'zod';
+import { JOB_KINDS } from '../../store/jobs.js';
 import { getPendingDelivery, recordDeliveryAttempt } from '../../store/webhooks.js';
 import type { JobContext, JobHandler, JobOutcome } from '../handler.js';
 import { webhookHeaders } from './signature.js';
 
-export const WEBHOOK_DELIVERY_KIND = 'webhook_delivery';
-/** Attempts before a delivery is marked failed: with the queue's backoff, about a day of retries. */
+export const WEBHOOK_DELIVERY_KIND = JOB_KINDS.webhookDelivery;
+/** Attempts before a delivery is marked failed: with the queue's backoff (5 s doubling), about ten minutes of retries. */
 export const WEBHOOK_MAX_ATTEMPTS = 8;
 /** An endpoint must answer within this (Standard Webhooks advises receivers to answer quickly, then work). */
 export const WEBHOOK_TIMEOUT_MS = 15_000;
