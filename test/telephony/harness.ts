@@ -303,7 +303,11 @@ export class PeerStream {
    * after the last. `arrange` may drop or reorder the built packets: it gets them in order and returns what goes
    * out, one entry per 20 ms slot (null: nothing).
    */
-  async play(payloads: Uint8Array[], arrange?: (packets: Uint8Array[]) => (Uint8Array | null)[], ticksPerPacket = FRAME_SAMPLES): Promise<void> {
+  /**
+   * Sends one slot every 20 ms; `arrange` may drop a packet (null) or put several in one slot (sent back to back, so
+   * a reordered pair arrives together whatever the scheduling of this process).
+   */
+  async play(payloads: Uint8Array[], arrange?: (packets: Uint8Array[]) => (Uint8Array | Uint8Array[] | null)[], ticksPerPacket = FRAME_SAMPLES): Promise<void> {
     const packets = payloads.map((p, i) => {
       const pkt = this.packet(p, i === 0);
       this.sender.advanceTimestamp(ticksPerPacket);
@@ -316,7 +320,8 @@ export class PeerStream {
       const wait = due - performance.now();
       if (wait > 0) await sleep(wait);
       const p = slots[i];
-      if (p) this.send(p);
+      if (Array.isArray(p)) for (const one of p) this.send(one);
+      else if (p) this.send(p);
     }
   }
 }
