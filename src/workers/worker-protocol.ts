@@ -8,6 +8,8 @@ import type { CompressedRecording } from '../media/recording-compressor.js';
 import type { RecordingSide } from '../schemas/conversations.js';
 import type { ConversationPatch } from '../conversation/host.js';
 import type { ResolvedAgent } from '../domain/conversation-agent.js';
+import type { ConfigurationEndpoint } from '../schemas/agents.js';
+import type { CallInfo, EndedBy } from '../schemas/conversations.js';
 
 /** Requests a worker makes of main; each is answered by exactly one `reply` with the same `id`. */
 export type WorkerRequest =
@@ -82,7 +84,8 @@ export type WorkerNotice =
   | { type: 'relay_request'; relayId: number; conversationId: string; kind: RelayKind; auth: Auth }
   | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
   /** The answer to main's `inspect`. */
-  | { type: 'inspection'; id: number; workerId: number; sockets: SocketInspection[] };
+  | { type: 'inspection'; id: number; workerId: number; sockets: SocketInspection[] }
+  | CallNotice;
 
 export type RelayKind = 'observer' | 'reconnect';
 
@@ -94,12 +97,85 @@ export type MainMessage =
   | { type: 'relay_to_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
   | { type: 'relay_closed'; relayId: number; code: number; reason: string }
   | { type: 'relay_flow'; relayId: number; paused: boolean }
-  /** Telephony: a call main accepted (SIP) whose media and conversation this worker runs. */
-  | { type: 'call_assigned'; callId: string; conversationId: string; rtpPort: number; remote: { address: string; port: number }; payloadType: number; telephoneEventPayloadType: number | null; agent: ResolvedAgent; callInfo: { from_phone_number: string; to_phone_number: string } }
-  | { type: 'call_hangup'; callId: string }
-  | { type: 'call_dtmf'; callId: string; digits: string }
+  | CallMessage
   /** Operators and tests: report every socket's buffered bytes (answered by `inspection` with the same id). */
   | { type: 'inspect'; id: number }
   | { type: 'shutdown'; graceMs: number };
 
 export type WorkerMessage = WorkerRequest | WorkerNotice;
+
+// ---- telephony: main signals (SIP), the worker runs the call's media and conversation ----
+
+/** Where a peer receives RTP: an IP address and a UDP port. */
+export interface MediaAddress {
+  address: string;
+  port: number;
+}
+
+/**
+ * A call's negotiated stream as the media worker runs it (RFC 3264 offer/answer): the codec and its payload type,
+ * RFC 4733 telephone-event's payload type (null: none negotiated), the packetization and the stream's direction.
+ * src/telephony/media-policy.ts makes it from sip/'s negotiated media.
+ */
+export interface CallMedia {
+  codec: 'PCMU' | 'PCMA' | 'opus';
+  payloadType: number;
+  clockRate: number;
+  channels: number;
+  telephoneEventPayloadType: number | null;
+  ptimeMs: number;
+  direction: 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
+}
+
+/** Where the call came from: the record's `origin`. */
+export type CallOrigin = 'telephony-inbound' | 'telephony-outbound';
+
+/**
+ * Why main ends a call: `bye` the peer hung up; `cancel` the caller gave up before the answer; `shutdown` the node
+ * stops; `failed` the call could not be set up or connected (an outbound call's failure, a lost answer).
+ */
+export type CallHangupReason = 'bye' | 'cancel' | 'shutdown' | 'failed';
+
+/** Telephony messages main sends a worker. `callId` is Parley's own id of the call, unique per node. */
+export type CallMessage =
+  /**
+   * A call this worker runs from now on: it binds `rtpPort` (even) and `rtpPort + 1` (RTCP, RFC 3550 11) and answers
+   * call_media_ready. `remote` is null until the peer's SDP is known (an outbound call before its answer). The
+   * conversation id is admitted against the project's cap by main already.
+   */
+  | {
+      type: 'call_assigned';
+      callId: string;
+      conversationId: string;
+      rtpPort: number;
+      remote: MediaAddress | null;
+      media: CallMedia;
+      agent: ResolvedAgent;
+      origin: CallOrigin;
+      callInfo: CallInfo;
+      /** The dialled number's configuration endpoint (inbound calls), asked in place of the agent's; null: none. */
+      configurationEndpoint: ConfigurationEndpoint | null;
+      /** The outbound call config's fields over the agent's settings (outbound calls); null: none. */
+      overrides: Record<string, unknown> | null;
+      /** The agent's listen_only_inbound_enabled applies (an inbound call to such an agent). */
+      listenOnly: boolean;
+    }
+  /** A re-INVITE or UPDATE (new address, hold, resume), or an outbound call's answer. */
+  | { type: 'call_media_update'; callId: string; remote: MediaAddress | null; media: CallMedia }
+  /** The call is answered (200 OK sent or received): the conversation starts. */
+  | { type: 'call_start'; callId: string }
+  | { type: 'call_hangup'; callId: string; reason: CallHangupReason }
+  /** Digits from a SIP INFO (application/dtmf-relay or application/dtmf), in order. */
+  | { type: 'call_dtmf'; callId: string; digits: string };
+
+/** Telephony notices a worker sends main. */
+export type CallNotice =
+  /** The answer to call_assigned: the ports are bound (ok), or why not (main tries another port once, then refuses). */
+  | { type: 'call_media_ready'; callId: string; ok: true }
+  | { type: 'call_media_ready'; callId: string; ok: false; error: string }
+  /**
+   * Once per call_assigned the worker accepted, when the call is over and its ports are closed: after its record is
+   * saved when it had started (`started`: a record exists). main then sends BYE if the dialog is still up, frees the
+   * ports, and releases the conversation's lease when no record was made.
+   */
+  | { type: 'call_ended'; callId: string; conversationId: string; endedBy: EndedBy; started: boolean };
