@@ -1,0 +1,155 @@
+// POST /v1/conversations/outbound_call placing real calls through a trunk to SIPp callees, with a test double as
+// the media worker: answered (201; the answer's media and call_start reach the worker; the call ends with a BYE
+// from either side), never answered (409 no_answer after the ring timeout, the INVITE cancelled), busy (409
+// sip_call_failed), answered and hung up at once (409 call_ended), a trunk's digest challenge answered. A call that
+// did not connect leaves no record and no lease.
+import t, { type Test } from 'tap';
+import type { Trunk } from '../../src/telephony/trunks.js';
+import { agentWithNumber, startSipNode, type SipNode } from './sip-node.js';
+import { freeUdpPort, headerOf, sippCompleted, startSippCallee } from './sipp-scenario.js';
+
+t.setTimeout(300_000);
+
+const TO = '+14155550123';
+const OWN = '+14155550100';
+
+const outboundTrunk = (port: number, auth: NonNullable<Trunk['outbound']>['auth'] = null): Trunk => ({
+  name: 'carrier',
+  inbound: null,
+  outbound: { uri: `sip:127.0.0.1:${port}`, transport: null, auth, caller_id: null },
+});
+
+async function until(check: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function counts(node: SipNode): Promise<{ conversations: number; leases: number }> {
+  const [row] = await node.server.sql<{ conversations: number; leases: number }[]>`
+    select (select count(*)::int from conversations) as conversations, (select count(*)::int from conversation_leases) as leases`;
+  return row!;
+}
+
+async function nothingLeft(t: Test, node: SipNode, conversationsBefore: number): Promise<void> {
+  await until(() => node.sip.activeCalls === 0, 'the call released');
+  const c = await counts(node);
+  t.equal(c.conversations, conversationsBefore, 'no record');
+  t.equal(c.leases, 0, 'no lease');
+}
+
+t.test('outbound calls through a trunk', async (t) => {
+  const calleePort = await freeUdpPort();
+  const node = await startSipNode({ trunks: [outboundTrunk(calleePort)], env: { PARLEY_RING_TIMEOUT_SEC: '1' } });
+  t.teardown(() => node.close());
+  await agentWithNumber(node.client, 'sales', OWN, { audio_format: 'mulaw_8000' });
+  const place = (config: Record<string, unknown> = { agent: 'sales' }) => node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config });
+  const callee = (scenario: string | { builtin: string }) => startSippCallee({ scenario, port: calleePort });
+
+  t.test('answered: 201, the answer reaches the worker, main hangs up with BYE when the worker ends it', async (t) => {
+    const sipp = await callee({ builtin: 'uas' });
+    const r = await place({ agent: 'sales', system_prompt: 'Be brief.' });
+    t.equal(r.status, 201, JSON.stringify(r.body));
+    t.equal(r.body.dry_run, false);
+    const assigned = await node.workers.until('call_assigned', (m) => m.conversationId === r.body.conversation_id);
+    t.equal(assigned.origin, 'telephony-outbound');
+    t.equal(assigned.remote, null, 'assigned before the answer: no remote yet');
+    t.same(assigned.callInfo, { from_phone_number: OWN, to_phone_number: TO });
+    t.same(assigned.overrides, { system_prompt: 'Be brief.' }, 'the request\'s config travels as overrides');
+    const update = await node.workers.until('call_media_update', (m) => m.callId === assigned.callId);
+    t.equal(update.remote?.address, '127.0.0.1');
+    t.equal(update.media.codec, 'PCMU');
+    await node.workers.until('call_start', (m) => m.callId === assigned.callId);
+    await node.workers.end(assigned.callId);
+    const run = await sipp.done;
+    sippCompleted(t, run, 'the callee got its BYE');
+    const invite = run.received.find((m) => m.startsWith('INVITE ')) ?? '';
+    t.match(invite, new RegExp(`^INVITE sip:\\${TO}@127\\.0\\.0\\.1:${calleePort} SIP/2\\.0`), 'the Request-URI is the number at the trunk\'s host');
+    t.match(headerOf(invite, 'From'), new RegExp(`<sip:\\${OWN}@127\\.0\\.0\\.1>`), 'the caller ID is the agent\'s own number');
+    t.equal(Number(/^m=audio (\d+) /m.exec(invite)?.[1]), assigned.rtpPort, 'the offer names the allocated RTP port');
+    await until(() => node.sip.activeCalls === 0, 'the call released');
+    t.equal((await counts(node)).leases, 0);
+  });
+
+  t.test('answered with PCMA, the callee hangs up: the worker reassigned the codec, then told (call_hangup bye)', async (t) => {
+    const sipp = await callee('uas_answer_hangup.xml');
+    const r = await place();
+    t.equal(r.status, 201, JSON.stringify(r.body));
+    const calls = node.workers.of('call_assigned').filter((m) => m.conversationId === r.body.conversation_id);
+    t.same(calls.map((m) => [m.media.codec, m.remote === null]), [['PCMU', true], ['PCMA', false]], 'offered PCMU first, assigned again with the answer\'s PCMA');
+    t.equal(calls[0]?.rtpPort, calls[1]?.rtpPort, 'on the port the offer named');
+    const callId = calls[0]!.callId;
+    await node.workers.until('call_start', (m) => m.callId === callId);
+    await node.workers.until('call_hangup', (m) => m.callId === callId && m.reason === 'bye');
+    sippCompleted(t, await sipp.done, 'the callee\'s BYE was answered');
+    await until(() => node.sip.activeCalls === 0, 'the call released');
+    t.equal((await counts(node)).leases, 0);
+  });
+
+  t.test('answered and hung up at once: 409 call_ended, nothing started', async (t) => {
+    const sipp = await callee('uas_answer_bye.xml');
+    // The callee's BYE comes right behind its 200: the call ends before it connected.
+    const before = (await counts(node)).conversations;
+    const r = await place();
+    t.equal(r.status, 409, JSON.stringify(r.body));
+    t.equal(r.body.error.code, 'call_ended');
+    sippCompleted(t, await sipp.done);
+    const assigned = node.workers.of('call_assigned').at(-1)!;
+    t.notOk(node.workers.of('call_start').some((m) => m.callId === assigned.callId), 'the conversation never started');
+    await nothingLeft(t, node, before);
+  });
+
+  t.test('never answered: 409 no_answer after the ring timeout, the INVITE cancelled', async (t) => {
+    const sipp = await callee('uas_ring_forever.xml');
+    const before = (await counts(node)).conversations;
+    const r = await place();
+    t.equal(r.status, 409, JSON.stringify(r.body));
+    t.equal(r.body.error.code, 'no_answer');
+    const run = await sipp.done;
+    sippCompleted(t, run, 'the callee got CANCEL and the ACK of its 487');
+    const assigned = node.workers.of('call_assigned').at(-1)!;
+    t.match(node.workers.of('call_hangup').find((m) => m.callId === assigned.callId), { reason: 'failed' });
+    await nothingLeft(t, node, before);
+  });
+
+  t.test('busy: 409 sip_call_failed', async (t) => {
+    const sipp = await callee('uas_busy.xml');
+    const before = (await counts(node)).conversations;
+    const r = await place();
+    t.equal(r.status, 409);
+    t.equal(r.body.error.code, 'sip_call_failed');
+    t.match(r.body.error.message, /486/);
+    sippCompleted(t, await sipp.done);
+    await nothingLeft(t, node, before);
+  });
+
+  t.test('nobody at the trunk\'s address: 409 sip_call_failed within the ring timeout', async (t) => {
+    const before = (await counts(node)).conversations;
+    const r = await place();
+    t.equal(r.status, 409);
+    t.equal(r.body.error.code, 'sip_call_failed');
+    await nothingLeft(t, node, before);
+  });
+
+  t.test('a config without an agent cannot be placed (400), a dry run of it can (200)', async (t) => {
+    const r = await place({ system_prompt: 'Hi' });
+    t.equal(r.status, 400);
+    t.ok(r.body.param_errors?.['config.agent']);
+    t.equal((await node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, dry_run: true })).status, 200);
+  });
+});
+
+t.test('an outbound trunk with digest: the 401 is answered, the call placed', async (t) => {
+  const calleePort = await freeUdpPort();
+  const node = await startSipNode({ trunks: [outboundTrunk(calleePort, { username: 'parley', password: 's3cret' })] });
+  t.teardown(() => node.close());
+  await agentWithNumber(node.client, 'sales', OWN);
+  const sipp = await startSippCallee({ scenario: 'uas_digest_challenge.xml', port: calleePort });
+  const r = await node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config: { agent: 'sales' } });
+  t.equal(r.status, 201, JSON.stringify(r.body));
+  const assigned = await node.workers.until('call_start');
+  await node.workers.end(assigned.callId);
+  sippCompleted(t, await sipp.done, 'the callee verified the digest and got its BYE');
+});
