@@ -240,7 +240,7 @@ export class CallControl {
       const left = this.calls.all();
       this.#log.error({ calls: left.map((c) => c.callId) }, 'calls still ending at the end of the shutdown grace: let go');
       for (const call of left) {
-        call.step('worker_lost');
+        call.step('worker_lost'); // let go as if its worker were gone: the worker's own shutdown saves the record
         this.#bye(call);
         this.#freePort(call);
         this.calls.delete(call);
@@ -290,7 +290,7 @@ export class CallControl {
         await releaseCall(this.#sql, call.conversationId);
       }
     } catch (err) {
-      call.log.error({ err }, 'releasing the call\'s conversation failed (its lease expires with the node\'s heartbeat)');
+      call.log.error({ err }, 'releasing the call\'s conversation failed: its lease is held until this node stops');
     } finally {
       call.done();
     }

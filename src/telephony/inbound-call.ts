@@ -129,6 +129,11 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
     if (probe && !probe.ok) throw new CallRefused(488, 'Not Acceptable Here', probe.reason, [['Warning', `304 parley "${probe.reason}"`]]);
     if (res.isCancelled) return;
 
+    const callInfo = {
+      from_phone_number: callerNumber(req, { trustAssertedIdentity: trunk.inbound.trust_asserted_identity }),
+      to_phone_number: number,
+      telephony_call_sid: req.headers.get('Call-ID') ?? '',
+    };
     const conversationId = newId('conv');
     await admitCall(sql, policy, agent.orgId, agent.project.id, conversationId);
     const call = control.open({ callId: newId('call'), conversationId, orgId: agent.orgId, projectId: agent.project.id, origin: 'telephony-inbound' });
@@ -138,11 +143,7 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
       remote: negotiated ? remoteMediaOf(negotiated) : null,
       media,
       agent,
-      callInfo: {
-        from_phone_number: callerNumber(req, { trustAssertedIdentity: trunk.inbound.trust_asserted_identity }),
-        to_phone_number: number,
-        telephony_call_sid: req.headers.get('Call-ID') ?? '',
-      },
+      callInfo,
       configurationEndpoint: owner.configurationEndpoint,
       overrides: null,
       listenOnly: config.listen_only_inbound_enabled,
