@@ -42,14 +42,16 @@ async function nothingLeft(t: Test, node: SipNode, conversationsBefore: number):
 
 t.test('outbound calls through a trunk', async (t) => {
   const calleePort = await freeUdpPort();
-  const node = await startSipNode({ trunks: [outboundTrunk(calleePort)], env: { PARLEY_RING_TIMEOUT_SEC: '1' } });
+  const node = await startSipNode({ trunks: [outboundTrunk(calleePort)], env: { PARLEY_RING_TIMEOUT_SEC: '2' } });
   t.teardown(() => node.close());
   await agentWithNumber(node.client, 'sales', OWN, { audio_format: 'mulaw_8000' });
   const place = (config: Record<string, unknown> = { agent: 'sales' }) => node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config });
+  // One callee at a time on the trunk's port; each test waits for its callee to exit.
   const callee = (scenario: string | { builtin: string }) => startSippCallee({ scenario, port: calleePort });
 
   t.test('answered: 201, the answer reaches the worker, main hangs up with BYE when the worker ends it', async (t) => {
     const sipp = await callee({ builtin: 'uas' });
+    t.teardown(() => sipp.done);
     const r = await place({ agent: 'sales', system_prompt: 'Be brief.' });
     t.equal(r.status, 201, JSON.stringify(r.body));
     t.equal(r.body.dry_run, false);
@@ -75,6 +77,7 @@ t.test('outbound calls through a trunk', async (t) => {
 
   t.test('answered with PCMA, the callee hangs up: the worker reassigned the codec, then told (call_hangup bye)', async (t) => {
     const sipp = await callee('uas_answer_hangup.xml');
+    t.teardown(() => sipp.done);
     const r = await place();
     t.equal(r.status, 201, JSON.stringify(r.body));
     const calls = node.workers.of('call_assigned').filter((m) => m.conversationId === r.body.conversation_id);
@@ -89,24 +92,37 @@ t.test('outbound calls through a trunk', async (t) => {
   });
 
   t.test('answered and hung up at once: 409 call_ended, nothing started', async (t) => {
+    // The callee answers with PCMA and hangs up as soon as its 200 is ACKed. The worker, assigned PCMU, is assigned
+    // again with PCMA before the call can start; the double holds that second answer until the callee is done, so
+    // the BYE is in before the call would start, however loaded the machine.
     const sipp = await callee('uas_answer_bye.xml');
-    // The callee's BYE comes right behind its 200: the call ends before it connected.
+    t.teardown(() => sipp.done);
+    node.workers.mediaAnswer = (m) => (m.remote === null ? { ok: true } : 'held');
+    t.teardown(() => {
+      node.workers.mediaAnswer = () => ({ ok: true });
+    });
     const before = (await counts(node)).conversations;
-    const r = await place();
+    const earlier = node.workers.of('call_assigned').length;
+    const placing = place();
+    const reassigned = await node.workers.until('call_assigned', (m) => node.workers.of('call_assigned').indexOf(m) >= earlier && m.remote !== null);
+    t.equal(reassigned.media.codec, 'PCMA');
+    sippCompleted(t, await sipp.done, 'the callee\'s BYE was answered');
+    node.workers.answerMedia(reassigned.callId);
+    const r = await placing;
     t.equal(r.status, 409, JSON.stringify(r.body));
-    t.equal(r.body.error.code, 'call_ended');
-    sippCompleted(t, await sipp.done);
-    const assigned = node.workers.of('call_assigned').at(-1)!;
+    t.equal(r.body.error?.code, 'call_ended');
+    const assigned = reassigned;
     t.notOk(node.workers.of('call_start').some((m) => m.callId === assigned.callId), 'the conversation never started');
     await nothingLeft(t, node, before);
   });
 
   t.test('never answered: 409 no_answer after the ring timeout, the INVITE cancelled', async (t) => {
     const sipp = await callee('uas_ring_forever.xml');
+    t.teardown(() => sipp.done);
     const before = (await counts(node)).conversations;
     const r = await place();
     t.equal(r.status, 409, JSON.stringify(r.body));
-    t.equal(r.body.error.code, 'no_answer');
+    t.equal(r.body.error?.code, 'no_answer');
     const run = await sipp.done;
     sippCompleted(t, run, 'the callee got CANCEL and the ACK of its 487');
     const assigned = node.workers.of('call_assigned').at(-1)!;
@@ -116,10 +132,11 @@ t.test('outbound calls through a trunk', async (t) => {
 
   t.test('busy: 409 sip_call_failed', async (t) => {
     const sipp = await callee('uas_busy.xml');
+    t.teardown(() => sipp.done);
     const before = (await counts(node)).conversations;
     const r = await place();
     t.equal(r.status, 409);
-    t.equal(r.body.error.code, 'sip_call_failed');
+    t.equal(r.body.error?.code, 'sip_call_failed');
     t.match(r.body.error.message, /486/);
     sippCompleted(t, await sipp.done);
     await nothingLeft(t, node, before);
@@ -129,7 +146,7 @@ t.test('outbound calls through a trunk', async (t) => {
     const before = (await counts(node)).conversations;
     const r = await place();
     t.equal(r.status, 409);
-    t.equal(r.body.error.code, 'sip_call_failed');
+    t.equal(r.body.error?.code, 'sip_call_failed');
     await nothingLeft(t, node, before);
   });
 

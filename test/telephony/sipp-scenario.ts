@@ -57,7 +57,7 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   const args = [
     ...(typeof opts.scenario === 'string' ? ['-sf', join(SIPP_FIXTURES, opts.scenario)] : ['-sn', opts.scenario.builtin]),
     '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-m', `${opts.calls ?? 1}`, '-nostdin',
-    '-trace_msg', '-message_file', messages, '-message_overwrite', 'false',
+    '-trace_msg', '-message_file', messages, '-message_overwrite', 'false', '-trace_err', '-error_file', join(cwd, 'errors.log'),
   ];
   if (opts.service) args.push('-s', opts.service);
   if (opts.rate) args.push('-r', `${opts.rate}`, '-rp', '1000');
@@ -82,6 +82,8 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
     const s = /^SIP\/2\.0 (\d{3}) /.exec(m);
     return s ? [Number(s[1])] : [];
   });
+  const errors = join(cwd, 'errors.log');
+  if (existsSync(errors)) output += `\n${readFileSync(errors, 'utf8')}`;
   return { code, received, statuses, output };
 }
 
