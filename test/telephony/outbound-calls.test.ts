@@ -1,10 +1,13 @@
 // POST /v1/conversations/outbound_call placing real calls through a trunk to SIPp callees, with a test double as
 // the media worker: answered (201; the answer's media and call_start reach the worker; the call ends with a BYE
 // from either side), never answered (409 no_answer after the ring timeout, the INVITE cancelled), busy (409
-// sip_call_failed), answered and hung up at once (409 call_ended), a trunk's digest challenge answered. A call that
-// did not connect leaves no record and no lease.
+// sip_call_failed), answered and hung up at once (409 call_ended), a trunk's digest challenge answered, a trunk
+// server answering 503 passed over for the next one its SRV records name (RFC 3263). A call that did not connect
+// leaves no record and no lease.
 import t, { type Test } from 'tap';
+import { Locator } from '../../src/telephony/locate.js';
 import type { Trunk } from '../../src/telephony/trunks.js';
+import { startDnsServer } from './dns-server.js';
 import { agentWithNumber, startSipNode, type SipNode } from './sip-node.js';
 import { freeUdpPort, headerOf, sippCompleted, startSippCallee } from './sipp-scenario.js';
 
@@ -130,15 +133,17 @@ t.test('outbound calls through a trunk', async (t) => {
     await nothingLeft(t, node, before);
   });
 
-  t.test('busy: 409 sip_call_failed', async (t) => {
+  t.test('busy: 409 sip_call_failed; the caller ID drawn from the pool, blocked numbers left out', async (t) => {
     const sipp = await callee('uas_busy.xml');
     t.teardown(() => sipp.done);
     const before = (await counts(node)).conversations;
-    const r = await place();
+    const r = await place({ agent: 'sales', outbound_number_pool: { active: ['+14155550150', '+14155550151'], blocked: ['+14155550150'] } });
     t.equal(r.status, 409);
     t.equal(r.body.error?.code, 'sip_call_failed');
-    t.match(r.body.error.message, /486/);
-    sippCompleted(t, await sipp.done);
+    t.match(r.body.error?.message, /486/);
+    const run = await sipp.done;
+    sippCompleted(t, run);
+    t.match(headerOf(run.received.find((m) => m.startsWith('INVITE ')) ?? '', 'From'), /<sip:\+14155550151@/);
     await nothingLeft(t, node, before);
   });
 
@@ -169,4 +174,33 @@ t.test('an outbound trunk with digest: the 401 is answered, the call placed', as
   const assigned = await node.workers.until('call_start');
   await node.workers.end(assigned.callId);
   sippCompleted(t, await sipp.done, 'the callee verified the digest and got its BYE');
+});
+
+t.test('RFC 3263: the trunk\'s first server answers 503, the call goes to the next', async (t) => {
+  const [first, second] = [await freeUdpPort(), await freeUdpPort()];
+  const dns = await startDnsServer([
+    { name: '_sip._udp.carrier.test', type: 'SRV', data: { priority: 10, weight: 0, port: first, target: 'a.carrier.test' } },
+    { name: '_sip._udp.carrier.test', type: 'SRV', data: { priority: 20, weight: 0, port: second, target: 'b.carrier.test' } },
+    { name: 'a.carrier.test', type: 'A', data: '127.0.0.1' },
+    { name: 'b.carrier.test', type: 'A', data: '127.0.0.1' },
+  ]);
+  t.teardown(() => dns.close());
+  const node = await startSipNode({
+    trunks: [{ name: 'carrier', inbound: null, outbound: { uri: 'sip:carrier.test', transport: null, auth: null, caller_id: '+14155550111' } }],
+    locator: new Locator({ servers: [dns.address], timeoutMs: 1000, tries: 1 }),
+  });
+  t.teardown(() => node.close());
+  t.equal((await node.client.put('/v1/agents/upsert', { name: 'nonumber' })).status, 200);
+  const out = await startSippCallee({ scenario: 'uas_unavailable.xml', port: first });
+  const up = await startSippCallee({ scenario: { builtin: 'uas' }, port: second });
+  const r = await node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config: { agent: 'nonumber' } });
+  t.equal(r.status, 201, JSON.stringify(r.body));
+  const started = await node.workers.until('call_start');
+  await node.workers.end(started.callId);
+  const [refused, answered] = [await out.done, await up.done];
+  sippCompleted(t, refused, 'the first server saw the INVITE and its 503 was ACKed');
+  sippCompleted(t, answered, 'the second answered and got its BYE');
+  const invite = answered.received.find((m) => m.startsWith('INVITE ')) ?? '';
+  t.match(invite, /^INVITE sip:\+14155550123@carrier\.test SIP\/2\.0/, 'the Request-URI names the trunk\'s host');
+  t.match(headerOf(invite, 'From'), /<sip:\+14155550111@127\.0\.0\.1>/, 'an agent without a number presents the trunk\'s caller_id');
 });

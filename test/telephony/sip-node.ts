@@ -3,6 +3,7 @@
 // workers (worker-double.ts). `call()` places an outbound call through the HTTP API, as a client would.
 import { createLogger } from '../../src/log.js';
 import { startSipService, type SipService } from '../../src/telephony/sip-service.js';
+import type { Locator } from '../../src/telephony/locate.js';
 import { Trunks, type Trunk } from '../../src/telephony/trunks.js';
 import { api, startTestServer, type ApiClient, type TestServer } from '../helpers/server.js';
 import { WorkerDouble } from './worker-double.js';
@@ -15,7 +16,15 @@ export interface SipNode {
   close(): Promise<void>;
 }
 
-export async function startSipNode(opts: { env?: Record<string, string>; trunks?: Trunk[]; workers?: number; mediaReadyTimeoutMs?: number } = {}): Promise<SipNode> {
+export interface SipNodeOptions {
+  env?: Record<string, string>;
+  trunks?: Trunk[];
+  workers?: number;
+  mediaReadyTimeoutMs?: number;
+  locator?: Locator;
+}
+
+export async function startSipNode(opts: SipNodeOptions = {}): Promise<SipNode> {
   const server = await startTestServer({ db: 'postgres', env: { PARLEY_SIP_PORT: '0', ...opts.env } });
   const workers = new WorkerDouble(server.sql, opts.workers ?? 1);
   let sip: SipService;
@@ -27,6 +36,7 @@ export async function startSipNode(opts: { env?: Record<string, string>; trunks?
       workers,
       trunks: opts.trunks ? new Trunks(opts.trunks) : undefined,
       mediaReadyTimeoutMs: opts.mediaReadyTimeoutMs,
+      locator: opts.locator,
     });
   } catch (err) {
     await server.close();
