@@ -83,6 +83,23 @@ t.test('answered calls on a node trusting loopback', async (t) => {
     t.equal(await leases(node), 0);
   });
 
+  t.test('an INVITE without SDP: the offer in the 200 (the agent\'s codec alone), the answer from the ACK to the worker', async (t) => {
+    const before = node.workers.of('call_assigned').length;
+    const caller = runSipp({ scenario: 'uac_late_offer.xml', target: `127.0.0.1:${node.sip.port}`, service: '+14155550100' });
+    const assigned = await node.workers.until('call_assigned', (m) => node.workers.of('call_assigned').indexOf(m) >= before);
+    t.equal(assigned.remote, null, 'no remote address before the answer');
+    t.match(assigned.media, { codec: 'PCMU', payloadType: 0, telephoneEventPayloadType: 101 });
+    const update = await node.workers.until('call_media_update', (m) => m.callId === assigned.callId);
+    t.equal(update.remote?.address, '127.0.0.1', 'the ACK\'s answer names where to send');
+    t.equal(update.media.codec, 'PCMU');
+    await node.workers.end(assigned.callId);
+    const run = await caller;
+    sippCompleted(t, run, 'the caller got its BYE');
+    const ok = run.received.find((m) => m.startsWith('SIP/2.0 200 OK')) ?? '';
+    t.match(ok, /^m=audio \d+ RTP\/AVP 0 101$/m, 'the offer in the 200 has PCMU alone, with telephone-event');
+    await until(() => node.sip.activeCalls === 0, 'the call released');
+  });
+
   t.test('CANCEL while the worker binds the ports: 487, call_hangup cancel, no record, no lease', async (t) => {
     node.workers.mediaAnswer = () => 'held';
     t.teardown(() => {

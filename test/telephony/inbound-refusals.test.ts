@@ -13,8 +13,8 @@ t.setTimeout(300_000);
 const PCMU = { pt: '0', rtpmap: '0 PCMU/8000' };
 const G729 = { pt: '18', rtpmap: '18 G729/8000' };
 
-async function refused(node: SipNode, service: string, keys = PCMU) {
-  const run = await runSipp({ scenario: 'uac_refused.xml', target: `127.0.0.1:${node.sip.port}`, service, keys });
+async function refused(node: SipNode, service: string, keys = PCMU, tcp = false) {
+  const run = await runSipp({ scenario: 'uac_refused.xml', target: `127.0.0.1:${node.sip.port}`, service, keys, tcp });
   const final = run.received.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m)) ?? '';
   return { status: Number(/^SIP\/2\.0 (\d{3})/.exec(final)?.[1] ?? 0), message: final, run };
 }
@@ -46,6 +46,12 @@ t.test('a node trusting loopback', async (t) => {
 
   t.test('an unknown number: 404', async (t) => {
     const r = await refused(node, '+14155550999');
+    t.equal(r.status, 404);
+    sippCompleted(t, r.run);
+  });
+
+  t.test('over TCP as well: 404', async (t) => {
+    const r = await refused(node, '+14155550999', PCMU, true);
     t.equal(r.status, 404);
     sippCompleted(t, r.run);
   });

@@ -2,9 +2,10 @@
 // the media worker: answered (201; the answer's media and call_start reach the worker; the call ends with a BYE
 // from either side), never answered (409 no_answer after the ring timeout, the INVITE cancelled), busy (409
 // sip_call_failed), answered and hung up at once (409 call_ended), a trunk's digest challenge answered, a trunk
-// server answering 503 passed over for the next one its SRV records name (RFC 3263). A call that did not connect
-// leaves no record and no lease.
+// server answering 503 passed over for the next one its SRV records name (RFC 3263), the HTTP client going away
+// while it rings (CANCEL). A call that did not connect leaves no record and no lease.
 import t, { type Test } from 'tap';
+import { createUserAgent, type InviteResponder } from '../../sip/index.js';
 import { Locator } from '../../src/telephony/locate.js';
 import type { Trunk } from '../../src/telephony/trunks.js';
 import { startDnsServer } from './dns-server.js';
@@ -203,4 +204,33 @@ t.test('RFC 3263: the trunk\'s first server answers 503, the call goes to the ne
   const invite = answered.received.find((m) => m.startsWith('INVITE ')) ?? '';
   t.match(invite, /^INVITE sip:\+14155550123@carrier\.test SIP\/2\.0/, 'the Request-URI names the trunk\'s host');
   t.match(headerOf(invite, 'From'), /<sip:\+14155550111@127\.0\.0\.1>/, 'an agent without a number presents the trunk\'s caller_id');
+});
+
+t.test('the client goes away while the call rings: the INVITE is cancelled, nothing is left', async (t) => {
+  // The callee is a sip/ user agent, so the test knows when the call rings before it lets go of the request.
+  const callee = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp'] });
+  t.teardown(() => callee.close());
+  const node = await startSipNode({ trunks: [outboundTrunk(callee.port)], env: { PARLEY_RING_TIMEOUT_SEC: '600' } });
+  t.teardown(() => node.close());
+  await agentWithNumber(node.client, 'sales', OWN);
+  const ringing = new Promise<{ res: InviteResponder }>((resolve) => {
+    callee.on('invite', (_req, res) => {
+      res.send(180, 'Ringing');
+      resolve({ res });
+    });
+  });
+  const client = new AbortController();
+  const request = fetch(`${node.server.url}/v1/conversations/outbound_call`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${node.server.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ to_phone_number: TO, config: { agent: 'sales' } }),
+    signal: client.signal,
+  }).catch((err: Error) => err);
+  const { res } = await ringing;
+  t.equal(res.isCancelled, false, 'ringing');
+  client.abort();
+  t.ok((await request) instanceof Error, 'the client gave up');
+  await res.cancelled;
+  t.equal(res.isCancelled, true, 'the callee got the CANCEL');
+  await nothingLeft(t, node, 0);
 });

@@ -29,6 +29,8 @@ export interface SippOptions {
   /** -key name value: [name] in the scenario. */
   keys?: Record<string, string>;
   calls?: number;
+  /** SIP over TCP (-t t1); UDP by default. */
+  tcp?: boolean;
   /** Calls per second (-r). */
   rate?: number;
   /** A port to listen on (a callee); a free one by default. */
@@ -60,6 +62,7 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
     '-trace_msg', '-message_file', messages, '-message_overwrite', 'false', '-trace_err', '-error_file', join(cwd, 'errors.log'),
   ];
   if (opts.service) args.push('-s', opts.service);
+  if (opts.tcp) args.push('-t', 't1');
   if (opts.rate) args.push('-r', `${opts.rate}`, '-rp', '1000');
   for (const [k, v] of Object.entries(opts.keys ?? {})) args.push('-key', k, v);
   if (opts.target) args.push(opts.target);
