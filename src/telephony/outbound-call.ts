@@ -5,7 +5,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SipError, TransactionTimeoutError, TransportError, type Dialog, type UserAgent } from '../../sip/index.js';
 import { isSipUri, parseUri, serializeUri } from '../../sip/message/index.js';
-import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import type { LeasePolicy } from '../store/leases.js';
 import { newId } from '../store/ids.js';
@@ -39,7 +38,6 @@ export interface OutboundCallsOptions {
   policy: LeasePolicy;
   /** The address put in SDP c= and the From host (advertisedAddress). */
   address: string;
-  log: Logger;
   /** PARLEY_RING_TIMEOUT_SEC in ms: how long an INVITE may go unanswered before it is cancelled. */
   ringTimeoutMs: number;
   /** Aborted when the node stops: calls being placed are cancelled. */
@@ -102,7 +100,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
   }
 
   async place(request: OutboundCallRequest, signal: AbortSignal): Promise<{ conversationId: string }> {
-    const { control, sql, policy, address, log } = this.#o;
+    const { control, sql, policy, address } = this.#o;
     const outbound = this.#o.trunk?.outbound;
     if (!outbound) {
       throw new DomainError('unavailable', 'no trunk carries outbound calls on this node', { code: 'outbound_trunk_not_configured' });
@@ -144,14 +142,13 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       throw failureOf(err, null, false);
     }
 
-    let dialog: Dialog;
     const dialled = await this.#dial(call, request.toPhoneNumber, outbound, { callerId, audioFormat, port }, signal);
     if ('error' in dialled) {
       call.log.info({ err: dialled.error, cause: dialled.cause }, 'outbound call did not connect');
       await this.#fail(call);
       throw failureOf(dialled.error, dialled.cause, dialled.ringing);
     }
-    dialog = dialled.dialog;
+    const dialog = dialled.dialog;
     control.attachDialog(call, dialog);
     try {
       const negotiated = dialog.media;
@@ -164,7 +161,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       } else {
         control.mediaUpdate(call, remote, media);
       }
-      // A BYE right behind the 200 is in: the call ended before it connected.
+      // Requests already received behind the 200 are read first: a BYE among them ends the call before it connects.
       await nextTurn();
       if (dialog.state !== 'confirmed' || call.state !== 'held') {
         throw outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the callee hung up as the call was answered');

@@ -85,7 +85,7 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
     isStopping: () => stopping.signal.aborted,
   }));
   const outboundCalls = new TelephonyOutboundCalls({
-    ua, control, sql, policy, address, log, random,
+    ua, control, sql, policy, address, random,
     trunk: trunks.outbound(),
     locator: opts.locator ?? new Locator(),
     ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC,
