@@ -3,7 +3,7 @@
 // status lines and headers) and the requests. Each run binds its own free ports on loopback.
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +87,7 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   });
   const errors = join(cwd, 'errors.log');
   if (existsSync(errors)) output += `\n${readFileSync(errors, 'utf8')}`;
+  rmSync(cwd, { recursive: true, force: true });
   return { code, received, statuses, output };
 }
 
