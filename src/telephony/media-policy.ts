@@ -10,10 +10,9 @@ import { ConfigError, type Settings } from '../config.js';
 import type { AUDIO_FORMATS } from '../schemas/agents.js';
 import type { CallMedia } from '../workers/worker-protocol.js';
 
-export type AgentAudioFormat = (typeof AUDIO_FORMATS)[number];
-
-/** The negotiated stream as the media worker runs it (the worker protocol's). `direction` is Parley's ('recvonly': the peer holds). */
 export type { CallMedia };
+
+export type AgentAudioFormat = (typeof AUDIO_FORMATS)[number];
 
 /** Where the peer receives RTP; null while it receives nothing (port 0, or the legacy hold address). */
 export type RemoteMedia = { address: string; port: number } | null;
@@ -79,7 +78,8 @@ export function answerInbound(offer: SessionDescription, input: MediaPolicyInput
 
 /**
  * The worker's CallMedia of the first codec Parley offers (localMedia(input)): what a call is assigned before the
- * peer's answer names the codec (an outbound INVITE, the 200 answering an INVITE without SDP).
+ * peer's answer names the codec (an outbound INVITE, the 200 answering an INVITE without SDP). Its direction is the
+ * one the peer's answer is expected to state.
  */
 export function offeredCallMedia(input: MediaPolicyInput): CallMedia {
   const [stream] = createOffer(localMedia(input)).media;
@@ -94,7 +94,7 @@ export function offeredCallMedia(input: MediaPolicyInput): CallMedia {
     channels: first.channels,
     telephoneEventPayloadType: te?.payloadType ?? null,
     ptimeMs: PTIME_MS,
-    direction: input.direction ?? 'sendrecv',
+    direction: PEER_DIRECTION[input.direction ?? 'sendrecv'],
   };
 }
 
@@ -110,9 +110,17 @@ export function callMediaOf(media: NegotiatedMedia): CallMedia {
     channels: media.codec.channels,
     telephoneEventPayloadType: media.telephoneEvent?.payloadType ?? null,
     ptimeMs: media.ptimeMs,
-    direction: media.direction,
+    direction: PEER_DIRECTION[media.direction],
   };
 }
+
+/** CallMedia carries the peer's own view of the stream (RFC 3264 6.1): the reverse of this side's direction. */
+const PEER_DIRECTION: Record<Direction, Direction> = {
+  sendrecv: 'sendrecv',
+  sendonly: 'recvonly',
+  recvonly: 'sendonly',
+  inactive: 'inactive',
+};
 
 /** Where to send the call's RTP (RFC 3264 8.4: port 0 or c=0.0.0.0 means nowhere for now). */
 export function remoteMediaOf(media: NegotiatedMedia): RemoteMedia {

@@ -5,11 +5,10 @@ import type { Auth } from '../auth/authenticate.js';
 import type { Admission } from '../store/leases.js';
 import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
 import type { CompressedRecording } from '../media/recording-compressor.js';
-import type { RecordingSide } from '../schemas/conversations.js';
+import type { CallInfo, EndedBy, RecordingSide } from '../schemas/conversations.js';
+import type { ConfigurationEndpoint } from '../schemas/agents.js';
 import type { ConversationPatch } from '../conversation/host.js';
 import type { ResolvedAgent } from '../domain/conversation-agent.js';
-import type { ConfigurationEndpoint } from '../schemas/agents.js';
-import type { CallInfo, EndedBy } from '../schemas/conversations.js';
 
 /** Requests a worker makes of main; each is answered by exactly one `reply` with the same `id`. */
 export type WorkerRequest =
@@ -106,24 +105,37 @@ export type WorkerMessage = WorkerRequest | WorkerNotice;
 
 // ---- telephony: main signals (SIP), the worker runs the call's media and conversation ----
 
-/** Where a peer receives RTP: an IP address and a UDP port. */
+/** An RTP peer: an IPv4 address (the media sockets are IPv4) and a UDP port. */
 export interface MediaAddress {
   address: string;
   port: number;
 }
 
 /**
- * A call's negotiated stream as the media worker runs it (RFC 3264 offer/answer): the codec and its payload type,
- * RFC 4733 telephone-event's payload type (null: none negotiated), the packetization and the stream's direction.
- * src/telephony/media-policy.ts makes it from sip/'s negotiated media.
+ * A call's media as the SDP offer/answer settled it (RFC 3264). Parley answers one audio codec; the worker sends and
+ * receives that codec only.
  */
 export interface CallMedia {
+  /** RFC 3551 table 4 (PCMU, PCMA) or RFC 7587 (opus). The conversation's input and output format follow from it. */
   codec: 'PCMU' | 'PCMA' | 'opus';
+  /** The codec's RTP payload type in this session (0 and 8 are static; opus is dynamic). */
   payloadType: number;
+  /** RTP clock rate: 8000 for G.711, 48000 for opus (RFC 7587 4.1). */
   clockRate: number;
+  /** Audio channels of the rtpmap (1 for G.711; opus is signalled as 2 and sent mono, RFC 7587 7). */
   channels: number;
+  /** RFC 4733 telephone-event payload type, or null when none was negotiated (DTMF is then detected in the audio). */
   telephoneEventPayloadType: number | null;
+  /**
+   * The packetization the peer asked for (a=ptime, RFC 4566 6), in ms. Parley sends packets of the largest multiple
+   * of 20 ms not above it (20 at least; opus always 20), and takes any packet size in.
+   */
   ptimeMs: number;
+  /**
+   * The direction the peer's SDP states (RFC 3264 6.1, its own view): `sendonly` or `inactive` is hold and
+   * `recvonly` a peer that sends nothing. The worker sends RTP while the peer receives (sendrecv, recvonly) and
+   * counts RTP inactivity only while it sends (sendrecv).
+   */
   direction: 'sendrecv' | 'sendonly' | 'recvonly' | 'inactive';
 }
 
@@ -131,21 +143,22 @@ export interface CallMedia {
 export type CallOrigin = 'telephony-inbound' | 'telephony-outbound';
 
 /**
- * Why main ends a call: `bye` the peer hung up; `cancel` the caller gave up before the answer; `shutdown` the node
- * stops; `failed` the call could not be set up or connected (an outbound call's failure, a lost answer).
+ * Why main ends a call: `bye` the peer hung up (ended_by user); `cancel` the caller gave up before the answer, or
+ * `failed` an outbound call that never connected (no conversation: the worker frees the ports); `shutdown` the node
+ * stops (ended_by error, as for the STS conversations a shutdown ends). `failed` after the start ends it as error.
  */
 export type CallHangupReason = 'bye' | 'cancel' | 'shutdown' | 'failed';
 
-/** Telephony messages main sends a worker. `callId` is Parley's own id of the call, unique per node. */
+/** Telephony messages main sends a worker (in MainMessage). Every call is named by callId, Parley's id of the leg. */
 export type CallMessage =
   /**
    * A call this worker runs from now on: it binds `rtpPort` (even) and `rtpPort + 1` (RTCP, RFC 3550 11) and answers
-   * call_media_ready. `remote` is null until the peer's SDP is known (an outbound call before its answer). The
-   * conversation id is admitted against the project's cap by main already.
+   * call_media_ready. `remote` is null until the peer's SDP is known (an outbound call before its answer).
    */
   | {
       type: 'call_assigned';
       callId: string;
+      /** Admitted against the project's cap by main already: the conversation takes this id and does not admit. */
       conversationId: string;
       rtpPort: number;
       remote: MediaAddress | null;
@@ -153,14 +166,14 @@ export type CallMessage =
       agent: ResolvedAgent;
       origin: CallOrigin;
       callInfo: CallInfo;
-      /** The dialled number's configuration endpoint (inbound calls), asked in place of the agent's; null: none. */
+      /** The phone number's configuration endpoint (inbound calls), called in place of the agent's; null: none. */
       configurationEndpoint: ConfigurationEndpoint | null;
-      /** The outbound call config's fields over the agent's settings (outbound calls); null: none. */
+      /** The outbound call config's fields over the agent's (outbound calls); null: none. */
       overrides: Record<string, unknown> | null;
-      /** The agent's listen_only_inbound_enabled applies (an inbound call to such an agent). */
+      /** The agent's listen_only_inbound_enabled applies (an inbound call). */
       listenOnly: boolean;
     }
-  /** A re-INVITE or UPDATE (new address, hold, resume), or an outbound call's answer. */
+  /** A re-INVITE (or an outbound call's answer): the peer's new address, codec parameters and direction (hold). */
   | { type: 'call_media_update'; callId: string; remote: MediaAddress | null; media: CallMedia }
   /** The call is answered (200 OK sent or received): the conversation starts. */
   | { type: 'call_start'; callId: string }
@@ -168,14 +181,14 @@ export type CallMessage =
   /** Digits from a SIP INFO (application/dtmf-relay or application/dtmf), in order. */
   | { type: 'call_dtmf'; callId: string; digits: string };
 
-/** Telephony notices a worker sends main. */
+/** Telephony notices a worker sends main (in WorkerNotice). */
 export type CallNotice =
-  /** The answer to call_assigned: the ports are bound (ok), or why not (main tries another port once, then refuses). */
+  /** The answer to call_assigned: the ports are bound (ok), or why not (main tries another port, then refuses). */
   | { type: 'call_media_ready'; callId: string; ok: true }
   | { type: 'call_media_ready'; callId: string; ok: false; error: string }
   /**
-   * Once per call_assigned the worker accepted, when the call is over and its ports are closed: after its record is
-   * saved when it had started (`started`: a record exists). main then sends BYE if the dialog is still up, frees the
-   * ports, and releases the conversation's lease when no record was made.
+   * Once per call_assigned, when the call is over and its ports are closed: after its record is saved when it had
+   * started (`started`: a record exists), at once after a hang-up before the start (no record: main releases the
+   * conversation's lease). main then sends BYE if the dialog is still up and frees the ports.
    */
   | { type: 'call_ended'; callId: string; conversationId: string; endedBy: EndedBy; started: boolean };

@@ -58,7 +58,7 @@ t.test('answered calls on a node trusting loopback', async (t) => {
     const dtmf = await node.workers.until('call_dtmf', (m) => m.callId === assigned.callId);
     t.equal(dtmf.digits, '5', 'the INFO digit reached the worker');
     const hold = await node.workers.until('call_media_update', (m) => m.callId === assigned.callId);
-    t.equal(hold.media.direction, 'recvonly', 'the caller\'s hold (sendonly) is Parley receiving only');
+    t.equal(hold.media.direction, 'sendonly', 'the caller\'s hold reaches the worker as the caller states it (sendonly)');
     t.equal(hold.media.codec, 'PCMU');
     await node.workers.until('call_hangup', (m) => m.callId === assigned.callId && m.reason === 'bye');
     await until(() => node.sip.activeCalls === 0, 'the call released');

@@ -90,15 +90,17 @@ t.test('nothing in common: 488 (sip/ answers it)', async (t) => {
   t.ok(err instanceof SipError && err.status === 488, '488 Not Acceptable Here');
 });
 
-t.test('hold: a sendonly offer makes Parley recvonly; c=0.0.0.0 leaves nowhere to send', async (t) => {
+t.test('hold: a sendonly offer makes Parley recvonly, and the worker is told the peer sends only; c=0.0.0.0 leaves nowhere to send', async (t) => {
   const held = structuredClone(offers.sippPcap);
   held.media[0].attributes.push({ name: 'sendonly', value: null });
-  t.equal(callMediaOf(answered(held, MULAW).media).direction, 'recvonly');
+  const heldAnswer = answered(held, MULAW).media;
+  t.equal(heldAnswer.direction, 'recvonly', "Parley's own direction");
+  t.equal(callMediaOf(heldAnswer).direction, 'sendonly', "CallMedia carries the peer's view");
   const legacy = structuredClone(offers.sippPcap);
   if (legacy.connection) legacy.connection.address = '0.0.0.0';
   const r = answered(legacy, MULAW);
   t.equal(remoteMediaOf(r.media), null);
-  t.equal(callMediaOf(r.media).direction, 'recvonly');
+  t.equal(callMediaOf(r.media).direction, 'sendonly');
 });
 
 t.test('the offer Parley makes, answered by SIPp uas', async (t) => {
