@@ -25,6 +25,8 @@ export const settingsSchema = z.object({
   /** Token bucket per source address of inbound INVITEs: refill per second and burst (503 + Retry-After past it). */
   PARLEY_SIP_INVITE_RATE_PER_SEC: z.coerce.number().positive().max(100_000).default(20),
   PARLEY_SIP_INVITE_BURST: positiveInt.max(1_000_000).default(40),
+  /** Seconds an outbound call may ring unanswered before it is cancelled (409 no_answer). */
+  PARLEY_RING_TIMEOUT_SEC: positiveInt.max(600).default(30),
   PARLEY_RTP_PORT_MIN: port.default(40000),
   PARLEY_RTP_PORT_MAX: port.default(49999),
   /** Seconds without RTP from a call's peer (while it is not on hold) before the call ends with ended_by error. */

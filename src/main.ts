@@ -1,5 +1,6 @@
-// Entry: config -> store -> migrations -> job queue -> bootstrap -> control plane -> media workers
-// (docs/ARCHITECTURE.md, "Process shape"). SIGINT/SIGTERM close everything in reverse order.
+// Entry: config -> store -> migrations -> job queue -> bootstrap -> control plane -> media workers -> SIP
+// (docs/ARCHITECTURE.md, "Process shape"). SIGINT/SIGTERM close everything in reverse order. A media worker that
+// dies has its calls ended by telephony (BYE, records finished) and then stops the node.
 import { ConfigError, loadSettings, type Settings } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { openStore, type Store } from './store/db.js';
@@ -8,7 +9,9 @@ import { migrate } from './store/migrate.js';
 import { bootstrap } from './store/workspaces.js';
 import { createContext } from './api/context.js';
 import { buildApp } from './api/app.js';
-import { startWorkerPool } from './workers/worker-pool.js';
+import { startWorkerPool, type WorkerPool } from './workers/worker-pool.js';
+import type { MediaWorkerListener, MediaWorkers } from './telephony/media-workers.js';
+import { startSipService } from './telephony/sip-service.js';
 import { parseTrustedProxies } from './auth/addresses.js';
 import { createNodeJobQueue } from './jobs/handlers.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
@@ -37,8 +40,29 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
     port = (app.server.address() as { port: number }).port;
     log.info({ url: ctx.publicUrl() }, 'control plane listening');
     // Media workers (realtime port): closed before the control plane and the store, after conversations are saved.
-    const workers = await startWorkerPool({ settings, sql: store.sql, log, onWorkerLost: () => process.kill(process.pid, 'SIGTERM') });
+    // One that dies has its calls ended first (records saved), then the node stops: its STS conversations' leases
+    // would otherwise be renewed by this node's heartbeat forever.
+    let telephony: MediaWorkerListener | null = null;
+    const workers = await startWorkerPool({
+      settings,
+      sql: store.sql,
+      log,
+      onWorkerLost: (workerId) => {
+        void (telephony?.workerLost(workerId) ?? Promise.resolve())
+          .catch((err: Error) => log.error({ err, workerId }, 'ending the lost worker\'s calls failed'))
+          .finally(() => process.kill(process.pid, 'SIGTERM'));
+      },
+    });
     closers.push(() => workers.close());
+    // SIP (telephony): stopped before the workers, so live calls are ended and saved by them and BYEs go out.
+    const sip = await startSipService({
+      settings,
+      sql: store.sql,
+      log,
+      workers: mediaWorkersOf(workers, (listener) => (telephony = listener)),
+    });
+    closers.push(() => sip.stop());
+    ctx.outboundCalls = sip.outboundCalls;
     if (first) {
       log.info({ orgId: first.orgId, projectId: first.projectId }, 'created the first workspace and its main project');
       if (!settings.PARLEY_BOOTSTRAP_API_KEY) {
@@ -51,6 +75,18 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
     throw err;
   }
   return closeAll;
+}
+
+/** Telephony's view of the worker pool (src/telephony/media-workers.ts). */
+function mediaWorkersOf(pool: WorkerPool, onLost: (listener: MediaWorkerListener) => void): MediaWorkers {
+  return {
+    leastLoaded: () => pool.leastLoaded(),
+    send: (workerId, msg) => pool.sendCall(workerId, msg),
+    listen: (listener) => {
+      pool.onCallNotice((workerId, notice) => listener.notice(workerId, notice));
+      onLost(listener);
+    },
+  };
 }
 
 const log = createLogger();

@@ -21,7 +21,7 @@ interface Running {
 }
 
 function startMain(env: Record<string, string>): Running {
-  const childEnv = userEnv({ PARLEY_HTTP_PORT: '0', PARLEY_LOG_LEVEL: 'info', PARLEY_WORKERS: '1', ...env });
+  const childEnv = userEnv({ PARLEY_HTTP_PORT: '0', PARLEY_SIP_PORT: '0', PARLEY_LOG_LEVEL: 'info', PARLEY_WORKERS: '1', ...env });
   if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
   const [cmd, ...pre] = USER_NODE;
   const child = spawn(cmd, [...pre, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv });

@@ -103,6 +103,11 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
   readonly host: string;
   readonly port: number;
   readonly dialogs = new Map<string, Dialog>();
+  /**
+   * Whether this UA takes new calls. It only shapes the answer to OPTIONS (RFC 3261 11.2: the status an INVITE
+   * would get): 200 while true, 503 while false (a node stopping); INVITEs are the 'invite' listener's to refuse.
+   */
+  acceptingCalls = true;
   readonly #tx: TxLayer;
   /** The transport placed calls use unless the URI names one (UserAgentCore.transports[0]). */
   readonly #defaultTransport: TransportName;
@@ -158,6 +163,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       case 'INVITE':
         return this.#incomingInvite(r, tx);
       case 'OPTIONS':
+        if (!this.acceptingCalls) return tx.respond(buildResponse(req, 503, 'Service Unavailable', { toTag: newTag() }));
         return tx.respond(buildResponse(req, 200, 'OK', { toTag: newTag(), headers: [['Allow', ALLOW], ['Accept', SDP], ['User-Agent', this.#userAgent]] }));
       case 'BYE':
       case 'NOTIFY':

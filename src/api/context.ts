@@ -1,7 +1,8 @@
-// What every route plugin is given: the domain's context (database, settings, clock) plus a logger, link helpers
-// and the credential cache.
+// What every route plugin is given: the domain's context (database, settings, clock) plus a logger, link helpers,
+// the credential cache and, where the node runs SIP, the outbound calls service.
 import type { Settings } from '../config.js';
 import type { DomainContext } from '../domain/context.js';
+import type { OutboundCalls } from '../domain/outbound-calls.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { CredentialCache } from '../auth/credential-cache.js';
@@ -17,6 +18,8 @@ export interface AppContext extends DomainContext {
   storeKind: 'pglite' | 'postgres';
   /** Verified API keys and session tokens, kept briefly; routes that revoke one forget it before answering. */
   credentials: CredentialCache;
+  /** Places phone calls: set by src/main.ts once the SIP service runs; null on a control plane without one. */
+  outboundCalls: OutboundCalls | null;
 }
 
 /** The context of a control plane on `store`, listening (once started) at `listening()`. */
@@ -39,5 +42,6 @@ export async function createContext(
     signer,
     storeKind: store.kind,
     credentials,
+    outboundCalls: null,
   };
 }

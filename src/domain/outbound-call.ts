@@ -27,14 +27,15 @@ export interface OutboundCall {
 /**
  * Resolves an outbound call of the workspace for `config`. Throws, in this order: the project's errors (not_found,
  * forbidden); not_found for an unknown agent, conflict `agent_disabled`; invalid `config.voice_id` (not in the
- * catalog) or `config.tools.N` (no such tool); unless `dryRun`, invalid `outbound_trunk_not_configured` without
- * PARLEY_OUTBOUND_TRUNK; limit_reached `concurrency_limit_reached` when the project is at its cap.
+ * catalog) or `config.tools.N` (no such tool); unless `dryRun`, invalid `outbound_trunk_not_configured` without an
+ * outbound trunk (`outboundTrunk`: the node has one; by default whether PARLEY_OUTBOUND_TRUNK is set); limit_reached
+ * `concurrency_limit_reached` when the project is at its cap.
  */
 export async function resolveOutboundCall(
   ctx: DomainContext,
   orgId: string,
   config: OutboundCallConfig | undefined,
-  opts: { dryRun: boolean },
+  opts: { dryRun: boolean; outboundTrunk?: boolean },
 ): Promise<OutboundCall> {
   const { sql, settings } = ctx;
   const project = await resolveProject(sql, orgId, config?.project ?? OUTBOUND_CALL_DEFAULTS.project);
@@ -62,8 +63,8 @@ export async function resolveOutboundCall(
     tools = rows.map(toolOf);
   }
 
-  if (!opts.dryRun && !settings.PARLEY_OUTBOUND_TRUNK) {
-    throw new DomainError('invalid', 'outbound calls need an outbound trunk: PARLEY_OUTBOUND_TRUNK is not set on this node', {
+  if (!opts.dryRun && !(opts.outboundTrunk ?? Boolean(settings.PARLEY_OUTBOUND_TRUNK))) {
+    throw new DomainError('invalid', 'outbound calls need an outbound trunk: PARLEY_OUTBOUND_TRUNK is not set, nor a trunk with an outbound section in PARLEY_TRUNKS_FILE', {
       code: 'outbound_trunk_not_configured',
     });
   }

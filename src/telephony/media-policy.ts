@@ -3,7 +3,7 @@
 // CallMedia. The offer/answer itself (RFC 3264) and the 488 for an offer with no common codec are sip/'s.
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 import {
-  answerOffer, codecsOf, LEGACY_HOLD_ADDRESSES, type AnswerResult, type AudioCodecName, type Direction, type LocalMedia,
+  answerOffer, codecsOf, createOffer, LEGACY_HOLD_ADDRESSES, TELEPHONE_EVENT, type AnswerResult, type AudioCodecName, type Direction, type LocalMedia,
   type MediaDescription, type NegotiatedMedia, type SessionDescription,
 } from '../../sip/sdp/index.js';
 import { ConfigError, type Settings } from '../config.js';
@@ -74,6 +74,28 @@ export function preferAgentCodec(offer: SessionDescription, format: AgentAudioFo
  */
 export function answerInbound(offer: SessionDescription, input: MediaPolicyInput): AnswerResult {
   return answerOffer(preferAgentCodec(offer, input.audioFormat), localMedia(input));
+}
+
+/**
+ * The worker's CallMedia of the first codec Parley offers (localMedia(input)): what a call is assigned before the
+ * peer's answer names the codec (an outbound INVITE, the 200 answering an INVITE without SDP). Its direction is the
+ * one the peer's answer is expected to state.
+ */
+export function offeredCallMedia(input: MediaPolicyInput): CallMedia {
+  const [stream] = createOffer(localMedia(input)).media;
+  const codecs = stream ? codecsOf(stream) : [];
+  const first = codecs[0];
+  if (first === undefined || (first.name !== 'PCMU' && first.name !== 'PCMA')) throw new Error('Parley offers G.711 first');
+  const te = codecs.find((c) => c.name.toLowerCase() === TELEPHONE_EVENT);
+  return {
+    codec: first.name,
+    payloadType: first.payloadType,
+    clockRate: first.clockRate,
+    channels: first.channels,
+    telephoneEventPayloadType: te?.payloadType ?? null,
+    ptimeMs: PTIME_MS,
+    direction: PEER_DIRECTION[input.direction ?? 'sendrecv'],
+  };
 }
 
 /** The worker's CallMedia for a negotiated stream. Throws for a codec the worker cannot run (a policy bug). */

@@ -1,6 +1,7 @@
 // main's side of the media workers (docs/ARCHITECTURE.md, "Process shape"): starts PARLEY_WORKERS worker threads that
 // share the realtime port, answers their requests with the store, keeps the directory conversationId -> worker,
-// relays observer and reconnect sockets that landed on another worker to the owner, and shuts them down in order.
+// relays observer and reconnect sockets that landed on another worker to the owner, carries telephony's messages
+// to the worker running a call and its notices back, and shuts them down in order.
 import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { conversationNodeId, type Settings } from '../config.js';
@@ -11,7 +12,7 @@ import { tuneHeapForMedia } from './heap-tuning.js';
 import { createRequestHandler } from './main-handlers.js';
 import { resumeCompressions } from './recording-resume.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
-import type { MainMessage, RelayKind, SocketInspection, WorkerMessage } from './worker-protocol.js';
+import type { CallMessage, CallNotice, MainMessage, RelayKind, SocketInspection, WorkerMessage } from './worker-protocol.js';
 import type { WorkerData } from './worker.js';
 
 export const POOL_DEFAULTS = {
@@ -36,7 +37,11 @@ export interface WorkerPoolOptions {
   /** Worker count; PARLEY_WORKERS by default. */
   workers?: number;
   now?: () => Date;
-  /** A worker ended on its own (a crash): main.ts stops the node; by default it is logged only. */
+  /**
+   * A worker ended on its own (a crash), called once the requests it had made are answered (so a record it was
+   * creating exists before anyone finishes it): main.ts ends its calls, then stops the node; by default it is
+   * logged only.
+   */
   onWorkerLost?: (workerId: number, code: number) => void;
 }
 
@@ -52,6 +57,12 @@ export interface WorkerPool {
   readonly relayed: Record<RelayKind, number>;
   /** Every worker's open sockets and what each holds unsent, by worker id. */
   inspect(): Promise<SocketInspection[][]>;
+  /** The running worker with the least load (its conversations and calls), or null when none runs. */
+  leastLoaded(): number | null;
+  /** Sends a telephony message to a worker; a call_assigned counts in its load at once. Dropped for an ended worker. */
+  sendCall(workerId: number, msg: CallMessage): void;
+  /** Where the workers' telephony notices go (one listener; without one they are logged and dropped). */
+  onCallNotice(listener: (workerId: number, notice: CallNotice) => void): void;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -59,7 +70,13 @@ interface Member {
   id: number;
   worker: Worker;
   exited: Promise<void>;
+  running: boolean;
+  /** As the worker last reported (`load`): its conversations and calls. */
   conversations: number;
+  /** Calls assigned since that report, which it may not count yet. */
+  assignedSinceLoad: number;
+  /** Its requests being answered. */
+  inFlight: Set<Promise<void>>;
 }
 
 interface Relay {
@@ -104,6 +121,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const inspections = new Map<number, (sockets: SocketInspection[]) => void>();
   let nextInspection = 1;
   let closing = false;
+  let callListener: ((workerId: number, notice: CallNotice) => void) | null = null;
   // Compressions a previous run of this node left undone: found before any worker runs (so none of this run's
   // recordings is taken for one), then compressed in the background. A failure is logged; the rows stay on their
   // playable .wav.
@@ -134,15 +152,16 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         return;
       case 'load':
         from.conversations = msg.conversations;
+        from.assignedSinceLoad = 0;
+        return;
+      case 'call_media_ready':
+      case 'call_ended':
+        if (callListener) callListener(from.id, msg);
+        else log.warn({ workerId: from.id, notice: msg.type, callId: msg.callId }, 'telephony notice with no telephony listening');
         return;
       case 'inspection':
         inspections.get(msg.id)?.(msg.sockets);
         inspections.delete(msg.id);
-        return;
-      case 'call_media_ready':
-      case 'call_ended':
-        // Telephony's main side (src/telephony) takes these; until it is wired, nothing here sends calls.
-        log.warn({ workerId: from.id, notice: msg }, 'telephony notice from a worker with no telephony in main');
         return;
       case 'relay_request': {
         const owner = directory.get(msg.conversationId);
@@ -177,11 +196,15 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         post(from.id === r.socketWorker ? r.ownerWorker : r.socketWorker, msg);
         return;
       }
-      default:
-        handle(msg, { owns: (conversationId) => directory.get(conversationId)?.worker === from.id }).then(
-          (reply) => from.worker.postMessage(reply satisfies MainMessage),
+      default: {
+        const answered: Promise<void> = handle(msg, { owns: (conversationId) => directory.get(conversationId)?.worker === from.id }).then(
+          (reply) => {
+            if (from.running) from.worker.postMessage(reply satisfies MainMessage);
+          },
           (err: Error) => log.error({ err }, 'worker request handler failed'),
-        );
+        ).finally(() => from.inFlight.delete(answered));
+        from.inFlight.add(answered);
+      }
     }
   }
 
@@ -189,7 +212,9 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     const workerData: WorkerData = { workerId: id, settings, port };
     const worker = new Worker(BOOTSTRAP, { eval: true, workerData, execArgv: process.execArgv.filter((a) => a === '--enable-source-maps') });
     let resolveExit!: () => void;
-    const member: Member = { id, worker, conversations: 0, exited: new Promise((r) => (resolveExit = r)) };
+    const member: Member = {
+      id, worker, running: true, conversations: 0, assignedSinceLoad: 0, inFlight: new Set(), exited: new Promise((r) => (resolveExit = r)),
+    };
     members[id] = member;
     return new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`media worker ${id} did not start within ${POOL_DEFAULTS.start_timeout_ms} ms`)), POOL_DEFAULTS.start_timeout_ms);
@@ -205,6 +230,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       });
       worker.on('exit', (code) => {
         clearTimeout(timer);
+        member.running = false;
         resolveExit();
         for (const [cid, o] of directory) if (o.worker === id) directory.delete(cid);
         for (const [rid, r] of relays) {
@@ -216,7 +242,8 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         if (!closing) {
           log.fatal({ workerId: id, code }, 'media worker ended unexpectedly');
           reject(new Error(`media worker ${id} exited with code ${code}`));
-          opts.onWorkerLost?.(id, code);
+          // Its requests still being answered (a record being created) settle first.
+          void Promise.allSettled([...member.inFlight]).then(() => opts.onWorkerLost?.(id, code));
         }
       });
     });
@@ -274,6 +301,23 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     load: () => members.map((m) => m.conversations),
     relayed,
     inspect: () => Promise.all(members.map(inspectWorker)),
+    leastLoaded: () => {
+      let best: Member | null = null;
+      for (const m of members) {
+        if (!m.running) continue;
+        if (best === null || m.conversations + m.assignedSinceLoad < best.conversations + best.assignedSinceLoad) best = m;
+      }
+      return best?.id ?? null;
+    },
+    sendCall: (workerId, msg) => {
+      const m = members[workerId];
+      if (!m?.running) return;
+      if (msg.type === 'call_assigned') m.assignedSinceLoad++;
+      m.worker.postMessage(msg satisfies MainMessage);
+    },
+    onCallNotice: (listener) => {
+      callListener = listener;
+    },
     close,
   };
 }

@@ -1,5 +1,6 @@
-// POST /v1/conversations/outbound_call (spec endpoint 11) over real HTTP on both databases: the dry run validates
-// everything (body, project, agent, tools, the concurrency cap); a real call needs PARLEY_OUTBOUND_TRUNK.
+// POST /v1/conversations/outbound_call over real HTTP on both databases: the dry run validates everything (body,
+// project, agent, tools, the concurrency cap); a real call needs an outbound trunk and the node's SIP service
+// (calls placed through a trunk: test/telephony/outbound-calls.test.ts).
 import t from 'tap';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 import { admit } from '../../src/store/leases.js';
@@ -115,10 +116,11 @@ for (const db of DB_KINDS) {
     const server = await startTestServer({ db, env: { PARLEY_OUTBOUND_TRUNK: 'sip:carrier.invalid:5060' } });
     t.teardown(() => server.close());
     const client = api(server);
+    t.equal((await client.put('/v1/agents/upsert', { name: 'sales' })).status, 200, 'agent sales');
     const dry = await client.post('/v1/conversations/outbound_call', { to_phone_number: TO, dry_run: true });
     t.equal(dry.status, 200);
-    const real = await client.post('/v1/conversations/outbound_call', { to_phone_number: TO });
-    t.equal(real.status, 400, 'placing calls is not available on this node yet');
+    const real = await client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config: { agent: 'sales' } });
+    t.equal(real.status, 503, 'a control plane without a SIP service places no calls');
     t.equal(real.body.error.code, 'outbound_unavailable');
   });
 }

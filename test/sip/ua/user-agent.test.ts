@@ -242,3 +242,28 @@ t.test('late offer: INVITE without SDP, offer in the 2xx, answer in the ACK', as
   t.match(uas.localSdp, /m=audio 30410 RTP\/AVP 0 8 101/, 'the callee offered its codecs');
   await dialog.bye();
 });
+
+t.test('OPTIONS: 200 with Allow and Accept while the UA takes calls, 503 once it does not (RFC 3261 11.2)', async (t) => {
+  const sock = dgram.createSocket('udp4');
+  await new Promise<void>((r) => sock.bind(0, '127.0.0.1', () => r()));
+  t.teardown(() => sock.close());
+  const port = (sock.address() as { port: number }).port;
+  const responses: string[] = [];
+  sock.on('message', (m) => responses.push(m.toString('latin1')));
+  const ua = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp'] });
+  t.teardown(() => ua.close());
+  const options = (n: number) => [
+    `OPTIONS sip:127.0.0.1:${ua.port} SIP/2.0`, `Via: SIP/2.0/UDP 127.0.0.1:${port};branch=z9hG4bKopt${n}`,
+    'From: <sip:probe@127.0.0.1>;tag=p1', `To: <sip:127.0.0.1:${ua.port}>`, `Call-ID: options-${n}@127.0.0.1`,
+    `CSeq: ${n} OPTIONS`, 'Max-Forwards: 70', 'Content-Length: 0', '', '',
+  ].join('\r\n');
+  sock.send(options(1), ua.port, '127.0.0.1');
+  await until(() => responses.length === 1, { what: 'the first answer', timeoutMs: 5_000 });
+  t.match(responses[0], /^SIP\/2\.0 200 OK\r\n/);
+  t.match(responses[0], /\r\nAllow: [^\r]*INVITE/);
+  t.match(responses[0], /\r\nAccept: application\/sdp\r\n/);
+  ua.acceptingCalls = false;
+  sock.send(options(2), ua.port, '127.0.0.1');
+  await until(() => responses.length === 2, { what: 'the second answer', timeoutMs: 5_000 });
+  t.match(responses[1], /^SIP\/2\.0 503 Service Unavailable\r\n/);
+});

@@ -1,0 +1,254 @@
+// Placing a call (POST /v1/conversations/outbound_call, through the domain's OutboundCalls): admit the conversation,
+// give it an RTP port pair and a media worker, INVITE `to_phone_number` at the outbound trunk's host (RFC 3263
+// servers in turn, digest answered), and wait for the outcome: answered -> the answer's media to the worker and
+// call_start; otherwise the reason as a 409 code (no_answer, sip_call_failed, call_ended) and nothing recorded.
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { SipError, TransactionTimeoutError, TransportError, type Dialog, type UserAgent } from '../../sip/index.js';
+import { isSipUri, parseUri, serializeUri } from '../../sip/message/index.js';
+import type { Sql } from '../store/db.js';
+import type { LeasePolicy } from '../store/leases.js';
+import { newId } from '../store/ids.js';
+import { admitCall } from '../domain/calls.js';
+import { DomainError } from '../domain/errors.js';
+import {
+  OUTBOUND_CALL_FAILURE, outboundCallFailed, outboundCallerId, outboundOverrides,
+  type OutboundCallRequest, type OutboundCalls,
+} from '../domain/outbound-calls.js';
+import type { AgentConfig } from '../schemas/agents.js';
+import { ANONYMOUS } from './call-parties.js';
+import type { CallAssignment, CallControl } from './call-control.js';
+import { failover, LocateError, targetUri, type Locator } from './locate.js';
+import { callMediaOf, localMedia, offeredCallMedia, remoteMediaOf } from './media-policy.js';
+import { CallRefused } from './sip-errors.js';
+import type { SipCall } from './sip-call.js';
+import type { Trunk } from './trunks.js';
+
+/** RFC 3261 21.4.9 / 21.4.18: the callee did not answer (408 Request Timeout, 480 Temporarily Unavailable). */
+const NO_ANSWER_STATUSES = new Set([408, 480]);
+/** RFC 3323 4.1.1.3: the From of a call that presents no number. */
+const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
+
+export interface OutboundCallsOptions {
+  ua: UserAgent;
+  control: CallControl;
+  /** The trunk with an outbound section, if any. */
+  trunk: Trunk | null;
+  locator: Locator;
+  sql: Sql;
+  policy: LeasePolicy;
+  /** The address put in SDP c= and the From host (advertisedAddress). */
+  address: string;
+  /** PARLEY_RING_TIMEOUT_SEC in ms: how long an INVITE may go unanswered before it is cancelled. */
+  ringTimeoutMs: number;
+  /** Aborted when the node stops: calls being placed are cancelled. */
+  stopping: AbortSignal;
+  /** How long a failed call waits for its worker to release it (so its lease is free when the error is answered). */
+  releaseWaitMs: number;
+  random?: () => number;
+}
+
+/** Why dialling stopped short of an answer: the ring timeout, the HTTP client going away, the node stopping. */
+type AbortCause = 'ring_timeout' | 'client_gone' | 'stopping';
+
+/** The outbound trunk's URI with the transport its `transport` field forces. */
+function trunkUri(trunk: NonNullable<Trunk['outbound']>): string {
+  const uri = parseUri(trunk.uri);
+  if (!isSipUri(uri) || trunk.transport === null || uri.params.has('transport')) return trunk.uri;
+  uri.params.set('transport', trunk.transport);
+  return serializeUri(uri);
+}
+
+/** `sip:<number>@<the trunk's host[:port]>` (RFC 3261 19.1.1; a telephone number as the user part). */
+function requestUriFor(number: string, trunk: NonNullable<Trunk['outbound']>): string {
+  const uri = parseUri(trunk.uri);
+  if (!isSipUri(uri)) throw new Error(`outbound trunk URI ${trunk.uri} is not a sip: URI`);
+  return `sip:${number}@${uri.host}${uri.port === undefined ? '' : `:${uri.port}`}`;
+}
+
+/** The 409 (or other domain error) a call that did not connect is answered with. */
+function failureOf(err: unknown, cause: AbortCause | null, ringing: boolean): DomainError {
+  if (err instanceof DomainError) return err;
+  if (cause === 'stopping') return new DomainError('unavailable', 'the node is stopping; the call was cancelled', { code: 'unavailable' });
+  if (cause === 'client_gone') return outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the request was abandoned; the call was cancelled');
+  if (cause === 'ring_timeout') {
+    return ringing
+      ? outboundCallFailed(OUTBOUND_CALL_FAILURE.noAnswer, 'the callee did not answer within the ring timeout')
+      : outboundCallFailed(OUTBOUND_CALL_FAILURE.sipCallFailed, 'the trunk did not respond within the ring timeout');
+  }
+  if (err instanceof SipError) {
+    if (NO_ANSWER_STATUSES.has(err.status)) return outboundCallFailed(OUTBOUND_CALL_FAILURE.noAnswer, `the callee did not answer (${err.status} ${err.reason})`);
+    return outboundCallFailed(OUTBOUND_CALL_FAILURE.sipCallFailed, `the call was refused: ${err.status} ${err.reason}`);
+  }
+  if (err instanceof TransportError || err instanceof TransactionTimeoutError || err instanceof LocateError) {
+    return outboundCallFailed(OUTBOUND_CALL_FAILURE.sipCallFailed, `the trunk could not be reached: ${err.message}`);
+  }
+  if (err instanceof CallRefused) return new DomainError('unavailable', err.message, { code: 'unavailable' });
+  return outboundCallFailed(OUTBOUND_CALL_FAILURE.sipCallFailed, `the call failed: ${(err as Error).message}`);
+}
+
+export class TelephonyOutboundCalls implements OutboundCalls {
+  readonly #o: OutboundCallsOptions;
+  readonly #random: () => number;
+
+  constructor(opts: OutboundCallsOptions) {
+    this.#o = opts;
+    this.#random = opts.random ?? Math.random;
+  }
+
+  get hasTrunk(): boolean {
+    return this.#o.trunk?.outbound != null;
+  }
+
+  async place(request: OutboundCallRequest, signal: AbortSignal): Promise<{ conversationId: string }> {
+    const { control, sql, policy, address } = this.#o;
+    const outbound = this.#o.trunk?.outbound;
+    if (!outbound) {
+      throw new DomainError('unavailable', 'no trunk carries outbound calls on this node', { code: 'outbound_trunk_not_configured' });
+    }
+    if (this.#o.stopping.aborted) throw new DomainError('unavailable', 'the node is stopping', { code: 'unavailable' });
+    const agent = request.call.agent;
+    if (agent === null) {
+      // The media worker runs a call as a conversation of an agent (call_assigned.agent).
+      throw new DomainError('invalid', 'invalid parameter config.agent: a placed call needs an agent', {
+        code: 'agent_required',
+        paramErrors: { 'config.agent': 'is required to place a call (a dry run may leave it out)' },
+      });
+    }
+    const conversationId = newId('conv');
+    await admitCall(sql, policy, request.orgId, request.call.project.id, conversationId);
+    const call = control.open({
+      callId: newId('call'), conversationId, orgId: request.orgId, projectId: request.call.project.id, origin: 'telephony-outbound',
+    });
+    const callerId = await outboundCallerId(sql, request.call, outbound.caller_id, this.#random).catch(async (err: unknown) => {
+      await control.abandon(call);
+      throw err;
+    });
+    const audioFormat = (agent.config as unknown as AgentConfig).audio_format;
+    // The config's tools replace the agent's (their definitions resolved with the call).
+    const callAgent = request.sent?.tools !== undefined ? { ...agent, tools: request.call.tools } : agent;
+    const assignment: CallAssignment = {
+      remote: null,
+      media: offeredCallMedia({ audioFormat, address, port: 0 }),
+      agent: callAgent,
+      callInfo: { from_phone_number: callerId ?? ANONYMOUS, to_phone_number: request.toPhoneNumber },
+      configurationEndpoint: null,
+      overrides: outboundOverrides(request.sent),
+      listenOnly: false,
+    };
+    let port: number;
+    try {
+      port = await control.assign(call, assignment);
+    } catch (err) {
+      throw failureOf(err, null, false);
+    }
+
+    const dialled = await this.#dial(call, request.toPhoneNumber, outbound, { callerId, audioFormat, port }, signal);
+    if ('error' in dialled) {
+      call.log.info({ err: dialled.error, cause: dialled.cause }, 'outbound call did not connect');
+      await this.#fail(call);
+      throw failureOf(dialled.error, dialled.cause, dialled.ringing);
+    }
+    const dialog = dialled.dialog;
+    control.attachDialog(call, dialog);
+    try {
+      const negotiated = dialog.media;
+      if (negotiated === null) throw new SipError(488, 'Not Acceptable Here', 'the answer has no usable audio stream');
+      const media = callMediaOf(negotiated);
+      const remote = remoteMediaOf(negotiated);
+      if (media.codec !== call.media?.codec) {
+        // The worker was assigned the codec offered first; the callee chose another: assign it again with that one.
+        await control.reassign(call, { ...assignment, remote, media });
+      } else {
+        control.mediaUpdate(call, remote, media);
+      }
+      // Requests already received behind the 200 are read first: a BYE among them ends the call before it connects.
+      await nextTurn();
+      if (dialog.state !== 'confirmed' || call.state !== 'held') {
+        throw outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the callee hung up as the call was answered');
+      }
+    } catch (err) {
+      await this.#fail(call);
+      throw failureOf(err, null, true);
+    }
+    control.start(call);
+    call.log.info({ to: request.toPhoneNumber, workerId: call.workerId, rtpPort: port, callId: dialog.callId }, 'outbound call answered');
+    return { conversationId };
+  }
+
+  /** The INVITE through the trunk's servers in turn (RFC 3263 4.3), until an answer, a refusal or an abort. */
+  async #dial(
+    call: SipCall,
+    to: string,
+    outbound: NonNullable<Trunk['outbound']>,
+    media: { callerId: string | null; audioFormat: AgentConfig['audio_format']; port: number },
+    signal: AbortSignal,
+  ): Promise<{ dialog: Dialog } | { error: unknown; cause: AbortCause | null; ringing: boolean }> {
+    const { ua, locator, address } = this.#o;
+    const dialling = new AbortController();
+    let cause: AbortCause | null = null;
+    let ringing = false;
+    const stop = (why: AbortCause) => () => {
+      cause ??= why;
+      dialling.abort();
+    };
+    const onClientGone = stop('client_gone');
+    const onStopping = stop('stopping');
+    const timer = setTimeout(stop('ring_timeout'), this.#o.ringTimeoutMs);
+    signal.addEventListener('abort', onClientGone, { once: true });
+    this.#o.stopping.addEventListener('abort', onStopping, { once: true });
+    if (signal.aborted) onClientGone();
+    if (this.#o.stopping.aborted) onStopping();
+    try {
+      const targets = await locator.locate(trunkUri(outbound));
+      const requestUri = requestUriFor(to, outbound);
+      const from = media.callerId === null ? ANONYMOUS_FROM : `<sip:${media.callerId}@${address.includes(':') ? `[${address}]` : address}>`;
+      const attempt = failover(targets, (target) => ua.createUAC(requestUri, {
+        media: localMedia({ audioFormat: media.audioFormat, address, port: media.port }),
+        from,
+        proxy: targetUri(target),
+        auth: outbound.auth ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm } : undefined,
+        signal: dialling.signal,
+        onProvisional: () => {
+          ringing = true;
+        },
+      }), { signal: dialling.signal });
+      // RFC 3261 9.1: a CANCEL waits for a provisional response; with none, the INVITE would run on to Timer B.
+      // Give up at once then; an answer that still comes is hung up.
+      const unanswered = new Promise<never>((_, reject) => {
+        const giveUp = () => {
+          if (!ringing) reject(new SipError(408, 'Request Timeout', 'no response to the INVITE before it was abandoned'));
+        };
+        if (dialling.signal.aborted) giveUp();
+        else dialling.signal.addEventListener('abort', giveUp, { once: true });
+      });
+      let dialog: Dialog;
+      try {
+        dialog = await Promise.race([attempt, unanswered]);
+      } catch (err) {
+        attempt.then(
+          (late) => late.bye().catch((e: Error) => call.log.warn({ err: e }, 'BYE of a call answered after it was abandoned failed')),
+          () => undefined, // the INVITE's own failure after we gave up on it: nothing left to do
+        );
+        throw err;
+      }
+      call.log.debug({ callId: dialog.callId }, 'outbound call answered by the callee');
+      return { dialog };
+    } catch (error) {
+      return { error, cause, ringing };
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onClientGone);
+      this.#o.stopping.removeEventListener('abort', onStopping);
+    }
+  }
+
+  /** A call that did not connect: its worker lets it go (no record), its lease is released; waits for that, bounded. */
+  async #fail(call: SipCall): Promise<void> {
+    const { control } = this.#o;
+    if (call.state === 'setting_up') await control.abandon(call);
+    else control.hangup(call, 'failed');
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([call.ended, new Promise((r) => (timer = setTimeout(r, this.#o.releaseWaitMs)))]);
+    clearTimeout(timer);
+  }
+}
