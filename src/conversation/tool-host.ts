@@ -147,7 +147,8 @@ export class ConversationToolHost implements ToolHost {
       }
       if (spoken) await this.speech.untilPlayed(spoken, mark);
       if (!this.target.session()) return runner.refuse(call, tool, 'the conversation ended before the call ran');
-      if (spoken && spoken.state === 'interrupted' && spoken.playedSamples < mark) {
+      // Stopped before it was heard to the mark: interrupted by the user (or silenced by another call).
+      if (spoken && spoken.playedSamples < mark && (spoken.state === 'interrupted' || spoken.silenced)) {
         return runner.refuse(call, tool, 'the user interrupted the speech before the call');
       }
       return await runner.run(call, () => this.replyAfter(owner));
@@ -158,8 +159,8 @@ export class ConversationToolHost implements ToolHost {
 
   /**
    * The line spoken before the calls of `flight.owner`, which said nothing: once its response is done, the engine is
-   * asked for one (speech only); the call's entry lands on it. One line per response, whatever its calls. Null when
-   * the conversation ended first.
+   * asked for one (speech only); the call's entry lands on it. One line per response, whatever its calls. The owner
+   * itself when the conversation ended first (the call is then refused and recorded there).
    */
   private async lineBefore(flight: CallInFlight, toolName: string): Promise<Utterance> {
     const { owner } = flight;
