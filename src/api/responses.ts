@@ -9,7 +9,7 @@ import { responsesGate } from '../responses/gate.js';
 import { generateResponses } from '../responses/generate.js';
 import { offeredTools } from '../responses/offered-tools.js';
 import { takeResponsesToken } from '../responses/rate-limit.js';
-import { createWebSearch } from '../responses/web-search.js';
+import { createWebSearch } from '../engines/web-search.js';
 import { errorBody, validationErrorBody } from '../schemas/common.js';
 import { responsesRequestBody, responsesResponseBody } from '../schemas/responses.js';
 import { requireApiKey } from './auth-hook.js';

@@ -3,12 +3,14 @@
 // interrupted (barge-in: its queued audio dropped at once and the engine told how much was heard) or silenced (the
 // assistant chose not to respond). Emits assistant_started_speaking / assistant_finished_speaking. A transfer to
 // another agent retunes audio_speed and background noise: a new playout takes over once nothing is playing, so no
-// utterance changes speed halfway. Each utterance keeps the voice and speed it was heard with, for its item.
+// utterance changes speed halfway. Each utterance keeps the voice and speed it was heard with, for its item. For the
+// tool rules (tool-host.ts): barge-in held off while a call that cannot be interrupted runs, waits for an
+// utterance's playout, and the engine's next response marked speech only.
 import type { ResponseId, SpeechEngineSession } from '../engines/engine.js';
 import type { ServerEvent } from '../schemas/sts.js';
 import type { ConversationTimers } from './host.js';
 import { Playout, type PlayoutOptions } from './playout.js';
-import { Utterance, type UtteranceKind } from './utterance.js';
+import { Utterance, type BargeInGuard, type UtteranceKind } from './utterance.js';
 
 const MS_PER_SEC = 1000;
 /**
@@ -53,6 +55,10 @@ export class AssistantSpeech {
   private nextOptions: SpeechPlayoutOptions | null = null;
   /** Voice changes asked of the engine so far (an utterance started before one keeps its voice). */
   private voiceAsks = 0;
+  /** Shared by every utterance: while held, none can be interrupted by the user. */
+  private readonly guard: BargeInGuard = { holds: 0 };
+  /** The next response the engine starts on its own (the reply to a tool output) is speech only. */
+  private speechOnlyNext = false;
 
   constructor(
     private readonly host: SpeechHost,
@@ -106,7 +112,7 @@ export class AssistantSpeech {
   /** A new utterance for an engine response. */
   track(responseId: ResponseId, kind: UtteranceKind, interruptible: boolean): Utterance {
     const voice = { voiceId: this.host.voiceId(), audioSpeed: this.speed, voiceAsks: this.voiceAsks };
-    const u = new Utterance(responseId, kind, interruptible, voice, (x) => this.onInterrupted(x));
+    const u = new Utterance(responseId, kind, interruptible, voice, (x) => this.onInterrupted(x), this.guard);
     this.utterances.set(responseId, u);
     u.startedAtMs = this.timers.now();
     this.forgetOldest();
@@ -127,9 +133,62 @@ export class AssistantSpeech {
     }
   }
 
-  /** The utterance of a response; one the engine started on its own (a reply to the user) is tracked on first sight. */
+  /**
+   * The utterance of a response; one the engine started on its own (a reply to the user or to a tool output) is
+   * tracked on first sight.
+   */
   of(responseId: ResponseId): Utterance {
-    return this.utterances.get(responseId) ?? this.track(responseId, 'reply', true);
+    const known = this.utterances.get(responseId);
+    if (known) return known;
+    const u = this.track(responseId, 'reply', true);
+    u.speechOnly = this.speechOnlyNext;
+    this.speechOnlyNext = false;
+    return u;
+  }
+
+  /**
+   * The next response the engine starts on its own is speech only (its reply to the output of a tool that allows no
+   * chaining), unless the user takes a turn first (`userTurn`).
+   */
+  engineReplySpeechOnly(): void {
+    this.speechOnlyNext = true;
+  }
+
+  /** The user took a turn: the engine's next response answers it, and may call tools. */
+  userTurn(): void {
+    this.speechOnlyNext = false;
+  }
+
+  /**
+   * No utterance can be interrupted by the user until the returned function is called (once): a tool call that
+   * cannot be interrupted (`uninterruptible`) runs.
+   */
+  holdBargeIn(): () => void {
+    this.guard.holds++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.guard.holds--;
+    };
+  }
+
+  /** Resolves once `u` has played `mark` samples (Infinity: all of it), or has stopped (finished, interrupted, silenced). */
+  untilPlayed(u: Utterance, mark: number): Promise<void> {
+    if (!u.isActive || u.playedSamples >= mark) return Promise.resolve();
+    return new Promise((resolve) => (u.waiters ??= []).push({ mark, resolve }));
+  }
+
+  /** Wakes the waiters `u` has satisfied: those whose mark it played past, or all once it has stopped. */
+  private wake(u: Utterance): void {
+    const waiters = u.waiters!;
+    const stopped = !u.isActive;
+    const left = waiters.filter((w) => {
+      if (!stopped && u.playedSamples < w.mark) return true;
+      w.resolve();
+      return false;
+    });
+    u.waiters = left.length > 0 ? left : null;
   }
 
   find(responseId: ResponseId): Utterance | undefined {
@@ -171,16 +230,23 @@ export class AssistantSpeech {
     if (!this.playout?.hasAudio(u)) this.finish(u);
   }
 
-  /** The assistant chose not to respond: the response is dropped unheard, without assistant_finished_speaking. */
+  /**
+   * The assistant chose not to respond, or a tool call suppressed the speech of its response: what is not yet played
+   * is dropped and the engine stops the response (told nothing of it was heard: speech already played cannot be
+   * taken back, and ends with assistant_finished_speaking).
+   */
   silence(responseId: ResponseId): void {
     const u = this.utterances.get(responseId);
     if (!u) return;
     u.silenced = true;
     if (!u.isActive) return;
+    const spoke = u.state === 'speaking';
     u.state = 'finished';
     this.playout?.clear(u);
     this.host.session()?.cancelResponse(responseId, 0);
+    if (spoke) this.host.emit({ type: 'assistant_finished_speaking' });
     this.host.stopped(u);
+    if (u.waiters !== null) this.wake(u);
   }
 
   /** `reset`: every utterance stops. */
@@ -217,6 +283,7 @@ export class AssistantSpeech {
     this.host.interrupted(u);
     if (u.firstFrameAtMs !== null && !u.silenced) this.host.emit({ type: 'assistant_finished_speaking' });
     this.host.stopped(u);
+    if (u.waiters !== null) this.wake(u);
   }
 
   private frame(u: Utterance, pcm: Int16Array, encoded: Uint8Array, playedEnd: number): boolean {
@@ -230,6 +297,7 @@ export class AssistantSpeech {
     }
     if (!this.host.sendFrame(pcm, encoded, u.takeTextUpTo(playedEnd))) return false;
     u.playedSamples = playedEnd;
+    if (u.waiters !== null) this.wake(u);
     return true;
   }
 
@@ -243,6 +311,7 @@ export class AssistantSpeech {
     u.state = 'finished';
     if (spoke) this.host.emit({ type: 'assistant_finished_speaking' });
     this.host.stopped(u);
+    if (u.waiters !== null) this.wake(u);
     this.host.finished(u);
   }
 }

@@ -24,7 +24,7 @@ import { SilenceTimers } from './silence-timers.js';
 import { ownedTimer, type OwnedTimer } from './timer.js';
 import { ConversationToolHost } from './tool-host.js';
 import { TurnTaking } from './turn-taking.js';
-import { engineTool, fromInline, fromStored, type LiveTool } from './tools/catalog.js';
+import { engineTool, liveTools, storedToolNames, type LiveTool } from './tools/catalog.js';
 import { ToolRunner } from './tools/runner.js';
 import type { Utterance } from './utterance.js';
 import { substitute, systemVariables, templateValues } from './variables.js';
@@ -124,6 +124,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       who,
       deps.log,
       this.fetch,
+      deps.webSearch ?? null,
     );
     this.silence = SilenceTimers.disabled(deps.timers);
     this.keysEnd = ownedTimer(deps.timers, DTMF_ENTRY_END_MS, () => this.commitKeys(true));
@@ -198,16 +199,14 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       }
       this.settings = applyConfig(this.settings, outcome.overrides);
     }
-    const names = this.settings.tools.filter((n) => !storedTools.some((t) => t.name === n));
+    const names = storedToolNames(this.settings.tools).filter((n) => !storedTools.some((t) => t.name === n));
     if (names.length > 0) storedTools = storedTools.concat(await store.resolveTools(this.who.orgId, this.projectId, names));
     await this.openEngine(storedTools);
   }
 
   private async openEngine(storedTools: StoredTool[]): Promise<void> {
     const s = this.settings!;
-    const tools = new Map<string, LiveTool>();
-    for (const t of storedTools) if (s.tools.includes(t.name)) tools.set(t.name, fromStored(t));
-    for (const t of s.inlineTools) tools.set(t.tool_schema.function.name, fromInline(t));
+    const tools = this.liveTools(storedTools);
     this.tools = new ToolRunner(this.toolHost, tools);
     const abort = new AbortController();
     const engine = this.deps.engineFor(s.vendor_model);
@@ -582,8 +581,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       engineSettings: s.engineSettings,
     });
     if (s.data_retention_policy.zero_data_retention) this.record.keepNothing();
-    const tools = new Map<string, LiveTool>();
-    for (const t of resolved.tools) tools.set(t.name, fromStored(t));
+    const tools = this.liveTools(resolved.tools);
     this.tools.setTools(tools);
     this.agent = { id: resolved.agent.id, name: resolved.agent.name };
     this.speech.retune({ speed: s.audio_speed, noise: playoutNoise(s) });
@@ -607,6 +605,23 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       s.voice_id = session.voiceId;
     }
     return null;
+  }
+
+  /** The tools the settings name (built-ins by id, stored ones from `stored`) and the inline ones; what was left out is warned of. */
+  private liveTools(stored: StoredTool[]): Map<string, LiveTool> {
+    const s = this.settings!;
+    const { tools, problems } = liveTools({
+      names: s.tools,
+      stored,
+      inline: s.inlineTools,
+      builtInConfigs: s.built_in_tool_configs,
+      webSearch: (this.deps.webSearch ?? null) !== null,
+    });
+    for (const message of problems) {
+      this.deps.log.warn({ conversationId: this.id }, message);
+      this.emit({ type: 'warning', warning: { message, code: 'tool_unavailable' } });
+    }
+    return tools;
   }
 
   // ---- output, record ----

@@ -6,6 +6,7 @@ import type { ConfigurationEndpoint } from '../schemas/agents.js';
 import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import type { ConfigMessage, ServerEvent, SessionMessage } from '../schemas/sts.js';
 import type { SpeechEngine } from '../engines/engine.js';
+import type { WebSearch } from '../engines/web-search.js';
 import type { ResolvedAgent } from '../domain/conversation-agent.js';
 import type { Admission } from '../store/leases.js';
 import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } from '../store/conversations.js';
@@ -109,6 +110,8 @@ export interface ConversationDeps {
   log: Logger;
   /** HTTP for the configuration endpoint and webhook tools (globalThis.fetch by default). */
   fetch?: typeof fetch;
+  /** The web_search built-in's client (PARLEY_WEB_SEARCH_URL); absent or null: web_search is not offered. */
+  webSearch?: WebSearch | null;
   /** PARLEY_DATA_DIR: recordings go under `<dataDir>/recordings/`. */
   dataDir: string;
   /** The worker's background gzip of finished `wav.gz` recordings (absent: they stay `.wav`). */

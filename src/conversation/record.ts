@@ -189,7 +189,9 @@ export class ConversationRecord {
     this.flushUserItem();
     const text = u.playedText;
     if (text) this.transcript.push(`assistant: ${text}`);
-    const item = (): NewItem => {
+    const item = (): NewItem | null => {
+      // Its calls ran after a line spoken for them, and are recorded there: nothing of its own to keep.
+      if (u.callsAfterLine && !text && u.toolCalls.length === 0) return null;
       const full: NewItem = {
         role: 'assistant',
         live_transcript: text || null,
@@ -207,7 +209,10 @@ export class ConversationRecord {
     if (!id) return;
     this.writes = this.writes
       .then(() => Promise.all([...u.pendingTools]))
-      .then(() => this.store.appendItems(id, [item()]))
+      .then(() => {
+        const made = item();
+        return made && this.store.appendItems(id, [made]);
+      })
       .catch((err: unknown) => this.log.error({ err, conversationId: id }, 'appending an item failed'));
   }
 

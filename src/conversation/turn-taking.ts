@@ -105,7 +105,8 @@ export class TurnTaking {
     const pending = turn.bargeInPending;
     if (pending && turn.words >= this.settings.min_words_to_interrupt) {
       turn.bargeInPending = null;
-      this.bargeIn(pending);
+      // A call that cannot be interrupted may have started since the turn did: then the turn goes on as any other.
+      if (pending.interruptible) this.bargeIn(pending);
     }
   }
 

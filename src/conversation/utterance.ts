@@ -2,7 +2,8 @@
 // audio has played out or it was interrupted. Its text is kept with the audio position it belongs to, so an
 // interrupted utterance is truncated to what was actually played. `interrupt()` is safe to call twice. It carries
 // the voice and speed it was heard with (AssistantSpeech sets them), so its item records those, not the ones in
-// force when the item is written (a transfer to another agent may have changed them meanwhile).
+// force when the item is written (a transfer to another agent may have changed them meanwhile). Waiters (a tool call
+// waiting for the speech before it) are woken as it plays and when it stops.
 import type { ResponseId } from '../engines/engine.js';
 import type { NewToolCall } from '../store/conversations.js';
 
@@ -19,6 +20,17 @@ export interface UtteranceVoice {
   voiceAsks: number;
 }
 
+/** Barge-in held off while a tool call that cannot be interrupted runs (AssistantSpeech.holdBargeIn): shared. */
+export interface BargeInGuard {
+  holds: number;
+}
+
+/** Waits for an utterance to have played up to `mark` samples (or to stop). */
+interface PlayWaiter {
+  mark: number;
+  resolve(): void;
+}
+
 export class Utterance {
   state: UtteranceState = 'queued';
   /** The engine finished generating it (onResponseDone). */
@@ -31,8 +43,17 @@ export class Utterance {
   readonly toolCalls: NewToolCall[] = [];
   /** Tool calls still running; the item is written once they settle. */
   readonly pendingTools = new Set<Promise<void>>();
-  /** The assistant chose not to respond or ended the conversation through a tool. */
+  /** The assistant chose not to respond, or its speech was suppressed by a tool call (dropped unheard). */
   silenced = false;
+  /** A response that may speak but call no tool (ResponseOptions.speechOnly): a call it makes is not executed. */
+  speechOnly = false;
+  /**
+   * It said nothing, and its tool calls wait for (and are recorded on) a line spoken before them: it leaves no item
+   * of its own unless it still holds a call or text.
+   */
+  callsAfterLine = false;
+  /** Waiting for its playout (AssistantSpeech.untilPlayed); null when none. */
+  waiters: PlayWaiter[] | null = null;
   /**
    * The catalog voice it is spoken with: the session's when its response started (an engine keeps a response's
    * voice to its end), checked again at its first audio unless a voice change was asked since (an engine that went
@@ -49,13 +70,25 @@ export class Utterance {
   constructor(
     readonly responseId: ResponseId,
     readonly kind: UtteranceKind,
-    readonly interruptible: boolean,
+    /** Whether the user may interrupt it (is_welcome_message_interruptible, `say`'s interruptible, ...). */
+    private readonly ownInterruptible: boolean,
     voice: UtteranceVoice,
     private readonly onInterrupt: (u: Utterance) => void,
+    private readonly guard: BargeInGuard,
   ) {
     this.voiceId = voice.voiceId;
     this.audioSpeed = voice.audioSpeed;
     this.voiceAsks = voice.voiceAsks;
+  }
+
+  /** Whether the user may interrupt it now: its own setting, unless a call that cannot be interrupted is running. */
+  get interruptible(): boolean {
+    return this.ownInterruptible && this.guard.holds === 0;
+  }
+
+  /** It has said something: text or audio from the engine. */
+  get hasSpeech(): boolean {
+    return this.queuedSamples > 0 || this.texts.some((t) => t.text !== '');
   }
 
   addText(delta: string): void {
@@ -73,9 +106,9 @@ export class Utterance {
     return this.texts.map((t) => t.text).join('');
   }
 
-  /** The text whose audio started playing (the whole text when it finished). */
+  /** The text whose audio started playing (the whole text when it played out). */
   get playedText(): string {
-    if (this.state !== 'interrupted') return this.fullText;
+    if (this.state !== 'interrupted' && !this.silenced) return this.fullText;
     return this.texts
       .filter((t) => t.at < this.playedSamples)
       .map((t) => t.text)

@@ -3,7 +3,9 @@
 // chat client (src/engines/chat-client.ts), and spoken sentence by sentence (/audio/speech), the next sentence
 // synthesized while the previous one plays, so audio starts before the whole reply is synthesized. The voice,
 // transcription language and keywords are per request, so a transfer to another agent (updateSession) changes
-// them from the next turn and reply on; a reply keeps the voice it started with.
+// them from the next turn and reply on; a reply keeps the voice it started with. The chat completion carries a
+// reply's tool calls with its text, so a reply calling a speech-suppressed tool is not spoken at all; a speech-only
+// reply is asked with tool_choice `none`.
 import type { Logger } from '../log.js';
 import type { ResamplerRate } from '../media/native/resampler.js';
 import type { ChatClient, ChatFunctionTool, ChatMessage } from './chat-client.js';
@@ -15,6 +17,7 @@ import {
   type EngineSessionOptions,
   type EngineTool,
   type ResponseId,
+  type ResponseOptions,
   type SessionUpdate,
   type SpeechEngine,
   type SpeechEngineSession,
@@ -72,9 +75,10 @@ interface Reply {
   samples: number;
   /** The assistant message in the history (truncated on barge-in). */
   message: Extract<ChatMessage, { role: 'assistant' }> | null;
-  /** Tool calls awaiting output, and whether one of them asked for a reply. */
+  /** Tool calls awaiting output, whether one of them asked for a reply, and whether that reply is speech only. */
   openCalls: Set<string>;
   respondAfterTools: boolean;
+  speechOnlyAfterTools: boolean;
   canceled: boolean;
   /** The speech settings when the reply was asked for: its voice and pronunciations, even after an update. */
   speech: SpeechSettings;
@@ -144,9 +148,9 @@ class CascadeSession implements SpeechEngineSession {
     this.turnSamples = 0;
   }
 
-  createResponse(instructions?: string): ResponseId {
+  createResponse(instructions?: string, options?: ResponseOptions): ResponseId {
     const reply = this.newReply();
-    this.enqueue(() => this.reply(reply, instructions));
+    this.enqueue(() => this.reply(reply, instructions, options?.speechOnly === true));
     return reply.id;
   }
 
@@ -161,7 +165,7 @@ class CascadeSession implements SpeechEngineSession {
     return reply.id;
   }
 
-  submitToolOutput(callId: string, output: string, respond: boolean): void {
+  submitToolOutput(callId: string, output: string, respond: boolean, options?: ResponseOptions): void {
     const reply = this.callOwner.get(callId);
     if (!reply) {
       this.options.log.warn({ callId, conversationId: this.session.conversationId }, 'cascade: output of an unknown tool call');
@@ -170,11 +174,13 @@ class CascadeSession implements SpeechEngineSession {
     this.callOwner.delete(callId);
     reply.openCalls.delete(callId);
     reply.respondAfterTools ||= respond;
+    reply.speechOnlyAfterTools ||= options?.speechOnly === true;
     this.history.push({ role: 'tool', tool_call_id: callId, content: output });
     // Chat models need every call's output before the next completion.
     if (reply.openCalls.size === 0 && reply.respondAfterTools) {
       const next = this.newReply();
-      this.enqueue(() => this.reply(next, undefined));
+      const speechOnly = reply.speechOnlyAfterTools;
+      this.enqueue(() => this.reply(next, undefined, speechOnly));
     }
   }
 
@@ -212,6 +218,7 @@ class CascadeSession implements SpeechEngineSession {
       message: null,
       openCalls: new Set(),
       respondAfterTools: false,
+      speechOnlyAfterTools: false,
       canceled: false,
       speech: this.speech,
     };
@@ -219,33 +226,74 @@ class CascadeSession implements SpeechEngineSession {
     return reply;
   }
 
-  /** One chat round: the reply's text spoken, its tool calls handed out, done. */
-  private async reply(reply: Reply, instructions: string | undefined): Promise<void> {
+  /**
+   * One chat round: the reply's text spoken (unless it calls a speech-suppressed tool), its tool calls handed out,
+   * done. A speech-only round offers no tool (tool_choice none); asked while another reply's calls await their
+   * output (the line said before a call that requires speech), its text becomes that reply's own, spoken before its
+   * calls.
+   */
+  private async reply(reply: Reply, instructions: string | undefined, speechOnly = false): Promise<void> {
     if (reply.canceled || this.closed) return;
-    const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt }, ...this.history];
+    const messages: ChatMessage[] = [{ role: 'system', content: this.systemPrompt }, ...this.answeredHistory()];
     if (instructions) messages.push({ role: 'system', content: instructions });
     const completion = await this.options.chat.complete({
       messages,
       tools: this.tools.length > 0 ? chatTools(this.tools) : undefined,
+      ...(speechOnly && this.tools.length > 0 ? { toolChoice: 'none' as const } : {}),
       signal: AbortSignal.any([reply.abort.signal, this.closing.signal]),
     });
     if (reply.canceled || this.closed) return;
-    reply.message = {
-      role: 'assistant',
-      content: completion.content || null,
-      ...(completion.toolCalls.length > 0 ? { tool_calls: completion.toolCalls } : {}),
-    };
-    this.history.push(reply.message);
-    for (const call of completion.toolCalls) {
+    const toolCalls = speechOnly ? [] : completion.toolCalls;
+    const suppressed = new Set(this.tools.filter((t) => t.speechSuppressed).map((t) => t.name));
+    const silent = toolCalls.some((c) => suppressed.has(c.function.name));
+    const content = silent ? null : completion.content || null;
+    const waiting = speechOnly ? this.speechlessCaller() : null;
+    if (waiting) {
+      waiting.content = content;
+      reply.message = waiting;
+    } else {
+      reply.message = { role: 'assistant', content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) };
+      this.history.push(reply.message);
+    }
+    for (const call of toolCalls) {
       reply.openCalls.add(call.id);
       this.callOwner.set(call.id, reply);
     }
-    if (completion.content) await this.speakText(reply, completion.content);
+    if (content) await this.speakText(reply, content);
     if (reply.canceled || this.closed) return;
-    for (const call of completion.toolCalls) {
+    for (const call of toolCalls) {
       this.hooks.onToolCall({ responseId: reply.id, callId: call.id, name: call.function.name, arguments: toolArguments(call.function.arguments, this.options.log) });
     }
     this.hooks.onResponseDone(reply.id);
+  }
+
+  /** The latest assistant message whose calls await their output and that said nothing before them, if any. */
+  private speechlessCaller(): Extract<ChatMessage, { role: 'assistant' }> | null {
+    for (let i = this.history.length - 1; i >= 0; i--) {
+      const m = this.history[i];
+      if (m.role !== 'assistant' || !m.tool_calls) continue;
+      if (m.content === null && m.tool_calls.some((c) => this.callOwner.has(c.id))) return m;
+    }
+    return null;
+  }
+
+  /**
+   * The history a completion may be asked with: calls still awaiting their output are left out (a chat model
+   * refuses an assistant call without its output), and an assistant message left with neither text nor call.
+   */
+  private answeredHistory(): ChatMessage[] {
+    if (this.callOwner.size === 0) return this.history;
+    const out: ChatMessage[] = [];
+    for (const m of this.history) {
+      if (m.role !== 'assistant' || !m.tool_calls?.some((c) => this.callOwner.has(c.id))) {
+        out.push(m);
+        continue;
+      }
+      const answered = m.tool_calls.filter((c) => !this.callOwner.has(c.id));
+      if (answered.length > 0) out.push({ role: 'assistant', content: m.content, tool_calls: answered });
+      else if (m.content !== null) out.push({ role: 'assistant', content: m.content });
+    }
+    return out;
   }
 
   /** Sentence by sentence: text, then its audio; the next sentence is synthesized while this one is handed out. */

@@ -164,6 +164,7 @@ class EchoSession implements SpeechEngineSession {
     this.fill = 0;
   }
 
+  /** Echo has no model and calls no tool: every response it makes is speech only (ResponseOptions holds as is). */
   createResponse(): ResponseId {
     return this.speak(ECHO_ACKNOWLEDGEMENT);
   }

@@ -7,6 +7,21 @@ export interface EngineTool {
   name: string;
   description: string;
   parameters: { type: 'object'; properties: Record<string, unknown>; required?: string[]; additionalProperties?: boolean };
+  /**
+   * A response that calls this tool is not spoken (speech_before_tool_call `suppressed`). An engine that knows a
+   * response's calls before it speaks (a chat completion, a script) does not speak such a response; the
+   * conversation drops what it has not yet played when the call arrives, for every engine.
+   */
+  speechSuppressed?: boolean;
+}
+
+/** How a response the conversation asks for (createResponse, or the reply after a tool output) may go on. */
+export interface ResponseOptions {
+  /**
+   * The response may speak but calls no tool (tool_choice `none`): the reply after the output of a tool that allows
+   * no chaining, or the line spoken before a tool call that requires speech first.
+   */
+  speechOnly?: boolean;
 }
 
 /**
@@ -92,11 +107,15 @@ export interface SpeechEngineSession {
   /** The open user turn is dropped (speech too short, or muted). */
   clearUserTurn(): void;
   /** Generate a reply now (generate_reply, a generated welcome message or poke); instructions guide it. */
-  createResponse(instructions?: string): ResponseId;
+  createResponse(instructions?: string, options?: ResponseOptions): ResponseId;
   /** Speak this text verbatim (welcome message, poke text, say). */
   speak(text: string): ResponseId;
-  /** The output of a tool call; when respond is true the engine continues the response with it. */
-  submitToolOutput(callId: string, output: string, respond: boolean): void;
+  /**
+   * The output of a tool call. When respond is true the engine replies once every call of the response has its
+   * output (with `options`: speech only when any of them asked so); when false it does not reply to this output
+   * (forbid_speech_after_tool_call: the conversation waits for the user).
+   */
+  submitToolOutput(callId: string, output: string, respond: boolean, options?: ResponseOptions): void;
   /** Barge-in: stop the response now; only playedMs of its audio reached the user (truncate its text there). */
   cancelResponse(responseId: ResponseId, playedMs: number): void;
   /**

@@ -17,6 +17,7 @@ import {
   type EngineSessionOptions,
   type EngineTool,
   type ResponseId,
+  type ResponseOptions,
   type SessionUpdate,
   type SpeechEngine,
   type SpeechEngineSession,
@@ -69,8 +70,24 @@ export function realtimeInstructions(speech: Pick<SpeechSettings, 'pronunciation
   return parts.join('\n\n');
 }
 
+/**
+ * Told to the model on a speech-suppressed tool: the server streams a response's audio before its function call,
+ * so only the model can keep from speaking first (the conversation drops what has not played when the call comes).
+ */
+export const SPEECH_SUPPRESSED_HINT = 'Call this function without saying anything first.';
+
 function realtimeTools(tools: readonly EngineTool[]): unknown[] {
-  return tools.map((t) => ({ type: 'function', name: t.name, description: t.description, parameters: t.parameters }));
+  return tools.map((t) => ({
+    type: 'function',
+    name: t.name,
+    description: t.speechSuppressed ? `${t.description}\n${SPEECH_SUPPRESSED_HINT}` : t.description,
+    parameters: t.parameters,
+  }));
+}
+
+/** response.create's tool_choice for a speech-only response (OpenAI Realtime API, client event response.create). */
+function responseChoice(options: ResponseOptions | undefined): Record<string, unknown> {
+  return options?.speechOnly ? { tool_choice: 'none' } : {};
 }
 
 interface ServerEvent {
@@ -84,6 +101,19 @@ interface ResponseState {
   /** The assistant audio item (for conversation.item.truncate). */
   itemId: string | null;
   canceled: boolean;
+  /** Its function calls still awaiting output (made on its first call). */
+  openCalls?: OpenCalls;
+}
+
+/**
+ * The function calls of one response still awaiting their output, and how to reply once all are in and the
+ * response is done (the server refuses a response.create while another response is active).
+ */
+interface OpenCalls {
+  calls: Set<string>;
+  respond: boolean;
+  speechOnly: boolean;
+  responseDone: boolean;
 }
 
 class RealtimeSession implements SpeechEngineSession {
@@ -95,6 +125,8 @@ class RealtimeSession implements SpeechEngineSession {
   private readonly awaiting: ResponseState[] = [];
   private readonly byServerId = new Map<string, ResponseState>();
   private readonly byId = new Map<ResponseId, ResponseState>();
+  /** Function call id -> the open calls of its response (one reply after all their outputs, as a chat model needs). */
+  private readonly openCalls = new Map<string, OpenCalls>();
   private inputTranscript = '';
   private systemPrompt: string;
   /** Voice, language, keywords and pronunciations in force (a transfer to another agent replaces them). */
@@ -192,8 +224,12 @@ class RealtimeSession implements SpeechEngineSession {
     this.inputTranscript = '';
   }
 
-  createResponse(instructions?: string): ResponseId {
-    return this.request(instructions ? { instructions: `${realtimeInstructions(this.speech, this.systemPrompt)}\n\n${instructions}` } : undefined);
+  createResponse(instructions?: string, options?: ResponseOptions): ResponseId {
+    const response = {
+      ...(instructions ? { instructions: `${realtimeInstructions(this.speech, this.systemPrompt)}\n\n${instructions}` } : {}),
+      ...responseChoice(options),
+    };
+    return this.request(Object.keys(response).length > 0 ? response : undefined);
   }
 
   speak(text: string): ResponseId {
@@ -202,9 +238,21 @@ class RealtimeSession implements SpeechEngineSession {
     });
   }
 
-  submitToolOutput(callId: string, output: string, respond: boolean): void {
+  submitToolOutput(callId: string, output: string, respond: boolean, options?: ResponseOptions): void {
     this.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: callId, output } });
-    if (respond) this.request(undefined);
+    const open = this.openCalls.get(callId) ?? { calls: new Set<string>(), respond: false, speechOnly: false, responseDone: true };
+    this.openCalls.delete(callId);
+    open.calls.delete(callId);
+    open.respond ||= respond;
+    open.speechOnly ||= options?.speechOnly === true;
+    this.replyAfterOutputs(open);
+  }
+
+  /** One response.create once every call of a response has its output and the response is done, if one asked. */
+  private replyAfterOutputs(open: OpenCalls): void {
+    if (open.calls.size > 0 || !open.responseDone || !open.respond) return;
+    open.respond = false;
+    this.request(open.speechOnly ? responseChoice({ speechOnly: true }) : undefined);
   }
 
   cancelResponse(responseId: ResponseId, playedMs: number): void {
@@ -350,7 +398,12 @@ class RealtimeSession implements SpeechEngineSession {
           this.options.log.warn({ err, name: event.name, conversationId: this.session.conversationId }, 'realtime: tool call arguments are not JSON; called with none');
           args = {};
         }
-        this.hooks.onToolCall({ responseId: state.id, callId: String(event.call_id), name: String(event.name), arguments: args });
+        const callId = String(event.call_id);
+        let open = state.openCalls;
+        if (!open) open = state.openCalls = { calls: new Set(), respond: false, speechOnly: false, responseDone: false };
+        open.calls.add(callId);
+        this.openCalls.set(callId, open);
+        this.hooks.onToolCall({ responseId: state.id, callId, name: String(event.name), arguments: args });
         return;
       }
       case 'response.done': {
@@ -365,6 +418,10 @@ class RealtimeSession implements SpeechEngineSession {
           return this.fail(new EngineError(`response failed: ${detail}`, OPENAI_REALTIME_ENGINE));
         }
         if (!state.canceled) this.hooks.onResponseDone(state.id);
+        if (state.openCalls) {
+          state.openCalls.responseDone = true;
+          this.replyAfterOutputs(state.openCalls);
+        }
         return;
       }
       case 'conversation.item.input_audio_transcription.delta':

@@ -15,8 +15,10 @@ import {
   updatedSpeech,
   type EngineHooks,
   type EngineSessionOptions,
+  type EngineTool,
   type EngineToolCall,
   type ResponseId,
+  type ResponseOptions,
   type SessionUpdate,
   type SpeechEngine,
   type SpeechEngineSession,
@@ -40,20 +42,24 @@ const spoken = z.object({
   end: z.literal(true).optional(),
 });
 
-export const scriptTurn = spoken.extend({
+/** A response: what it says and calls, and what is said (and called) once the outputs of its calls are in. */
+const scriptResponse = spoken.extend({
+  /** Said once the outputs of this response's tool calls are in (when one of them asks for a reply). */
+  after_tool_output: spoken.optional(),
+});
+
+export const scriptTurn = scriptResponse.extend({
   /** The user's turn as transcribed (input_text). */
   heard: z.string().default(''),
   /** Live transcript steps while the user speaks, one per word_ms of audio; default: the words of `heard`. */
   words: z.array(z.string()).optional(),
-  /** Said once the outputs of this turn's tool calls are in (when one of them asks for a reply). */
-  after_tool_output: spoken.omit({ tool_calls: true }).optional(),
 });
 
 export const engineScript = z
   .object({
     turns: z.array(scriptTurn).default([]),
     /** Responses to createResponse (generate_reply, generated welcome or poke), in order; then its instructions. */
-    responses: z.array(spoken).default([]),
+    responses: z.array(scriptResponse).default([]),
     word_ms: z.number().int().positive().default(DEFAULT_WORD_MS),
     end_tool: z.string().min(1).default(DEFAULT_END_TOOL),
   })
@@ -62,6 +68,11 @@ export type EngineScript = z.infer<typeof engineScript>;
 export type ScriptTurn = z.infer<typeof scriptTurn>;
 type Spoken = z.infer<typeof spoken>;
 type After = ScriptTurn['after_tool_output'];
+
+/** What a speech-only response (ResponseOptions.speechOnly) keeps of a scripted one: its words, no call, no end. */
+function speechOnly(what: Spoken): Spoken {
+  return { say: what.say, tool_calls: [] };
+}
 
 /** Parses a script; EngineError naming the first problem. */
 export function parseScript(value: unknown): EngineScript {
@@ -104,8 +115,13 @@ export class ScriptedSession implements SpeechEngineSession {
   private nextResponse = 0;
   private heardSamples = 0;
   private wordsReported = 0;
-  /** Tool calls awaiting output: call id -> its response and what is said once all of that response's are in. */
-  private readonly pending = new Map<string, { responseId: ResponseId; after: After; respond: boolean }>();
+  /**
+   * Tool calls awaiting output: call id -> its response, what is said once all of that response's are in, and how
+   * (a reply at all, speech only).
+   */
+  private readonly pending = new Map<string, { responseId: ResponseId; after: After; respond: boolean; speechOnly: boolean }>();
+  /** The tools offered now (updateSession replaces them): a call of a speech-suppressed one silences its response. */
+  private tools: readonly EngineTool[];
   /** Voice and pronunciations it speaks with; a transfer to another agent replaces them (updateSession). */
   private speech: SpeechSettings;
   /** Every updateSession call, in order: what tests read to see what the conversation told the engine. */
@@ -122,6 +138,7 @@ export class ScriptedSession implements SpeechEngineSession {
     this.wordSamples = Math.round((this.sampleRate * script.word_ms) / 1000);
     this.playback = new Playback('scripted', this.sampleRate, hooks);
     this.speech = speechSettingsOf(session);
+    this.tools = session.tools;
   }
 
   get voiceId(): string {
@@ -160,11 +177,12 @@ export class ScriptedSession implements SpeechEngineSession {
     this.resetHearing();
   }
 
-  createResponse(instructions?: string): ResponseId {
+  createResponse(instructions?: string, options?: ResponseOptions): ResponseId {
     const next = this.script.responses[this.nextResponse];
     if (next) {
       this.nextResponse++;
-      return this.respond(next, `call_r${this.nextResponse}`, undefined);
+      const prefix = `call_r${this.nextResponse}`;
+      return options?.speechOnly ? this.respond(speechOnly(next), prefix, undefined) : this.respond(next, prefix, next.after_tool_output);
     }
     return this.respond({ say: instructions ?? 'Okay.', tool_calls: [] }, 'call_none', undefined);
   }
@@ -173,21 +191,28 @@ export class ScriptedSession implements SpeechEngineSession {
     return this.respond({ say: text, tool_calls: [] }, 'call_none', undefined);
   }
 
-  submitToolOutput(callId: string, _output: string, respond: boolean): void {
+  submitToolOutput(callId: string, _output: string, respond: boolean, options?: ResponseOptions): void {
     const entry = this.pending.get(callId);
     if (!entry) {
       this.options.log.warn({ callId, conversationId: this.session.conversationId }, 'scripted engine: output of an unknown tool call');
       return;
     }
-    entry.respond = respond;
+    entry.respond ||= respond;
+    entry.speechOnly ||= options?.speechOnly === true;
     this.pending.delete(callId);
-    // The turn continues once every call of it has its output, if any of them asked for a reply.
+    // The turn continues once every call of it has its output, if any of them asked for a reply (speech only if any
+    // of them asked so).
     const siblings = [...this.pending.values()].filter((p) => p.responseId === entry.responseId);
     if (siblings.length > 0) {
-      for (const s of siblings) s.respond ||= respond;
+      for (const s of siblings) {
+        s.respond ||= entry.respond;
+        s.speechOnly ||= entry.speechOnly;
+      }
       return;
     }
-    if (entry.respond && entry.after) this.respond({ ...entry.after, tool_calls: [] }, `${entry.responseId}_after`, undefined);
+    if (!entry.respond || !entry.after) return;
+    // The calls of the reply after the outputs are answered with nothing more.
+    this.respond(entry.speechOnly ? speechOnly(entry.after) : entry.after, `${entry.responseId}_after`, undefined);
   }
 
   cancelResponse(responseId: ResponseId): void {
@@ -198,6 +223,7 @@ export class ScriptedSession implements SpeechEngineSession {
     // The script decides what is said; prompt and tool changes do not alter it. Voice and pronunciations do.
     this.updates.push(update);
     this.speech = updatedSpeech(this.speech, update);
+    if (update.tools !== undefined) this.tools = update.tools;
   }
 
   async close(): Promise<void> {
@@ -210,7 +236,10 @@ export class ScriptedSession implements SpeechEngineSession {
     this.wordsReported = 0;
   }
 
-  /** Says `what.say`, then calls its tools (and the end tool when `end`); `after` follows their outputs. */
+  /**
+   * Says `what.say`, then calls its tools (and the end tool when `end`); `after` follows their outputs. A response
+   * calling a speech-suppressed tool says nothing: the script knows its calls before its speech.
+   */
   private respond(what: Spoken, callPrefix: string, after: After): ResponseId {
     const id = this.playback.newId();
     if (this.closed) return id;
@@ -225,11 +254,13 @@ export class ScriptedSession implements SpeechEngineSession {
     // The voice of the moment the response starts: a later update does not change it halfway.
     const voice = this.options.voiceFor(this.speech.voiceId);
     const pronunciations = this.speech.pronunciations;
+    const suppressed = new Set(this.tools.filter((t) => t.speechSuppressed).map((t) => t.name));
+    const silent = calls.some((c) => suppressed.has(c.name));
     this.playback.play(
       id,
       async () => {
         const steps: PlaybackStep[] = [];
-        if (what.say) {
+        if (what.say && !silent) {
           const pcm = await this.options.tts.synthesize(applyPronunciations(what.say, pronunciations), voice, this.sampleRate);
           steps.push({ kind: 'text', text: what.say }, { kind: 'audio', pcm });
         }
@@ -238,7 +269,9 @@ export class ScriptedSession implements SpeechEngineSession {
             kind: 'call',
             run: () => {
               // Every call of the turn is pending before the first is handed out (its output may come at once).
-              for (const call of calls) if (call.callId !== endCallId) this.pending.set(call.callId, { responseId: id, after, respond: false });
+              for (const call of calls) {
+                if (call.callId !== endCallId) this.pending.set(call.callId, { responseId: id, after, respond: false, speechOnly: false });
+              }
               for (const call of calls) this.hooks.onToolCall(call);
             },
           });

@@ -7,7 +7,7 @@ import type { GeneratedResponse, InputItem } from '../schemas/responses.js';
 import { interpret } from './interpret.js';
 import { conversationMessages, type PromptShape } from './prompt.js';
 import { functionFor, type OfferedTool } from './tools.js';
-import type { WebSearch } from './web-search.js';
+import type { WebSearch } from '../engines/web-search.js';
 
 /** Rounds of web searches before the model must answer without the tool. */
 export const MAX_SEARCH_ROUNDS = 3;

@@ -9,6 +9,7 @@ import { Conversation } from '../conversation/conversation.js';
 import type { ConversationClient, ConversationOrigin, ConversationTimers } from '../conversation/host.js';
 import { PacingClock } from '../media/pacing-clock.js';
 import { createGuardedFetch } from '../net/guarded-fetch.js';
+import { createWebSearch } from '../engines/web-search.js';
 import { RecordingCompressor } from '../media/recording-compressor.js';
 import { compressionStore, conversationStore, MainClient, storageChannel } from './main-client.js';
 import { liveExternalStorage } from '../jobs/external-storage/live-delivery.js';
@@ -46,6 +47,8 @@ const engineFor = engineLookup(settings, log);
  * clients are not guarded: they call the model servers the operator set in the settings, which are often private.
  */
 const endpointFetch = createGuardedFetch({ allowPrivate: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS });
+/** The web_search built-in's server (the operator's, like the engines' model servers: not guarded). */
+const webSearch = settings.PARLEY_WEB_SEARCH_URL ? createWebSearch(settings.PARLEY_WEB_SEARCH_URL) : null;
 /** Gzips this worker's finished recordings after their records are saved (one at a time). */
 const recordingCompressor = new RecordingCompressor({ store: compressionStore(main), log });
 /** Artifacts of conversations whose agent names an external storage policy, delivered to its bucket. */
@@ -65,6 +68,7 @@ const newConversation = (client: ConversationClient, origin: ConversationOrigin)
       externalStorage,
       allowPrivateEndpoints: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS,
       fetch: endpointFetch,
+      webSearch,
       nodeId: conversationNodeId(settings),
     },
     origin,

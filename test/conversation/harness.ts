@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { Conversation } from '../../src/conversation/conversation.js';
 import type { ConversationClient, ConversationStore, ConversationTimers, PacingRegistry } from '../../src/conversation/host.js';
 import type { SpeechEngine } from '../../src/engines/engine.js';
+import type { WebSearch } from '../../src/engines/web-search.js';
 import { createScriptedEngine, parseScript, type EngineScript } from '../../src/engines/scripted.js';
 export { parseScript };
 import type { PacedStream } from '../../src/media/pacing-clock.js';
@@ -177,7 +178,7 @@ export interface Setup {
   dataDir: string;
 }
 
-export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?: EngineScript; engine?: SpeechEngine } = {}): Setup {
+export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?: EngineScript; engine?: SpeechEngine; webSearch?: WebSearch } = {}): Setup {
   const timers = new ManualTimers();
   const pacing = new ManualPacing(timers);
   const client = new RecordingClient();
@@ -185,7 +186,7 @@ export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-conv-'));
   const engine = opts.engine ?? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null });
   const conv = new Conversation(
-    { client, store, engineFor: () => engine, timers, pacing, log, dataDir, allowPrivateEndpoints: true, fetch: opts.fetch },
+    { client, store, engineFor: () => engine, timers, pacing, log, dataDir, allowPrivateEndpoints: true, fetch: opts.fetch, webSearch: opts.webSearch },
     { orgId: 'org_test', origin: 'web' },
   );
   return { conv, client, store, timers, pacing, dataDir };

@@ -1,15 +1,15 @@
 // A speech engine the test drives by hand: it records every call the conversation makes on its session, and hands
 // the test the hooks to answer with (transcripts, audio, tool calls, response done). No synthesis, no timing.
-import type { EngineHooks, EngineSessionOptions, EngineToolCall, ResponseId, SpeechEngine, SpeechEngineSession } from '../../src/engines/engine.js';
+import type { EngineHooks, EngineSessionOptions, EngineToolCall, ResponseId, ResponseOptions, SpeechEngine, SpeechEngineSession } from '../../src/engines/engine.js';
 
 export const PROBE_RATE = 16_000;
 /** 20 ms of engine audio. */
 export const PROBE_FRAME = PROBE_RATE / 50;
 
 export type ProbeCall =
-  | { kind: 'createResponse'; id: ResponseId; instructions?: string }
+  | { kind: 'createResponse'; id: ResponseId; instructions?: string; options?: ResponseOptions }
   | { kind: 'speak'; id: ResponseId; text: string }
-  | { kind: 'submitToolOutput'; callId: string; output: string; respond: boolean }
+  | { kind: 'submitToolOutput'; callId: string; output: string; respond: boolean; options?: ResponseOptions }
   | { kind: 'cancelResponse'; id: ResponseId; playedMs: number }
   | { kind: 'updateSession'; update: Parameters<SpeechEngineSession['updateSession']>[0] }
   | { kind: 'commitUserTurn'; respond: boolean }
@@ -33,9 +33,9 @@ export class ProbeEngine implements SpeechEngine {
       appendAudio() {},
       commitUserTurn: (respond = true) => void calls.push({ kind: 'commitUserTurn', respond }),
       clearUserTurn: () => void calls.push({ kind: 'clearUserTurn' }),
-      createResponse(instructions?: string) {
+      createResponse(instructions?: string, options?: ResponseOptions) {
         const id = next();
-        calls.push({ kind: 'createResponse', id, ...(instructions === undefined ? {} : { instructions }) });
+        calls.push({ kind: 'createResponse', id, ...(instructions === undefined ? {} : { instructions }), ...(options === undefined ? {} : { options }) });
         return id;
       },
       speak(text: string) {
@@ -43,7 +43,8 @@ export class ProbeEngine implements SpeechEngine {
         calls.push({ kind: 'speak', id, text });
         return id;
       },
-      submitToolOutput: (callId, output, respond) => void calls.push({ kind: 'submitToolOutput', callId, output, respond }),
+      submitToolOutput: (callId, output, respond, options) =>
+        void calls.push({ kind: 'submitToolOutput', callId, output, respond, ...(options === undefined ? {} : { options }) }),
       cancelResponse: (id, playedMs) => void calls.push({ kind: 'cancelResponse', id, playedMs }),
       updateSession: (update) => void calls.push({ kind: 'updateSession', update }),
       close: async () => {},

@@ -196,3 +196,82 @@ t.test('updateSession (a transfer): the next reply speaks with the new voice, th
   t.equal(upload.fields.prompt, 'facture', 'with the new boosted keywords');
   await session.close();
 });
+
+/** A session with get_weather and a keypad tool whose call silences its reply. */
+async function openWithKeypad() {
+  const engine = createCascadeEngine({
+    stt: { baseUrl: speech.baseUrl, model: 'whisper-test', timeoutMs: 5000 },
+    tts: { baseUrl: speech.baseUrl, model: 'tts-test', timeoutMs: 5000 },
+    chat: createChatClient({ baseUrl: chat.baseUrl, model: 'chat-test', maxRetries: 0, timeoutMs: 5000 }),
+    voiceFor: () => 'alloy',
+    log,
+  });
+  const keypad = { name: 'keypad_input', description: 'Press keys', parameters: { type: 'object' as const, properties: { digits: { type: 'string' } } }, speechSuppressed: true };
+  const hooks = new Recorder();
+  const session = await engine.open(sessionOptions({ tools: [...tools, keypad] }), hooks);
+  return { hooks, session };
+}
+
+t.test('a reply calling a speech-suppressed tool is not spoken; the history keeps it unsaid', async (t) => {
+  chat.script({ reply: { content: 'Pressing one for sales.', toolCalls: [{ id: 'call_k', name: 'keypad_input', arguments: { digits: '1' } }] } }, { reply: { content: 'Done.' } });
+  const { hooks, session } = await openWithKeypad();
+  hooks.onEvent = (e) => {
+    if (e.kind === 'tool') session.submitToolOutput(e.call.callId, 'pressed 1', true);
+  };
+  const id = session.createResponse();
+  await hooks.untilKind('done', 2);
+  t.same(hooks.events.filter((e) => e.kind !== 'done' && 'responseId' in e && e.responseId === id).map((e) => e.kind), [], 'no text nor audio of the reply');
+  t.ok(hooks.events.some((e) => e.kind === 'tool' && e.call.name === 'keypad_input'), 'the call is made');
+  t.same(speech.speeches.map((s) => s.body.input), ['Done.'], 'only the reply after the output is synthesized');
+  const assistant = chat.requests[1].body.messages.find((m) => m.role === 'assistant');
+  t.same([assistant?.content, (assistant?.tool_calls as { id: string }[])[0].id], [null, 'call_k'], 'the call without the unsaid text');
+  await session.close();
+});
+
+t.test('speech only: the reply after an output, and a createResponse, are asked with tool_choice none', async (t) => {
+  chat.script(
+    { reply: { content: 'Checking.', toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: { city: 'Oslo' } }] } },
+    { reply: { content: 'It is snowing.' } },
+    { reply: { content: 'Anything else?' } },
+  );
+  const { hooks, session } = await open();
+  hooks.onEvent = (e) => {
+    if (e.kind === 'tool') session.submitToolOutput(e.call.callId, '{"sky":"snow"}', true, { speechOnly: true });
+  };
+  session.createResponse();
+  await hooks.untilKind('done', 2);
+  hooks.onEvent = () => {};
+  await hooks.untilDone(session.createResponse(undefined, { speechOnly: true }));
+  t.same(chat.requests.map((r) => r.body.tool_choice), ['auto', 'none', 'none']);
+  t.ok(chat.requests.every((r) => r.body.tools?.length === 1), 'the tools stay declared (the history holds their calls)');
+  await session.close();
+});
+
+t.test('a speech-only line asked while a call awaits its output: asked without the open call, said as the speech before it', async (t) => {
+  chat.script(
+    { reply: { content: null, toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: { city: 'Oslo' } }] } },
+    { reply: { content: 'Let me look that up.' } },
+    { reply: { content: 'It is snowing.' } },
+  );
+  const { hooks, session } = await open();
+  const first = session.createResponse();
+  await hooks.untilDone(first);
+  const call = (hooks.events.find((e) => e.kind === 'tool') as { call: { callId: string } }).call;
+  const line = session.createResponse('Say what you are about to do.', { speechOnly: true });
+  await hooks.untilDone(line);
+  t.same(
+    chat.requests[1].body.messages.map((m) => [m.role, m.content ?? null, m.tool_calls ? 'calls' : '']),
+    [['system', 'You are a helpful test agent.', ''], ['system', 'Say what you are about to do.', '']],
+    'the call awaiting its output is left out (a chat model refuses it)',
+  );
+  t.equal(chat.requests[1].body.tool_choice, 'none');
+  session.submitToolOutput(call.callId, '{"sky":"snow"}', true);
+  await hooks.untilKind('done', 3);
+  t.same(
+    chat.requests[2].body.messages.slice(1).map((m) => [m.role, m.content ?? null, (m.tool_calls as { id: string }[] | undefined)?.map((c) => c.id) ?? m.tool_call_id ?? null]),
+    [['assistant', 'Let me look that up.', ['call_w']], ['tool', '{"sky":"snow"}', 'call_w']],
+    'the line is the speech before the call',
+  );
+  t.same(speech.speeches.map((s) => s.body.input), ['Let me look that up.', 'It is snowing.']);
+  await session.close();
+});

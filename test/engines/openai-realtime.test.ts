@@ -244,3 +244,74 @@ t.test('a voice change the server refuses (audio crossed it): the voice stays, t
   t.ok(hooks.samplesOf(next).length > 0, 'the session still answers');
   await session.close();
 });
+
+t.test('tool outputs: one response.create once every call of the response has its output and the response is done', async (t) => {
+  const { hooks, session } = await open();
+  fake.script(
+    {
+      transcript: 'Checking both',
+      functionCalls: [
+        { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' },
+        { name: 'get_weather', arguments: '{"city":"Rome"}', call_id: 'call_2' },
+      ],
+    },
+    { transcript: 'Snow and sun' },
+  );
+  const first = session.createResponse();
+  // Outputs as the calls arrive: before the server's response.done.
+  hooks.onEvent = (e) => {
+    if (e.kind === 'tool') session.submitToolOutput(e.call.callId, `{"city":"${String(e.call.arguments.city)}"}`, e.call.callId === 'call_2');
+  };
+  await hooks.untilKind('done', 2);
+  const types = fake.events.map((e) => e.type).filter((ty) => ty === 'response.create' || ty === 'conversation.item.create');
+  t.same(types, ['response.create', 'conversation.item.create', 'conversation.item.create', 'response.create'], 'both outputs, then one reply');
+  const replies = hooks.events.filter((e) => e.kind === 'done').map((e) => (e as { responseId: string }).responseId);
+  t.equal(replies[0], first);
+  t.ok(hooks.events.some((e) => e.kind === 'text' && e.responseId === replies[1] && e.delta === 'Snow'), 'the reply was made, not refused as a second active response');
+  t.notOk(fake.events.some((e) => e.type === 'error'), 'nothing refused');
+  await session.close();
+});
+
+t.test('tool outputs asking for no reply: no response.create', async (t) => {
+  const { hooks, session } = await open();
+  fake.script({ transcript: 'Noted', functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' } });
+  session.createResponse();
+  hooks.onEvent = (e) => {
+    if (e.kind === 'tool') session.submitToolOutput(e.call.callId, '{}', false);
+  };
+  await hooks.untilKind('done');
+  const marker = session.speak('marker');
+  await hooks.untilDone(marker);
+  t.equal(fake.events.filter((e) => e.type === 'response.create').length, 2, 'the first response and the marker only');
+  await session.close();
+});
+
+t.test('speech-only responses: tool_choice none on createResponse and on the reply after an output', async (t) => {
+  const { hooks, session } = await open();
+  fake.script({ transcript: 'Checking', functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' } }, { transcript: 'Snowing' }, { transcript: 'One moment' });
+  session.createResponse();
+  hooks.onEvent = (e) => {
+    if (e.kind === 'tool') session.submitToolOutput(e.call.callId, '{"sky":"snow"}', true, { speechOnly: true });
+  };
+  await hooks.untilKind('done', 2);
+  hooks.onEvent = () => {};
+  const line = session.createResponse('Say what you are about to do.', { speechOnly: true });
+  await hooks.untilDone(line);
+  const creates = fake.events.filter((e) => e.type === 'response.create') as unknown as { response?: { tool_choice?: string; instructions?: string } }[];
+  t.same(creates.map((c) => c.response?.tool_choice ?? 'auto'), ['auto', 'none', 'none'], 'the reply to the output and the line: speech only');
+  t.match(creates[2].response?.instructions, /Say what you are about to do\.$/, 'instructions ride along');
+  await session.close();
+});
+
+t.test('a speech-suppressed tool: the model is told to call it without speaking first', async (t) => {
+  const { session } = await open({
+    tools: [{ name: 'keypad_input', description: 'Press keys.', parameters: { type: 'object', properties: {} }, speechSuppressed: true }],
+  });
+  const update = fake.events[0] as unknown as { session: { tools: { name: string; description: string }[] } };
+  t.same(update.session.tools.map((x) => x.description), ['Press keys.\nCall this function without saying anything first.']);
+  session.updateSession({ tools: [...tools, { name: 'keypad_input', description: 'Press keys.', parameters: { type: 'object', properties: {} }, speechSuppressed: true }] });
+  await fake.waitFor('session.update', 2);
+  const later = fake.events.filter((e) => e.type === 'session.update')[1] as unknown as { session: { tools: { description: string }[] } };
+  t.same(later.session.tools.map((x) => x.description), ['Weather of a city', 'Press keys.\nCall this function without saying anything first.'], 'on updates too');
+  await session.close();
+});

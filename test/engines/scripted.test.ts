@@ -1,6 +1,6 @@
 import t from 'tap';
 import { pino } from 'pino';
-import { EngineError } from '../../src/engines/engine.js';
+import { EngineError, type EngineTool } from '../../src/engines/engine.js';
 import { TONE_GAP_MS, TONE_WORD_MS } from '../../src/engines/local-tts.js';
 import { createScriptedEngine, parseScript, type EngineScript, type ScriptedSession } from '../../src/engines/scripted.js';
 import { toneTts } from '../helpers/speech.js';
@@ -152,5 +152,74 @@ t.test('updateSession: recorded, and the next response speaks with the new voice
   t.ok(expected.length === spoken.length && expected.every((v, i) => v === spoken[i]), 'the new voice, the word as pronounced');
   const old = await local.synthesize('Pay by seepa', 'en-us', 16000);
   t.notOk(old.every((v, i) => v === spoken[i]), 'not the old voice');
+  await session.close();
+});
+
+const said = (hooks: Recorder) => hooks.events.filter((e) => e.kind === 'text').map((e) => (e as { delta: string }).delta);
+const called = (hooks: Recorder) => hooks.events.filter((e) => e.kind === 'tool').map((e) => (e as { call: { name: string } }).call.name);
+
+async function openWith(s: unknown, tools: EngineTool[] = []) {
+  const hooks = new Recorder();
+  const engine = createScriptedEngine({ tts: tts(), voiceFor: () => 'en-us', log, script: parseScript(s) });
+  const session = await engine.open(sessionOptions({ tools }), hooks);
+  return { hooks, session };
+}
+
+t.test('a response and its after_tool_output may call tools; a speech-only reply after the outputs says its words, calls nothing', async (t) => {
+  const chained = {
+    responses: [{ say: 'Checking.', tool_calls: [{ name: 'hours' }], after_tool_output: { say: 'Booking you in.', tool_calls: [{ name: 'book' }] } }],
+  };
+  for (const speechOnly of [false, true]) {
+    const { hooks, session } = await openWith(chained);
+    hooks.onEvent = (e) => {
+      if (e.kind === 'tool') session.submitToolOutput(e.call.callId, 'ok', true, speechOnly ? { speechOnly: true } : undefined);
+    };
+    session.createResponse();
+    await hooks.untilKind('done', 2);
+    await new Promise((r) => setTimeout(r, 20));
+    t.same(said(hooks), ['Checking.', 'Booking you in.'], 'the reply after the output is said either way');
+    t.same(called(hooks), speechOnly ? ['hours'] : ['hours', 'book'], speechOnly ? 'speech only: no chained call' : 'the reply calls the next tool');
+    await session.close();
+  }
+});
+
+t.test('createResponse speech only: the next response is said without its calls or its end', async (t) => {
+  const { hooks, session } = await openWith({ responses: [{ say: 'One moment.', tool_calls: [{ name: 'lookup' }], end: true }] });
+  await hooks.untilDone(session.createResponse('Say what you will do.', { speechOnly: true }));
+  t.same(said(hooks), ['One moment.']);
+  t.same(called(hooks), [], 'no call, no end call');
+  await session.close();
+});
+
+t.test('outputs of sibling calls: a reply if any asked for one, whatever their order', async (t) => {
+  const s = { responses: [{ tool_calls: [{ name: 'a' }, { name: 'b' }], after_tool_output: { say: 'Both done.' } }] };
+  for (const order of [[true, false], [false, true], [false, false]]) {
+    const { hooks, session } = await openWith(s);
+    let n = 0;
+    hooks.onEvent = (e) => {
+      if (e.kind === 'tool') session.submitToolOutput(e.call.callId, 'ok', order[n++]);
+    };
+    await hooks.untilDone(session.createResponse());
+    const marker = session.speak('marker');
+    await hooks.untilDone(marker);
+    t.same(said(hooks), order.includes(true) ? ['Both done.', 'marker'] : ['marker'], `respond ${order.join(', ')}`);
+    await session.close();
+  }
+});
+
+t.test('a response calling a speech-suppressed tool says nothing, its end call included', async (t) => {
+  const keypad = { name: 'keypad_input', description: 'Keys', parameters: { type: 'object' as const, properties: {} }, speechSuppressed: true };
+  const end = { name: 'end_conversation', description: 'End', parameters: { type: 'object' as const, properties: {} } };
+  const { hooks, session } = await openWith(
+    { responses: [{ say: 'Pressing one.', tool_calls: [{ name: 'keypad_input', arguments: { digits: '1' } }] }, { say: 'Goodbye.', end: true }, { say: 'Bye now.', end: true }] },
+    [keypad, end],
+  );
+  await hooks.untilDone(session.createResponse());
+  await hooks.untilDone(session.createResponse());
+  t.same(said(hooks), ['Goodbye.'], 'the keypad response is silent; the end without a suppressed tool speaks');
+  session.updateSession({ tools: [keypad, { ...end, speechSuppressed: true }] });
+  await hooks.untilDone(session.createResponse());
+  t.same(said(hooks), ['Goodbye.'], 'once the end tool is suppressed (updateSession), its response is silent too');
+  t.same(called(hooks), ['keypad_input', 'end_conversation', 'end_conversation']);
   await session.close();
 });

@@ -3,7 +3,9 @@
 // input transcription events, response.create -> response.created, audio and transcript deltas, function calls,
 // response.done, response.cancel, conversation.item.create / truncate, error. Each response follows the next
 // plan of a script (a default plan when it runs out); every client event is recorded. As the protocol says, a
-// session.update changing the voice after assistant audio was sent is refused (error cannot_update_voice).
+// session.update changing the voice after assistant audio was sent is refused (error cannot_update_voice), and a
+// response.create while a response is active is refused (error conversation_already_has_active_response); as the
+// server does, a response that calls functions ends (response.done) a moment after its calls.
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -16,6 +18,8 @@ export interface ResponsePlan {
   transcript?: string;
   /** A function call after the audio. */
   functionCall?: { name: string; arguments: string; call_id: string };
+  /** Several function calls after the audio (after `functionCall`, if both). */
+  functionCalls?: { name: string; arguments: string; call_id: string }[];
   /** Stop after the first audio delta until response.cancel (then: response.done status cancelled). */
   hold?: boolean;
   /** response.done status (default completed); `failed` carries status_details. */
@@ -47,6 +51,8 @@ export interface FakeRealtimeServer {
 }
 
 const RATE = 24_000;
+/** From a response's function calls to its response.done. */
+const CALL_TO_DONE_MS = 20;
 
 export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
   const plans: ResponsePlan[] = [];
@@ -105,12 +111,15 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
     let held: { id: string; resume: () => void } | null = null;
     /** Assistant audio sent on this session: the voice is fixed from then on. */
     let audioSent = false;
+    /** The response under way (from response.created to response.done or its cancel). */
+    let active: string | null = null;
     send({ type: 'session.created', session: { id: 'sess_fake' } });
 
     async function respond(plan: ResponsePlan): Promise<void> {
       if (plan.error) return void send({ type: 'error', error: { type: 'invalid_request_error', ...plan.error } });
       const id = `resp_${++responseSeq}`;
       const itemId = `item_${++itemSeq}`;
+      active = id;
       send({ type: 'response.created', response: { id, status: 'in_progress' } });
       const total = plan.audioSamples ?? 2400;
       const chunks = plan.chunks ?? 2;
@@ -132,9 +141,14 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
         }
         await new Promise((r) => setImmediate(r));
       }
-      if (!canceled && plan.functionCall) {
-        send({ type: 'response.function_call_arguments.done', response_id: id, item_id: `item_${++itemSeq}`, ...plan.functionCall });
+      const calls = [...(plan.functionCall ? [plan.functionCall] : []), ...(plan.functionCalls ?? [])];
+      if (!canceled && calls.length > 0) {
+        for (const call of calls) send({ type: 'response.function_call_arguments.done', response_id: id, item_id: `item_${++itemSeq}`, ...call });
+        // The server finishes the call items (output_item.done and the like) before response.done: a client that
+        // answers a call at once gets there first.
+        await new Promise((r) => setTimeout(r, CALL_TO_DONE_MS));
       }
+      if (active === id) active = null;
       const status = canceled ? 'cancelled' : (plan.status ?? 'completed');
       send({
         type: 'response.done',
@@ -162,12 +176,18 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
           return;
         }
         case 'response.create':
+          if (active !== null) {
+            send({ type: 'error', error: { type: 'invalid_request_error', code: 'conversation_already_has_active_response', message: `${active} is in progress` } });
+            return;
+          }
           void respond(plans.shift() ?? { transcript: 'Okay.' });
           return;
         case 'response.cancel':
           if (held) {
             const h = held;
             held = null;
+            // Cancelled at once: a response.create right after it is taken.
+            active = null;
             h.resume();
           } else send({ type: 'error', error: { type: 'invalid_request_error', code: 'response_cancel_not_active', message: 'no active response' } });
           return;

@@ -9,7 +9,7 @@ import { conversationMessages, systemMessage } from '../../src/responses/prompt.
 import { resolveTools, storedToolNames, ToolReferenceError } from '../../src/responses/resolve.js';
 import { storedTool } from '../../src/responses/stored-tools.js';
 import { functionFor, type OfferedTool } from '../../src/responses/tools.js';
-import { createWebSearch, MAX_SEARCH_RESULTS, WebSearchError } from '../../src/responses/web-search.js';
+import { createWebSearch, MAX_SEARCH_RESULTS, WebSearchError } from '../../src/engines/web-search.js';
 import { responsesRequestBody } from '../../src/schemas/responses.js';
 import { startFakeSearchServer } from '../fakes/search-server.js';
 

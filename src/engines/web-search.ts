@@ -1,4 +1,5 @@
-// The web_search built-in: the JSON API of a SearxNG-compatible server (`GET {base}/search?q=...&format=json`).
+// The web_search built-in's client: the JSON API of a SearxNG-compatible server (`GET {base}/search?q=...&format=json`)
+// at PARLEY_WEB_SEARCH_URL. Shared by POST /v1/responses (src/responses/) and live conversations (src/conversation/).
 import { z } from 'zod';
 
 /** Results handed to the model per search. */
