@@ -236,6 +236,11 @@ export interface Append {
  * An append to a conversation that retains nothing (zero data retention) stores its items and tool calls without
  * their content (transcripts, request and response bodies), whatever it was handed. That is read off the row the
  * reservation locked, in its latest version, so an append waiting on a marking (updateConversation) sees it.
+ *
+ * Sending an append again is safe when its items carry their ids: an item whose id is stored already is skipped
+ * (with its tool calls) and its id answered as written, and the others are numbered after the conversation's last
+ * item. So an append whose statement was lost with its connection (it may have committed) is sent again as it was,
+ * never written twice (src/store/append-batcher.ts holds appends through a database outage).
  */
 export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Promise<(string[] | ConversationNotFoundError)[]> {
   const itemRows: Record<string, unknown>[] = [];
@@ -270,10 +275,16 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
   });
   if (itemRows.length === 0) return ids;
   const stored = await sql<{ conversation_id: string }[]>`
-    with input as (
+    with given as (
       select * from jsonb_to_recordset(${sql.json(itemRows as Json)}) as i(k int, conversation_id text, id text,
         role text, live_transcript text, post_call_transcript text, redacted_transcript text, duration_ms float8,
         started_at timestamptz, voice_id text, audio_speed float8, system_prompt text)
+    ), stored_before as (
+      -- Items of an append sent again (their statement was lost with its connection after it committed).
+      select g.id, g.conversation_id from given g join conversation_items x on x.id = g.id
+    ), input as (
+      select g.*, (row_number() over (partition by g.conversation_id order by g.k) - 1)::int as n
+      from given g where not exists (select 1 from stored_before b where b.id = g.id)
     ), wanted as (
       select conversation_id, count(*)::int as n from input group by conversation_id
     ), reserved as (
@@ -283,7 +294,7 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
     ), items as (
       insert into conversation_items (id, conversation_id, item_idx, role, live_transcript, post_call_transcript,
         redacted_transcript, duration_ms, started_at, voice_id, audio_speed, system_prompt)
-      select i.id, i.conversation_id, r.first + i.k, i.role,
+      select i.id, i.conversation_id, r.first + i.n, i.role,
         case when r.retains_nothing then null else i.live_transcript end,
         case when r.retains_nothing then null else i.post_call_transcript end,
         case when r.retains_nothing then null else i.redacted_transcript end,
@@ -306,7 +317,7 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
         tool_call_output_timeout_ms int)
       join items on items.id = c.item_id join reserved r on r.id = items.conversation_id
     )
-    select distinct conversation_id from items`;
+    select conversation_id from items union select conversation_id from stored_before`;
   // A conversation that exists took all of its items (they join its reservation); one that does not, none.
   const found = new Set(stored.map((r) => r.conversation_id));
   return appends.map((a, i) => (a.items.length === 0 || found.has(a.conversationId) ? ids[i] : new ConversationNotFoundError(a.conversationId)));
