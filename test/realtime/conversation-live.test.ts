@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { api } from '../helpers/server.js';
 import { endedConversation, startRealtimeServer, streamAudio, TestClient, wavPcm } from '../helpers/realtime.js';
-import { CLOSE_NOT_LIVE } from '../../src/realtime/live-host.js';
+import { CLOSE_SESSION_EXPIRED } from '../../src/realtime/live-host.js';
 
 t.setTimeout(240_000);
 
@@ -58,7 +58,8 @@ t.test('observers and reconnect on one worker', async (t) => {
     const { client, id } = await conversation();
     client.send({ type: 'say', text: 'Before.' });
     await client.untilEvent('assistant_finished_speaking');
-    client.close();
+    // The connection drops (no close frame): the conversation waits the grace period.
+    client.ws.terminate();
     await client.closed;
     const again = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
     await again.untilEvent('conversation_created');
@@ -68,7 +69,7 @@ t.test('observers and reconnect on one worker', async (t) => {
     t.ok(again.events('audio_chunk').length > 0, 'it speaks to the new socket');
     again.close();
     const c = await endedConversation((p) => http.get(p), id);
-    t.equal(c.ended_by, 'user', 'no client after the grace period: ended_by user');
+    t.equal(c.ended_by, 'user', 'the client closed the new socket: ended_by user');
     t.same(c.items.map((i: { live_transcript: string }) => i.live_transcript), ['Before.', 'After.'], 'both sockets on one record');
   });
 
@@ -88,7 +89,7 @@ t.test('observers and reconnect on one worker', async (t) => {
     client.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
     await client.untilEvent('ready_to_start_conversation');
     const id = String(client.events('conversation_created')[0]?.conversation_id);
-    client.close();
+    client.ws.terminate();
     await client.closed;
     const again = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
     await again.untilEvent('conversation_created');
@@ -107,9 +108,9 @@ t.test('observers and reconnect on one worker', async (t) => {
 
   t.test('after the grace period the conversation is over: a reconnect is refused', async (t) => {
     const { client, id } = await conversation();
-    client.close();
+    client.ws.terminate();
     await endedConversation((p) => http.get(p), id);
     const late = await TestClient.open(`${sts}?reconnect_conv_id=${id}`, auth);
-    t.equal((await late.closed).code, CLOSE_NOT_LIVE);
+    t.equal((await late.closed).code, CLOSE_SESSION_EXPIRED, 'too late: 4800 (session expired)');
   });
 });

@@ -29,7 +29,8 @@ t.test('a relayed client that stops reading is paused like a local one', async (
   first.send({ type: 'config', input_format: 'pcm_16000', output_format: SLOW_FORMAT });
   await first.untilEvent('ready_to_start_conversation');
   const id = String(first.events('conversation_created')[0]?.conversation_id);
-  first.close();
+  // Dropped, not closed on purpose (that would end the conversation): it waits for the reconnect.
+  first.ws.terminate();
   await first.closed;
 
   let client: RawClient | null = null;
