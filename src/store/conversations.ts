@@ -535,12 +535,29 @@ export async function finishConversation(
 
 export type CancelOutcome = 'canceled' | 'already_ended' | 'not_found';
 
+/** The channel (LISTEN/NOTIFY) on which a cancel is announced to every node; the payload is the conversation id. */
+export const CANCELED_CHANNEL = 'parley_conversation_canceled';
+
+type CanceledListener = (conversationId: string) => void;
+const canceledListeners = new Set<CanceledListener>();
+
+/**
+ * Calls `listener` with the id of every conversation canceled through this process, once its cancel committed (the
+ * node that owns the conversation stops it at once). Other nodes hear of a cancel on CANCELED_CHANNEL (PostgreSQL).
+ * Returns the unsubscribe.
+ */
+export function onConversationCanceled(listener: CanceledListener): () => void {
+  canceledListeners.add(listener);
+  return () => canceledListeners.delete(listener);
+}
+
 /**
  * Cancels a conversation in progress: it ends with `ended_by: user_canceled`, its duration counted up to now,
- * and its lease is freed. The live engine learns of it from the caller (it owns the audio, not the row).
+ * and its lease is freed. The live engine learns of it at once (onConversationCanceled, CANCELED_CHANNEL) and
+ * stops: it owns the audio, not the row.
  */
 export async function cancelConversation(sql: Sql, conversationId: string): Promise<CancelOutcome> {
-  return transaction(sql, async (tx) => {
+  const outcome = await transaction(sql, async (tx) => {
     const [row] = await tx<{ state: ConversationState }[]>`
       select state from conversations where id = ${conversationId} for update`;
     if (!row) return 'not_found' as const;
@@ -550,8 +567,12 @@ export async function cancelConversation(sql: Sql, conversationId: string): Prom
           else greatest(0, extract(epoch from (now() - started_at)) * 1000) end
       where id = ${conversationId}`;
     await tx`delete from conversation_leases where conversation_id = ${conversationId}`;
+    // Delivered at commit, to the nodes listening (this one included, on PostgreSQL).
+    await tx`select pg_notify(${CANCELED_CHANNEL}, ${conversationId})`;
     return 'canceled' as const;
   });
+  if (outcome === 'canceled') for (const listener of canceledListeners) listener(conversationId);
+  return outcome;
 }
 
 export type DeleteOutcome =
