@@ -14,6 +14,8 @@ export interface NodeProcess extends SpawnedNode {
 }
 
 export interface SpawnedNode {
+  /** The node's process id (its media workers are threads of it). */
+  pid: number;
   output(): string;
   waitFor(re: RegExp): Promise<RegExpExecArray>;
   /** Resolves with the signal that ended it (null for a normal exit). */
@@ -50,7 +52,7 @@ export function spawnNode(env: Record<string, string>): SpawnedNode {
       };
       check();
     });
-  return { output: () => out, waitFor, exited, kill: (signal) => void child.kill(signal) };
+  return { pid: child.pid!, output: () => out, waitFor, exited, kill: (signal) => void child.kill(signal) };
 }
 
 /** Starts a node (spawnNode) and waits for `parley ready`; its ports are the ones it reports. */
