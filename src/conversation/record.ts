@@ -322,8 +322,9 @@ export class ConversationRecord {
    * points at their files, so nobody could download or delete them, and they are audio we must not keep. Their
    * files are removed.
    * None of them can be a file the store keeps: each is this record's own `<conversation id>.<format>`, a row comes
-   * to point at it only through a finish that stores it, and this is the record's only finish (Conversation.end runs
-   * once); so where the store refused because the side had a row already, that row points at another file. No
+   * to point at it only through a finish that stores it, and a row pointing at it already counts as stored (a finish
+   * made again after its first attempt committed unseen: src/store/conversations.ts finishConversation); so where
+   * the store refused because the side had a row already, that row points at another file. No
    * `.wav.gz` of a refused recording exists: only a stored one is handed to the compressor. A failed removal is
    * logged and the end goes on. Also used for a recording closed as the conversation became zero data retention.
    */

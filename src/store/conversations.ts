@@ -419,7 +419,10 @@ export async function updateConversation(sql: Sql, conversationId: string, u: Co
   return rows.length > 0;
 }
 
-/** What a finish did: `ended` (this call ended it) and `recordingsStored` (its recording rows were written). */
+/**
+ * What a finish did: `ended` (this call ended it) and `recordingsStored` (its recording rows were written, or point
+ * at its files already: a finish made again after its first attempt committed unseen).
+ */
 export interface FinishOutcome {
   ended: boolean;
   recordingsStored: boolean;
@@ -447,7 +450,9 @@ export interface FinishOutcome {
  * - task_results: filled only while `{}` (the default).
  * - rtp_stats (analysis.rtp): filled only while null (the default).
  * - recordings: a side that has no row yet is stored, unless the recordings were deleted (`audio_recordings_deleted_at`)
- *   or the conversation retains nothing; a side that has one keeps it.
+ *   or the conversation retains nothing; a side that has one keeps it. A row that points at the very file given
+ *   counts as stored: the same finish made again (its first attempt lost with its connection after it committed)
+ *   must not have the caller remove a file the record keeps.
  * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
  * src/conversation/record.ts passes them there too).
  *
@@ -529,7 +534,10 @@ export async function finishConversation(
       ${postCallJobsEnqueued(sql, 'ended')}
     )
     select exists (select 1 from ended where not was_ended) as ended,
-      exists (select 1 from stored) as recordings_stored`;
+      exists (select 1 from stored) or exists (select 1 from conversation_recordings x
+        join jsonb_to_recordset(${sql.json([...bySide.values()] as unknown as Json)}) as r(side text, path text)
+          on x.side = r.side and x.path = r.path
+        where x.conversation_id = ${conversationId} and not exists (select 1 from prev where retains_nothing)) as recordings_stored`;
   return { ended: out.ended, recordingsStored: out.recordings_stored };
 }
 

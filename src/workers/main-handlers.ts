@@ -71,15 +71,17 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) =>
   const hold = deps.hold ?? WRITE_HOLD;
   const appends = new AppendBatcher(sql, deps.log, deps.appendBatch ?? APPEND_BATCH_DEFAULTS, hold);
 
-  /** Runs `write` until it succeeds or fails otherwise than for an unavailable database, for at most hold.max_hold_ms. */
-  async function heldWrite<T>(what: string, conversationId: string, write: () => Promise<T>): Promise<T> {
-    const start = performance.now();
+  /**
+   * Runs `write` until it succeeds or fails otherwise than for an unavailable database, trying again no later than
+   * `deadline` (performance.now(); hold.max_hold_ms from now by default).
+   */
+  async function heldWrite<T>(what: string, conversationId: string, write: () => Promise<T>, deadline = performance.now() + hold.max_hold_ms): Promise<T> {
     let delay = hold.retry_min_ms;
     for (;;) {
       try {
         return await write();
       } catch (err) {
-        if (!isDatabaseUnavailable(err) || performance.now() - start + delay > hold.max_hold_ms) throw err;
+        if (!isDatabaseUnavailable(err) || performance.now() + delay > deadline) throw err;
         deps.log.warn({ err, conversationId, retryInMs: delay }, `${what}: the database is unavailable; trying again`);
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, hold.retry_max_ms);
@@ -124,10 +126,14 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest) =>
         return { updated: await updateConversation(sql, req.conversationId, req.patch) };
       case 'append_items':
         return { itemIds: await appends.append(req.conversationId, req.items) };
-      case 'finish_conversation':
-        // After every append of the conversation (a finish enqueues its post-call jobs: they read the items).
+      case 'finish_conversation': {
+        // After every append of the conversation (a finish enqueues its post-call jobs: they read the items); the
+        // whole answer within the hold, so the worker hears it before its own timeout.
+        const deadline = performance.now() + hold.max_hold_ms;
         await appends.settled(req.conversationId);
-        return heldWrite('finishing a conversation', req.conversationId, () => finishConversation(sql, req.conversationId, req.finish, req.recordings));
+        const finish = () => finishConversation(sql, req.conversationId, req.finish, req.recordings);
+        return heldWrite('finishing a conversation', req.conversationId, finish, deadline);
+      }
       case 'recording_compressed':
         return { updated: await moveRecordingToCompressed(sql, req.conversationId, req.side, req.from, req.to) };
     }
