@@ -11,7 +11,9 @@
 // - While running (recoverAbandoned, every lease TTL): conversations of any node whose lease is no longer renewed
 //   (their node died; an unnamed node's leftovers, whose lease name died with its process, too) are ended by whichever
 //   node comes first, exactly once (src/store/recovery.ts endAbandonedConversation); a node attaches only the files
-//   of conversations it ran itself.
+//   of conversations it ran itself. A node cut off from the database for longer than the lease TTL looks dead too:
+//   its conversations may be ended by another node meanwhile; they go on, their items still land, and their finish
+//   fills in what recovery left empty (the transcript, the recording).
 import { open, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
