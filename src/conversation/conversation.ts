@@ -207,9 +207,14 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     } catch (err) {
       this.deps.log.error({ err, conversationId: this.id }, 'conversation failed to start');
       const failure = startFailure(err);
-      // No record (admission or its creation failed): nothing to save; main released the lease of a record it
-      // could not create.
-      if (this.id === null) return this.refuse(failure.message, failure.code, failure.close, 'error');
+      if (this.id === null) {
+        // The record's creation failed after admission. main released the lease of a record it could not create,
+        // but a creation that timed out may yet land: the finish ends such a row and frees the lease either way.
+        if (this.refuse(failure.message, failure.code, failure.close, 'error') && this.recordPhase) {
+          await this.record.finish('error', this.startedAtMs, this.deps.timers.now());
+        }
+        return;
+      }
       this.emit({ type: 'error', error: { message: failure.message, code: failure.code } });
       await this.end('error');
     }
@@ -219,7 +224,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const { store } = this.deps;
     const rules = { PARLEY_ALLOW_PRIVATE_ENDPOINTS: this.deps.allowPrivateEndpoints };
     const resolved = await resolveStart(store, this.who.orgId, start);
-    if (!resolved.ok) return this.refuse(resolved.message, resolved.code);
+    if (!resolved.ok) return void this.refuse(resolved.message, resolved.code);
     // Ended meanwhile (the client left): nothing was admitted.
     if (this.endedMeanwhile()) return;
     this.settings = resolved.settings;
@@ -272,6 +277,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       }
     }
     this.startedAtMs = this.deps.timers.now();
+    // Bound before the creation: if it fails, the record's finish still frees the lease (admitAndCreate's caller).
+    this.record.bind(id);
     await store.createConversation({
       id,
       orgId: this.who.orgId,
@@ -285,7 +292,6 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       started_at: new Date(this.startedAtMs),
     });
     this.id = id;
-    this.record.bind(id);
     return true;
   }
 
@@ -398,14 +404,15 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     }
   }
 
-  /** Refused before a record exists: an error event, then the client is closed. A no-op once ending. */
-  private refuse(message: string, code: string, closeCode = CLOSE_POLICY, endedBy: EndedBy = 'user_validation_failed'): void {
-    if (!this.step('end')) return;
+  /** Refused before a record exists: an error event, then the client is closed. false (a no-op) once ending. */
+  private refuse(message: string, code: string, closeCode = CLOSE_POLICY, endedBy: EndedBy = 'user_validation_failed'): boolean {
+    if (!this.step('end')) return false;
     this.emit({ type: 'error', error: { message, code } });
     this.step('saved');
     this.client.close(closeCode, code);
     for (const o of this.observers) o.closed(endedBy);
     this.resolveEnded(endedBy);
+    return true;
   }
 
   async end(endedBy: EndedBy, closeWith?: EndClose): Promise<void> {

@@ -293,7 +293,8 @@ export class ConversationRecord {
   private async finishInBackground(id: string, endedBy: EndedBy, finish: Finish, recordings: NewRecording[], compress: boolean): Promise<void> {
     const { min_ms: min, max_ms: max } = this.opts.finishRetry ?? FINISH_RETRY;
     for (let delay = min; ; delay = Math.min(delay * 2, max)) {
-      await new Promise((r) => setTimeout(r, delay));
+      // Unref'd: a worker that stops is not held up by it (start-up recovery ends what it leaves).
+      await new Promise((r) => setTimeout(r, delay).unref());
       const outcome = await this.finishOnce(id, finish, recordings);
       if (!outcome) continue;
       this.log.info({ conversationId: id }, 'the record was finished at a later try');

@@ -116,6 +116,21 @@ t.test("a record that cannot be written: a clean error for the client, never the
   t.equal(d.client.closed?.code, 1013, 'try again later');
 });
 
+t.test('a creation that timed out may yet land: the finish ends such a row and frees the slot', async (t) => {
+  const store = new MemoryStore();
+  const create = store.createConversation.bind(store);
+  store.createConversation = async (c: NewConversation) => {
+    await create(c); // main wrote it, but its answer came too late
+    throw storeError(504, 'main did not answer create_conversation within 10000 ms');
+  };
+  const s = setup({ store });
+  await s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
+  t.equal(await s.conv.ended, 'error');
+  t.equal(s.client.events('error')[0].error.code, 'database_unavailable');
+  t.equal(s.store.only().finish?.ended_by, 'error', 'the row that landed is finished');
+  t.equal(store.active.size, 0, 'its slot freed');
+});
+
 t.test('say and generate_reply: at most CLIENT_LIMITS.queued_replies queued; the newest beyond is dropped and told', async (t) => {
   const s = setup();
   await s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
