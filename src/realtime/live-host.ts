@@ -34,6 +34,7 @@ const DELIBERATE_CLOSES: ReadonlySet<number> = new Set([1000, 1001, 1005]);
 
 /** How long a new STS socket may take to send `config` (PARLEY_STS_CONFIG_TIMEOUT_SEC's default). */
 export const CONFIG_TIMEOUT_MS = 10_000;
+
 export interface LiveEntry {
   id: string;
   orgId: string;
