@@ -42,8 +42,13 @@ export const settingsSchema = z.object({
   /** Comma-separated addresses or CIDR ranges of proxies whose X-Forwarded-For is believed. */
   PARLEY_TRUSTED_PROXIES: z.string().default(''),
   PARLEY_WORKERS: positiveInt.max(256).default(cpus().length || 1),
-  /** Seconds a conversation whose STS socket dropped waits for `?reconnect_conv_id=` before it ends (ended_by user). */
-  PARLEY_RECONNECT_GRACE_SEC: z.coerce.number().min(0).max(3600).default(15),
+  /**
+   * Seconds a conversation whose STS socket dropped (without a deliberate close) waits for `?reconnect_conv_id=` before
+   * it ends (ended_by user); the hosted STS API's clients reconnect within 30 s.
+   */
+  PARLEY_RECONNECT_GRACE_SEC: z.coerce.number().min(0).max(3600).default(30),
+  /** Seconds a new STS socket may take to send its `config` before it is closed with 1008. */
+  PARLEY_STS_CONFIG_TIMEOUT_SEC: z.coerce.number().positive().max(3600).default(10),
   PARLEY_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Secret for signed links (audio_url); generated and kept in the database when unset. */
   PARLEY_SIGNING_SECRET: z.string().min(16).optional(),

@@ -1,7 +1,9 @@
-// Entry: config -> store -> migrations -> job queue -> bootstrap -> control plane -> media workers -> SIP
-// (docs/ARCHITECTURE.md, "Process shape"). SIGINT/SIGTERM close everything in reverse order. A media worker that
-// dies has its calls ended by telephony (BYE, records finished) and then stops the node.
-import { ConfigError, loadSettings, type Settings } from './config.js';
+// Entry: config -> store -> migrations -> job queue -> bootstrap -> recovery -> media workers -> SIP -> control plane
+// (docs/ARCHITECTURE.md, "Process shape"). SIGINT/SIGTERM close everything in reverse order. The control plane
+// starts listening last, once the realtime port and SIP accept: a client that starts a conversation as soon as the
+// API answers is not refused; `parley ready` is logged (and nodeReadiness set) when every listener accepts. A media
+// worker that dies has its calls ended by telephony (BYE, records finished) and then stops the node.
+import { ConfigError, conversationNodeId, loadSettings, type Settings } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { openStore, type Store } from './store/db.js';
 import { StoreError } from './store/errors.js';
@@ -15,6 +17,9 @@ import { startSipService } from './telephony/sip-service.js';
 import { parseTrustedProxies } from './auth/addresses.js';
 import { createNodeJobQueue } from './jobs/handlers.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
+import { recoverAtStart } from './domain/recovery.js';
+import { leasePolicy } from './store/leases.js';
+import { nodeReadiness } from './readiness.js';
 
 async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
@@ -31,14 +36,20 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
     await jobs.start();
     closers.push(() => jobs.stop());
     const first = await bootstrap(store.sql, settings.PARLEY_BOOTSTRAP_API_KEY);
+    // Conversations a previous run of this node left in progress (kill -9, a crash): ended, their recordings
+    // repaired and attached, its leases freed; before the media workers run (and resume compressions).
+    await recoverAtStart({
+      sql: store.sql,
+      log,
+      dataDir: settings.PARLEY_DATA_DIR,
+      nodeId: conversationNodeId(settings),
+      leaseNodeId: leasePolicy(settings).nodeId,
+    });
     const base = `http://${settings.PARLEY_HOST.includes(':') ? `[${settings.PARLEY_HOST}]` : settings.PARLEY_HOST}`;
     let port = settings.PARLEY_HTTP_PORT;
     const ctx = await createContext(settings, store, log, () => `${base}:${port}`);
     const app = buildApp(ctx);
     closers.push(() => app.close());
-    await app.listen({ host: settings.PARLEY_HOST, port: settings.PARLEY_HTTP_PORT });
-    port = (app.server.address() as { port: number }).port;
-    log.info({ url: ctx.publicUrl() }, 'control plane listening');
     // Media workers (realtime port): closed before the control plane and the store, after conversations are saved.
     // One that dies has its calls ended first (records saved), then the node stops: its STS conversations' leases
     // would otherwise be renewed by this node's heartbeat forever.
@@ -63,6 +74,9 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
     });
     closers.push(() => sip.stop());
     ctx.outboundCalls = sip.outboundCalls;
+    await app.listen({ host: settings.PARLEY_HOST, port: settings.PARLEY_HTTP_PORT });
+    port = (app.server.address() as { port: number }).port;
+    log.info({ url: ctx.publicUrl() }, 'control plane listening');
     if (first) {
       log.info({ orgId: first.orgId, projectId: first.projectId }, 'created the first workspace and its main project');
       if (!settings.PARLEY_BOOTSTRAP_API_KEY) {
@@ -116,6 +130,7 @@ const stop = (signal: string) => {
     return;
   }
   stopping = true;
+  nodeReadiness.markStopping();
   log.info({ signal }, 'shutting down');
   startup
     .then((close) => close())
@@ -131,7 +146,11 @@ process.on('SIGINT', () => stop('SIGINT'));
 process.on('SIGTERM', () => stop('SIGTERM'));
 
 startup.then(
-  () => log.info('parley ready'),
+  () => {
+    if (stopping) return;
+    nodeReadiness.markReady();
+    log.info('parley ready');
+  },
   (err: Error) => {
     log.fatal({ err: err instanceof StoreError ? { message: err.message } : err }, `start-up failed: ${err.message}`);
     process.exit(1);

@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from 'fastify-type-provider-zod';
 import { DomainError, type DomainErrorKind } from '../domain/errors.js';
+import { isDatabaseUnavailable } from '../store/db.js';
 
 export interface ApiErrorOptions {
   code?: string;
@@ -38,6 +39,12 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
   unavailable: 503,
 };
 
+/** Seconds a client is asked to wait (Retry-After, RFC 9110 10.2.3) before repeating a request answered 503. */
+export const RETRY_AFTER_SEC = 2;
+
+/** The database could not be reached: the same request may succeed shortly. */
+const DATABASE_UNAVAILABLE = new DomainError('unavailable', 'the database is unavailable: try again shortly', { code: 'database_unavailable' });
+
 /** A domain error as this adapter answers it. */
 export function fromDomain(err: DomainError): ApiError {
   return new ApiError(STATUS_OF_KIND[err.kind], err.message, err.paramErrors ? { paramErrors: err.paramErrors } : { code: err.code });
@@ -62,11 +69,20 @@ function paramPath(instancePath: string, context: string | undefined): string {
   return path || context || 'body';
 }
 
-/** Maps a domain error, an ApiError, a validation failure or any other error to the two bodies; 500s are logged. */
+/**
+ * Maps a domain error, an ApiError, a validation failure or any other error to the two bodies; 500s are logged. An
+ * unreachable database (src/store/db.ts isDatabaseUnavailable) is 503 `database_unavailable`; every 503 carries
+ * Retry-After.
+ */
 export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | ApiError | DomainError | Error, request, reply) => {
+    if (!(err instanceof ApiError) && !(err instanceof DomainError) && isDatabaseUnavailable(err)) {
+      request.log.warn({ err }, 'database unavailable');
+      err = DATABASE_UNAVAILABLE;
+    }
     if (err instanceof DomainError) err = fromDomain(err);
     if (err instanceof ApiError) {
+      if (err.status === 503) reply.header('retry-after', String(RETRY_AFTER_SEC));
       return reply.status(err.status).send(errorBody(err));
     }
     if (hasZodFastifySchemaValidationErrors(err)) {

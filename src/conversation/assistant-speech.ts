@@ -195,6 +195,13 @@ export class AssistantSpeech {
     return this.utterances.get(responseId);
   }
 
+  /** Utterances queued or playing now. */
+  get activeCount(): number {
+    let n = 0;
+    for (const u of this.utterances.values()) if (u.isActive) n++;
+    return n;
+  }
+
   /** The utterance queued or playing now, if any. */
   speaking(): Utterance | null {
     for (const u of this.utterances.values()) if (u.isActive) return u;
@@ -254,9 +261,19 @@ export class AssistantSpeech {
     for (const u of this.utterances.values()) u.interrupt();
   }
 
-  /** The conversation ends: what is still active is finished as heard so far. */
+  /**
+   * The conversation ends: what is still active is finished as heard so far, at once. One never heard (no frame
+   * played, no tool call) leaves no item: it did not happen.
+   */
   finishAll(): void {
-    for (const u of this.utterances.values()) if (u.isActive) this.finish(u);
+    for (const u of this.utterances.values()) {
+      if (!u.isActive) continue;
+      if (u.state === 'queued' && u.playedSamples === 0 && u.toolCalls.length === 0 && u.pendingTools.size === 0) {
+        u.state = 'finished';
+        continue;
+      }
+      this.finish(u);
+    }
   }
 
   /** Tool calls still running on any utterance. */

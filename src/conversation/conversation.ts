@@ -4,7 +4,7 @@
 // silence-timers.ts, tool-host.ts with tools/, engine-hooks.ts, and record.ts (what it leaves behind).
 import type { EngineError, SpeechEngineSession } from '../engines/engine.js';
 import { InboundAudio, type InboundSink } from '../media/inbound.js';
-import { formatInfo } from '../media/format.js';
+import { formatInfo, FRAME_MS } from '../media/format.js';
 import type { ResamplerRate } from '../media/native/resampler.js';
 import { Vad, VAD_SPEECH_END } from '../media/native/vad.js';
 import type { PacedStream } from '../media/pacing-clock.js';
@@ -13,7 +13,16 @@ import type { ServerEvent, SessionMessage } from '../schemas/sts.js';
 import { newId } from '../store/ids.js';
 import { callConfigurationEndpoint } from './config-endpoint.js';
 import { transition, isLive, type ConversationInput, type ConversationState } from './conversation.fsm.js';
-import type { ConversationClient, ConversationDeps, ConversationObserver, ConversationOrigin, ConversationStart, LiveConversation } from './host.js';
+import {
+  storeUnavailable,
+  type ConversationClient,
+  type ConversationDeps,
+  type ConversationObserver,
+  type ConversationOrigin,
+  type ConversationStart,
+  type EndClose,
+  type LiveConversation,
+} from './host.js';
 import { turnLatencyMs } from './latency.js';
 import { AssistantSpeech } from './assistant-speech.js';
 import { engineHooks } from './engine-hooks.js';
@@ -29,10 +38,38 @@ import { ToolRunner } from './tools/runner.js';
 import type { Utterance } from './utterance.js';
 import { substitute, systemVariables, templateValues } from './variables.js';
 
-/** WebSocket close code 1000 (RFC 6455 7.4.1): normal closure; 1008: policy violation; 1011: server error. */
+/**
+ * WebSocket close codes (RFC 6455 7.4.1, and the IANA registry it opens): 1000 normal closure; 1008 policy
+ * violation; 1011 server error; 1013 try again later (the database is unavailable).
+ */
 const CLOSE_NORMAL = 1000;
 const CLOSE_POLICY = 1008;
 const CLOSE_ERROR = 1011;
+const CLOSE_TRY_AGAIN_LATER = 1013;
+
+/**
+ * The bounds of what a client can queue up (docs/sts-protocol.md, "Limits"): over one, the message is dropped (the
+ * newest: what is queued already stays) and an `error` event with code `queue_full` or `invalid_audio` says so.
+ */
+export const CLIENT_LIMITS = {
+  /** Replies (`say`, `generate_reply`) queued or speaking at once; one more is refused. */
+  queued_replies: 8,
+  /** `add_system_message`: a burst of this many, then one per system_message_interval_ms. */
+  system_messages_burst: 16,
+  system_message_interval_ms: 1000,
+  /** Client audio may run this far ahead of real time (a burst after a stall); audio beyond it is dropped. */
+  audio_ahead_ms: 2000,
+  /** The longest audio chunk (docs/sts-protocol.md, `audio_chunk`): two 20 ms frames. */
+  chunk_ms: 40,
+} as const;
+
+/** What a client is told when the conversation could not start, by the store's error (never the error's own text). */
+function startFailure(err: unknown): { message: string; code: string; close: number } {
+  const status = (err as { status?: unknown }).status;
+  if (storeUnavailable(err)) return { message: 'the database is unavailable: try again shortly', code: 'database_unavailable', close: CLOSE_TRY_AGAIN_LATER };
+  if (status === 400) return { message: 'the configuration holds a value that cannot be stored', code: 'invalid_config', close: CLOSE_POLICY };
+  return { message: 'the conversation could not be started', code: 'internal_error', close: CLOSE_ERROR };
+}
 
 /**
  * A run of keys ends this long after its last key (or at `#`): keys typed one after another (a number, a PIN) are
@@ -70,6 +107,27 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private turns: TurnTaking | null = null;
   /** Largest payload fed to the inbound chain at once: 60 ms of the input format (Opus: one packet, unbounded). */
   private maxChunkBytes = 0;
+  /** The longest chunk a client may send (CLIENT_LIMITS.chunk_ms of the input format; Opus: unbounded). */
+  private maxClientChunkBytes = 0;
+  /** 16-bit PCM input: a chunk must hold whole samples. */
+  private pcmInput = false;
+  /** Milliseconds of input audio per byte (Opus: a packet counts as one 20 ms frame). */
+  private msPerInputByte = 0;
+  /** Client audio allowed ahead of real time now (ms; CLIENT_LIMITS.audio_ahead_ms at most), as of audioRefilledAtMs. */
+  private audioCreditMs: number = CLIENT_LIMITS.audio_ahead_ms;
+  private audioRefilledAtMs = 0;
+  /** A run of refused chunks is told once. */
+  private audioRefusing = false;
+  /** add_system_message tokens (CLIENT_LIMITS.system_messages_burst at most), as of systemRefilledAtMs. */
+  private systemTokens: number = CLIENT_LIMITS.system_messages_burst;
+  private systemRefilledAtMs = 0;
+  /**
+   * Admission and the record's creation, while under way: an end meanwhile waits for it, so a record created as the
+   * client left is finished at once (and its lease freed with it) rather than left open.
+   */
+  private recordPhase: Promise<boolean> | null = null;
+  /** When the client's connection dropped, while it may still come back (null: connected, or never dropped). */
+  private clientLeftAtMs: number | null = null;
   /** The input format's bytes are its samples (inbound.samplesInPlace): binary frames need no decoding copy. */
   private samplesInPlace = false;
   private startedAtMs = 0;
@@ -132,6 +190,11 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
 
   // ---- lifecycle ----
 
+  /** Ending or ended: a start step that awaited finds the conversation over and goes no further. */
+  private endedMeanwhile(): boolean {
+    return this.state === 'ending' || this.state === 'ended';
+  }
+
   private step(input: ConversationInput): boolean {
     const next = transition(this.state, input);
     if (next === null) return false;
@@ -144,7 +207,16 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       await this.configure(start);
     } catch (err) {
       this.deps.log.error({ err, conversationId: this.id }, 'conversation failed to start');
-      this.emit({ type: 'error', error: { message: (err as Error).message, code: 'internal_error' } });
+      const failure = startFailure(err);
+      if (this.id === null) {
+        // The record's creation failed after admission. main released the lease of a record it could not create,
+        // but a creation that timed out may yet land: the finish ends such a row and frees the lease either way.
+        if (this.refuse(failure.message, failure.code, failure.close, 'error') && this.recordPhase) {
+          await this.record.finish('error', this.startedAtMs, this.deps.timers.now());
+        }
+        return;
+      }
+      this.emit({ type: 'error', error: { message: failure.message, code: failure.code } });
       await this.end('error');
     }
   }
@@ -153,7 +225,9 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const { store } = this.deps;
     const rules = { PARLEY_ALLOW_PRIVATE_ENDPOINTS: this.deps.allowPrivateEndpoints };
     const resolved = await resolveStart(store, this.who.orgId, start);
-    if (!resolved.ok) return this.refuse(resolved.message, resolved.code);
+    if (!resolved.ok) return void this.refuse(resolved.message, resolved.code);
+    // Ended meanwhile (the client left): nothing was admitted.
+    if (this.endedMeanwhile()) return;
     this.settings = resolved.settings;
     this.agent = resolved.agent;
     this.projectId = resolved.project.id;
@@ -163,29 +237,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // A phone call was admitted by main (before it answered) under the id it gives.
     const id = start.kind === 'call' ? start.call.conversationId : newId('conv');
     this.concealsLoss = start.kind === 'call';
-    if (start.kind !== 'call') {
-      const admission = await store.admit(this.who.orgId, this.projectId, id);
-      if (!admission.admitted) {
-        return this.refuse(
-          admission.reason === 'at_capacity' ? `the project is at its limit of ${admission.cap} active conversations` : 'project not found',
-          admission.reason === 'at_capacity' ? 'max_active_conversations_reached' : 'not_found',
-        );
-      }
-    }
-    this.startedAtMs = this.deps.timers.now();
-    await store.createConversation({
-      id,
-      orgId: this.who.orgId,
-      projectId: this.projectId,
-      agent: this.agent,
-      external_id: externalId,
-      origin: this.who.origin,
-      call_info: this.who.callInfo ?? null,
-      nodeId: this.deps.nodeId ?? null,
-      settings: recordSettings(this.settings),
-    });
-    this.id = id;
-    this.record.bind(id);
+    this.recordPhase = this.admitAndCreate(start.kind !== 'call', id, externalId);
+    if (!(await this.recordPhase)) return;
+    // Ended while the record was being made (the client left): end() finishes it.
+    if (this.endedMeanwhile()) return;
     this.emit({ type: 'conversation_created', conversation_id: id });
     this.step('configure');
     await this.writeState('configuring');
@@ -202,6 +257,43 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const names = storedToolNames(this.settings.tools).filter((n) => !storedTools.some((t) => t.name === n));
     if (names.length > 0) storedTools = storedTools.concat(await store.resolveTools(this.who.orgId, this.projectId, names));
     await this.openEngine(storedTools);
+  }
+
+  /**
+   * Admits the conversation (unless main did: a phone call) and creates its record; false when admission refused
+   * it (the client was told). From a granted admission on, the record is created even when the conversation has
+   * ended meanwhile, so that its end finishes it and frees the lease; a creation that fails rejects (main then
+   * released the lease).
+   */
+  private async admitAndCreate(admits: boolean, id: string, externalId: string | null): Promise<boolean> {
+    const { store } = this.deps;
+    if (admits) {
+      const admission = await store.admit(this.who.orgId, this.projectId, id);
+      if (!admission.admitted) {
+        this.refuse(
+          admission.reason === 'at_capacity' ? `the project is at its limit of ${admission.cap} active conversations` : 'project not found',
+          admission.reason === 'at_capacity' ? 'max_active_conversations_reached' : 'not_found',
+        );
+        return false;
+      }
+    }
+    this.startedAtMs = this.deps.timers.now();
+    // Bound before the creation: if it fails, the record's finish still frees the lease (admitAndCreate's caller).
+    this.record.bind(id);
+    await store.createConversation({
+      id,
+      orgId: this.who.orgId,
+      projectId: this.projectId,
+      agent: this.agent,
+      external_id: externalId,
+      origin: this.who.origin,
+      call_info: this.who.callInfo ?? null,
+      nodeId: this.deps.nodeId ?? null,
+      settings: recordSettings(this.settings!),
+      started_at: new Date(this.startedAtMs),
+    });
+    this.id = id;
+    return true;
   }
 
   private async openEngine(storedTools: StoredTool[]): Promise<void> {
@@ -249,6 +341,9 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const vad = new Vad(rate, vadOptions(s));
     const inInfo = formatInfo(s.inputFormat);
     this.maxChunkBytes = inInfo.bytesPerFrame > 0 ? inInfo.bytesPerFrame * 3 : Number.MAX_SAFE_INTEGER;
+    this.maxClientChunkBytes = inInfo.bytesPerFrame > 0 ? (inInfo.bytesPerFrame * CLIENT_LIMITS.chunk_ms) / FRAME_MS : Number.MAX_SAFE_INTEGER;
+    this.pcmInput = inInfo.encoding === 'pcm';
+    this.msPerInputByte = inInfo.bytesPerFrame > 0 ? FRAME_MS / inInfo.bytesPerFrame : 0;
     this.inbound = new InboundAudio({
       format: s.inputFormat,
       engineRate: rate,
@@ -266,6 +361,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     });
     if (s.data_retention_policy.zero_data_retention) this.record.keepNothing();
     await this.record.openRecording(this.deps.dataDir, rate, s.external_storage_policy);
+    // Ended while the recording was being opened: end() has stopped what it found (the record drops a late file).
+    if (this.endedMeanwhile()) return;
     this.silence = new SilenceTimers(this.deps.timers, s, {
       clientIdle: () => void this.end('user'),
       poke: () => this.pokeUser(),
@@ -284,6 +381,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     });
     this.step('configured');
     await this.writeState('ready');
+    // Ended meanwhile (canceled, or the client left): the pacing clock must not take it back.
+    if (!isLive(this.state)) return;
     this.deps.pacing.register(this);
     this.emit({ type: 'ready_to_start_conversation' });
     this.silence.clientActive();
@@ -304,17 +403,18 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     }
   }
 
-  /** Refused before a record exists: an error event, then the client is closed. */
-  private refuse(message: string, code: string): void {
+  /** Refused before a record exists: an error event, then the client is closed. false (a no-op) once ending. */
+  private refuse(message: string, code: string, closeCode = CLOSE_POLICY, endedBy: EndedBy = 'user_validation_failed'): boolean {
+    if (!this.step('end')) return false;
     this.emit({ type: 'error', error: { message, code } });
-    this.step('end');
     this.step('saved');
-    this.client.close(CLOSE_POLICY, code);
-    for (const o of this.observers) o.closed('user_validation_failed');
-    this.resolveEnded('user_validation_failed');
+    this.client.close(closeCode, code);
+    for (const o of this.observers) o.closed(endedBy);
+    this.resolveEnded(endedBy);
+    return true;
   }
 
-  async end(endedBy: EndedBy): Promise<void> {
+  async end(endedBy: EndedBy, closeWith?: EndClose): Promise<void> {
     if (!this.step('end')) {
       await this.ended;
       return;
@@ -331,11 +431,16 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.session = null;
     if (session) await session.close().catch((err: unknown) => this.deps.log.warn({ err, conversationId: this.id }, 'engine close failed'));
     await Promise.all(this.speech.pendingTools());
-    await this.record.finish(endedBy, this.startedAtMs, this.deps.timers.now(), this.client.mediaStats?.() ?? null);
+    // A record being created as it ended is finished too (admitAndCreate); one that failed to be created has none.
+    if (this.recordPhase) await this.recordPhase.catch(() => false);
+    // A client that left and never came back: the conversation ended when it left, not when the grace ran out.
+    const endedAtMs = endedBy === 'user' && this.clientLeftAtMs !== null ? this.clientLeftAtMs : this.deps.timers.now();
+    await this.record.finish(endedBy, this.startedAtMs, endedAtMs, this.client.mediaStats?.() ?? null);
     this.inbound?.destroy();
     this.speech.destroy();
     this.step('saved');
-    this.client.close(endedBy === 'error' ? CLOSE_ERROR : CLOSE_NORMAL, endedBy);
+    if (closeWith) this.client.close(closeWith.code, closeWith.reason);
+    else this.client.close(endedBy === 'error' ? CLOSE_ERROR : CLOSE_NORMAL, endedBy);
     for (const o of this.observers) o.closed(endedBy);
     this.resolveEnded(endedBy);
   }
@@ -347,8 +452,11 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.silence.clientActive();
     const session = this.session!;
     switch (message.type) {
-      case 'audio_chunk':
-        return this.pushAudio(Buffer.from(message.audio, 'base64'));
+      case 'audio_chunk': {
+        const bytes = Buffer.from(message.audio, 'base64');
+        if (this.clientChunkFits(bytes.length)) this.pushAudio(bytes);
+        return;
+      }
       case 'mute':
         return this.turns!.mute();
       case 'unmute':
@@ -370,23 +478,85 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
         this.settings!.system_prompt = message.system_prompt;
         return session.updateSession({ systemPrompt: this.resolve(message.system_prompt) });
       case 'add_system_message':
+        if (!this.takeSystemToken()) {
+          const { system_messages_burst: burst, system_message_interval_ms: every } = CLIENT_LIMITS;
+          return this.refuseMessage(`add_system_message: at most ${burst} at once, then one every ${every} ms; this one was dropped`, 'queue_full');
+        }
         return session.updateSession({ systemMessage: message.system_message });
       case 'update_tools_subset': {
         const subset = [...this.tools.byName.values()].filter((t) => message.tools.includes(t.name));
         return session.updateSession({ tools: subset.map(engineTool) });
       }
       case 'generate_reply': {
+        if (!this.replyFits(message.type)) return;
         const parts = [message.system_message, message.user_message ? `The user said: ${message.user_message}` : null].filter(Boolean);
         this.speech.track(session.createResponse(parts.length ? parts.join('\n') : undefined), 'reply', true);
         return;
       }
       case 'say':
+        if (!this.replyFits(message.type)) return;
         this.speech.track(session.speak(message.text), 'say', message.interruptible ?? true);
         return;
       case 'reset':
         this.speech.interruptAll();
         return this.turns!.reset();
     }
+  }
+
+  /** A `say` or `generate_reply` may queue one more reply (CLIENT_LIMITS.queued_replies); told to the client when not. */
+  private replyFits(type: 'say' | 'generate_reply'): boolean {
+    if (this.speech.activeCount < CLIENT_LIMITS.queued_replies) return true;
+    this.refuseMessage(`${type}: at most ${CLIENT_LIMITS.queued_replies} replies may be queued or speaking at once; this one was dropped`, 'queue_full');
+    return false;
+  }
+
+  private takeSystemToken(): boolean {
+    const now = this.deps.timers.now();
+    const burst = CLIENT_LIMITS.system_messages_burst;
+    if (this.systemRefilledAtMs !== 0) {
+      this.systemTokens = Math.min(burst, this.systemTokens + (now - this.systemRefilledAtMs) / CLIENT_LIMITS.system_message_interval_ms);
+    }
+    this.systemRefilledAtMs = now;
+    if (this.systemTokens < 1) return false;
+    this.systemTokens -= 1;
+    return true;
+  }
+
+  private refuseMessage(message: string, code: string): void {
+    this.emit({ type: 'error', error: { message, code } });
+  }
+
+  /**
+   * Whether a client's chunk of `length` bytes is taken (docs/sts-protocol.md, "Limits"): at most
+   * CLIENT_LIMITS.chunk_ms of the input format, whole 16-bit samples, and within CLIENT_LIMITS.audio_ahead_ms of real
+   * time. A refused chunk is dropped and told (a run of chunks dropped for running ahead, once). Per chunk: arithmetic
+   * only.
+   */
+  private clientChunkFits(length: number): boolean {
+    if (!isLive(this.state) || !this.inbound) return false;
+    if (length > this.maxClientChunkBytes) {
+      this.refuseMessage(`an audio chunk holds at most ${CLIENT_LIMITS.chunk_ms} ms: ${this.maxClientChunkBytes} bytes of ${this.settings!.inputFormat}; ${length} bytes dropped`, 'invalid_audio');
+      return false;
+    }
+    if (this.pcmInput && (length & 1) !== 0) {
+      this.refuseMessage(`${this.settings!.inputFormat} is 16-bit PCM: a chunk holds whole samples (an even number of bytes); ${length} bytes dropped`, 'invalid_audio');
+      return false;
+    }
+    const now = this.deps.timers.now();
+    const ahead = CLIENT_LIMITS.audio_ahead_ms;
+    if (this.audioRefilledAtMs !== 0) this.audioCreditMs = Math.min(ahead, this.audioCreditMs + (now - this.audioRefilledAtMs));
+    this.audioRefilledAtMs = now;
+    const ms = this.msPerInputByte > 0 ? length * this.msPerInputByte : FRAME_MS;
+    if (ms > this.audioCreditMs) {
+      if (!this.audioRefusing) {
+        this.audioRefusing = true;
+        this.refuseMessage(`audio more than ${ahead} ms ahead of real time is dropped: send it as it is spoken`, 'audio_ahead_of_real_time');
+      }
+      return false;
+    }
+    this.audioCreditMs -= ms;
+    this.audioRefusing = false;
+    return true;
   }
 
   pushAudio(bytes: Uint8Array, offset = 0, length = bytes.length): void {
@@ -407,6 +577,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // (a view is made either way), not copied into the decoder's array through a byte view. byteLength read once:
     // the getter is a builtin call in optimized code.
     const bytes = data.byteLength;
+    if (!this.clientChunkFits(bytes)) return;
     if (this.samplesInPlace && bytes <= this.maxChunkBytes) {
       if (this.acceptsAudio()) this.inbound!.pushSamples(new Int16Array(data, 0, bytes >> 1));
       return;
@@ -464,12 +635,21 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.speech.track(session.createResponse(`The caller pressed the keys ${digits} on the phone keypad.`), 'reply', true);
   }
 
+  clientDropped(): void {
+    if (this.clientLeftAtMs === null) this.clientLeftAtMs = this.deps.timers.now();
+  }
+
+  clientReturned(): void {
+    this.clientLeftAtMs = null;
+  }
+
   clientGone(): void {
     void this.end('user');
   }
 
   replaceClient(client: ConversationClient): void {
     this.client = client;
+    this.clientLeftAtMs = null;
   }
 
   observe(observer: ConversationObserver): () => void {

@@ -43,7 +43,21 @@ export interface ConversationPatch {
   settings?: NewConversation['settings'];
 }
 
-/** What a conversation asks of the stored configuration and its record (the host answers: main, over the worker protocol). */
+/**
+ * Whether a store call failed because the database is unavailable (or main did not answer in time): a status of 503
+ * or 504 on the error, as the host's errors carry (src/workers/main-client.ts MainRequestError). Such a write may
+ * succeed if made again; any other failure will not.
+ */
+export function storeUnavailable(err: unknown): boolean {
+  const status = (err as { status?: unknown } | null)?.status;
+  return status === 503 || status === 504;
+}
+
+/**
+ * What a conversation asks of the stored configuration and its record (the host answers: main, over the worker
+ * protocol). A failed call rejects with an error whose `status` (HTTP's numbers) says what kind of failure it was
+ * (storeUnavailable); its message is for the log, never for the client.
+ */
 export interface ConversationStore {
   resolveAgent(orgId: string, project: string, agent: string): Promise<ResolvedAgent | null>;
   resolveProject(orgId: string, project: string): Promise<{ id: string; name: string } | null>;
@@ -167,6 +181,12 @@ export interface ConversationObserver {
   closed(endedBy: EndedBy): void;
 }
 
+/** How the far end is closed when a conversation is ended from outside (a shutdown): code and reason. */
+export interface EndClose {
+  code: number;
+  reason: string;
+}
+
 /** What the host may ask of a live conversation (src/conversation/conversation.ts implements it). */
 export interface LiveConversation {
   /** Set once the record exists (after `conversation_created`). */
@@ -190,13 +210,23 @@ export interface LiveConversation {
    * item and answered by the engine (listen-only: recorded only).
    */
   pushDtmf(digits: string): void;
-  /** The client went away (socket closed): ends with ended_by `user` unless the host reattaches first. */
+  /**
+   * The client's connection dropped and it may come back (the reconnect grace): the conversation goes on; if it ends
+   * before clientReturned, with ended_by `user`, it ended when the client left (its ended_at and duration).
+   */
+  clientDropped(): void;
+  /** The client came back (a reconnect within the grace period). */
+  clientReturned(): void;
+  /** The client went away for good: ends with ended_by `user` (at its leaving, after clientDropped). */
   clientGone(): void;
   /** A reconnecting client takes over the conversation (reconnect within the grace period). */
   replaceClient(client: ConversationClient): void;
   observe(observer: ConversationObserver): () => void;
-  /** Ends it now (shutdown, hang-up) and saves the record. */
-  end(endedBy: EndedBy): Promise<void>;
+  /**
+   * Ends it now (shutdown, hang-up, a cancel) and saves the record; the far end is closed with `closeWith`, else
+   * 1000 (1011 for ended_by `error`) with ended_by as the reason.
+   */
+  end(endedBy: EndedBy, closeWith?: EndClose): Promise<void>;
   /** Resolves once the conversation has ended and its record is saved. */
   readonly ended: Promise<EndedBy>;
 }

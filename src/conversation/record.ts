@@ -17,20 +17,28 @@
 // an override had turned it off), the recording streams to the delivery's sink rather than a file, and the record
 // keeps the content it appends in memory (the store drops it) for the record JSON delivered at the end, after the
 // store's finish.
+// The finish is never abandoned: a finish the store refused for what it holds (a value the database cannot store)
+// is made again without the transcript, and one that failed otherwise (the database unavailable past main's hold)
+// is tried again in the background with a bounded backoff until it lands (while the worker lives: after a crash,
+// start-up recovery ends the record, src/domain/recovery.ts). Items carry ids given here, so an append made again
+// is never stored twice; one refused for its text is stored without it.
 import { mkdir, unlink } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import { RECORDINGS_DIR, StereoRecorder, StreamedRecorder, type RecordingFormat } from '../media/recording.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { Logger } from '../log.js';
-import type { NewItem, NewRecording } from '../store/conversations.js';
+import type { Finish, FinishOutcome, NewItem, NewRecording } from '../store/conversations.js';
 import { newId } from '../store/ids.js';
-import type { ArtifactDelivery, ConversationStore, ExternalStorage } from './host.js';
+import { storeUnavailable, type ArtifactDelivery, type ConversationStore, type ExternalStorage } from './host.js';
 import type { Utterance } from './utterance.js';
 
 const RECORDING_FORMAT: RecordingFormat = 'wav.gz';
 /** The data_retention_policy that retains nothing: no recording, no transcript, no tool call bodies. */
 const ZERO_DATA_RETENTION = { zero_data_retention: true } as const;
+
+/** The backoff of a finish tried again in the background: doubled from min_ms per failure, up to max_ms. */
+export const FINISH_RETRY = { min_ms: 1_000, max_ms: 30_000 } as const;
 
 export interface RecordOptions {
   /** Compresses `wav.gz` recordings after the record is finished; without one they stay `.wav`. */
@@ -39,6 +47,19 @@ export interface RecordOptions {
   format?: RecordingFormat;
   /** Delivery to an agent's external storage policy (without it a policy is ignored). */
   externalStorage?: ExternalStorage;
+  /** FINISH_RETRY by default (tests shorten it). */
+  finishRetry?: { min_ms: number; max_ms: number };
+}
+
+/** An item without what was said (a value in it could not be stored). */
+function withoutContent(item: NewItem): NewItem {
+  return {
+    ...item,
+    live_transcript: null,
+    post_call_transcript: null,
+    redacted_transcript: null,
+    tool_calls: item.tool_calls?.map((c) => ({ ...c, request_body: null, response_body: null })),
+  };
 }
 
 /** How the assistant sounded while an utterance played (stored on its item). */
@@ -63,6 +84,10 @@ export class ConversationRecord {
   private readonly delivered: NewItem[] = [];
   /** The recording being thrown away (keepNothing mid-call); the finish waits for it. */
   private discarding: Promise<void> = Promise.resolve();
+  /** finish() has begun: a recording opened after this is thrown away, not left without a record. */
+  private finishing = false;
+  /** A finish being tried again in the background (null: none); tests await it. */
+  retrying: Promise<void> | null = null;
 
   constructor(
     private readonly store: ConversationStore,
@@ -108,8 +133,8 @@ export class ConversationRecord {
     const format = this.opts.format ?? RECORDING_FORMAT;
     const recorder = await StereoRecorder.open(join(dir, `${this.id}.${format}`), { sampleRate, format });
     this.recordingsDir = dir;
-    // Zero data retention came while the file was being created: it is not kept either.
-    if (this.retainNothing) return void (this.discarding = this.discardRecording(recorder));
+    // Zero data retention came while the file was being created, or the conversation ended meanwhile: not kept.
+    if (this.retainNothing || this.finishing) return void (this.discarding = this.discardRecording(recorder));
     this.recorder = recorder;
   }
 
@@ -171,8 +196,20 @@ export class ConversationRecord {
     if (item.live_transcript) this.transcript.push(`user: ${item.live_transcript}`);
     if (!this.id) return;
     this.keepForDelivery(item);
-    const kept = this.retainNothing ? { ...item, live_transcript: null } : item;
-    this.write(() => this.store.appendItems(this.id!, [kept]));
+    const id = this.id;
+    const kept = { ...(this.retainNothing ? { ...item, live_transcript: null } : item), id: item.id ?? newId('conv_item') };
+    this.write(() => this.appendItem(id, kept));
+  }
+
+  /** Appends one item; refused for what it says (a value the database cannot store), it is stored without it. */
+  private async appendItem(conversationId: string, item: NewItem): Promise<void> {
+    try {
+      await this.store.appendItems(conversationId, [item]);
+    } catch (err) {
+      if (storeUnavailable(err)) throw err;
+      this.log.error({ err, conversationId }, 'an item was refused for what it holds: stored without its text');
+      await this.store.appendItems(conversationId, [withoutContent(item)]);
+    }
   }
 
   /** A delivered conversation keeps its item in memory, under ids it gives the item and its tool calls. */
@@ -189,10 +226,12 @@ export class ConversationRecord {
     this.flushUserItem();
     const text = u.playedText;
     if (text) this.transcript.push(`assistant: ${text}`);
+    const itemId = newId('conv_item');
     const item = (): NewItem | null => {
       // Its calls ran after a line spoken for them, and are recorded there: nothing of its own to keep.
       if (u.callsAfterLine && !text && u.toolCalls.length === 0) return null;
       const full: NewItem = {
+        id: itemId,
         role: 'assistant',
         live_transcript: text || null,
         duration_ms: (u.playedSamples * 1000) / sampleRate,
@@ -211,7 +250,7 @@ export class ConversationRecord {
       .then(() => Promise.all([...u.pendingTools]))
       .then(() => {
         const made = item();
-        return made && this.store.appendItems(id, [made]);
+        return made && this.appendItem(id, made);
       })
       .catch((err: unknown) => this.log.error({ err, conversationId: id }, 'appending an item failed'));
   }
@@ -229,6 +268,7 @@ export class ConversationRecord {
    * `rtp`: a phone call's RTP statistics, stored as the record's analysis.rtp.
    */
   async finish(endedBy: EndedBy, startedAtMs: number, nowMs: number, rtp: RtpAnalysis | null = null): Promise<void> {
+    this.finishing = true;
     await this.writes;
     await this.discarding;
     const recordings: NewRecording[] = [];
@@ -263,28 +303,60 @@ export class ConversationRecord {
       // Zero data retention came while the recording was being closed: its file is removed, not handed on.
       await this.removeFiles(id, recordings.splice(0), 'zero data retention came as it closed');
     }
-    const outcome = await this.store
-      .finishConversation(
-        this.id,
-        {
-          ended_by: endedBy,
-          ended_at: new Date(nowMs),
-          duration_ms: startedAtMs ? nowMs - startedAtMs : 0,
-          live_transcript: this.retainNothing ? null : this.transcript.join('\n') || null,
-          latencies_ms: this.latencies,
-          interruptions_count: this.interruptions,
-          ...(rtp ? { rtp } : {}),
-        },
-        recordings,
-      )
-      .catch((err: unknown) => {
-        // The statement is atomic, so nothing was stored; the .wav stays on disk (the audio is not thrown away).
-        this.log.error({ err, conversationId: id }, 'finishing the record failed');
-        return null;
-      });
-    // External storage: after the store's finish, which it never holds up.
+    const finish: Finish = {
+      ended_by: endedBy,
+      ended_at: new Date(nowMs),
+      duration_ms: startedAtMs ? Math.max(0, nowMs - startedAtMs) : 0,
+      live_transcript: this.retainNothing ? null : this.transcript.join('\n') || null,
+      latencies_ms: this.latencies,
+      interruptions_count: this.interruptions,
+      ...(rtp ? { rtp } : {}),
+    };
+    const outcome = await this.finishOnce(id, finish, recordings);
+    // External storage: after the store's first answer, which it never holds up.
     await this.deliver();
-    if (!outcome) return;
+    if (outcome) return this.finished(id, endedBy, outcome, recordings, compress);
+    // The store did not answer in time or could not be reached (main held it through an outage already): tried
+    // again in the background, never abandoned; the .wav stays on disk meanwhile.
+    this.retrying = this.finishInBackground(id, endedBy, finish, recordings, compress);
+  }
+
+  /**
+   * One finish; refused for what it holds, once more without the transcript (the numbers and the recording still
+   * land). null when the store could not be reached (storeUnavailable) or refused even that.
+   */
+  private async finishOnce(id: string, finish: Finish, recordings: NewRecording[]): Promise<FinishOutcome | null> {
+    try {
+      return await this.store.finishConversation(id, finish, recordings);
+    } catch (err) {
+      if (storeUnavailable(err)) {
+        this.log.error({ err, conversationId: id }, 'finishing the record failed: the database is unavailable; trying again');
+        return null;
+      }
+      this.log.error({ err, conversationId: id }, 'finishing the record was refused: finishing it without its transcript');
+    }
+    try {
+      return await this.store.finishConversation(id, { ...finish, live_transcript: null }, recordings);
+    } catch (err) {
+      this.log.error({ err, conversationId: id }, 'finishing the record without its transcript failed too; trying again');
+      return null;
+    }
+  }
+
+  private async finishInBackground(id: string, endedBy: EndedBy, finish: Finish, recordings: NewRecording[], compress: boolean): Promise<void> {
+    const { min_ms: min, max_ms: max } = this.opts.finishRetry ?? FINISH_RETRY;
+    for (let delay = min; ; delay = Math.min(delay * 2, max)) {
+      // Unref'd: a worker that stops is not held up by it (start-up recovery ends what it leaves).
+      await new Promise((r) => setTimeout(r, delay).unref());
+      const outcome = await this.finishOnce(id, finish, recordings);
+      if (!outcome) continue;
+      this.log.info({ conversationId: id }, 'the record was finished at a later try');
+      return this.finished(id, endedBy, outcome, recordings, compress);
+    }
+  }
+
+  /** After the store answered the finish: refused recordings' files removed, stored `wav.gz` ones queued for gzip. */
+  private async finished(id: string, endedBy: EndedBy, outcome: FinishOutcome, recordings: NewRecording[], compress: boolean): Promise<void> {
     if (!outcome.ended) {
       this.log.info({ conversationId: id, endedBy, recordingsStored: outcome.recordingsStored }, 'record had ended already (canceled): filled in');
     }
@@ -313,8 +385,9 @@ export class ConversationRecord {
    * points at their files, so nobody could download or delete them, and they are audio we must not keep. Their
    * files are removed.
    * None of them can be a file the store keeps: each is this record's own `<conversation id>.<format>`, a row comes
-   * to point at it only through a finish that stores it, and this is the record's only finish (Conversation.end runs
-   * once); so where the store refused because the side had a row already, that row points at another file. No
+   * to point at it only through a finish that stores it, and a row pointing at it already counts as stored (a finish
+   * made again after its first attempt committed unseen: src/store/conversations.ts finishConversation); so where
+   * the store refused because the side had a row already, that row points at another file. No
    * `.wav.gz` of a refused recording exists: only a stored one is handed to the compressor. A failed removal is
    * logged and the end goes on. Also used for a recording closed as the conversation became zero data retention.
    */

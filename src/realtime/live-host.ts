@@ -10,10 +10,30 @@ import type { RelayKind, WorkerNotice } from '../workers/worker-protocol.js';
 import { DETACHED, type FrameSink } from './sink.js';
 import { observerFeed, StsClient } from './sts-client.js';
 
-/** RFC 6455 7.4.1 / 7.4.2: 1008 policy violation; 4000-4999 application codes. */
+/**
+ * Close codes (docs/sts-protocol.md, "Closing"). RFC 6455 7.4.1: 1008 policy violation; 7.4.2: 4000-4999 are the
+ * application's. 4800 and 4801 are the hosted STS API's (its clients stop reconnecting on them): a reconnect that
+ * came too late (the conversation is not live), and one that is invalid (another workspace's conversation).
+ */
 export const CLOSE_POLICY = 1008;
+export const CLOSE_SESSION_EXPIRED = 4800;
+export const CLOSE_INVALID_STATE = 4801;
+/** Observer sockets: the conversation is not live here. */
 export const CLOSE_NOT_LIVE = 4404;
 export const CLOSE_REPLACED = 4409;
+/** RFC 6455 7.4.1 / IANA: 1012 service restart; with reason RESTARTING, the client reconnects (docs/sts-protocol.md). */
+export const CLOSE_RESTARTING = 1012;
+export const RESTARTING = 'restarting';
+
+/**
+ * Close codes a client ends its conversation with on purpose (RFC 6455 7.4.1): 1000 normal, 1001 going away, and
+ * 1005, which stands for a close frame without a code (a browser's `ws.close()`). Any other code, or none (1006: the
+ * connection dropped), waits the reconnect grace.
+ */
+const DELIBERATE_CLOSES: ReadonlySet<number> = new Set([1000, 1001, 1005]);
+
+/** How long a new STS socket may take to send `config` (PARLEY_STS_CONFIG_TIMEOUT_SEC's default). */
+export const CONFIG_TIMEOUT_MS = 10_000;
 
 export interface LiveEntry {
   id: string;
@@ -26,6 +46,8 @@ export interface LiveEntry {
 /** One socket's view of the conversation it talks to (null until `config` made one). */
 export interface Attachment {
   entry: LiveEntry | null;
+  /** Closes a socket that sends no `config` in time (LiveHostOptions.configTimeoutMs); null once configured. */
+  configTimer: NodeJS.Timeout | null;
   conv: LiveConversation | null;
   client: StsClient | null;
   /** Messages before `config` and after it are told apart by this. */
@@ -42,6 +64,8 @@ export interface LiveHostOptions {
   workerId: number;
   rules: UrlRules;
   reconnectGraceMs: number;
+  /** A new STS socket that has not sent `config` within this is closed with 1008 (CONFIG_TIMEOUT_MS by default). */
+  configTimeoutMs?: number;
   post(notice: WorkerNotice): void;
   newConversation(client: StsClient, origin: ConversationOrigin): LiveConversation;
   log: Logger;
@@ -53,12 +77,19 @@ function errorEvent(message: string, code: string, paramErrors?: Record<string, 
 
 /** The attachment's client has its config (its own or, on a reconnect, the conversation's): frames go to `conv`. */
 function configured(att: Attachment): void {
+  stopConfigTimer(att);
   att.configured = true;
   att.binaryTo = att.client!.binaryAudio ? att.conv : null;
 }
 
+function stopConfigTimer(att: Attachment): void {
+  if (att.configTimer === null) return;
+  clearTimeout(att.configTimer);
+  att.configTimer = null;
+}
+
 export function newAttachment(): Attachment {
-  return { entry: null, conv: null, client: null, configured: false, unobserve: null, binaryTo: null };
+  return { entry: null, configTimer: null, conv: null, client: null, configured: false, unobserve: null, binaryTo: null };
 }
 
 export class LiveHost {
@@ -84,6 +115,13 @@ export class LiveHost {
     });
     att.client = client;
     att.conv = this.opts.newConversation(client, { orgId: auth.orgId, origin });
+    const timeoutMs = this.opts.configTimeoutMs ?? CONFIG_TIMEOUT_MS;
+    att.configTimer = setTimeout(() => {
+      att.configTimer = null;
+      if (att.configured) return;
+      sink.text(errorEvent(`no config within ${timeoutMs} ms of connecting`, 'config_timeout'));
+      sink.end(CLOSE_POLICY, 'config timeout');
+    }, timeoutMs);
   }
 
   private register(id: string, orgId: string, att: Attachment): void {
@@ -112,6 +150,12 @@ export class LiveHost {
     try {
       json = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
     } catch {
+      if (!att.configured) {
+        // The first message must be a valid config (docs/sts-protocol.md, "Frames").
+        sink.text(errorEvent('the first message must be a valid config: a text frame must hold one JSON message', 'invalid_config'));
+        sink.end(CLOSE_POLICY, 'invalid config');
+        return;
+      }
       sink.text(errorEvent('a text frame must hold one JSON message', 'invalid_json'));
       return;
     }
@@ -140,8 +184,13 @@ export class LiveHost {
     conv.handle(parsed.data);
   }
 
-  /** The client's socket went away: a live conversation waits the grace period for a reconnect. */
-  dropped(att: Attachment, sink: FrameSink): void {
+  /**
+   * The client's socket went away, closed with `code` (its close frame's, 1005 for one without a code, 1006 for
+   * none): a deliberate close (DELIBERATE_CLOSES) ends the conversation at once; otherwise a live conversation waits
+   * the grace period for a reconnect, and ends (at the time the client left) when none comes.
+   */
+  dropped(att: Attachment, sink: FrameSink, code: number): void {
+    stopConfigTimer(att);
     att.unobserve?.();
     att.unobserve = null;
     const conv = att.conv;
@@ -149,6 +198,9 @@ export class LiveHost {
     const entry = att.entry;
     if (!entry) return void conv.clientGone(); // still configuring: nothing to resume
     att.client.attach(DETACHED);
+    if (DELIBERATE_CLOSES.has(code)) return void conv.clientGone();
+    conv.clientDropped();
+    if (entry.grace) clearTimeout(entry.grace);
     entry.grace = setTimeout(() => {
       entry.grace = null;
       conv.clientGone();
@@ -160,11 +212,12 @@ export class LiveHost {
     const entry = this.live.get(id);
     if (!entry) return false;
     if (entry.orgId !== auth.orgId) {
-      sink.end(CLOSE_NOT_LIVE, 'conversation not live');
+      sink.end(CLOSE_INVALID_STATE, 'the conversation belongs to another workspace');
       return true;
     }
     if (entry.grace) clearTimeout(entry.grace);
     entry.grace = null;
+    entry.conv.clientReturned();
     const previous = entry.client.current;
     entry.client.attach(sink);
     if (!previous.closed) previous.end(CLOSE_REPLACED, 'replaced by a reconnecting socket');
@@ -193,7 +246,7 @@ export class LiveHost {
   relayOpen(relayId: number, kind: RelayKind, auth: Auth, id: string, sink: FrameSink): void {
     const att = newAttachment();
     const ok = kind === 'observer' ? this.observe(att, sink, auth, id) : this.reconnect(att, sink, auth, id);
-    if (!ok) return void sink.end(CLOSE_NOT_LIVE, 'conversation not live');
+    if (!ok) return void sink.end(kind === 'observer' ? CLOSE_NOT_LIVE : CLOSE_SESSION_EXPIRED, 'conversation not live');
     this.owned.set(relayId, { att, sink });
   }
 
@@ -202,18 +255,34 @@ export class LiveHost {
     if (r) this.message(r.att, r.sink, data, binary);
   }
 
-  relayClosed(relayId: number): void {
+  /** The relayed socket closed (with the client's close code) or its worker went away (4410). */
+  relayClosed(relayId: number, code: number): void {
     const r = this.owned.get(relayId);
     if (!r) return;
     this.owned.delete(relayId);
-    this.dropped(r.att, r.sink);
+    this.dropped(r.att, r.sink, code);
   }
 
-  /** Shutdown: every live conversation ends and is saved, within graceMs. */
+  /**
+   * `POST /v1/conversations/{id}/cancel` (main found this worker the owner): the conversation ends now,
+   * `user_canceled` (the record's ending stands: the cancel wrote it first), and its socket closes. false when it is
+   * not live here.
+   */
+  cancel(id: string): boolean {
+    const entry = this.live.get(id);
+    if (!entry) return false;
+    void entry.conv.end('user_canceled');
+    return true;
+  }
+
+  /**
+   * Shutdown: every live conversation ends and is saved, within graceMs; its socket closes with 1012 `restarting`
+   * (the client may reconnect to a node that runs).
+   */
   async endAll(graceMs: number): Promise<void> {
     const all = [...this.live.values()].map((e) => {
       if (e.grace) clearTimeout(e.grace);
-      return e.conv.end('error');
+      return e.conv.end('error', { code: CLOSE_RESTARTING, reason: RESTARTING });
     });
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled(all), new Promise((r) => (timer = setTimeout(r, graceMs)))]);

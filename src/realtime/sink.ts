@@ -18,9 +18,8 @@ export const BACKPRESSURE = {
   audio_low_water_bytes: 8 * 1024,
 } as const;
 
-/** RFC 6455 7.4.1: 1008 policy violation (the client cannot keep up); 1001 going away (shutdown). */
+/** RFC 6455 7.4.1: 1008 policy violation (the client cannot keep up). */
 export const CLOSE_BACKPRESSURE = 1008;
-export const CLOSE_GOING_AWAY = 1001;
 
 export interface FrameSink {
   /** Sends a text frame; false when it could not be (the sink closes itself then). */

@@ -9,8 +9,8 @@ import { CONVERSATION_ORIGINS } from '../schemas/conversations.js';
 import type { ConversationOrigin } from '../conversation/host.js';
 import type { Logger } from '../log.js';
 import { MainRequestError, type MainClient } from '../workers/main-client.js';
-import { LiveHost, newAttachment, CLOSE_NOT_LIVE, type Attachment } from './live-host.js';
-import { BACKPRESSURE, CLOSE_GOING_AWAY, RelaySink, SocketSink, type SocketState } from './sink.js';
+import { LiveHost, newAttachment, CLOSE_NOT_LIVE, CLOSE_RESTARTING, RESTARTING, type Attachment } from './live-host.js';
+import { BACKPRESSURE, RelaySink, SocketSink, type SocketState } from './sink.js';
 import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 import type { RelayKind, SocketInspection, WorkerNotice } from '../workers/worker-protocol.js';
 
@@ -115,7 +115,7 @@ export class StsServer {
         ws.getUserData().sink?.drained();
         this.reportRelayFlow(ws.getUserData());
       },
-      close: (ws: WebSocket<SocketData>) => this.closedSocket(ws),
+      close: (ws: WebSocket<SocketData>, code: number) => this.closedSocket(ws, code),
     });
     const app = App().ws<SocketData>(STS_PATH, behavior('sts')).ws<SocketData>(OBSERVER_PATH, behavior('observer'));
     app.any('/*', (res) => {
@@ -247,16 +247,18 @@ export class StsServer {
     }
   }
 
-  private closedSocket(ws: WebSocket<SocketData>): void {
+  /** uWS close: `code` is the client's close frame's (1005 without a code), 1006 when the connection dropped, or ours. */
+  private closedSocket(ws: WebSocket<SocketData>, code: number): void {
     const d = ws.getUserData();
     d.closed = true;
     this.sockets.delete(ws);
     if (d.relayId !== null) {
       this.relayed.delete(d.relayId);
-      this.opts.post({ type: 'relay_closed', relayId: d.relayId, code: CLOSE_GOING_AWAY, reason: 'socket closed' });
+      // The owner decides, as for a socket of its own, whether this close ends the conversation (live-host.ts dropped).
+      this.opts.post({ type: 'relay_closed', relayId: d.relayId, code, reason: 'socket closed' });
       return;
     }
-    this.host.dropped(d, d.sink!);
+    this.host.dropped(d, d.sink!, code);
   }
 
   /** Every open socket with what it holds unsent (worker-protocol.ts `inspect`). */
@@ -318,7 +320,7 @@ export class StsServer {
       return;
     }
     this.relaySinks.get(relayId)?.detach();
-    this.host.relayClosed(relayId);
+    this.host.relayClosed(relayId, code);
   }
 
   /**
@@ -337,7 +339,7 @@ export class StsServer {
       const d = ws.getUserData();
       if (!d.closed) {
         d.closed = true;
-        ws.end(CLOSE_GOING_AWAY, 'server shutting down');
+        ws.end(CLOSE_RESTARTING, RESTARTING);
       }
     }
     const deadline = Date.now() + SOCKET_CLOSE_GRACE_MS;

@@ -37,9 +37,13 @@ export interface UpgradeHandshake {
  * socket as a WebSocket, and when glibc shrinks the block in place (the usual case) cork() does not notice,
  * reads the response state out of what is now WebSocket memory and, for some byte patterns, shuts the fresh
  * socket down: the client gets its 101 and then a close 1006 with nothing sent (uNetworking/uWebSockets issue
- * 1928, fixed upstream by pull request 1929; the uWS.js binaries pinned in package.json predate it). Uncorked,
- * uWS writes the 101 itself; uWS.js prints its "writes must be made from within a corked callback" warning on
- * stderr for it, the price of sockets that stay open until a fixed binary can be pinned.
+ * 1928, fixed upstream by pull request 1929; the uWS.js binaries pinned in package.json predate it, and 3.0.6 is
+ * the latest of the package). Uncorked, uWS writes the 101 itself; uWS.js prints its "writes must be made from within
+ * a corked callback" warning on stderr for it, the price of sockets that stay open until a fixed binary can be
+ * pinned. No other corked place exists for it: uWS.js counts a write as corked only inside one of its own callbacks
+ * or inside res.cork() / ws.cork() (src/Utilities.h CallJS, HttpResponseWrapper.h res_cork); the answer of an
+ * authentication arrives in neither, res.cork() of this response is the call with the bug, and ws.cork() needs
+ * another open socket to lend its cork, which a worker may not have.
  */
 export function upgradeAfterAwait<T>(res: HttpResponse, userData: T, h: UpgradeHandshake): void {
   res.upgrade(userData, h.key, h.protocol, h.extensions, h.context);

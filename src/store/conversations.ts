@@ -239,6 +239,11 @@ export interface Append {
  * An append to a conversation that retains nothing (zero data retention) stores its items and tool calls without
  * their content (transcripts, request and response bodies), whatever it was handed. That is read off the row the
  * reservation locked, in its latest version, so an append waiting on a marking (updateConversation) sees it.
+ *
+ * Sending an append again is safe when its items carry their ids: an item whose id is stored already is skipped
+ * (with its tool calls) and its id answered as written, and the others are numbered after the conversation's last
+ * item. So an append whose statement was lost with its connection (it may have committed) is sent again as it was,
+ * never written twice (src/store/append-batcher.ts holds appends through a database outage).
  */
 export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Promise<(string[] | ConversationNotFoundError)[]> {
   const itemRows: Record<string, unknown>[] = [];
@@ -273,10 +278,16 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
   });
   if (itemRows.length === 0) return ids;
   const stored = await sql<{ conversation_id: string }[]>`
-    with input as (
+    with given as (
       select * from jsonb_to_recordset(${sql.json(itemRows as Json)}) as i(k int, conversation_id text, id text,
         role text, live_transcript text, post_call_transcript text, redacted_transcript text, duration_ms float8,
         started_at timestamptz, voice_id text, audio_speed float8, system_prompt text)
+    ), stored_before as (
+      -- Items of an append sent again (their statement was lost with its connection after it committed).
+      select g.id, g.conversation_id from given g join conversation_items x on x.id = g.id
+    ), input as (
+      select g.*, (row_number() over (partition by g.conversation_id order by g.k) - 1)::int as n
+      from given g where not exists (select 1 from stored_before b where b.id = g.id)
     ), wanted as (
       select conversation_id, count(*)::int as n from input group by conversation_id
     ), reserved as (
@@ -286,7 +297,7 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
     ), items as (
       insert into conversation_items (id, conversation_id, item_idx, role, live_transcript, post_call_transcript,
         redacted_transcript, duration_ms, started_at, voice_id, audio_speed, system_prompt)
-      select i.id, i.conversation_id, r.first + i.k, i.role,
+      select i.id, i.conversation_id, r.first + i.n, i.role,
         case when r.retains_nothing then null else i.live_transcript end,
         case when r.retains_nothing then null else i.post_call_transcript end,
         case when r.retains_nothing then null else i.redacted_transcript end,
@@ -309,7 +320,7 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
         tool_call_output_timeout_ms int)
       join items on items.id = c.item_id join reserved r on r.id = items.conversation_id
     )
-    select distinct conversation_id from items`;
+    select conversation_id from items union select conversation_id from stored_before`;
   // A conversation that exists took all of its items (they join its reservation); one that does not, none.
   const found = new Set(stored.map((r) => r.conversation_id));
   return appends.map((a, i) => (a.items.length === 0 || found.has(a.conversationId) ? ids[i] : new ConversationNotFoundError(a.conversationId)));
@@ -411,7 +422,10 @@ export async function updateConversation(sql: Sql, conversationId: string, u: Co
   return rows.length > 0;
 }
 
-/** What a finish did: `ended` (this call ended it) and `recordingsStored` (its recording rows were written). */
+/**
+ * What a finish did: `ended` (this call ended it) and `recordingsStored` (its recording rows were written, or point
+ * at its files already: a finish made again after its first attempt committed unseen).
+ */
 export interface FinishOutcome {
   ended: boolean;
   recordingsStored: boolean;
@@ -439,7 +453,9 @@ export interface FinishOutcome {
  * - task_results: filled only while `{}` (the default).
  * - rtp_stats (analysis.rtp): filled only while null (the default).
  * - recordings: a side that has no row yet is stored, unless the recordings were deleted (`audio_recordings_deleted_at`)
- *   or the conversation retains nothing; a side that has one keeps it.
+ *   or the conversation retains nothing; a side that has one keeps it. A row that points at the very file given
+ *   counts as stored: the same finish made again (its first attempt lost with its connection after it committed)
+ *   must not have the caller remove a file the record keeps.
  * Latencies and interruptions are stored under zero data retention as on a first finish (numbers, nothing said;
  * src/conversation/record.ts passes them there too).
  *
@@ -565,7 +581,10 @@ async function finishStatement(
       ${postCallJobsEnqueued(sql, 'ended')}
     )
     select exists (select 1 from ended where not was_ended) as ended,
-      exists (select 1 from stored) as recordings_stored,
+      exists (select 1 from stored) or exists (select 1 from conversation_recordings x
+        join jsonb_to_recordset(${sql.json([...bySide.values()] as unknown as Json)}) as r(side text, path text)
+          on x.side = r.side and x.path = r.path
+        where x.conversation_id = ${conversationId} and not exists (select 1 from prev where retains_nothing)) as recordings_stored,
       -- The finish that enqueued the post-call jobs is the conversation's first (FinishOptions.onFirstFinish).
       case when exists (select 1 from post_call_jobs) then (select to_jsonb(ended) from ended) end as first`;
   const r = out.first;
@@ -586,12 +605,29 @@ async function finishStatement(
 
 export type CancelOutcome = 'canceled' | 'already_ended' | 'not_found';
 
+/** The channel (LISTEN/NOTIFY) on which a cancel is announced to every node; the payload is the conversation id. */
+export const CANCELED_CHANNEL = 'parley_conversation_canceled';
+
+type CanceledListener = (conversationId: string) => void;
+const canceledListeners = new Set<CanceledListener>();
+
+/**
+ * Calls `listener` with the id of every conversation canceled through this process, once its cancel committed (the
+ * node that owns the conversation stops it at once). Other nodes hear of a cancel on CANCELED_CHANNEL (PostgreSQL).
+ * Returns the unsubscribe.
+ */
+export function onConversationCanceled(listener: CanceledListener): () => void {
+  canceledListeners.add(listener);
+  return () => canceledListeners.delete(listener);
+}
+
 /**
  * Cancels a conversation in progress: it ends with `ended_by: user_canceled`, its duration counted up to now,
- * and its lease is freed. The live engine learns of it from the caller (it owns the audio, not the row).
+ * and its lease is freed. The live engine learns of it at once (onConversationCanceled, CANCELED_CHANNEL) and
+ * stops: it owns the audio, not the row.
  */
 export async function cancelConversation(sql: Sql, conversationId: string): Promise<CancelOutcome> {
-  return transaction(sql, async (tx) => {
+  const outcome = await transaction(sql, async (tx) => {
     const [row] = await tx<{ state: ConversationState }[]>`
       select state from conversations where id = ${conversationId} for update`;
     if (!row) return 'not_found' as const;
@@ -601,8 +637,12 @@ export async function cancelConversation(sql: Sql, conversationId: string): Prom
           else greatest(0, extract(epoch from (now() - started_at)) * 1000) end
       where id = ${conversationId}`;
     await tx`delete from conversation_leases where conversation_id = ${conversationId}`;
+    // Delivered at commit, to the nodes listening (this one included, on PostgreSQL).
+    await tx`select pg_notify(${CANCELED_CHANNEL}, ${conversationId})`;
     return 'canceled' as const;
   });
+  if (outcome === 'canceled') for (const listener of canceledListeners) listener(conversationId);
+  return outcome;
 }
 
 export type DeleteOutcome =

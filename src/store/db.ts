@@ -31,14 +31,62 @@ export interface OpenStoreOptions {
 /** Connections of the pool on PostgreSQL. */
 const POSTGRES_POOL_SIZE = 10;
 
+/**
+ * How the driver behaves while the database is unreachable: a request fails within about connect_timeout_sec
+ * instead of hanging (postgres.js waits 30 s by default), and a connection that failed is tried again after at most
+ * max_reconnect_delay_sec (postgres.js backs off up to 20 s by default, and every query queued on that connection
+ * waits it out).
+ */
+export const DATABASE_TIMEOUTS = {
+  connect_timeout_sec: 5,
+  max_reconnect_delay_sec: 0.5,
+} as const;
+
 const common = {
   // Notices (e.g. "relation already exists, skipping") are not errors.
   onnotice: () => {},
 } as const;
 
+/** PostgreSQL over the network (DATABASE_TIMEOUTS); the embedded one runs in this process and keeps the defaults. */
+const remote = {
+  ...common,
+  connect_timeout: DATABASE_TIMEOUTS.connect_timeout_sec,
+  // postgres.js's own curve (3^n / 100 s, jittered), capped.
+  backoff: (attempts: number) => Math.min((0.5 + Math.random() / 2) * (3 ** attempts / 100), DATABASE_TIMEOUTS.max_reconnect_delay_sec),
+} as const;
+
+/**
+ * Error codes of postgres.js and Node sockets that mean the database could not be reached or the connection was lost
+ * (the statement may or may not have run), as opposed to the database refusing a statement.
+ */
+const UNREACHABLE_CODES = new Set([
+  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+]);
+
+/**
+ * SQLSTATEs (PostgreSQL docs, Appendix A) of a server that cannot serve now: class 08 connection exception, 57P01-03
+ * (shutting down, crashed, starting up), 53300 too many connections.
+ */
+function unavailableSqlState(code: string): boolean {
+  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300';
+}
+
+/**
+ * Whether `err` says the database is unavailable (unreachable, connection lost, shutting down or starting up), so
+ * the same request may succeed later: the API answers 503 with Retry-After, and writes of a live conversation are
+ * held and tried again (src/store/append-batcher.ts). A statement the database refused for what it holds is not.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof AggregateError) return err.errors.some(isDatabaseUnavailable);
+  if (err instanceof postgres.PostgresError) return unavailableSqlState(err.code);
+  if (!(err instanceof Error) || !('code' in err)) return false;
+  return typeof err.code === 'string' && UNREACHABLE_CODES.has(err.code);
+}
+
 export async function openStore(settings: Settings, log: Logger, opts: OpenStoreOptions = {}): Promise<Store> {
   if (settings.DATABASE_URL) {
-    const sql = postgres(settings.DATABASE_URL, { max: POSTGRES_POOL_SIZE, onnotice: common.onnotice });
+    const sql = postgres(settings.DATABASE_URL, { max: POSTGRES_POOL_SIZE, ...remote });
     try {
       await sql`select 1`;
     } catch (err) {
@@ -82,7 +130,7 @@ export async function openStore(settings: Settings, log: Logger, opts: OpenStore
     database: 'postgres',
     max: 1,
     ssl: false,
-    onnotice: common.onnotice,
+    ...common,
   });
   log.info({ dataDir: dataDir ?? 'memory' }, 'store: embedded PGlite');
   let closed = false;

@@ -26,7 +26,15 @@ export interface MessageSink {
 export const MAIN_REQUEST_DEFAULTS = {
   /** A database round trip through main; beyond this the conversation is told it failed. */
   timeout_ms: 10_000,
+  /**
+   * The record's appends and finish, which main holds through a database outage (src/workers/main-handlers.ts
+   * WRITE_HOLD, derived from this): the worker waits for main's answer longer than main holds them.
+   */
+  held_write_timeout_ms: 70_000,
 } as const;
+
+/** Requests main holds while the database is unavailable (MAIN_REQUEST_DEFAULTS.held_write_timeout_ms). */
+const HELD_WRITES: ReadonlySet<WorkerRequest['type']> = new Set(['append_items', 'finish_conversation']);
 
 type RequestType = WorkerRequest['type'];
 type Payload<T extends RequestType> = Omit<Extract<WorkerRequest, { type: T }>, 'type' | 'id'>;
@@ -45,15 +53,17 @@ export class MainClient {
   constructor(
     private readonly sink: MessageSink,
     private readonly timeoutMs: number = MAIN_REQUEST_DEFAULTS.timeout_ms,
+    private readonly heldWriteTimeoutMs: number = MAIN_REQUEST_DEFAULTS.held_write_timeout_ms,
   ) {}
 
   request<T extends RequestType>(type: T, payload: Payload<T>): Promise<WorkerReplies[T]> {
     const id = this.nextId++;
+    const timeoutMs = HELD_WRITES.has(type) ? this.heldWriteTimeoutMs : this.timeoutMs;
     return new Promise<WorkerReplies[T]>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(new MainRequestError(`main did not answer ${type} within ${this.timeoutMs} ms`, type, 504, 'main_timeout'));
-      }, this.timeoutMs);
+        reject(new MainRequestError(`main did not answer ${type} within ${timeoutMs} ms`, type, 504, 'main_timeout'));
+      }, timeoutMs);
       this.pending.set(id, { type, resolve: resolve as (v: unknown) => void, reject, timer });
       this.sink.postMessage({ ...payload, type, id } as unknown as WorkerRequest);
     });

@@ -1,13 +1,17 @@
 // main's side of the media workers (docs/ARCHITECTURE.md, "Process shape"): starts PARLEY_WORKERS worker threads that
 // share the realtime port, answers their requests with the store, keeps the directory conversationId -> worker,
 // relays observer and reconnect sockets that landed on another worker to the owner, carries telephony's messages
-// to the worker running a call and its notices back, and shuts them down in order.
+// to the worker running a call and its notices back, tells the owner of a conversation canceled through the API,
+// sweeps for conversations of dead nodes (src/domain/recovery.ts), and shuts them down in order.
 import { createServer } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { conversationNodeId, type Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { leasePolicy, startHeartbeat } from '../store/leases.js';
+import { CANCELED_CHANNEL, onConversationCanceled } from '../store/conversations.js';
+import { subscribe } from '../store/notifications.js';
+import { startRecoverySweep } from '../domain/recovery.js';
 import { tuneHeapForMedia } from './heap-tuning.js';
 import { createRequestHandler } from './main-handlers.js';
 import { resumeCompressions } from './recording-resume.js';
@@ -27,8 +31,15 @@ export const POOL_DEFAULTS = {
 /** Beyond the worker's own shutdown bounds, before main terminates it. */
 const WORKER_EXIT_SLACK_MS = 5_000;
 
-/** Relay close codes (RFC 6455 7.4.2: 4000-4999 are for applications). */
-export const RELAY_CLOSE = { notFound: 4404, forbidden: 4403, ownerGone: 4410 } as const;
+/**
+ * Relay close codes (RFC 6455 7.4.2: 4000-4999 are for applications; docs/sts-protocol.md, "Closing"): an observer
+ * of a conversation not live here (4404) or of another workspace's (4403); a reconnect that came too late (4800) or
+ * names another workspace's conversation (4801); the owning worker went away (4410).
+ */
+export const RELAY_CLOSE = { notFound: 4404, forbidden: 4403, ownerGone: 4410, sessionExpired: 4800, invalidState: 4801 } as const;
+
+/** Abandoned conversations ended per recovery sweep at most (src/domain/recovery.ts). */
+const RECOVERY_SWEEP_LIMIT = 100;
 
 export interface WorkerPoolOptions {
   settings: Settings;
@@ -113,6 +124,25 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const policy = leasePolicy(settings);
   const handle = createRequestHandler({ sql, policy, log, now: opts.now ?? (() => new Date()) });
   const heartbeat = startHeartbeat(sql, policy, log);
+  // Conversations of dead nodes, any node's, once a lease TTL has passed without their lease being renewed.
+  const recovery = startRecoverySweep(
+    { sql, log, dataDir: settings.PARLEY_DATA_DIR, nodeId: conversationNodeId(settings), leaseNodeId: policy.nodeId },
+    { isLive: (id) => directory.has(id), minAgeSec: policy.ttlSec, limit: RECOVERY_SWEEP_LIMIT, everyMs: policy.ttlSec * 1000 },
+  );
+  // A cancel through the API (this node's, and on PostgreSQL every node's): the owning worker ends it at once.
+  const canceled = (conversationId: string) => {
+    const owner = directory.get(conversationId);
+    if (owner) post(owner.worker, { type: 'conversation_cancel', conversationId });
+  };
+  const unsubscribeLocal = onConversationCanceled(canceled);
+  let unsubscribeRemote: (() => Promise<void>) | null = null;
+  if (settings.DATABASE_URL) {
+    try {
+      unsubscribeRemote = await subscribe(sql, CANCELED_CHANNEL, canceled, () => undefined);
+    } catch (err) {
+      log.error({ err }, 'cannot listen for cancels of other nodes: a conversation canceled there stops at its next write');
+    }
+  }
   const members: Member[] = [];
   const directory = new Map<string, { worker: number; orgId: string }>();
   const relays = new Map<number, Relay>();
@@ -167,8 +197,11 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         const owner = directory.get(msg.conversationId);
         const refuse = (code: number, reason: string) =>
           post(from.id, { type: 'relay_closed', relayId: msg.relayId, code, reason });
-        if (!owner) return refuse(RELAY_CLOSE.notFound, 'conversation is not live on this node');
-        if (owner.orgId !== msg.auth.orgId) return refuse(RELAY_CLOSE.forbidden, 'conversation belongs to another workspace');
+        const reconnect = msg.kind === 'reconnect';
+        if (!owner) return refuse(reconnect ? RELAY_CLOSE.sessionExpired : RELAY_CLOSE.notFound, 'conversation is not live on this node');
+        if (owner.orgId !== msg.auth.orgId) {
+          return refuse(reconnect ? RELAY_CLOSE.invalidState : RELAY_CLOSE.forbidden, 'conversation belongs to another workspace');
+        }
         relays.set(msg.relayId, { socketWorker: from.id, ownerWorker: owner.worker });
         relayed[msg.kind]++;
         post(owner.worker, { type: 'relay_open', relayId: msg.relayId, conversationId: msg.conversationId, kind: msg.kind, auth: msg.auth });
@@ -266,6 +299,9 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   const close = async (graceMs: number = POOL_DEFAULTS.shutdown_grace_ms) => {
     if (closing) return;
     closing = true;
+    unsubscribeLocal();
+    await unsubscribeRemote?.().catch((err: Error) => log.warn({ err }, 'stopping to listen for cancels failed'));
+    await recovery.stop();
     await resumed?.close();
     for (const m of members) m.worker.postMessage({ type: 'shutdown', graceMs } satisfies MainMessage);
     await Promise.all(

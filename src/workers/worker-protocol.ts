@@ -113,6 +113,11 @@ export type MainMessage =
   | { type: 'relay_closed'; relayId: number; code: number; reason: string }
   | { type: 'relay_flow'; relayId: number; paused: boolean }
   | CallMessage
+  /**
+   * The conversation was canceled through the API (`POST /v1/conversations/{id}/cancel`; its record is ended
+   * already): the worker that owns it ends it now and closes its socket.
+   */
+  | { type: 'conversation_cancel'; conversationId: string }
   /** Operators and tests: report every socket's buffered bytes (answered by `inspection` with the same id). */
   | { type: 'inspect'; id: number }
   | { type: 'shutdown'; graceMs: number };

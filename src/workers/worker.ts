@@ -81,6 +81,7 @@ const host = new LiveHost({
   workerId,
   rules: { PARLEY_ALLOW_PRIVATE_ENDPOINTS: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS },
   reconnectGraceMs: settings.PARLEY_RECONNECT_GRACE_SEC * 1000,
+  configTimeoutMs: settings.PARLEY_STS_CONFIG_TIMEOUT_SEC * 1000,
   post: (notice) => (notice.type === 'load' ? postLoad() : post(notice)),
   log,
   newConversation,
@@ -139,6 +140,9 @@ port.on('message', (msg: MainMessage) => {
       return server.relayFlow(msg.relayId, msg.paused);
     case 'inspect':
       return post({ type: 'inspection', id: msg.id, workerId, sockets: server.inspect() });
+    case 'conversation_cancel':
+      // An STS conversation of this worker; a phone call learns of it at its next write to the record.
+      return void host.cancel(msg.conversationId);
     case 'shutdown':
       return void shutdown(msg.graceMs).catch((err: Error) => {
         log.error({ err }, 'media worker shutdown failed');

@@ -151,7 +151,12 @@ export class MemoryStore implements ConversationStore {
     return { itemIds: items.map((_, i) => `item_${r.items.length - items.length + i}`) };
   }
   async finishConversation(id: string, finish: Finish, recordings: NewRecording[]) {
-    const r = this.records.get(id)!;
+    const r = this.records.get(id);
+    // As the store: a finish of a conversation without a record frees its slot and ends nothing.
+    if (!r) {
+      this.active.delete(id);
+      return { ended: false, recordingsStored: false };
+    }
     if (r.finish) return { ended: false, recordingsStored: false };
     r.finish = finish;
     r.recordings = recordings;

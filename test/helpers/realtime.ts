@@ -69,15 +69,7 @@ export async function startRealtimeServer(opts: { workers?: number; env?: Record
       return { client, id };
     },
     liveUrl: (id) => `${wsUrl}/v1/conversations/${id}/live/ws`,
-    async endedConversation(id) {
-      let ended: any = null;
-      await until(async () => {
-        const res = await http.get(`/v1/conversations/${id}`);
-        if (res.status === 200 && res.body.conversation.ended_by) ended = res.body.conversation;
-        return ended !== null;
-      }, { what: `conversation ${id} to end`, timeoutMs: ENDED_TIMEOUT_MS, intervalMs: ENDED_POLL_MS });
-      return ended;
-    },
+    endedConversation: (id) => endedConversation((path) => http.get(path), id),
     close: async () => {
       try {
         await pool.close();
@@ -206,6 +198,24 @@ export async function streamAudio(
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
   return sent;
+}
+
+/**
+ * The conversation `id` once its record has ended, read through `get` (an API client of the node that holds it):
+ * polled every ENDED_POLL_MS for up to `timeoutMs`.
+ */
+export async function endedConversation(
+  get: (path: string) => Promise<{ status: number; body: any }>,
+  id: string,
+  timeoutMs = ENDED_TIMEOUT_MS,
+): Promise<any> {
+  let ended: any = null;
+  await until(async () => {
+    const res = await get(`/v1/conversations/${id}`);
+    if (res.status === 200 && res.body.conversation.ended_by) ended = res.body.conversation;
+    return ended !== null;
+  }, { what: `conversation ${id} to end`, timeoutMs, intervalMs: ENDED_POLL_MS });
+  return ended;
 }
 
 /** The HTTP status that refused an upgrade, or 101 when the socket opened (it is closed again at once). */

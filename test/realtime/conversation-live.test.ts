@@ -7,7 +7,7 @@ import t from 'tap';
 import { soundFile } from '../helpers/debian-packages.js';
 import { api } from '../helpers/server.js';
 import { startRealtimeServer, streamAudio, TestClient, wavPcm } from '../helpers/realtime.js';
-import { CLOSE_NOT_LIVE } from '../../src/realtime/live-host.js';
+import { CLOSE_SESSION_EXPIRED } from '../../src/realtime/live-host.js';
 
 t.setTimeout(240_000);
 
@@ -51,7 +51,8 @@ t.test('observers and reconnect on one worker', async (t) => {
     const { client, id } = await conversation();
     client.send({ type: 'say', text: 'Before.' });
     await client.untilEvent('assistant_finished_speaking');
-    client.close();
+    // The connection drops (no close frame): the conversation waits the grace period.
+    client.ws.terminate();
     await client.closed;
     const again = await server.openSts(`?reconnect_conv_id=${id}`);
     await again.untilEvent('conversation_created');
@@ -61,7 +62,7 @@ t.test('observers and reconnect on one worker', async (t) => {
     t.ok(again.events('audio_chunk').length > 0, 'it speaks to the new socket');
     again.close();
     const c = await server.endedConversation(id);
-    t.equal(c.ended_by, 'user', 'no client after the grace period: ended_by user');
+    t.equal(c.ended_by, 'user', 'the client closed the new socket: ended_by user');
     t.same(c.items.map((i: { live_transcript: string }) => i.live_transcript), ['Before.', 'After.'], 'both sockets on one record');
   });
 
@@ -78,7 +79,7 @@ t.test('observers and reconnect on one worker', async (t) => {
     plain.close();
 
     const { client, id } = await server.startConversation({ input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
-    client.close();
+    client.ws.terminate();
     await client.closed;
     const again = await server.openSts(`?reconnect_conv_id=${id}`);
     await again.untilEvent('conversation_created');
@@ -97,9 +98,9 @@ t.test('observers and reconnect on one worker', async (t) => {
 
   t.test('after the grace period the conversation is over: a reconnect is refused', async (t) => {
     const { client, id } = await conversation();
-    client.close();
+    client.ws.terminate();
     await server.endedConversation(id);
     const late = await server.openSts(`?reconnect_conv_id=${id}`);
-    t.equal((await late.closed).code, CLOSE_NOT_LIVE);
+    t.equal((await late.closed).code, CLOSE_SESSION_EXPIRED, 'too late: 4800 (session expired)');
   });
 });

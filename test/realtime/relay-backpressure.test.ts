@@ -24,7 +24,8 @@ t.test('a relayed client that stops reading is paused like a local one', async (
   const server = await startRealtimeServer({ workers: 2, env: { PARLEY_RECONNECT_GRACE_SEC: '120' } });
   t.teardown(() => server.close());
   const { client: first, id } = await server.startConversation({ input_format: 'pcm_16000', output_format: SLOW_FORMAT });
-  first.close();
+  // Dropped, not closed on purpose (that would end the conversation): it waits for the reconnect.
+  first.ws.terminate();
   await first.closed;
 
   let client: RawClient | null = null;
