@@ -155,7 +155,7 @@ async function main(): Promise<void> {
     post: () => undefined,
     log,
     newConversation: (client, origin) =>
-      new Conversation({ client, store, engineFor, timers, pacing, log, dataDir, allowPrivateEndpoints: false, nodeId: null }, origin),
+      new Conversation({ client, store, engineFor, timers, pacing, log, dataDir, allowPrivateEndpoints: false, fetch: globalThis.fetch, nodeId: null }, origin),
   });
   const auth: Auth = { kind: 'api_key', orgId: 'org_bench', apiKeyId: 'key_bench' };
   const config = new TextEncoder().encode(

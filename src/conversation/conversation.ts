@@ -151,7 +151,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     private readonly who: ConversationOrigin,
   ) {
     this.client = deps.client;
-    this.fetch = deps.fetch ?? globalThis.fetch;
+    this.fetch = deps.fetch;
     this.ended = new Promise((r) => (this.resolveEnded = r));
     this.record = new ConversationRecord(deps.store, deps.log, { compressor: deps.recordingCompressor, externalStorage: deps.externalStorage });
     this.speech = new AssistantSpeech(

@@ -122,8 +122,11 @@ export interface ConversationDeps {
   timers: ConversationTimers;
   pacing: PacingRegistry;
   log: Logger;
-  /** HTTP for the configuration endpoint and webhook tools (globalThis.fetch by default). */
-  fetch?: typeof fetch;
+  /**
+   * HTTP for the configuration endpoint and webhook tools: URLs customers configure, so the host passes the guarded
+   * client (src/net/guarded-fetch.ts); required so that no conversation calls them unguarded by omission.
+   */
+  fetch: typeof fetch;
   /** The web_search built-in's client (PARLEY_WEB_SEARCH_URL); absent or null: web_search is not offered. */
   webSearch?: WebSearch | null;
   /** PARLEY_DATA_DIR: recordings go under `<dataDir>/recordings/`. */

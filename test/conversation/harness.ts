@@ -191,7 +191,7 @@ export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-conv-'));
   const engine = opts.engine ?? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null });
   const conv = new Conversation(
-    { client, store, engineFor: () => engine, timers, pacing, log, dataDir, allowPrivateEndpoints: true, fetch: opts.fetch, webSearch: opts.webSearch },
+    { client, store, engineFor: () => engine, timers, pacing, log, dataDir, allowPrivateEndpoints: true, fetch: opts.fetch ?? globalThis.fetch, webSearch: opts.webSearch },
     { orgId: 'org_test', origin: 'web' },
   );
   return { conv, client, store, timers, pacing, dataDir };

@@ -119,7 +119,7 @@ t.test('an engine that fails to open ends the conversation with ended_by error a
   const s = setup();
   const failing: SpeechEngine = { name: 'broken', open: async () => { throw new EngineError('no model', 'broken'); } };
   const conv = new Conversation(
-    { client: s.client, store: s.store, engineFor: () => failing, timers: s.timers, pacing: s.pacing, log: pino({ level: 'silent' }), dataDir: s.dataDir, allowPrivateEndpoints: true },
+    { client: s.client, store: s.store, engineFor: () => failing, timers: s.timers, pacing: s.pacing, log: pino({ level: 'silent' }), dataDir: s.dataDir, allowPrivateEndpoints: true, fetch: globalThis.fetch },
     { orgId: 'org_test', origin: 'web' },
   );
   await conv.start({ kind: 'config', config: config({}) });
@@ -152,7 +152,7 @@ t.test('an engine error mid-conversation ends it with ended_by error and the rec
     },
   };
   const conv = new Conversation(
-    { client: s.client, store: s.store, engineFor: () => engine, timers: s.timers, pacing: s.pacing, log: pino({ level: 'silent' }), dataDir: s.dataDir, allowPrivateEndpoints: true },
+    { client: s.client, store: s.store, engineFor: () => engine, timers: s.timers, pacing: s.pacing, log: pino({ level: 'silent' }), dataDir: s.dataDir, allowPrivateEndpoints: true, fetch: globalThis.fetch },
     { orgId: 'org_test', origin: 'web' },
   );
   await conv.start({ kind: 'config', config: config({}) });

@@ -89,7 +89,7 @@ export function harness(opts: { engine?: 'echo' | 'scripted'; script?: EngineScr
   const clock = new PacingClock({ onFrameEnd: () => calls.frameEnd() });
   const newConversation = (client: ConversationClient, origin: ConversationOrigin) => {
     const c = new Conversation(
-      { client, store, engineFor: () => engine, timers, pacing: clock, log, dataDir, allowPrivateEndpoints: true },
+      { client, store, engineFor: () => engine, timers, pacing: clock, log, dataDir, allowPrivateEndpoints: true, fetch: globalThis.fetch },
       origin,
     );
     const k = conversations.length;
