@@ -8,7 +8,7 @@
 // median of the ratios of the pairs measured side by side (the honest figure on a shared machine).
 // Run: node --import tsx bench/api.ts   (writes bench/results/api.json; BENCH_DURATION_SEC, default 5; BENCH_RUNS,
 // default 5)
-// Profiling: BENCH_CPU_PROF=<dir> writes Parley's CPU profile there; BENCH_ONLY=get|upsert runs one load
+// Profiling: BENCH_CPU_PROF=<dir> writes the CPU profiles of Parley and of the floor there; BENCH_ONLY=get|upsert runs one load
 // (a partial run does not write the results file).
 // `node --import tsx bench/api.ts --floor` is the floor server itself (started by the benchmark).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -324,7 +324,7 @@ async function runBenchmark(): Promise<void> {
     const readBody = await read.text();
 
     const floorServer = startServer(
-      ['--import', 'tsx', fileURLToPath(import.meta.url), FLOOR_ARG],
+      [...profile, '--import', 'tsx', fileURLToPath(import.meta.url), FLOOR_ARG],
       { ...process.env, [FLOOR_BODIES_ENV]: JSON.stringify({ read: JSON.parse(readBody), upsert: agentsRoute ? JSON.parse(upsertBody) : {} }) },
       /floor listening on (http:\/\/\S+)/,
     );
