@@ -112,16 +112,26 @@ function onlyReleasesPhones(body: AgentUpdateBody, current: PhoneRow[]): boolean
 /** Keys of the body that are configuration (everything but name, slug and the phone directives). */
 const NOT_CONFIG = new Set(['name', 'slug', 'phone_number', 'custom_phone_numbers', 'custom_phone_number']);
 
-/** JSON with sorted keys: jsonb hands objects back in its own key order. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
+/**
+ * Whether two values are the same JSON, object key order aside (jsonb hands objects back in its own key order):
+ * arrays item by item, objects key by key, other values as JSON.stringify writes them.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const aObject = typeof a === 'object' && a !== null;
+  const bObject = typeof b === 'object' && b !== null;
+  if (!aObject || !bObject) return !aObject && !bObject && JSON.stringify(a) === JSON.stringify(b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
   }
-  return JSON.stringify(v);
+  const aKeys = Object.keys(a);
+  if (aKeys.length !== Object.keys(b).length) return false;
+  for (const k of aKeys) {
+    if (!Object.hasOwn(b, k) || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
 }
 
 interface Judged {
@@ -234,7 +244,7 @@ export async function writeAgent(
   const kept = current.filter((p) => !gone.includes(p));
   const have = new Set(kept.map((p) => p.number));
   const added = phones.filter((p) => p.number === null || !have.has(p.number));
-  const configChanged = existing !== undefined && canonical({ name, slug, cfg }) !== canonical({ name: existing.name, slug: existing.slug, cfg: existing.config });
+  const configChanged = existing !== undefined && !(name === existing.name && slug === existing.slug && sameJson(cfg, existing.config));
 
   const configured = settings.PARLEY_PHONE_NUMBERS.split(',').map((s) => s.trim()).filter(Boolean);
   const apply = async (tx: Tx, lockedVersion: number | null = null): Promise<WriteOutcome> => {
