@@ -1,7 +1,7 @@
 // Agents repository: rows of `agents`, their versions and phone numbers, the number inventory, and the
 // per-agent write lock (concurrent writes of one agent answer "busy" instead of waiting).
 import type { AgentConfig, ConfigurationEndpoint } from '../schemas/agents.js';
-import type { Sql } from './db.js';
+import { pointReads, type Sql } from './db.js';
 import { newId } from './ids.js';
 import { transaction, type Tx } from './transaction.js';
 
@@ -158,8 +158,8 @@ export async function agentByName(sql: Sql | Tx, projectId: string, name: string
 }
 
 /**
- * The read path of GET /v1/agents/{name} in one round trip: the agent by name in the workspace's project (by
- * project name or id), its project's name and its phone numbers. Undefined when either is missing.
+ * The read path of GET /v1/agents/{name} in one round trip, a point read: the agent by name in the workspace's
+ * project (by project name or id), its project's name and its phone numbers. Undefined when either is missing.
  */
 export async function agentForRead(
   sql: Sql,
@@ -167,7 +167,7 @@ export async function agentForRead(
   project: string,
   name: string,
 ): Promise<{ row: AgentRow; projectName: string; phones: PhoneRow[] } | undefined> {
-  const [r] = await sql<(AgentRow & { project_name: string; phones: PhoneRow[] })[]>`
+  const [r] = await pointReads(sql)<(AgentRow & { project_name: string; phones: PhoneRow[] })[]>`
     select a.*, p.name as project_name,
       coalesce((select json_agg(json_build_object('number', n.number, 'agent_id', n.agent_id, 'org_id', n.org_id,
                  'kind', n.kind, 'configuration_endpoint', n.configuration_endpoint) order by n.number)
