@@ -264,7 +264,11 @@ function startServer(args: string[], env: NodeJS.ProcessEnv, listening: RegExp):
       const m = listening.exec(out);
       if (m) resolve(m[1]);
     });
-    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
+    child.on('exit', (code, signal) => {
+      // Said here too: an exit after start-up otherwise surfaces only as a missing /proc entry mid-run.
+      process.stderr.write(`${args.join(' ')} exited (code ${code}, signal ${signal})\n`);
+      reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`));
+    });
   });
   return { child, ready };
 }
