@@ -12,6 +12,7 @@
 // (a partial run does not write the results file).
 // `node --import tsx bench/api.ts --floor` is the floor server itself (started by the benchmark).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -119,9 +120,9 @@ function ratios(parley: Figures[], floor: Figures[]): Ratios {
     server_cpu_us_per_request: round2(p.server_cpu_us_per_request / Math.max(floor[i].server_cpu_us_per_request, 1)),
   }));
   return {
-    requests_per_sec: median(runs.map((r) => r.requests_per_sec)),
-    latency_p99_ms: median(runs.map((r) => r.latency_p99_ms)),
-    server_cpu_us_per_request: median(runs.map((r) => r.server_cpu_us_per_request)),
+    requests_per_sec: round2(median(runs.map((r) => r.requests_per_sec))),
+    latency_p99_ms: round2(median(runs.map((r) => r.latency_p99_ms))),
+    server_cpu_us_per_request: round2(median(runs.map((r) => r.server_cpu_us_per_request))),
     runs,
   };
 }
@@ -193,10 +194,33 @@ async function reads(autocannon: Autocannon, target: Target, key: string, path: 
 /**
  * PUT /v1/agents/upsert from CONNECTIONS loops, each updating its own agent: concurrent writes of ONE agent answer
  * 409 by design (the agent is being updated), which would measure the lock, not the write.
- * autocannon cannot give each connection a stable body of its own, so this loop measures it (fetch, keep-alive).
+ * autocannon cannot give each connection a stable body of its own, so this loop measures it, each loop on a
+ * keep-alive socket of its own through node:http (fetch costs the generator several times more per request and
+ * became the limit).
  */
 async function upserts(target: Target, key: string): Promise<Figures> {
-  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const { hostname, port } = new URL(target.base);
+  const agents = Array.from({ length: CONNECTIONS }, () => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+  const put = (c: number, body: string) =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: hostname,
+          port,
+          path: '/v1/agents/upsert',
+          method: 'PUT',
+          agent: agents[c],
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
   /** Upserts until `seconds` have passed or `requests` were made, whichever comes first. */
   const run = async (limit: { seconds: number; requests: number }, latencies: number[], statuses: Map<number, number>) => {
     const end = performance.now() + limit.seconds * 1000;
@@ -206,10 +230,9 @@ async function upserts(target: Target, key: string): Promise<Figures> {
         for (let i = 0; performance.now() < end && made < limit.requests; i++, made++) {
           const body = JSON.stringify({ name: `bench-upsert-${c}`, system_prompt: `You are assistant ${c}, revision ${i}.` });
           const t0 = performance.now();
-          const res = await fetch(`${target.base}/v1/agents/upsert`, { method: 'PUT', headers, body });
-          await res.arrayBuffer();
+          const status = await put(c, body);
           latencies.push(performance.now() - t0);
-          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+          statuses.set(status, (statuses.get(status) ?? 0) + 1);
         }
       }),
     );
@@ -217,7 +240,7 @@ async function upserts(target: Target, key: string): Promise<Figures> {
   await run({ seconds: Infinity, requests: WARMUP_UPSERT_REQUESTS }, [], new Map());
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
-  return withServerCpu(target.pid, async () => {
+  const figures = await withServerCpu(target.pid, async () => {
     await run({ seconds: DURATION_SEC, requests: Infinity }, latencies, statuses);
     latencies.sort((a, b) => a - b);
     const pct = (p: number) => round2(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]);
@@ -232,6 +255,8 @@ async function upserts(target: Target, key: string): Promise<Figures> {
       non2xx: latencies.length - ok,
     };
   });
+  for (const a of agents) a.destroy();
+  return figures;
 }
 
 /** Measures a load RUNS times on each server, alternating floor and Parley. */
