@@ -31,15 +31,15 @@ export interface OpenStoreOptions {
 /** Connections of the pool on PostgreSQL. */
 const POSTGRES_POOL_SIZE = 10;
 
-/**
- * The connection of point reads (pointReads) on PostgreSQL, named so in pg_stat_activity. One connection: the
- * statements concurrent requests give it in one turn of the event loop leave in one socket write and come back
- * together (postgres.js pipelines on a connection), where the pool would spend a write, a read and a wake-up of a
- * server process on each.
- */
+/** The application_name of the point-read connection, as pg_stat_activity shows it. */
 export const POINT_READS_APPLICATION_NAME = 'parley point reads';
 
-/** The point-read connection of each PostgreSQL pool (none for the embedded database, whose one connection is it). */
+/**
+ * The point-read connection of each PostgreSQL pool (the embedded database has one connection, which is it). One
+ * connection: the statements concurrent requests give it in one turn of the event loop leave in one socket write
+ * and come back together (postgres.js pipelines on a connection), where the pool spends a write, a read and a
+ * wake-up of a server process on each.
+ */
 const pointReadConnections = new WeakMap<Sql, Sql>();
 
 /**
