@@ -1,12 +1,13 @@
 // The Fastify control plane: zod type provider, error mapping, the OpenAPI generator, then the `/v1` scope (the
 // auth hook and every API route) and the few routes outside it.
 import Fastify, { LogController } from 'fastify';
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { installAuth } from './auth-hook.js';
 import type { AppContext } from './context.js';
 import { jsonProblem } from '../schemas/safe-json.js';
 import { answerClientError, answerFrameworkError, ApiError, installErrorHandler, routeNotFound } from './errors.js';
 import { registerOpenApi } from './openapi.js';
+import { serializerCompiler } from './serializer.js';
 import { rootRoutePlugins, v1RoutePlugins } from './routes.js';
 import { API_PREFIX, type ApiApp } from './types.js';
 

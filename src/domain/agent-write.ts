@@ -16,12 +16,14 @@ import {
   drawFreeNumber,
   findAgentId,
   insertAgent,
+  lockAgentVersion,
   lockOrgEnablement,
   phoneOwner,
   phonesOf,
   recordVersion,
   removePhones,
   updateAgent,
+  updateAgentAtVersion,
   type AgentRow,
   type PhoneKind,
   type PhoneRow,
@@ -110,16 +112,26 @@ function onlyReleasesPhones(body: AgentUpdateBody, current: PhoneRow[]): boolean
 /** Keys of the body that are configuration (everything but name, slug and the phone directives). */
 const NOT_CONFIG = new Set(['name', 'slug', 'phone_number', 'custom_phone_numbers', 'custom_phone_number']);
 
-/** JSON with sorted keys: jsonb hands objects back in its own key order. */
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
+/**
+ * Whether two values are the same JSON, object key order aside (jsonb hands objects back in its own key order):
+ * arrays item by item, objects key by key, other values as JSON.stringify writes them.
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const aObject = typeof a === 'object' && a !== null;
+  const bObject = typeof b === 'object' && b !== null;
+  if (!aObject || !bObject) return !aObject && !bObject && JSON.stringify(a) === JSON.stringify(b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
   }
-  return JSON.stringify(v);
+  const aKeys = Object.keys(a);
+  if (aKeys.length !== Object.keys(b).length) return false;
+  for (const k of aKeys) {
+    if (!Object.hasOwn(b, k) || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+  }
+  return true;
 }
 
 interface Judged {
@@ -226,6 +238,14 @@ export async function writeAgent(
   await storeIssues(ctx, project.id, self, { name, slug, config: cfg, phones, sent: body }, issues);
   if (Object.keys(issues).length > 0) throw invalidParams(issues);
 
+  // The numbers the write removes (gone, or changing kind) and those it adds or draws.
+  const target = new Set(phones.filter((p) => p.number !== null).map((p) => p.number as string));
+  const gone = current.filter((p) => !target.has(p.number) || phones.find((q) => q.number === p.number)?.kind !== p.kind);
+  const kept = current.filter((p) => !gone.includes(p));
+  const have = new Set(kept.map((p) => p.number));
+  const added = phones.filter((p) => p.number === null || !have.has(p.number));
+  const configChanged = existing !== undefined && !(name === existing.name && slug === existing.slug && sameJson(cfg, existing.config));
+
   const configured = settings.PARLEY_PHONE_NUMBERS.split(',').map((s) => s.trim()).filter(Boolean);
   const apply = async (tx: Tx, lockedVersion: number | null = null): Promise<WriteOutcome> => {
     let row: AgentRow;
@@ -237,19 +257,12 @@ export async function writeAgent(
       row = await insertAgent(tx, { orgId, projectId: project.id, name, slug, enabled, config: cfg });
       inserted = true;
     } else {
-      // What was judged must still be the agent: a write that ended between the read and the lock bumped it.
-      if (lockedVersion === null) throw notFound('agent', existing.name);
-      if (lockedVersion !== existing.version) throw new AgentBusyError(existing.id);
+      checkLockedVersion(existing, lockedVersion);
       row = existing;
     }
-    const target = new Set(phones.filter((p) => p.number !== null).map((p) => p.number as string));
-    const gone = current.filter((p) => !target.has(p.number) || phones.find((q) => q.number === p.number)?.kind !== p.kind);
     await removePhones(tx, row.id, gone.map((p) => p.number));
-    const after = current.filter((p) => !gone.includes(p));
-    const have = new Set(after.map((p) => p.number));
-    let phonesChanged = gone.length > 0;
-    for (const p of phones) {
-      if (p.number !== null && have.has(p.number)) continue;
+    const after = [...kept];
+    for (const p of added) {
       const number = p.number ?? (await drawFreeNumber(tx, orgId, configured));
       if (number === null) {
         throw new DomainError('invalid', 'no free phone number to assign automatically', {
@@ -258,18 +271,51 @@ export async function writeAgent(
       }
       await addPhone(tx, { number, agentId: row.id, orgId, kind: p.kind });
       after.push({ number, agent_id: row.id, org_id: orgId, kind: p.kind, configuration_endpoint: null });
-      phonesChanged = true;
     }
-    after.sort((a, b) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0));
-    const configChanged = existing !== undefined && canonical({ name, slug, cfg }) !== canonical({ name: existing.name, slug: existing.slug, cfg: existing.config });
+    after.sort(byNumber);
+    const phonesChanged = gone.length > 0 || added.length > 0;
     if (configChanged || (existing && phonesChanged)) row = await updateAgent(tx, row.id, { name, slug, config: cfg });
     const changed = inserted || configChanged || phonesChanged;
     if (changed) await recordVersion(tx, row, after);
     return { row, phones: after, inserted, changed };
   };
   try {
-    return existing ? await agentWriteLocks(ctx).run(sql, existing.id, apply) : await transaction(sql, (tx) => apply(tx));
+    if (!existing) return await transaction(sql, (tx) => apply(tx));
+    if (gone.length === 0 && added.length === 0) {
+      return await writeKeepingPhones(ctx, existing, { name, slug, config: cfg }, kept.sort(byNumber), configChanged);
+    }
+    return await agentWriteLocks(ctx).run(sql, existing.id, apply);
   } catch (err) {
     throw busyOr(err);
   }
+}
+
+const byNumber = (a: PhoneRow, b: PhoneRow) => (a.number < b.number ? -1 : a.number > b.number ? 1 : 0);
+
+/** What was judged must still be the agent: a write that ended between the read and the lock bumped it. */
+function checkLockedVersion(existing: AgentRow, lockedVersion: number | null): void {
+  if (lockedVersion === null) throw notFound('agent', existing.name);
+  if (lockedVersion !== existing.version) throw new AgentBusyError(existing.id);
+}
+
+/**
+ * The write of an existing agent whose phone numbers stay as they are (most writes): one statement under the
+ * agent's locks (updateAgentAtVersion), or only the check of its version when nothing changed.
+ */
+async function writeKeepingPhones(
+  ctx: DomainContext,
+  existing: AgentRow,
+  w: { name: string; slug: string | null; config: AgentConfig },
+  phones: PhoneRow[],
+  changed: boolean,
+): Promise<WriteOutcome> {
+  return agentWriteLocks(ctx).hold(existing.id, async () => {
+    if (!changed) {
+      checkLockedVersion(existing, await lockAgentVersion(ctx.sql, existing.id));
+      return { row: existing, phones, inserted: false, changed: false };
+    }
+    const out = await updateAgentAtVersion(ctx.sql, existing.id, existing.version, w, phones);
+    checkLockedVersion(existing, out.lockedVersion);
+    return { row: out.row!, phones, inserted: false, changed: true };
+  });
 }

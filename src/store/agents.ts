@@ -1,7 +1,7 @@
 // Agents repository: rows of `agents`, their versions and phone numbers, the number inventory, and the
 // per-agent write lock (concurrent writes of one agent answer "busy" instead of waiting).
 import type { AgentConfig, ConfigurationEndpoint } from '../schemas/agents.js';
-import type { Sql } from './db.js';
+import { pointReads, type Sql } from './db.js';
 import { newId } from './ids.js';
 import { transaction, type Tx } from './transaction.js';
 
@@ -60,28 +60,91 @@ export class AgentWriteLocks {
     };
   }
 
+  /** Runs `fn` holding the agent's in-process lock; throws AgentBusyError when a write of the agent is in flight. */
+  async hold<T>(agentId: string, fn: () => Promise<T>): Promise<T> {
+    const release = this.tryAcquire(agentId);
+    if (!release) throw new AgentBusyError(agentId);
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
   /**
    * Runs `fn` in a transaction holding the agent's lock, with the agent's version as locked (null when the agent
    * is gone); throws AgentBusyError when another write holds it.
    */
   async run<T>(sql: Sql, agentId: string, fn: (tx: Tx, lockedVersion: number | null) => Promise<T>): Promise<T> {
-    const release = this.tryAcquire(agentId);
-    if (!release) throw new AgentBusyError(agentId);
-    try {
-      return (await transaction(sql, async (tx) => {
+    return this.hold(agentId, () =>
+      transaction(sql, async (tx) => {
         let locked: { version: number } | undefined;
         try {
           [locked] = await tx<{ version: number }[]>`select version from agents where id = ${agentId} for update nowait`;
         } catch (err) {
-          if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) throw new AgentBusyError(agentId);
-          throw err;
+          throw busyOnLock(err, agentId);
         }
         return fn(tx, locked?.version ?? null);
-      })) as T;
-    } finally {
-      release();
-    }
+      }),
+    );
   }
+}
+
+/** A row lock another transaction holds (FOR UPDATE NOWAIT) as AgentBusyError; other errors as they are. */
+function busyOnLock(err: unknown, agentId: string): unknown {
+  return (err as { code?: string }).code === LOCK_NOT_AVAILABLE ? new AgentBusyError(agentId) : err;
+}
+
+/**
+ * The agent's version under its row lock, taken without waiting and released at once (one statement): what a
+ * write that changes nothing checks. Null when the agent is gone; AgentBusyError when another transaction holds it.
+ */
+export async function lockAgentVersion(sql: Sql, agentId: string): Promise<number | null> {
+  try {
+    const [row] = await sql<{ version: number }[]>`select version from agents where id = ${agentId} for update nowait`;
+    return row?.version ?? null;
+  } catch (err) {
+    throw busyOnLock(err, agentId);
+  }
+}
+
+/**
+ * A change of an existing agent's name, slug and config that leaves its phone numbers as they are, in one
+ * statement (atomic without a transaction, one round trip): takes the agent's row lock without waiting and, only
+ * when the agent is still at `expectedVersion`, writes the next version and appends it to the history with
+ * `phones` (its numbers, sorted). Answers the version found under the lock (null: the agent is gone) and the row
+ * after the write (undefined: not written, the version differed). AgentBusyError when another transaction holds
+ * the row.
+ */
+export async function updateAgentAtVersion(
+  sql: Sql,
+  agentId: string,
+  expectedVersion: number,
+  w: { name: string; slug: string | null; config: AgentConfig },
+  phones: Pick<PhoneRow, 'number' | 'kind'>[],
+): Promise<{ lockedVersion: number | null; row?: AgentRow }> {
+  let rows: (Partial<AgentRow> & { locked_version: number })[];
+  try {
+    rows = await sql<(Partial<AgentRow> & { locked_version: number })[]>`
+      with locked as (select id, version from agents where id = ${agentId} for update nowait),
+      written as (
+        update agents a set name = ${w.name}, slug = ${w.slug}, config = ${sql.json(w.config as unknown as Json)},
+          version = a.version + 1, updated_at = now()
+        from locked where a.id = locked.id and locked.version = ${expectedVersion}
+        returning a.*),
+      history as (
+        insert into agent_versions (agent_id, version, name, slug, enabled, config, phone_numbers)
+        select id, version, name, slug, enabled, config,
+          ${sql.json(phones.map((p) => ({ number: p.number, kind: p.kind })) as unknown as Json)}
+        from written)
+      select locked.version as locked_version, written.* from locked left join written on true`;
+  } catch (err) {
+    throw busyOnLock(err, agentId);
+  }
+  const [r] = rows;
+  if (!r) return { lockedVersion: null };
+  const { locked_version: locked, ...row } = r;
+  return { lockedVersion: locked, row: row.id ? (row as AgentRow) : undefined };
 }
 
 export async function agentById(sql: Sql | Tx, id: string): Promise<AgentRow | undefined> {
@@ -95,8 +158,8 @@ export async function agentByName(sql: Sql | Tx, projectId: string, name: string
 }
 
 /**
- * The read path of GET /v1/agents/{name} in one round trip: the agent by name in the workspace's project (by
- * project name or id), its project's name and its phone numbers. Undefined when either is missing.
+ * The read path of GET /v1/agents/{name} in one round trip, a point read: the agent by name in the workspace's
+ * project (by project name or id), its project's name and its phone numbers. Undefined when either is missing.
  */
 export async function agentForRead(
   sql: Sql,
@@ -104,7 +167,7 @@ export async function agentForRead(
   project: string,
   name: string,
 ): Promise<{ row: AgentRow; projectName: string; phones: PhoneRow[] } | undefined> {
-  const [r] = await sql<(AgentRow & { project_name: string; phones: PhoneRow[] })[]>`
+  const [r] = await pointReads(sql)<(AgentRow & { project_name: string; phones: PhoneRow[] })[]>`
     select a.*, p.name as project_name,
       coalesce((select json_agg(json_build_object('number', n.number, 'agent_id', n.agent_id, 'org_id', n.org_id,
                  'kind', n.kind, 'configuration_endpoint', n.configuration_endpoint) order by n.number)

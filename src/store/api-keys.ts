@@ -1,7 +1,7 @@
 // API keys repository: rows of `api_keys` (the secret only as its SHA-256, src/auth/secrets.ts) and the lookup
 // that authenticates a key.
 import { hashSecret, newApiKeySecret, secretHint } from '../auth/secrets.js';
-import type { Sql } from './db.js';
+import { pointReads, type Sql } from './db.js';
 import { newId } from './ids.js';
 import { transaction, type Tx } from './transaction.js';
 
@@ -57,9 +57,9 @@ export async function replaceApiKeySecret(sql: Sql, id: string, secret: string, 
             rotated_at = ${rotatedAt} where id = ${id}`;
 }
 
-/** The key whose secret hashes to `digest`, with its workspace's ip_allowlist; one indexed query. */
+/** The key whose secret hashes to `digest`, with its workspace's ip_allowlist; one indexed query, a point read. */
 export async function apiKeyByDigest(sql: Sql, digest: string): Promise<{ id: string; org_id: string; ip_allowlist: string[] } | undefined> {
-  const [row] = await sql<{ id: string; org_id: string; ip_allowlist: string[] }[]>`
+  const [row] = await pointReads(sql)<{ id: string; org_id: string; ip_allowlist: string[] }[]>`
     select k.id, k.org_id, o.ip_allowlist
     from api_keys k join organizations o on o.id = k.org_id
     where k.secret_hash = ${digest}`;

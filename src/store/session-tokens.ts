@@ -1,6 +1,6 @@
 // Session tokens repository: rows of `session_tokens` (the secret only as its SHA-256) and the lookup that
 // authenticates a token.
-import type { Sql } from './db.js';
+import { pointReads, type Sql } from './db.js';
 import { newId } from './ids.js';
 
 export interface SessionTokenCredentialRow {
@@ -26,9 +26,9 @@ export async function deleteExpiredSessionTokens(sql: Sql, orgId: string, now: D
   await sql`delete from session_tokens where org_id = ${orgId} and expires_at < ${now}`;
 }
 
-/** The unexpired token whose secret hashes to `digest`, with its workspace's ip_allowlist; one indexed query. */
+/** The unexpired token whose secret hashes to `digest`, with its workspace's ip_allowlist; one indexed query, a point read. */
 export async function sessionTokenByDigest(sql: Sql, digest: string, now: Date): Promise<SessionTokenCredentialRow | undefined> {
-  const [row] = await sql<SessionTokenCredentialRow[]>`
+  const [row] = await pointReads(sql)<SessionTokenCredentialRow[]>`
     select t.id, t.org_id, t.api_key_id, t.conversation_ids, t.expires_at, o.ip_allowlist
     from session_tokens t join organizations o on o.id = t.org_id
     where t.token_hash = ${digest} and t.expires_at > ${now}`;
