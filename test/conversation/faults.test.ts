@@ -244,7 +244,10 @@ t.test('a finish the database cannot take now is tried again in the background u
   const record = await boundRecord(store);
   await record.finish('user', 1_000, 61_000);
   t.ok(record.retrying, 'not abandoned: retrying');
+  // The retry's timer is unref'd (a stopping worker is not held up by it): something must keep this process alive.
+  const alive = setInterval(() => {}, 1_000);
   await record.retrying;
+  clearInterval(alive);
   t.equal(store.attempts.length, 4, 'three failures, then the finish that landed');
   t.match(store.only().finish, { ended_by: 'user', duration_ms: 60_000 });
 });
