@@ -26,7 +26,7 @@ function fieldsOf<N extends number>(value: string, n: N, type: string, line: num
 
 /** The part of a field before its first '/' (split always returns at least one element). */
 function beforeSlash(field: string): string {
-  return field.split('/', 1)[0];
+  return field.split('/', 1)[0]!;
 }
 
 function addrType(value: string, line: number): AddrType {

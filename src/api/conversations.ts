@@ -70,7 +70,7 @@ export const conversationRoutes: RoutePlugin = async (app, ctx) => {
       const records = page.conversations.map((c) => present(ctx, c, q.audio_container));
       // When `external_id` matches exactly one conversation: that conversation alone.
       if (q.external_id !== undefined && records.length === 1 && !page.prev_cursor && !page.next_cursor) {
-        return { conversation: records[0] };
+        return { conversation: records[0]! };
       }
       return { conversations: records, pagination: { prev_cursor: page.prev_cursor, next_cursor: page.next_cursor } };
     },

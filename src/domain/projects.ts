@@ -52,7 +52,7 @@ async function projectRecords(sql: Sql, rows: ProjectRow[]): Promise<Project[]> 
 
 async function recordOf(sql: Sql, row: ProjectRow): Promise<Project> {
   const [record] = await projectRecords(sql, [row]);
-  return record;
+  return record!;
 }
 
 /** The workspace's projects, oldest first. */

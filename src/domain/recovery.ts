@@ -189,7 +189,7 @@ async function recoverRecordingFiles(deps: RecoveryDeps, report: RecoveryReport)
   }
   const files = names.flatMap((name) => {
     const m = LIVE_RECORDING.exec(name);
-    return m ? [{ id: m[1], path: name }] : [];
+    return m ? [{ id: m[1]!, path: name }] : [];
   });
   for (let i = 0; i < files.length; i += FILES_PER_QUERY) {
     for (const owner of await recordingFileOwners(deps.sql, files.slice(i, i + FILES_PER_QUERY))) {
