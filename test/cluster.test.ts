@@ -263,6 +263,13 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
     t.same(onA.map((c) => c.origin).sort(), ['direct', 'telephony-inbound'], 'node-a has a call and an STS conversation');
     t.same(onB.map((c) => c.origin).sort(), ['direct', 'telephony-inbound'], 'node-b has a call and an STS conversation');
 
+    const leases = await sql<{ conversation_id: string; node_id: string }[]>`select conversation_id, node_id from conversation_leases`;
+    t.same(
+      Object.fromEntries(leases.map((l) => [l.conversation_id, l.node_id])),
+      Object.fromEntries(before.map((c) => [c.id, c.node_id])),
+      'each call and conversation is held by a lease of the node its record names',
+    );
+
     const [{ latest, killed_at }] = await sql<{ latest: Date; killed_at: Date }[]>`
       select max(expires_at) as latest, now() as killed_at from conversation_leases where node_id = ${a.id}`;
     a.kill('SIGKILL');
