@@ -35,7 +35,7 @@ function tsFiles(root: string, dir: string): string[] {
 export function packageOf(specifier: string): string | null {
   if (/^(\.|\/|[a-z]+:)/.test(specifier)) return null; // relative, absolute, node:, file:, data:
   const parts = specifier.split('/');
-  const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+  const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
   return builtinModules.includes(name) ? null : name;
 }
 
@@ -52,12 +52,12 @@ export function runtimeSpecifiers(source: string, fileName = 'file.ts'): string[
       if (!clause?.isTypeOnly && !allTypes && ts.isStringLiteral(node.moduleSpecifier)) out.push(node.moduleSpecifier.text);
     } else if (ts.isExportDeclaration(node)) {
       if (!node.isTypeOnly && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) out.push(node.moduleSpecifier.text);
-    } else if (ts.isCallExpression(node) && node.arguments.length > 0 && ts.isStringLiteralLike(node.arguments[0]!)) {
+    } else if (ts.isCallExpression(node) && node.arguments.length > 0 && ts.isStringLiteralLike(node.arguments[0])) {
       const callee = node.expression;
       const isDynamicImport = callee.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(callee) && callee.text === 'require';
       const isMetaResolve = ts.isPropertyAccessExpression(callee) && callee.name.text === 'resolve' && ts.isMetaProperty(callee.expression);
-      if (isDynamicImport || isRequire || isMetaResolve) out.push(node.arguments[0]!.text);
+      if (isDynamicImport || isRequire || isMetaResolve) out.push(node.arguments[0].text);
     }
     ts.forEachChild(node, visit);
   };
