@@ -107,3 +107,31 @@ t.test('a REFER from a trunk without allow_refer is refused with 403', async (t)
   const record = (await node.client.get(`/v1/conversations/${conversationId}`)).body.conversation;
   t.equal(record.metadata ?? null, null, 'no transfer recorded');
 });
+
+t.test('a REFER to a number is called through the outbound trunk', async (t) => {
+  const calleePort = await freeUdpPort();
+  const node = await startCallNode({
+    trunks: [
+      inboundTrunk('pbx', ['127.0.0.1'], { allow_refer: true }),
+      { name: 'carrier', inbound: null, outbound: { uri: `sip:127.0.0.1:${calleePort}`, transport: null, auth: null, caller_id: null } },
+    ],
+    script: { turns: [], responses: [], word_ms: 250, end_tool: 'natural_conversation_ending' },
+  });
+  t.teardown(() => node.close());
+  await agentWithNumber(node.client, 'desk', OWN, { audio_format: 'mulaw_8000' });
+  const callee = await startSippCallee({ scenario: 'uas_stream_bye.xml', port: calleePort, files: { 'audio.ul': toneUlaw(500) } });
+  const pbx = await runSipp({ scenario: 'uac_refer.xml', target: `127.0.0.1:${node.sip.port}`, service: OWN, keys: { refer_to: 'tel:+14155550199' }, timeoutMs: 60_000 });
+  sippCompleted(t, pbx, 'the PBX got 202, both NOTIFYs and the BYE');
+  t.match(pbx.received.filter((m) => m.startsWith('NOTIFY '))[1], /\n\nSIP\/2\.0 200 OK/, 'the final NOTIFY: 200 OK');
+  const run = await callee.done;
+  sippCompleted(t, run, 'the trunk\'s callee was called');
+  t.match(run.received.find((m) => m.startsWith('INVITE ')), new RegExp(`^INVITE sip:\\+14155550199@127\\.0\\.0\\.1:${calleePort} SIP/2\\.0`), 'the number at the trunk\'s host');
+  const [assigned] = node.worker.sent.filter((m) => m.type === 'call_assigned');
+  const conversationId = assigned?.type === 'call_assigned' ? assigned.conversationId : '';
+  let record: Record<string, any> = {};
+  await until(async () => {
+    record = (await node.client.get(`/v1/conversations/${conversationId}`)).body.conversation;
+    return record?.ended_by != null;
+  }, { what: 'the record finished', timeoutMs: 20_000 });
+  t.match(record.metadata?.sip_refers, [{ refer_to: `sip:+14155550199@127.0.0.1:${calleePort}`, route: 'outbound_trunk', status: 200 }]);
+});

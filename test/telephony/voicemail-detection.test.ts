@@ -112,4 +112,18 @@ t.test('outbound calls: who answered reaches the engine before it speaks, and th
       await until(() => node.sip.activeCalls === 0, { what: 'the call released' });
     });
   }
+
+  t.test('the callee hangs up before the outcome: the record ends, the agent never spoke', async (t) => {
+    // Silence, and a BYE 3 s after the answer: before the detection could decide (6 s of audio).
+    const callee = await startSippCallee({ scenario: 'uas_stream_bye.xml', port: calleePort, files: { 'audio.ul': ulaw(new Int16Array(8000 * 5)) }, timeoutMs: 30_000 });
+    const opened = node.engineLog.length;
+    const r = await node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config: { agent: 'caller' } });
+    t.equal(r.status, 201, JSON.stringify(r.body));
+    sippCompleted(t, await callee.done, 'the callee hung up');
+    const record = await recordOf(node, r.body.conversation_id);
+    t.equal(record.ended_by, 'user');
+    t.equal(record.metadata, null, 'no outcome recorded');
+    t.same((node.engineLog[opened] ?? []).map((e) => e.what), ['open'], 'the engine was neither told nor asked to speak');
+    await until(() => node.sip.activeCalls === 0, { what: 'the call released' });
+  });
 });
