@@ -12,7 +12,7 @@
 // - anything else is refused before the 202: 403 (not allowed, or nowhere to send it), 416 (not sip: or tel:),
 //   501 (an attended transfer with Replaces, or a method other than INVITE), 491 (a transfer already under way).
 import { isIP } from 'node:net';
-import { SipError, type Dialog, type ReferEvent, type ReferRefusal, type ReferRequest, type UserAgent } from '../../sip/index.js';
+import { SipError, type Dialog, type LocalMedia, type ReferEvent, type ReferRefusal, type ReferRequest, type UserAgent } from '../../sip/index.js';
 import { isSipUri, serializeUri } from '../../sip/message/index.js';
 import type { Sql } from '../store/db.js';
 import { recordCallMetadata } from '../domain/calls.js';
@@ -23,7 +23,6 @@ import { callMediaOf, remoteMediaOf } from './media-policy.js';
 import { requestUriFor, trunkUri } from './outbound-call.js';
 import type { SipCall } from './sip-call.js';
 import type { Trunk, Trunks } from './trunks.js';
-import type { LocalMedia } from '../../sip/index.js';
 
 /** RFC 3323 4.1.1.3: the From of a call that presents no number. */
 const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';

@@ -9,6 +9,7 @@ import { inboundTrunk, agentWithNumber } from './sip-node.js';
 import { startCallNode } from './call-node.js';
 import { freeUdpPort, headerOf, runSipp, sippCompleted, startSippCallee } from './sipp-scenario.js';
 import { until } from '../helpers/wait.js';
+import { createUserAgent } from '../../sip/index.js';
 
 t.setTimeout(180_000);
 
@@ -134,4 +135,55 @@ t.test('a REFER to a number is called through the outbound trunk', async (t) => 
     return record?.ended_by != null;
   }, { what: 'the record finished', timeoutMs: 20_000 });
   t.match(record.metadata?.sip_refers, [{ refer_to: `sip:+14155550199@127.0.0.1:${calleePort}`, route: 'outbound_trunk', status: 200 }]);
+});
+
+t.test('REFERs Parley does not carry out are refused before the 202; a busy target is reported; the call goes on', async (t) => {
+  const node = await startCallNode({
+    trunks: [inboundTrunk('pbx', ['127.0.0.1'], { allow_refer: true })],
+    script: { turns: [], responses: [], word_ms: 250, end_tool: 'natural_conversation_ending' },
+  });
+  t.teardown(() => node.close());
+  await agentWithNumber(node.client, 'desk', OWN, { audio_format: 'mulaw_8000' });
+  // The PBX: a user agent of the SIP library calling the agent's number.
+  const pbx = await createUserAgent({ host: '127.0.0.1', port: 0, transports: ['udp'] });
+  t.teardown(() => pbx.close());
+  const mediaPort = await freeUdpPort();
+  const dialog = await pbx.createUAC(`sip:${OWN}@127.0.0.1:${node.sip.port}`, {
+    media: { address: '127.0.0.1', port: mediaPort, codecs: ['PCMU'], telephoneEvent: true, ptimeMs: 20, direction: 'sendrecv' },
+  });
+  await until(() => node.worker.sent.some((m) => m.type === 'call_start'), { what: 'the call started' });
+  const cases: [string, number, RegExp][] = [
+    ['mailto:desk@example.com', 416, /sip: or tel:/],
+    [`sip:desk@127.0.0.1:${mediaPort}?Replaces=abc%40pbx%3Bto-tag%3D1%3Bfrom-tag%3D2`, 501, /Replaces/],
+    [`sip:desk@127.0.0.1:${mediaPort};method=BYE`, 501, /INVITE/],
+    ['sip:desk@pbx.example.com', 403, /neither a trusted address nor a telephone number/],
+    ['sip:desk@192.0.2.7', 403, /neither a trusted address nor a telephone number/],
+    ['tel:+14155550199', 403, /no outbound trunk/],
+  ];
+  for (const [target, status, warning] of cases) {
+    const res = await dialog.refer(target);
+    t.equal(res.status, status, `${target}: ${res.status} ${res.reason}`);
+    t.match(res.headers.get('Warning'), warning, 'the Warning says why');
+  }
+  t.equal(node.worker.sent.filter((m) => m.type === 'call_media_update').length, 0, 'the call\'s media untouched');
+
+  // Accepted, but the target is busy: the final NOTIFY says so and the call stays where it was.
+  const busyPort = await freeUdpPort();
+  const busy = await startSippCallee({ scenario: 'uas_busy.xml', port: busyPort });
+  const progress: string[] = [];
+  dialog.on('notify', (n) => progress.push(`${n.sipfrag?.status} ${n.subscriptionState?.state}`));
+  const accepted = await dialog.refer(`sip:busy@127.0.0.1:${busyPort}`);
+  t.equal(accepted.status, 202);
+  await until(() => progress.length === 2, { what: 'two NOTIFYs' });
+  t.same(progress, ['100 active', '486 terminated'], 'Trying, then the target\'s refusal');
+  sippCompleted(t, await busy.done, 'the target was called');
+  t.equal(node.worker.sent.filter((m) => m.type === 'call_media_update').length, 0, 'the call\'s media untouched');
+  t.equal(dialog.state, 'confirmed', 'the call goes on');
+  await until(async () => {
+    const [a] = node.worker.sent.filter((m) => m.type === 'call_assigned');
+    const id = a?.type === 'call_assigned' ? a.conversationId : '';
+    return (await node.client.get(`/v1/conversations/${id}`)).body.conversation?.metadata?.sip_refers?.[0]?.status === 486;
+  }, { what: 'the failed transfer recorded' });
+  await dialog.bye();
+  await until(() => node.sip.activeCalls === 0, { what: 'the call released' });
 });
