@@ -26,7 +26,7 @@ import type { Trunk } from './trunks.js';
 /** RFC 3261 21.4.9 / 21.4.18: the callee did not answer (408 Request Timeout, 480 Temporarily Unavailable). */
 const NO_ANSWER_STATUSES = new Set([408, 480]);
 /** RFC 3323 4.1.1.3: the From of a call that presents no number. */
-const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
+export const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
 
 export interface OutboundCallsOptions {
   ua: UserAgent;

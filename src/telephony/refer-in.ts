@@ -19,13 +19,11 @@ import { recordCallMetadata } from '../domain/calls.js';
 import { toE164 } from './call-parties.js';
 import type { CallControl } from './call-control.js';
 import { failover, targetUri, type Locator } from './locate.js';
-import { callMediaOf, remoteMediaOf } from './media-policy.js';
-import { requestUriFor, trunkUri } from './outbound-call.js';
+import { callMediaOf, localMedia, remoteMediaOf } from './media-policy.js';
+import { ANONYMOUS_FROM, requestUriFor, trunkUri } from './outbound-call.js';
 import type { SipCall } from './sip-call.js';
 import type { Trunk, Trunks } from './trunks.js';
 
-/** RFC 3323 4.1.1.3: the From of a call that presents no number. */
-const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
 /** The Refer-To URI's header that makes it an attended transfer (RFC 3891). */
 const REPLACES = 'replaces';
 
@@ -126,7 +124,9 @@ export class IncomingRefers {
     const media = call.media;
     if (media === null || call.rtpPort === null) throw new Error('a live call without media');
     // The call's codec alone: the conversation's audio format is fixed, so the new party must take it.
-    const local: LocalMedia = { address, port: call.rtpPort, codecs: [media.codec === 'PCMA' ? 'PCMA' : 'PCMU'], telephoneEvent: true, ptimeMs: 20, direction: 'sendrecv' };
+    const codec = media.codec === 'PCMA' ? 'PCMA' : 'PCMU';
+    // (audioFormat only orders the codecs, which are replaced.)
+    const local: LocalMedia = { ...localMedia({ audioFormat: 'mulaw_8000', address, port: call.rtpPort }), codecs: [codec] };
     const from = call.localNumber === null ? ANONYMOUS_FROM : `<sip:${call.localNumber}@${address.includes(':') ? `[${address}]` : address}>`;
     const headers: Array<[string, string]> = event.referredBy ? [['Referred-By', event.referredBy]] : []; // RFC 3892
     const ringing = new AbortController();
