@@ -91,6 +91,8 @@ export class IncomingRefers {
     if (call.trunk?.inbound?.allow_refer !== true) return refuse(403, 'Forbidden', `trunk '${call.trunk?.name ?? 'none'}' may not transfer calls (allow_refer)`);
     if (call.state !== 'live') return refuse(403, 'Forbidden', 'the call is not connected');
     if (this.#busy.has(call)) return refuse(491, 'Request Pending', 'a transfer of this call is under way');
+    // The new leg must take the call's codec, and Parley places calls with G.711 only.
+    if (call.media?.codec !== 'PCMU' && call.media?.codec !== 'PCMA') return refuse(403, 'Forbidden', 'only a G.711 call can be transferred');
     const uri = refer.referTo.uri;
     if (uri.scheme === 'tel') {
       const number = toE164(`tel:${uri.opaque}`);
