@@ -403,6 +403,11 @@ export interface ConversationUpdate {
   external_id?: string | null;
   started_at?: Date;
   settings?: ConversationSettings;
+  /**
+   * Keys merged into the record's `metadata` (jsonb `||`: a key given replaces that key alone, the others stay), so
+   * the live call and main's SIP side may each write their own keys (docs/telephony.md, "What a call records").
+   */
+  metadata?: Record<string, unknown>;
 }
 
 /**
@@ -418,14 +423,19 @@ export interface ConversationUpdate {
  */
 export async function updateConversation(sql: Sql, conversationId: string, u: ConversationUpdate): Promise<boolean> {
   const set = withJson(sql, { ...(u.settings ?? {}), state: u.state, external_id: u.external_id });
+  if (u.metadata !== undefined && u.settings?.metadata !== undefined) throw new Error('an update sets metadata or merges keys into it, not both');
   const startedAt = u.started_at ?? null;
+  // null: no keys to merge (jsonb `||` with '{}' leaves the metadata as it is, null included).
+  const merge = u.metadata === undefined ? null : sql.json(u.metadata as Json);
   // postgres.js recognises its update helper only right after `set`: one statement per shape.
   const update = (db: Db) =>
     Object.keys(set).length > 0
       ? db`update conversations set ${db(set)},
-          started_at = coalesce(started_at, ${startedAt}::timestamptz)
+          started_at = coalesce(started_at, ${startedAt}::timestamptz),
+          metadata = case when ${merge}::jsonb is null then metadata else coalesce(metadata, '{}'::jsonb) || ${merge}::jsonb end
         where id = ${conversationId} and state <> 'ended' returning 1`
-      : db`update conversations set started_at = coalesce(started_at, ${startedAt}::timestamptz)
+      : db`update conversations set started_at = coalesce(started_at, ${startedAt}::timestamptz),
+          metadata = case when ${merge}::jsonb is null then metadata else coalesce(metadata, '{}'::jsonb) || ${merge}::jsonb end
         where id = ${conversationId} and state <> 'ended' returning 1`;
   if (u.settings?.data_retention_policy === undefined) return (await update(sql)).length > 0;
   const [rows] = await pipelinedTransaction(sql, (tx) => [update(tx), contentDroppedIfRetainsNothing(tx, conversationId)]);

@@ -15,6 +15,7 @@ import { Locator } from './locate.js';
 import { advertisedAddress } from './media-policy.js';
 import type { MediaWorkers } from './media-workers.js';
 import { TelephonyOutboundCalls } from './outbound-call.js';
+import { IncomingRefers } from './refer-in.js';
 import { RtpPorts } from './rtp-ports.js';
 import { loadTrunks, type Trunks } from './trunks.js';
 
@@ -84,10 +85,15 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
     rateLimit: InviteRateLimit.fromSettings(settings),
     isStopping: () => stopping.signal.aborted,
   }));
+  const locator = opts.locator ?? new Locator();
+  const refers = new IncomingRefers({
+    ua, control, trunks, locator, sql, address, ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC, now: opts.now,
+  });
+  control.referHandler = (call, dialog) => refers.attach(call, dialog);
   const outboundCalls = new TelephonyOutboundCalls({
     ua, control, sql, policy, address, random,
     trunk: trunks.outbound(),
-    locator: opts.locator ?? new Locator(),
+    locator,
     ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC,
     stopping: stopping.signal,
     releaseWaitMs: mediaReadyTimeoutMs,

@@ -127,6 +127,7 @@ export class WorkerCalls implements PacedStream {
         log: this.opts.log,
         newConversation: this.opts.newConversation,
         closed: (s, endedBy, started) => this.closed(s, endedBy, started),
+        signal: (notice) => this.opts.post(notice),
       });
     } catch (err) {
       // A remote that is not IPv4, most likely (the sockets are IPv4).
