@@ -45,7 +45,7 @@ export class DtmfInfoSender {
         call.log.info({ unsent: digits.slice(i) }, 'the call ended before its keys were sent as SIP INFO');
         return;
       }
-      const digit = digits[i]!;
+      const digit = digits[i];
       try {
         const res = await dialog.info(dtmfRelayBody(digit, DTMF_INFO_DURATION_MS));
         if (res.status >= 300) call.log.warn({ digit, status: res.status, reason: res.reason }, 'the peer refused a key sent as SIP INFO');

@@ -136,8 +136,8 @@ export class IncomingRefers {
     // The call ending meanwhile cancels the new one.
     void call.ended.then(() => ringing.abort());
     let dialog: Dialog | null = null;
-    let status = 500;
-    let reason = 'Server Internal Error';
+    let status: number;
+    let reason: string;
     try {
       if (route.kind === 'direct') {
         dialog = await ua.createUAC(route.uri, { media: local, from, headers, signal: ringing.signal });

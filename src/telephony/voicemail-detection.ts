@@ -149,7 +149,7 @@ export function detectVoicemail(frames: AsyncIterable<Int16Array>, opts: Voicema
       }
       detection.cancel();
     })().catch((err: unknown) => {
-      reject(err as Error);
+      reject(err);
       detection.cancel();
     });
   });

@@ -5,7 +5,6 @@
 import t from 'tap';
 import { mulawEncodeInto } from '../../src/media/native/g711.js';
 import { DTMF_INFO_DURATION_MS } from '../../src/telephony/dtmf-info.js';
-import type { Trunk } from '../../src/telephony/trunks.js';
 import { loadManifest, renderCase } from '../fixtures/voicemail/labelled-set.js';
 import { until } from '../helpers/wait.js';
 import { startCallNode } from './call-node.js';
