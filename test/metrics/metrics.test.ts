@@ -2,11 +2,11 @@
 // values that move as the node works (an HTTP request shows its route, a conversation its start and end, an OPTIONS
 // its method and answer, the threads their event-loop delay); on its own listener when PARLEY_METRICS_PORT is set;
 // off when nothing is configured. And /readyz naming the database while it cannot be reached.
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { controlPlaneUrl, startMain, type MainProcess } from '../helpers/main-process.js';
 import { TestClient } from '../helpers/realtime.js';
-import { createTempDatabase, type TempDatabase } from '../helpers/temp-database.js';
+import { createTempDatabase, POSTGRES_ADMIN_URL, type TempDatabase } from '../helpers/temp-database.js';
+import { startTcpProxy } from '../realtime/tcp-proxy.js';
 import { until } from '../helpers/wait.js';
 import { runSipp } from '../telephony/sipp-scenario.js';
 
@@ -126,37 +126,10 @@ t.test('the token guards /metrics on the control plane; values move as the node 
   t.equal(after.value('parley_sip_calls'), 0);
 });
 
-/** A TCP relay to PostgreSQL that the test can cut (the database unreachable for the node) and restore. */
-async function databaseRelay(): Promise<{ port: number; cut(): Promise<void>; restore(): Promise<void>; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let server: Server;
-  let port = 0;
-  const listen = () => new Promise<void>((resolve) => {
-    server = createServer((client) => {
-      const upstream = connect(5432, '127.0.0.1');
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-        s.on('error', () => s.destroy());
-      }
-      client.pipe(upstream).pipe(client);
-    });
-    server.listen(port, '127.0.0.1', () => {
-      port = (server.address() as { port: number }).port;
-      resolve();
-    });
-  });
-  const cut = async () => {
-    for (const s of sockets) s.destroy();
-    await new Promise<void>((r) => server.close(() => r()));
-  };
-  await listen();
-  return { port, cut, restore: listen, close: cut };
-}
-
 t.test('a separate metrics listener; /readyz names an unreachable database', async (t) => {
-  const relay = await databaseRelay();
-  t.teardown(() => relay.close().catch(() => undefined));
+  const postgres = new URL(POSTGRES_ADMIN_URL);
+  const relay = await startTcpProxy({ host: postgres.hostname, port: Number(postgres.port || 5432) });
+  t.teardown(() => relay.close());
   const node = await startNode(t, { PARLEY_METRICS_PORT: '0', PARLEY_METRICS_HOST: '127.0.0.1' }, (db) => {
     const url = new URL(db.url);
     url.port = String(relay.port);
@@ -170,12 +143,12 @@ t.test('a separate metrics listener; /readyz names an unreachable database', asy
   t.equal((await fetch(`${node.base}/metrics`)).status, 404, 'not on the control plane');
 
   t.same(((await (await fetch(`${node.base}/readyz`)).json()) as { checks: unknown }).checks, { listeners: 'ok', drain: 'ok', database: 'ok' });
-  await relay.cut();
+  relay.cut();
   const down = await fetch(`${node.base}/readyz`);
   t.equal(down.status, 503, 'the database unreachable: 503');
   t.same(await down.json(), { status: 'not_ready', checks: { listeners: 'ok', drain: 'ok', database: 'unreachable' }, not_ready: ['database'] });
   t.equal((await fetch(`${node.base}/healthz`)).status, 200, 'alive all the same');
-  await relay.restore();
+  relay.restore();
   await until(async () => (await fetch(`${node.base}/readyz`)).status === 200, { timeoutMs: 15_000, what: '/readyz 200 once the database is back' });
 });
 
