@@ -10,29 +10,50 @@ export interface HistogramSnapshot {
 }
 
 export class FixedHistogram {
-  private readonly counts: Float64Array;
-  private sum = 0;
-  private count = 0;
+  /** Per-bucket counts, then the sum and the count: one typed array, so observe() boxes no number. */
+  private readonly cells: Float64Array;
+  private readonly sumAt: number;
 
   /** `bounds`: ascending upper bounds (inclusive, Prometheus `le`), in the unit observed. */
   constructor(readonly bounds: readonly number[]) {
     for (let i = 1; i < bounds.length; i++) {
       if (!(bounds[i]! > bounds[i - 1]!)) throw new RangeError('histogram bounds must ascend');
     }
-    this.counts = new Float64Array(bounds.length + 1);
+    this.sumAt = bounds.length + 1;
+    this.cells = new Float64Array(bounds.length + 3);
   }
 
   observe(value: number): void {
     const bounds = this.bounds;
+    const cells = this.cells;
     let i = 0;
     while (i < bounds.length && value > bounds[i]!) i++;
-    this.counts[i]!++;
-    this.sum += value;
-    this.count++;
+    cells[i]!++;
+    cells[this.sumAt]! += value;
+    cells[this.sumAt + 1]!++;
   }
 
   snapshot(): HistogramSnapshot {
-    return { counts: Array.from(this.counts), sum: this.sum, count: this.count };
+    const cells = this.cells;
+    return { counts: Array.from(cells.subarray(0, this.sumAt)), sum: cells[this.sumAt]!, count: cells[this.sumAt + 1]! };
+  }
+}
+
+/**
+ * Times one span without boxing a number per call (a module-level `let` holding performance.now() would allocate a
+ * heap number each time): start(), then end() observes the seconds since into `histogram`.
+ */
+export class SpanTimer {
+  private readonly startedAt = new Float64Array(1);
+
+  constructor(private readonly histogram: FixedHistogram, private readonly now: () => number) {}
+
+  start(): void {
+    this.startedAt[0] = this.now();
+  }
+
+  end(): void {
+    this.histogram.observe((this.now() - this.startedAt[0]!) / 1000);
   }
 }
 

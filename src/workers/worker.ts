@@ -20,6 +20,7 @@ import { WorkerCalls } from '../telephony/worker-calls.js';
 import { engineLookup } from './engines.js';
 import { mediaMetrics, type WorkerMetricsSnapshot } from '../metrics/media.js';
 import { RuntimeMetrics } from '../metrics/runtime.js';
+import { SpanTimer } from '../metrics/histogram.js';
 import type { MainMessage, WorkerNotice } from './worker-protocol.js';
 
 export interface WorkerData {
@@ -40,14 +41,12 @@ const post = (notice: WorkerNotice) => port.postMessage(notice);
 const main = new MainClient({ postMessage: (m) => port.postMessage(m) });
 const store = conversationStore(main);
 // Each frame ends with the calls' packets of that frame, after every conversation has ticked; its cost is measured.
-let frameStartedAt = 0;
+const frameTime = new SpanTimer(mediaMetrics.frame, () => performance.now());
 const pacing = new PacingClock({
-  onFrameStart: () => {
-    frameStartedAt = performance.now();
-  },
+  onFrameStart: () => frameTime.start(),
   onFrameEnd: () => {
     calls.frameEnd();
-    mediaMetrics.frame.observe((performance.now() - frameStartedAt) / 1000);
+    frameTime.end();
   },
 });
 const timers: ConversationTimers = {
