@@ -1,10 +1,13 @@
 // /metrics on the real process (docs/operations.md, "Metrics"): refused without its token and scraped with it, with
-// values that move as the node works (an HTTP request shows its route, a conversation its start and end, an OPTIONS
-// its method and answer, the threads their event-loop delay); on its own listener when PARLEY_METRICS_PORT is set;
-// off when nothing is configured. And /readyz naming the database while it cannot be reached.
+// values that move as the node works (an HTTP request shows its route, a conversation its start and end, a spoken
+// turn its first audio, an OPTIONS its method and answer, the threads their event-loop delay); on its own listener
+// when PARLEY_METRICS_PORT is set; off when nothing is configured. And /readyz naming the database while it cannot be
+// reached.
 import t, { type Test } from 'tap';
 import { controlPlaneUrl, startMain, type MainProcess } from '../helpers/main-process.js';
-import { TestClient } from '../helpers/realtime.js';
+import { readFileSync } from 'node:fs';
+import { soundFile } from '../helpers/debian-packages.js';
+import { streamAudio, TestClient, wavPcm } from '../helpers/realtime.js';
 import { createTempDatabase, POSTGRES_ADMIN_URL, type TempDatabase } from '../helpers/temp-database.js';
 import { startTcpProxy } from '../realtime/tcp-proxy.js';
 import { until } from '../helpers/wait.js';
@@ -90,7 +93,7 @@ t.test('the token guards /metrics on the control plane; values move as the node 
   // A conversation: live while it runs, counted by its ending when it ends.
   const ws = await logged(node.main, 'realtime workers listening');
   const client = await TestClient.open(`ws://127.0.0.1:${ws.port}/v1/sts/ws`, { authorization: `Bearer ${KEY}` });
-  client.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
+  client.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
   await client.untilEvent('ready_to_start_conversation');
   const live = { worker: '0', origin: 'direct' };
   await until(async () => (await scrape()).value('parley_live_conversations', live) === 1, { timeoutMs: 15_000, what: 'one live conversation' });
@@ -98,6 +101,17 @@ t.test('the token guards /metrics on the control plane; values move as the node 
   t.equal(during.value('parley_conversations_ended_total', { ended_by: 'user' }), 0);
   t.ok(during.value('parley_event_loop_delay_seconds_count', { thread: 'worker-0' }) > 0, 'the worker\'s event loop is sampled');
   await until(async () => (await scrape()).value('parley_frame_duration_seconds_count', { worker: '0' }) > 0, { timeoutMs: 15_000, what: 'frames measured' });
+  // A spoken turn the echo engine answers: its first audio is measured.
+  const answered = () => {
+    const end = client.got.order.indexOf('user_finished_speaking');
+    return end >= 0 && client.got.order.indexOf('assistant_started_speaking', end) > end;
+  };
+  const stream = streamAudio(client, wavPcm(readFileSync(soundFile('tt-weasels'))), 8000, { binary: true, keepGoing: () => !answered() });
+  await client.until(() => answered() || client.ws.readyState !== client.ws.OPEN);
+  await stream;
+  await until(async () => (await scrape()).value('parley_first_audio_latency_seconds_count', { worker: '0' }) === 1, {
+    timeoutMs: 15_000, what: 'the answered turn\'s first audio measured',
+  });
   client.close();
   await until(async () => {
     const s = await scrape();
