@@ -117,7 +117,7 @@ async function start(settings: Settings, log: Logger): Promise<RunningNode> {
             await pingDatabase(store.sql);
             return (performance.now() - t0) / MS_PER_SEC;
           } catch {
-            return null;
+            return null; // absent from the scrape; /readyz names the database as unreachable
           }
         },
         readiness: () => ({ ready: nodeReadiness.ready, draining: nodeReadiness.draining }),
@@ -154,8 +154,8 @@ async function start(settings: Settings, log: Logger): Promise<RunningNode> {
 }
 
 /**
- * Drains `node`: stops admitting, then waits until nothing runs, `timeoutMs` passes (0: not at all) or `endNow` is
- * called (a second signal), whichever comes first.
+ * Drains `node`: stops admitting, then waits until nothing runs, `timeoutMs` passes (0: not at all) or the function
+ * handed to `onEndNow` is called (a second signal), whichever comes first.
  */
 function drain(node: RunningNode, timeoutMs: number, log: Logger, onEndNow: (end: () => void) => void): Promise<void> {
   node.drain();
