@@ -21,6 +21,7 @@ import { engineLookup } from './engines.js';
 import { mediaMetrics, type WorkerMetricsSnapshot } from '../metrics/media.js';
 import { RuntimeMetrics } from '../metrics/runtime.js';
 import { SpanTimer } from '../metrics/histogram.js';
+import { CONVERSATION_ORIGINS } from '../schemas/conversations.js';
 import type { MainMessage, WorkerNotice } from './worker-protocol.js';
 
 export interface WorkerData {
@@ -130,8 +131,9 @@ const server = new StsServer({
 /** This thread's metrics as main serves them: posted every METRICS_SNAPSHOT_MS while metrics are exposed. */
 const runtime = new RuntimeMetrics();
 const postMetrics = () => {
-  const conversations: Record<string, number> = {};
-  const held: Record<string, number> = {};
+  // Every origin present, 0 included: a series that drops out reads as missing data, not as none live.
+  const conversations: Record<string, number> = Object.fromEntries(CONVERSATION_ORIGINS.map((o) => [o, 0]));
+  const held: Record<string, number> = { 'telephony-inbound': 0, 'telephony-outbound': 0 };
   host.countByOrigin(conversations);
   const rtp = calls.metricsInto(held, conversations);
   const snapshot: WorkerMetricsSnapshot = {

@@ -92,10 +92,13 @@ t.test('the token guards /metrics on the control plane; values move as the node 
 
   // A conversation: live while it runs, counted by its ending when it ends.
   const ws = await logged(node.main, 'realtime workers listening');
+  const live = { worker: '0', origin: 'direct' };
+  await until(async () => (await scrape()).samples.get(Exposition.key('parley_live_conversations', live)) === 0, {
+    timeoutMs: 15_000, what: 'the worker\'s snapshot: no conversation live, shown as 0',
+  });
   const client = await TestClient.open(`ws://127.0.0.1:${ws.port}/v1/sts/ws`, { authorization: `Bearer ${KEY}` });
   client.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
   await client.untilEvent('ready_to_start_conversation');
-  const live = { worker: '0', origin: 'direct' };
   await until(async () => (await scrape()).value('parley_live_conversations', live) === 1, { timeoutMs: 15_000, what: 'one live conversation' });
   const during = await scrape();
   t.equal(during.value('parley_conversations_ended_total', { ended_by: 'user' }), 0);
