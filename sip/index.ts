@@ -6,7 +6,7 @@
 //   background work, emitted only to listeners, never thrown (DialogEvents.error)
 //   dialog.bye(), dialog.reinvite(sdp | { direction }), dialog.refer(target), dialog.info(body), dialog.request(method)
 // Errors: SipError(status, reason), TransactionTimeoutError, TransportError, SdpParseError.
-export { createUserAgent, type CreateUserAgentOptions } from './ua/create.js';
+export { createUserAgent, type CreateUserAgentOptions, type SipTrafficObserver } from './ua/create.js';
 export { UserAgent, type InviteRequest, type InviteResponder, type UasOptions, type UacOptions, type UserAgentEvents } from './ua/user-agent.js';
 export { Dialog, type DialogEvents, type EndReason, type ReferEvent, type ReferRequest, type ReferRefusal, type InfoEvent, type NotifyEvent, type DialogSender } from './dialog/dialog.js';
 export { SipError, SipParseError, TransactionTimeoutError, TransportError } from './errors.js';

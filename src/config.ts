@@ -112,6 +112,16 @@ export const settingsSchema = z.object({
   PARLEY_JOBS_LEASE_SEC: positiveInt.max(3600).default(60),
   /** Attempts of a failing job (retried with exponential backoff and jitter) before it is parked as failed. */
   PARLEY_JOBS_MAX_ATTEMPTS: positiveInt.max(100).default(5),
+  /**
+   * Seconds a SIGTERM lets live conversations and calls finish on their own (nothing new admitted meanwhile) before
+   * the rest are ended and saved (ended_by error); 0 ends them at once (docs/operations.md, "Drain").
+   */
+  PARLEY_DRAIN_TIMEOUT_SEC: z.coerce.number().int().min(0).max(86_400).default(30),
+  /** Bearer token `/metrics` requires (docs/operations.md, "Metrics"); unset with no metrics port: metrics are off. */
+  PARLEY_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** A separate listener for `/metrics` only (address and port); unset: `/metrics` is on the control plane. */
+  PARLEY_METRICS_HOST: z.string().min(1).optional(),
+  PARLEY_METRICS_PORT: port.optional(),
   /** Seconds between retention sweeps (transcripts and recordings past their data_retention_policy). */
   PARLEY_RETENTION_SWEEP_SEC: positiveInt.max(86_400).default(60),
 });
@@ -168,7 +178,15 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   if (s.PARLEY_RTP_PORT_MIN % 2 === 1 && s.PARLEY_RTP_PORT_MIN + 1 >= s.PARLEY_RTP_PORT_MAX) {
     throw new ConfigError([{ setting: 'PARLEY_RTP_PORT_MIN', message: 'the range must hold an even RTP port and the RTCP port above it' }]);
   }
+  if (s.PARLEY_METRICS_HOST !== undefined && s.PARLEY_METRICS_PORT === undefined) {
+    throw new ConfigError([{ setting: 'PARLEY_METRICS_HOST', message: 'needs PARLEY_METRICS_PORT (the metrics listener\'s port)' }]);
+  }
   return s;
+}
+
+/** Whether `/metrics` is served at all: a token guards it, or a separate listener carries it (docs/operations.md). */
+export function metricsExposed(settings: Pick<Settings, 'PARLEY_METRICS_TOKEN' | 'PARLEY_METRICS_PORT'>): boolean {
+  return settings.PARLEY_METRICS_TOKEN !== undefined || settings.PARLEY_METRICS_PORT !== undefined;
 }
 
 /**

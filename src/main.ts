@@ -1,11 +1,14 @@
 // Entry: config -> store -> migrations -> job queue -> bootstrap -> recovery -> media workers -> SIP -> control plane
-// (docs/ARCHITECTURE.md, "Process shape"). SIGINT/SIGTERM close everything in reverse order. The control plane
-// starts listening last, once the realtime port and SIP accept: a client that starts a conversation as soon as the
-// API answers is not refused; `parley ready` is logged (and nodeReadiness set) when every listener accepts. A media
-// worker that dies has its calls ended by telephony (BYE, records finished) and then stops the node.
-import { ConfigError, conversationNodeId, loadSettings, type Settings } from './config.js';
+// (docs/ARCHITECTURE.md, "Process shape"). The control plane starts listening last, once the realtime port and SIP
+// accept: a client that starts a conversation as soon as the API answers is not refused; `parley ready` is logged
+// (and nodeReadiness set) when every listener accepts. A media worker that dies has its calls ended by telephony
+// (BYE, records finished) and then stops the node.
+// SIGTERM (or SIGINT) drains (docs/operations.md, "Drain"): nothing new is admitted and /readyz answers 503 at
+// once, live conversations and calls finish on their own for up to PARLEY_DRAIN_TIMEOUT_SEC, then the rest are ended
+// and saved and everything closes in reverse order of start; a second signal ends the drain at once.
+import { ConfigError, conversationNodeId, loadSettings, metricsExposed, type Settings } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { openStore, type Store } from './store/db.js';
+import { openStore, pingDatabase, type Store } from './store/db.js';
 import { StoreError } from './store/errors.js';
 import { migrate } from './store/migrate.js';
 import { bootstrap } from './store/workspaces.js';
@@ -19,11 +22,30 @@ import { createNodeJobQueue } from './jobs/handlers.js';
 import { createGuardedFetch } from './net/guarded-fetch.js';
 import { recoverAtStart } from './domain/recovery.js';
 import { leasePolicy } from './store/leases.js';
+import { performance } from 'node:perf_hooks';
 import { nodeReadiness } from './readiness.js';
+import { listenForMetrics, type MetricsListener } from './metrics/http.js';
+import { nodeMetrics } from './metrics/node.js';
+import { queueDepth } from './store/jobs.js';
 
-async function start(settings: Settings, log: Logger): Promise<() => Promise<void>> {
+/** A started node: what a drain and the shutdown after it need. */
+interface RunningNode {
+  /** Stops admitting: SIP refuses INVITEs and OPTIONS and new outbound calls, the workers new STS conversations. */
+  drain(): void;
+  /** Conversations and calls still running (null until every worker reported since drain()). */
+  live(): number | null;
+  /** Ends what still runs (saved, ended_by error) and closes everything in reverse order of start. */
+  close(): Promise<void>;
+}
+
+/** How often a drain looks whether anything still runs. */
+const DRAIN_POLL_MS = 100;
+const MS_PER_SEC = 1000;
+
+async function start(settings: Settings, log: Logger): Promise<RunningNode> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
   const store: Store = await openStore(settings, log, { onLost: () => process.exit(1) });
+  let node: RunningNode;
   const closers: (() => Promise<void>)[] = [() => store.close()];
   const closeAll = async () => {
     for (const close of closers.reverse()) await close();
@@ -74,6 +96,46 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
     });
     closers.push(() => sip.stop());
     ctx.outboundCalls = sip.outboundCalls;
+    node = {
+      drain: () => {
+        sip.drain();
+        workers.drain();
+      },
+      live: () => {
+        const inWorkers = workers.drainLive();
+        return inWorkers === null ? null : inWorkers + sip.activeCalls;
+      },
+      close: closeAll,
+    };
+    if (metricsExposed(settings)) {
+      nodeMetrics.provide({
+        sipCalls: () => sip.activeCalls,
+        jobQueue: () => queueDepth(store.sql),
+        databasePing: async () => {
+          const t0 = performance.now();
+          try {
+            await pingDatabase(store.sql);
+            return (performance.now() - t0) / MS_PER_SEC;
+          } catch {
+            return null; // absent from the scrape; /readyz names the database as unreachable
+          }
+        },
+        readiness: () => ({ ready: nodeReadiness.ready, draining: nodeReadiness.draining }),
+      });
+      nodeMetrics.runtime.start();
+      closers.push(async () => nodeMetrics.runtime.stop());
+      if (settings.PARLEY_METRICS_PORT !== undefined) {
+        const host = settings.PARLEY_METRICS_HOST ?? settings.PARLEY_HOST;
+        let metricsListener: MetricsListener;
+        try {
+          metricsListener = await listenForMetrics(nodeMetrics, { host, port: settings.PARLEY_METRICS_PORT, token: settings.PARLEY_METRICS_TOKEN });
+        } catch (err) {
+          throw new ConfigError([{ setting: 'PARLEY_METRICS_PORT', message: `cannot listen for metrics on ${host}:${settings.PARLEY_METRICS_PORT}: ${(err as Error).message}` }]);
+        }
+        closers.push(() => metricsListener.close());
+        log.info({ url: `http://${host.includes(':') ? `[${host}]` : host}:${metricsListener.port}/metrics` }, 'metrics listening');
+      }
+    }
     await app.listen({ host: settings.PARLEY_HOST, port: settings.PARLEY_HTTP_PORT });
     port = (app.server.address() as { port: number }).port;
     log.info({ url: ctx.publicUrl() }, 'control plane listening');
@@ -88,7 +150,32 @@ async function start(settings: Settings, log: Logger): Promise<() => Promise<voi
     await closeAll().catch((e) => log.error({ err: e }, 'shutdown after failed start failed'));
     throw err;
   }
-  return closeAll;
+  return node;
+}
+
+/**
+ * Drains `node`: stops admitting, then waits until nothing runs, `timeoutMs` passes (0: not at all) or the function
+ * handed to `onEndNow` is called (a second signal), whichever comes first.
+ */
+function drain(node: RunningNode, timeoutMs: number, log: Logger, onEndNow: (end: () => void) => void): Promise<void> {
+  node.drain();
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (why: 'idle' | 'timeout' | 'signal', level: 'info' | 'warn') => {
+      if (done) return;
+      done = true;
+      clearTimeout(deadline);
+      clearInterval(poll);
+      log[level]({ why, live: node.live() }, why === 'idle' ? 'drained: nothing runs any more' : 'drain cut short: ending what still runs');
+      resolve();
+    };
+    const deadline = setTimeout(() => finish('timeout', 'warn'), timeoutMs);
+    const poll = setInterval(() => {
+      if (node.live() === 0) finish('idle', 'info');
+    }, DRAIN_POLL_MS);
+    onEndNow(() => finish('signal', 'warn'));
+    if (timeoutMs === 0) finish('timeout', 'info');
+  });
 }
 
 /** Telephony's view of the worker pool (src/telephony/media-workers.ts). */
@@ -121,19 +208,31 @@ try {
 }
 log.level = settings.PARLEY_LOG_LEVEL;
 
-// Signals are handled from the first moment: one that arrives during start-up stops the node once it is up.
+// Signals are handled from the first moment: one that arrives during start-up drains the node once it is up.
 const startup = start(settings, log);
-let stopping = false;
+let signalled = false;
+/** Ends the drain at once (a second signal); a no-op before the drain starts waiting and after it. */
+let endDrainNow = () => {};
+let endNowAsked = false;
 const stop = (signal: string) => {
-  if (stopping) {
-    log.info({ signal }, 'already shutting down');
+  if (signalled) {
+    if (endNowAsked) return void log.info({ signal }, 'already shutting down');
+    endNowAsked = true;
+    log.warn({ signal }, 'second signal: ending live conversations now');
+    endDrainNow();
     return;
   }
-  stopping = true;
-  nodeReadiness.markStopping();
-  log.info({ signal }, 'shutting down');
+  signalled = true;
+  nodeReadiness.markDraining();
+  const timeoutMs = settings.PARLEY_DRAIN_TIMEOUT_SEC * MS_PER_SEC;
+  log.info({ signal, drainTimeoutSec: settings.PARLEY_DRAIN_TIMEOUT_SEC }, 'draining: admitting nothing new, letting live conversations finish');
   startup
-    .then((close) => close())
+    .then(async (node) => {
+      await drain(node, endNowAsked ? 0 : timeoutMs, log, (end) => (endDrainNow = end));
+      nodeReadiness.markStopping();
+      log.info('shutting down');
+      await node.close();
+    })
     .then(
       () => process.exit(0),
       (err: Error) => {
@@ -147,7 +246,7 @@ process.on('SIGTERM', () => stop('SIGTERM'));
 
 startup.then(
   () => {
-    if (stopping) return;
+    if (signalled) return;
     nodeReadiness.markReady();
     log.info('parley ready');
   },

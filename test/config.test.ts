@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ConfigError, loadSettings } from '../src/config.js';
+import { ConfigError, loadSettings, metricsExposed } from '../src/config.js';
 
 t.test('defaults apply when nothing is set', async (t) => {
   const s = loadSettings({});
@@ -42,4 +42,19 @@ t.test('a config file is read and the environment overrides it', async (t) => {
   writeFileSync(file, JSON.stringify({ PARLEY_NOPE: 1 }));
   const err = t.throws(() => loadSettings({ PARLEY_CONFIG_FILE: file })) as ConfigError;
   t.equal(err.problems[0]?.setting, 'PARLEY_NOPE');
+});
+
+t.test('drain and metrics settings: defaults, and a metrics host needs its port', async (t) => {
+  const s = loadSettings({});
+  t.equal(s.PARLEY_DRAIN_TIMEOUT_SEC, 30);
+  t.equal(metricsExposed(s), false, 'metrics are off unless configured');
+  t.equal(loadSettings({ PARLEY_DRAIN_TIMEOUT_SEC: '0' }).PARLEY_DRAIN_TIMEOUT_SEC, 0, '0 ends at once');
+  t.equal(metricsExposed(loadSettings({ PARLEY_METRICS_TOKEN: 'a-token-of-twenty-chars' })), true);
+  t.equal(metricsExposed(loadSettings({ PARLEY_METRICS_PORT: '9464' })), true);
+  const short = t.throws(() => loadSettings({ PARLEY_METRICS_TOKEN: 'short' })) as ConfigError;
+  t.match(short.message, /PARLEY_METRICS_TOKEN/);
+  const hostOnly = t.throws(() => loadSettings({ PARLEY_METRICS_HOST: '0.0.0.0' })) as ConfigError;
+  t.match(hostOnly.message, /PARLEY_METRICS_HOST: needs PARLEY_METRICS_PORT/);
+  const negative = t.throws(() => loadSettings({ PARLEY_DRAIN_TIMEOUT_SEC: '-1' })) as ConfigError;
+  t.match(negative.message, /PARLEY_DRAIN_TIMEOUT_SEC/);
 });

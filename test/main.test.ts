@@ -1,59 +1,14 @@
 // `npm start` as a user runs it: start-up on PostgreSQL with a bootstrap key, the printed key on an empty
 // embedded database, clean shutdown on SIGTERM, and a bad setting stopping start-up with its name.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { USER_NODE, userEnv } from './helpers/server.js';
+import { startMain } from './helpers/main-process.js';
 import { createTempDatabase } from './helpers/temp-database.js';
 
 // Three real start-ups (one initialises a fresh embedded database): slow on a loaded machine.
 t.setTimeout(600_000);
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-
-interface Running {
-  output: () => string;
-  waitFor(re: RegExp): Promise<RegExpExecArray>;
-  exited: Promise<number | null>;
-  kill(signal: NodeJS.Signals): void;
-}
-
-function startMain(env: Record<string, string>): Running {
-  const childEnv = userEnv({ PARLEY_HTTP_PORT: '0', PARLEY_SIP_PORT: '0', PARLEY_LOG_LEVEL: 'info', PARLEY_WORKERS: '1', ...env });
-  if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
-  const [cmd, ...pre] = USER_NODE;
-  const child = spawn(cmd, [...pre, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv });
-  let out = '';
-  const waiters: (() => void)[] = [];
-  const onData = (d: Buffer) => {
-    out += d.toString();
-    for (const w of waiters.splice(0)) w();
-  };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    for (const w of waiters.splice(0)) w();
-    resolve(code);
-  }));
-  return {
-    output: () => out,
-    exited,
-    kill: (signal) => child.kill(signal),
-    waitFor(re) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const m = re.exec(out);
-          if (m) return resolve(m);
-          if (child.exitCode !== null) return reject(new Error(`exited ${child.exitCode} before ${re}: ${out}`));
-          waiters.push(check);
-        };
-        check();
-      });
-    },
-  };
-}
 
 t.test('starts on PostgreSQL with PARLEY_BOOTSTRAP_API_KEY, serves it, stops on SIGTERM', async (t) => {
   const db = await createTempDatabase('parley_test_main');

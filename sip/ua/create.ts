@@ -7,7 +7,7 @@ import { ServerInviteTransaction } from '../transaction/server-invite.js';
 import type { Clock } from '../transaction/clock.js';
 import { DEFAULT_TIMERS, type TimerValues } from '../transaction/timers.js';
 import { SipTransport } from '../transport/transport.js';
-import type { Source, TransportName } from '../transport/types.js';
+import type { Source, Target, TransportName } from '../transport/types.js';
 import type { DigestServer } from '../auth/server.js';
 import type { ClientTx, TxLayer } from './tx-layer.js';
 import { UserAgent } from './user-agent.js';
@@ -31,6 +31,17 @@ export interface CreateUserAgentOptions {
   tcpIdleTimeoutMs?: number;
   /** Called for messages dropped or answered statelessly below the UA (for logs). */
   onDropped?: (reason: string, source: Source) => void;
+  /** Sees every message parsed in and every request and response sent (metrics); must not throw. */
+  observer?: SipTrafficObserver;
+}
+
+/**
+ * A tap on the traffic: `received` for each message the transport parsed; `sent` once per request (its
+ * retransmissions are the same request) and once per response sent, a retransmitted response included.
+ */
+export interface SipTrafficObserver {
+  received(msg: SipRequest | SipResponse): void;
+  sent(msg: SipRequest | SipResponse): void;
 }
 
 export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promise<UserAgent> {
@@ -38,11 +49,33 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
   let ua: UserAgent | null = null;
   const early: Array<() => void> = [];
   const transport = await SipTransport.listen({
-    message: (msg, source) => (layer ? layer.receive(msg, source) : early.push(() => layer!.receive(msg, source))),
+    message: (msg, source) => {
+      opts.observer?.received(msg);
+      if (layer) layer.receive(msg, source);
+      else early.push(() => layer!.receive(msg, source));
+    },
     invalid: (err, source) => layer?.receiveInvalid(err, source),
   }, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, advertisedHost: opts.advertisedHost, idleTimeoutMs: opts.tcpIdleTimeoutMs });
   const timers: TimerValues = { ...DEFAULT_TIMERS, ...opts.timers };
-  layer = new TransactionLayer(transport, {
+  const observer = opts.observer;
+  const layerTransport = observer
+    ? {
+        prepareRequest: (req: SipRequest, target: Target) => {
+          observer.sent(req);
+          return transport.prepareRequest(req, target);
+        },
+        sendBytes: (bytes: Buffer, target: Target) => transport.sendBytes(bytes, target),
+        sendResponseBytes: (bytes: Buffer, res: SipResponse, source?: Source) => {
+          observer.sent(res);
+          return transport.sendResponseBytes(bytes, res, source);
+        },
+        holdConnection: (at: Source | Target) => transport.holdConnection(at),
+        get sentBy() {
+          return transport.sentBy;
+        },
+      }
+    : transport;
+  layer = new TransactionLayer(layerTransport, {
     request: (req, tx, source) => {
       if (tx instanceof ServerInviteTransaction) tx.handlers.cancelled = () => ua!.cancelled(req);
       ua!.request(req, source, tx ?? null);

@@ -5,6 +5,8 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { installAuth } from './auth-hook.js';
 import type { AppContext } from './context.js';
 import { jsonProblem } from '../schemas/safe-json.js';
+import { metricsExposed } from '../config.js';
+import { nodeMetrics } from '../metrics/node.js';
 import { answerClientError, answerFrameworkError, ApiError, installErrorHandler, routeNotFound } from './errors.js';
 import { registerOpenApi } from './openapi.js';
 import { serializerCompiler } from './serializer.js';
@@ -27,6 +29,7 @@ export function buildApp(ctx: AppContext): ApiApp {
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandler(app);
   refuseUnsafeInput(app);
+  if (metricsExposed(ctx.settings)) measureRequests(app);
   app.setNotFoundHandler(routeNotFound);
   // Before the routes, so that it sees every one of them.
   registerOpenApi(app, ctx);
@@ -41,6 +44,16 @@ export function buildApp(ctx: AppContext): ApiApp {
   );
   for (const plugin of rootRoutePlugins) app.register(async (scope) => plugin(scope, ctx));
   return app;
+}
+
+/** Every answered request's duration by method, route pattern (`unmatched` for none) and status (src/metrics/node.ts). */
+function measureRequests(app: ApiApp): void {
+  app.addHook('onResponse', async (request, reply) => {
+    nodeMetrics.httpRequests.observe(
+      { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
 }
 
 /**

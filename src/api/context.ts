@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { CredentialCache } from '../auth/credential-cache.js';
 import { createSigner, loadSigningSecret, type UrlSigner } from '../auth/signed-url.js';
+import { nodeReadiness, type Readiness } from '../readiness.js';
 
 export interface AppContext extends DomainContext {
   log: Logger;
@@ -20,6 +21,8 @@ export interface AppContext extends DomainContext {
   credentials: CredentialCache;
   /** Places phone calls: set by src/main.ts once the SIP service runs; null on a control plane without one. */
   outboundCalls: OutboundCalls | null;
+  /** The node's state as /readyz reports it (src/readiness.ts); src/main.ts marks it. */
+  readiness: Readiness;
 }
 
 /** The context of a control plane on `store`, listening (once started) at `listening()`. */
@@ -43,5 +46,6 @@ export async function createContext(
     storeKind: store.kind,
     credentials,
     outboundCalls: null,
+    readiness: nodeReadiness,
   };
 }

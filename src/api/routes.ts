@@ -5,6 +5,7 @@ import { docsRoutes } from './docs.js';
 import { evalPromptRoutes } from './eval-prompts.js';
 import { externalStoragePolicyRoutes } from './external-storage-policies.js';
 import { extractionSchemaRoutes } from './extraction-schemas.js';
+import { healthRoutes } from './health.js';
 import { openApiRoutes } from './openapi.js';
 import { projectRoutes } from './projects.js';
 import { conversationRoutes } from './conversations.js';
@@ -41,5 +42,8 @@ export const v1RoutePlugins: RoutePlugin[] = [
   webhookRoutes,
 ];
 
-/** Routes outside `/v1`: the reference page and signed voice samples (the signature is the credential). */
-export const rootRoutePlugins: RoutePlugin[] = [docsRoutes, voiceSampleRoutes];
+/**
+ * Routes outside `/v1`: the reference page, signed voice samples (the signature is the credential), the probes and
+ * the metrics (their own token).
+ */
+export const rootRoutePlugins: RoutePlugin[] = [docsRoutes, voiceSampleRoutes, healthRoutes];

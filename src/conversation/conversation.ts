@@ -25,6 +25,7 @@ import {
   type LiveConversation,
 } from './host.js';
 import { turnLatencyMs } from './latency.js';
+import { mediaMetrics } from '../metrics/media.js';
 import { AssistantSpeech } from './assistant-speech.js';
 import { engineHooks } from './engine-hooks.js';
 import { ConversationRecord } from './record.js';
@@ -710,7 +711,11 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private assistantStarted(u: Utterance, atMs: number): void {
     if (u.kind === 'reply') {
       const end = this.turns!.takeUnanswered();
-      if (end) this.record.addLatency(turnLatencyMs(end, atMs));
+      if (end) {
+        const latencyMs = turnLatencyMs(end, atMs);
+        this.record.addLatency(latencyMs);
+        mediaMetrics.firstAudio.observe(latencyMs / 1000);
+      }
     }
     this.step('activity');
   }

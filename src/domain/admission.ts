@@ -4,6 +4,7 @@ import type { Sql } from '../store/db.js';
 import { admit, checkCapacity, type Admission, type LeasePolicy } from '../store/leases.js';
 import { projectById, type ProjectRow } from '../store/projects.js';
 import { DomainError } from './errors.js';
+import { nodeMetrics } from '../metrics/node.js';
 
 /**
  * Takes a lease for the conversation in the workspace's project if the project is under its cap (a conversation
@@ -18,7 +19,9 @@ export async function admitConversation(
 ): Promise<Admission> {
   const project = await projectById(sql, projectId);
   if (!project || project.org_id !== orgId) return { admitted: false, reason: 'no_project' };
-  return admit(sql, policy, projectId, conversationId);
+  const admission = await admit(sql, policy, projectId, conversationId);
+  if (!admission.admitted) nodeMetrics.admissionsRefused.inc();
+  return admission;
 }
 
 /**

@@ -20,6 +20,7 @@ import type { DomainContext } from './context.js';
 import { conflict, forbidden, notFound } from './errors.js';
 import { resolveProject } from './projects.js';
 import { rerunExtraction } from '../jobs/extraction.js';
+import { nodeMetrics } from '../metrics/node.js';
 
 /** The conversation `id` of the workspace; not_found when missing, forbidden when another workspace's. */
 export async function ownedConversation(sql: Sql, orgId: string, id: string): Promise<StoredConversation> {
@@ -63,6 +64,7 @@ export async function cancelConversation(sql: Sql, orgId: string, id: string): P
   const out = await cancelStored(sql, id);
   if (out === 'not_found') throw notFound('conversation', id);
   if (out === 'already_ended') throw conflict('the conversation has already ended', 'conversation_ended');
+  nodeMetrics.conversationsEnded.inc({ ended_by: 'user_canceled' });
 }
 
 /**

@@ -25,6 +25,7 @@ import {
 } from '../store/jobs.js';
 import { leasePolicy } from '../store/leases.js';
 import type { JobContext, JobHandler, JobOutcome } from './handler.js';
+import { nodeMetrics } from '../metrics/node.js';
 
 /** Claims renewed per lease: a node may miss all heartbeats but one and keep its jobs. */
 const HEARTBEATS_PER_LEASE = 3;
@@ -189,6 +190,7 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
       payload = handler.parse(job.payload);
     } catch (err) {
       jlog.error({ err }, 'job parked: its payload is invalid');
+      nodeMetrics.jobsFailed.inc({ kind: job.kind, final: 'true' });
       return settle(job, { status: 'failed', error: `invalid payload: ${errorText(err)}` }, jlog);
     }
     const ctx: JobContext = { sql, settings, log: jlog, now, fetch: doFetch, modelFetch, signal: controller.signal };
@@ -201,6 +203,7 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
         return settle(job, { status: 'released' }, jlog);
       }
       const error = errorText(err);
+      nodeMetrics.jobsFailed.inc({ kind: job.kind, final: String(job.attempts >= max) });
       if (job.attempts >= max) {
         jlog.error({ err, attempts: job.attempts }, 'job failed: parked after its last attempt');
         return settle(job, { status: 'failed', error }, jlog);

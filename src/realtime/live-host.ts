@@ -38,6 +38,7 @@ export const CONFIG_TIMEOUT_MS = 10_000;
 export interface LiveEntry {
   id: string;
   orgId: string;
+  origin: ConversationOrigin['origin'];
   conv: LiveConversation;
   client: StsClient;
   grace: NodeJS.Timeout | null;
@@ -106,11 +107,19 @@ export class LiveHost {
     return this.live.size;
   }
 
+  /** Conversations whose `config` arrived and whose start has not settled yet (they may not be in `live` yet). */
+  starting = 0;
+
+  /** Metrics: the live conversations by origin, added into `out`. */
+  countByOrigin(out: Record<string, number>): void {
+    for (const e of this.live.values()) out[e.origin] = (out[e.origin] ?? 0) + 1;
+  }
+
   /** A new STS socket: the conversation is made when its `config` arrives. */
   open(att: Attachment, sink: FrameSink, auth: Auth, origin: ConversationOrigin['origin']): void {
     const client = new StsClient(sink, {
       onEvent: (event) => {
-        if (event.type === 'conversation_created') this.register(event.conversation_id, auth.orgId, att);
+        if (event.type === 'conversation_created') this.register(event.conversation_id, auth.orgId, origin, att);
       },
     });
     att.client = client;
@@ -124,8 +133,8 @@ export class LiveHost {
     }, timeoutMs);
   }
 
-  private register(id: string, orgId: string, att: Attachment): void {
-    const entry: LiveEntry = { id, orgId, conv: att.conv!, client: att.client!, grace: null };
+  private register(id: string, orgId: string, origin: ConversationOrigin['origin'], att: Attachment): void {
+    const entry: LiveEntry = { id, orgId, origin, conv: att.conv!, client: att.client!, grace: null };
     att.entry = entry;
     this.live.set(id, entry);
     this.opts.post({ type: 'conversation_opened', workerId: this.opts.workerId, conversationId: id, orgId });
@@ -171,7 +180,12 @@ export class LiveHost {
       const config = parsed.data;
       att.client!.binaryAudio = config.binary_audio === true;
       configured(att);
-      void conv.start({ kind: 'config', config });
+      this.starting++;
+      const started = () => {
+        this.starting--;
+        this.opts.post({ type: 'load', workerId: this.opts.workerId, conversations: this.live.size });
+      };
+      conv.start({ kind: 'config', config }).then(started, started);
       return;
     }
     const parsed = sessionMessage.safeParse(json);

@@ -92,6 +92,8 @@ export class StsServer {
   /** Upgrades waiting on authentication: closed at shutdown so no socket opens after it. */
   private readonly pendingUpgrades = new Set<HttpResponse>();
   private closing = false;
+  /** The node drains: new STS conversations are refused (drain()). */
+  private draining = false;
   port = 0;
 
   constructor(private readonly opts: StsServerOptions) {}
@@ -212,7 +214,10 @@ export class StsServer {
     const sink = new SocketSink(ws, d);
     d.sink = sink;
     this.sockets.add(ws);
-    if (d.kind === 'sts' && d.conversationId === null) return this.host.open(d, sink, d.auth, d.origin);
+    if (d.kind === 'sts' && d.conversationId === null) {
+      if (this.draining) return sink.end(CLOSE_RESTARTING, RESTARTING);
+      return this.host.open(d, sink, d.auth, d.origin);
+    }
     const id = d.conversationId!;
     const local = d.kind === 'observer' ? this.host.observe(d, sink, d.auth, id) : this.host.reconnect(d, sink, d.auth, id);
     if (local) return;
@@ -237,6 +242,7 @@ export class StsServer {
       return;
     }
     if (d.kind === 'observer') return; // observers only listen
+    if (d.closed) return; // closed by us (a drain) and still delivering what was in flight
     try {
       this.host.message(d, d.sink!, message, isBinary);
     } catch (err) {
@@ -321,6 +327,19 @@ export class StsServer {
     }
     this.relaySinks.get(relayId)?.detach();
     this.host.relayClosed(relayId, code);
+  }
+
+  /**
+   * The node drains (docs/operations.md, "Drain"): STS sockets not configured yet close with 1012 `restarting` (the
+   * client reconnects, to a node that runs), and so does every new one; configured conversations, reconnects within
+   * their grace and observers go on.
+   */
+  drain(): void {
+    this.draining = true;
+    for (const ws of this.sockets) {
+      const d = ws.getUserData();
+      if (d.kind === 'sts' && d.relayId === null && !d.configured && d.conversationId === null) d.sink?.end(CLOSE_RESTARTING, RESTARTING);
+    }
   }
 
   /**

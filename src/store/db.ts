@@ -105,6 +105,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return typeof err.code === 'string' && UNREACHABLE_CODES.has(err.code);
 }
 
+/** Runs a trivial statement: resolves when the database answered, rejects as the statement would. */
+export async function pingDatabase(sql: Sql): Promise<void> {
+  await sql`select 1`;
+}
+
 export async function openStore(settings: Settings, log: Logger, opts: OpenStoreOptions = {}): Promise<Store> {
   if (settings.DATABASE_URL) {
     const sql = postgres(settings.DATABASE_URL, { max: POSTGRES_POOL_SIZE, ...remote });

@@ -330,3 +330,10 @@ export async function listJobs(sql: Db, kind: string | null = null): Promise<Job
       run_at, every_ms::float8 as every_ms, locked_by, locked_at, reason, error, detail
     from jobs ${kind === null ? sql`` : sql`where kind = ${kind}`} order by id`;
 }
+
+/** Jobs waiting (pending, due or not) or running, counted by kind and status (metrics: the queue's depth). */
+export async function queueDepth(sql: Db): Promise<{ kind: string; state: string; count: number }[]> {
+  return sql<{ kind: string; state: string; count: number }[]>`
+    select kind, status as state, count(*)::int as count from jobs
+    where status in ('pending', 'running') group by kind, status order by kind, status`;
+}

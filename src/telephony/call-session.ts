@@ -135,6 +135,16 @@ export class CallSession implements ConversationClient {
   private lastSrAtMs = 0;
   reportsSent = 0;
 
+  /** Where the call came from (the record's origin). */
+  get origin(): CallAssigned['origin'] {
+    return this.assigned.origin;
+  }
+
+  /** Its inbound RTP so far: packets received and dropped as late, loss (RFC 3550 A.3) and jitter (A.8). */
+  get reception(): { received: number; late: number; lost: number; jitterMs: number } {
+    return { received: this.counters.rtp, late: this.counters.late, lost: Math.max(0, this.stats.lost), jitterMs: this.stats.jitterMs };
+  }
+
   constructor(
     private readonly assigned: CallAssigned,
     private readonly deps: CallSessionDeps,

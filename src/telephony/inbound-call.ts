@@ -35,6 +35,8 @@ export interface InboundCallsOptions {
   log: Logger;
   /** The node is stopping: new calls get 503. */
   isStopping(): boolean;
+  /** The node drains: new INVITEs are refused (503); one already being set up goes on. */
+  isDraining?(): boolean;
   /** Uniform in [0, 1): the rollout draw. */
   random?: () => number;
 }
@@ -90,7 +92,7 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
   const digests = digestServers(trunks);
 
   async function answer(req: InviteRequest, res: InviteResponder): Promise<void> {
-    if (opts.isStopping()) throw serviceUnavailable('this node is stopping');
+    if (opts.isStopping() || opts.isDraining?.()) throw serviceUnavailable('this node is stopping');
     const source = req.source.address;
     const trunk = trunks.matchInbound(source);
     if (!trunk?.inbound) throw new CallRefused(403, 'Forbidden', `${source} is not a source of any trunk`);

@@ -42,6 +42,8 @@ export interface OutboundCallsOptions {
   ringTimeoutMs: number;
   /** Aborted when the node stops: calls being placed are cancelled. */
   stopping: AbortSignal;
+  /** True while the node drains: new calls are refused, calls being placed go on. */
+  isDraining?: () => boolean;
   /** How long a failed call waits for its worker to release it (so its lease is free when the error is answered). */
   releaseWaitMs: number;
   random?: () => number;
@@ -105,7 +107,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     if (!outbound) {
       throw new DomainError('unavailable', 'no trunk carries outbound calls on this node', { code: 'outbound_trunk_not_configured' });
     }
-    if (this.#o.stopping.aborted) throw new DomainError('unavailable', 'the node is stopping', { code: 'unavailable' });
+    if (this.#o.stopping.aborted || this.#o.isDraining?.()) throw new DomainError('unavailable', 'the node is stopping', { code: 'unavailable' });
     const agent = request.call.agent;
     if (agent === null) {
       // The media worker runs a call as a conversation of an agent (call_assigned.agent).

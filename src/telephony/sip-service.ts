@@ -18,6 +18,7 @@ import { TelephonyOutboundCalls } from './outbound-call.js';
 import { IncomingRefers } from './refer-in.js';
 import { RtpPorts } from './rtp-ports.js';
 import { loadTrunks, type Trunks } from './trunks.js';
+import { nodeMetrics } from '../metrics/node.js';
 
 export const SIP_SERVICE_DEFAULTS = {
   /** Time live calls have at shutdown to be ended and saved by their workers. */
@@ -51,6 +52,11 @@ export interface SipService {
   readonly activeCalls: number;
   /** The user agent (tests look at its dialogs). */
   readonly ua: UserAgent;
+  /**
+   * Drain (docs/operations.md, "Drain"): from now on new INVITEs and OPTIONS get 503 and new outbound calls are
+   * refused (unavailable); calls being set up, ringing or live go on until they end or stop() ends them.
+   */
+  drain(): void;
   /** Graceful stop: 503 to new INVITEs and OPTIONS, live calls ended and saved by their workers, BYEs, SIP closed. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -65,7 +71,9 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
   const ports = RtpPorts.fromSettings(settings, random);
   let ua: UserAgent;
   try {
-    ua = await createUserAgent({ host: settings.PARLEY_HOST, port: settings.PARLEY_SIP_PORT, advertisedHost: address, userAgent: 'parley' });
+    ua = await createUserAgent({
+      host: settings.PARLEY_HOST, port: settings.PARLEY_SIP_PORT, advertisedHost: address, userAgent: 'parley', observer: nodeMetrics.sipObserver,
+    });
   } catch (err) {
     throw new ConfigError([{
       setting: 'PARLEY_SIP_PORT',
@@ -80,10 +88,12 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
     workerLost: (workerId) => control.workerLost(workerId),
   });
   const stopping = new AbortController();
+  let draining = false;
   ua.on('invite', inboundCalls({
     ua, control, trunks, sql, policy, address, log, random,
     rateLimit: InviteRateLimit.fromSettings(settings),
     isStopping: () => stopping.signal.aborted,
+    isDraining: () => draining,
   }));
   const locator = opts.locator ?? new Locator();
   const refers = new IncomingRefers({
@@ -96,6 +106,7 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
     locator,
     ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC,
     stopping: stopping.signal,
+    isDraining: () => draining,
     releaseWaitMs: mediaReadyTimeoutMs,
   });
   log.info({ port: ua.port, host: settings.PARLEY_HOST, address, trunks: trunks.all().map((t) => t.name) }, 'SIP listening');
@@ -110,6 +121,10 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
       return control.calls.size;
     },
     ua,
+    drain() {
+      draining = true;
+      ua.acceptingCalls = false;
+    },
     stop(graceMs = SIP_SERVICE_DEFAULTS.shutdown_grace_ms) {
       stopped ??= (async () => {
         stopping.abort();

@@ -12,6 +12,7 @@ import type { CallMessage, WorkerNotice } from '../workers/worker-protocol.js';
 import { callCodec } from './call-media.js';
 import { CallSession, type CallAssigned } from './call-session.js';
 import { RtpEndpoint } from './rtp-endpoint.js';
+import { mediaMetrics, type RtpTotals } from '../metrics/media.js';
 
 /** Calls a worker takes at most (two sockets each in its group); call_assigned beyond it is refused. */
 export const WORKER_MAX_CALLS = 1000;
@@ -71,6 +72,23 @@ export class WorkerCalls implements PacedStream {
   /** Calls this worker holds (assigned or live): they count in its load. */
   get count(): number {
     return this.calls.size;
+  }
+
+  /**
+   * Metrics (src/metrics/media.ts), at snapshot time: calls held and live conversations by origin into the tallies,
+   * and the inbound RTP of ended calls plus what live ones received so far (loss is counted when a call ends).
+   */
+  metricsInto(calls: Record<string, number>, conversations: Record<string, number>): RtpTotals {
+    const ended = mediaMetrics.rtpEnded;
+    const totals: RtpTotals = { received: ended.received, late: ended.late, lost: ended.lost };
+    for (const call of this.calls.values()) {
+      calls[call.origin] = (calls[call.origin] ?? 0) + 1;
+      const r = call.reception;
+      totals.received += r.received;
+      totals.late += r.late;
+    }
+    for (const call of this.live) conversations[call.origin] = (conversations[call.origin] ?? 0) + 1;
+    return totals;
   }
 
   session(callId: string): CallSession | undefined {
@@ -150,6 +168,12 @@ export class WorkerCalls implements PacedStream {
 
   private closed(call: CallSession, endedBy: EndedBy, started: boolean): void {
     this.calls.delete(call.callId);
+    const r = call.reception;
+    const ended = mediaMetrics.rtpEnded;
+    ended.received += r.received;
+    ended.late += r.late;
+    ended.lost += r.lost;
+    if (r.received > 0) mediaMetrics.rtpJitter.observe(r.jitterMs / 1000);
     const i = this.live.indexOf(call);
     if (i >= 0) {
       this.live.splice(i, 1);

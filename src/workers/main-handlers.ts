@@ -30,6 +30,7 @@ import { storagePolicyFromRow } from '../jobs/external-storage/delivery.js';
 import { wakeJobQueues } from '../jobs/queue.js';
 import { raiseConversationEnd } from '../jobs/webhooks/conversation-events.js';
 import { MAIN_REQUEST_DEFAULTS } from './main-client.js';
+import { nodeMetrics } from '../metrics/node.js';
 import type { Reply, WorkerReplies, WorkerRequest } from './worker-protocol.js';
 
 /**
@@ -155,6 +156,7 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest, fr
         await appends.settled(req.conversationId);
         const finish = () => finishConversation(sql, req.conversationId, req.finish, req.recordings, { onFirstFinish: raiseConversationEnd });
         const outcome = await heldWrite('finishing a conversation', req.conversationId, finish, deadline);
+        if (outcome.ended) nodeMetrics.conversationsEnded.inc({ ended_by: req.finish.ended_by });
         wakeJobQueues();
         return outcome;
       }

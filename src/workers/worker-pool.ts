@@ -13,6 +13,7 @@ import { CANCELED_CHANNEL, onConversationCanceled } from '../store/conversations
 import { subscribe } from '../store/notifications.js';
 import { startRecoverySweep } from '../domain/recovery.js';
 import { tuneHeapForMedia } from './heap-tuning.js';
+import { nodeMetrics } from '../metrics/node.js';
 import { createRequestHandler } from './main-handlers.js';
 import { resumeCompressions } from './recording-resume.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
@@ -74,6 +75,10 @@ export interface WorkerPool {
   sendCall(workerId: number, msg: CallMessage): void;
   /** Where the workers' telephony notices go (one listener; without one they are logged and dropped). */
   onCallNotice(listener: (workerId: number, notice: CallNotice) => void): void;
+  /** Starts draining every worker (worker-protocol.ts `drain`): no new STS conversation, live ones go on. */
+  drain(): void;
+  /** While draining: conversations (starting ones included) and calls still running on the running workers; null until each reported. */
+  drainLive(): number | null;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -88,6 +93,8 @@ interface Member {
   assignedSinceLoad: number;
   /** Its requests being answered. */
   inFlight: Set<Promise<void>>;
+  /** While draining: what still runs there, as last reported (null until its first drain_progress). */
+  drainLive: number | null;
 }
 
 interface Relay {
@@ -190,6 +197,12 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         if (callListener) callListener(from.id, msg);
         else log.warn({ workerId: from.id, notice: msg.type, callId: msg.callId }, 'telephony notice with no telephony listening');
         return;
+      case 'metrics':
+        nodeMetrics.workerSnapshot(from.id, msg.snapshot);
+        return;
+      case 'drain_progress':
+        from.drainLive = msg.live;
+        return;
       case 'inspection':
         inspections.get(msg.id)?.(msg.sockets);
         inspections.delete(msg.id);
@@ -247,7 +260,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     const worker = new Worker(BOOTSTRAP, { eval: true, workerData, execArgv: process.execArgv.filter((a) => a === '--enable-source-maps') });
     let resolveExit!: () => void;
     const member: Member = {
-      id, worker, running: true, conversations: 0, assignedSinceLoad: 0, inFlight: new Set(), exited: new Promise((r) => (resolveExit = r)),
+      id, worker, running: true, conversations: 0, assignedSinceLoad: 0, inFlight: new Set(), drainLive: null, exited: new Promise((r) => (resolveExit = r)),
     };
     members[id] = member;
     return new Promise<number>((resolve, reject) => {
@@ -354,6 +367,18 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     },
     onCallNotice: (listener) => {
       callListener = listener;
+    },
+    drain: () => {
+      for (const m of members) if (m.running) m.worker.postMessage({ type: 'drain' } satisfies MainMessage);
+    },
+    drainLive: () => {
+      let live = 0;
+      for (const m of members) {
+        if (!m.running) continue;
+        if (m.drainLive === null) return null;
+        live += m.drainLive;
+      }
+      return live;
     },
     close,
   };

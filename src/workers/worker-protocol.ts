@@ -12,6 +12,7 @@ import type { ResolvedAgent } from '../domain/conversation-agent.js';
 import type { StoragePolicyRef, StorageOutcome } from '../store/external-storage.js';
 import type { StoragePolicy } from '../jobs/external-storage/s3-client.js';
 import type { Conversation } from '../schemas/conversations.js';
+import type { WorkerMetricsSnapshot } from '../metrics/media.js';
 
 /** Requests a worker makes of main; each is answered by exactly one `reply` with the same `id`. */
 export type WorkerRequest =
@@ -100,6 +101,13 @@ export type WorkerNotice =
   | { type: 'relay_from_socket'; relayId: number; data: string | ArrayBuffer; binary: boolean }
   /** The answer to main's `inspect`. */
   | { type: 'inspection'; id: number; workerId: number; sockets: SocketInspection[] }
+  /** The worker's metrics (src/metrics/media.ts), posted periodically while metrics are exposed. */
+  | { type: 'metrics'; workerId: number; snapshot: WorkerMetricsSnapshot }
+  /**
+   * While draining: what still runs here, conversations (starting ones included) and calls, sent at `drain` and at
+   * every change; main stops the node once every worker reports 0 and SIP holds no call.
+   */
+  | { type: 'drain_progress'; workerId: number; live: number }
   | CallNotice;
 
 export type RelayKind = 'observer' | 'reconnect';
@@ -120,6 +128,11 @@ export type MainMessage =
   | { type: 'conversation_cancel'; conversationId: string }
   /** Operators and tests: report every socket's buffered bytes (answered by `inspection` with the same id). */
   | { type: 'inspect'; id: number }
+  /**
+   * The node drains (SIGTERM): new STS conversations are refused (a socket not yet configured closes with 1012
+   * `restarting`), live ones, reconnects and observers go on; the worker answers with drain_progress.
+   */
+  | { type: 'drain' }
   | { type: 'shutdown'; graceMs: number };
 
 export type WorkerMessage = WorkerRequest | WorkerNotice;

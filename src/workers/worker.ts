@@ -2,7 +2,8 @@
 // every conversation it accepts, the phone calls main assigns it (src/telephony/worker-calls.ts), with the worker's
 // one pacing clock. It reaches the database only through main.
 import { parentPort, workerData } from 'node:worker_threads';
-import { conversationNodeId, type Settings } from '../config.js';
+import { performance } from 'node:perf_hooks';
+import { conversationNodeId, metricsExposed, type Settings } from '../config.js';
 import { createLogger } from '../log.js';
 import { parseTrustedProxies } from '../auth/addresses.js';
 import { Conversation } from '../conversation/conversation.js';
@@ -17,6 +18,10 @@ import { LiveHost } from '../realtime/live-host.js';
 import { StsServer } from '../realtime/sts-server.js';
 import { WorkerCalls } from '../telephony/worker-calls.js';
 import { engineLookup } from './engines.js';
+import { mediaMetrics, type WorkerMetricsSnapshot } from '../metrics/media.js';
+import { RuntimeMetrics } from '../metrics/runtime.js';
+import { SpanTimer } from '../metrics/histogram.js';
+import { CONVERSATION_ORIGINS } from '../schemas/conversations.js';
 import type { MainMessage, WorkerNotice } from './worker-protocol.js';
 
 export interface WorkerData {
@@ -26,6 +31,9 @@ export interface WorkerData {
   port: number;
 }
 
+/** How often a worker posts its metrics to main (a scrape sees values at most this old). */
+const METRICS_SNAPSHOT_MS = 1000;
+
 const data = workerData as WorkerData;
 const port = parentPort!;
 const { settings, workerId } = data;
@@ -33,8 +41,15 @@ const log = createLogger(settings.PARLEY_LOG_LEVEL).child({ worker: workerId });
 const post = (notice: WorkerNotice) => port.postMessage(notice);
 const main = new MainClient({ postMessage: (m) => port.postMessage(m) });
 const store = conversationStore(main);
-// Each frame ends with the calls' packets of that frame, after every conversation has ticked.
-const pacing = new PacingClock({ onFrameEnd: () => calls.frameEnd() });
+// Each frame ends with the calls' packets of that frame, after every conversation has ticked; its cost is measured.
+const frameTime = new SpanTimer(mediaMetrics.frame, () => performance.now());
+const pacing = new PacingClock({
+  onFrameStart: () => frameTime.start(),
+  onFrameEnd: () => {
+    calls.frameEnd();
+    frameTime.end();
+  },
+});
 const timers: ConversationTimers = {
   now: () => Date.now(),
   set: (fn, ms) => setTimeout(fn, ms),
@@ -74,8 +89,12 @@ const newConversation = (client: ConversationClient, origin: ConversationOrigin)
     origin,
   );
 
-// The worker's load counts its STS conversations and its calls.
-const postLoad = () => post({ type: 'load', workerId, conversations: host.count + calls.count });
+// The worker's load counts its STS conversations and its calls; while draining, main also hears what still runs.
+let draining = false;
+const postLoad = () => {
+  post({ type: 'load', workerId, conversations: host.count + calls.count });
+  if (draining) post({ type: 'drain_progress', workerId, live: host.count + host.starting + calls.count });
+};
 
 const host = new LiveHost({
   workerId,
@@ -109,10 +128,38 @@ const server = new StsServer({
   log,
 });
 
+/** This thread's metrics as main serves them: posted every METRICS_SNAPSHOT_MS while metrics are exposed. */
+const runtime = new RuntimeMetrics();
+const postMetrics = () => {
+  // Every origin present, 0 included: a series that drops out reads as missing data, not as none live.
+  const conversations: Record<string, number> = Object.fromEntries(CONVERSATION_ORIGINS.map((o) => [o, 0]));
+  const held: Record<string, number> = { 'telephony-inbound': 0, 'telephony-outbound': 0 };
+  host.countByOrigin(conversations);
+  const rtp = calls.metricsInto(held, conversations);
+  const snapshot: WorkerMetricsSnapshot = {
+    runtime: runtime.snapshot(),
+    frame: mediaMetrics.frame.snapshot(),
+    firstAudio: mediaMetrics.firstAudio.snapshot(),
+    rtpJitter: mediaMetrics.rtpJitter.snapshot(),
+    rtp,
+    conversations,
+    calls: held,
+  };
+  post({ type: 'metrics', workerId, snapshot });
+};
+let metricsTimer: NodeJS.Timeout | null = null;
+if (metricsExposed(settings)) {
+  runtime.start();
+  metricsTimer = setInterval(postMetrics, METRICS_SNAPSHOT_MS);
+  metricsTimer.unref();
+}
+
 let stopping = false;
 async function shutdown(graceMs: number): Promise<void> {
   if (stopping) return;
   stopping = true;
+  if (metricsTimer) clearInterval(metricsTimer);
+  runtime.stop();
   await Promise.all([server.close(graceMs), calls.endAll(graceMs)]);
   // Compressions not done are abandoned: their partial .gz removed, their rows left on the playable .wav.
   await recordingCompressor.close();
@@ -143,6 +190,10 @@ port.on('message', (msg: MainMessage) => {
     case 'conversation_cancel':
       // An STS conversation of this worker; a phone call learns of it at its next write to the record.
       return void host.cancel(msg.conversationId);
+    case 'drain':
+      draining = true;
+      server.drain();
+      return postLoad();
     case 'shutdown':
       return void shutdown(msg.graceMs).catch((err: Error) => {
         log.error({ err }, 'media worker shutdown failed');

@@ -1,4 +1,5 @@
-// Stopping the SIP service (SIGTERM's first step): from then on OPTIONS and new INVITEs get 503, each live call is
+// Draining, then stopping the SIP service (SIGTERM's steps): while draining, OPTIONS and new INVITEs get 503 and live
+// calls go on. Stopping: from then on OPTIONS and new INVITEs get 503, each live call is
 // hung up (`shutdown`) and ended and saved by its worker, the caller gets its BYE, and only then does SIP close.
 import t from 'tap';
 import { agentWithNumber, startSipNode } from './sip-node.js';
@@ -42,4 +43,25 @@ t.test('graceful stop with a live call', async (t) => {
   const [row] = await node.server.sql<{ state: string; ended_by: string }[]>`select state, ended_by from conversations where id = ${assigned.conversationId}`;
   t.match(row, { state: 'ended', ended_by: 'error' }, 'saved by its worker');
   t.equal(node.sip.activeCalls, 0);
+});
+
+t.test('a drain refuses new calls and OPTIONS; the live call goes on until its caller hangs up', async (t) => {
+  const node = await startSipNode();
+  t.teardown(() => node.close());
+  await agentWithNumber(node.client, 'sales', '+14155550100');
+  // The caller stays 8 s in the call, then hangs up.
+  const caller = runSipp({ scenario: 'uac_talks.xml', target: `127.0.0.1:${node.sip.port}`, service: '+14155550100', pauseMs: 8_000 });
+  const started = await node.workers.until('call_start');
+
+  node.sip.drain();
+  const refused = await runSipp({ scenario: 'uac_refused.xml', target: `127.0.0.1:${node.sip.port}`, service: '+14155550100', keys: { pt: '0', rtpmap: '0 PCMU/8000' } });
+  t.same(refused.statuses.filter((s) => s >= 200), [503], 'a new INVITE: 503 while draining');
+  const probe = await runSipp({ scenario: 'options.xml', target: `127.0.0.1:${node.sip.port}` });
+  t.same(probe.statuses, [503], 'OPTIONS: 503 while draining');
+  t.equal(node.workers.sent.filter((s) => s.msg.type === 'call_hangup').length, 0, 'the live call was not hung up');
+
+  sippCompleted(t, await caller, 'the caller hung up itself');
+  const hangup = await node.workers.until('call_hangup', (m) => m.callId === started.callId);
+  t.equal(hangup.reason, 'bye', 'ended by the caller\'s BYE');
+  await until(() => node.sip.activeCalls === 0, 'the call to be let go');
 });
