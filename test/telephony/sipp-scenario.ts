@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 
@@ -20,7 +20,7 @@ export async function freeUdpPort(address = '127.0.0.1'): Promise<number> {
 }
 
 export interface SippOptions {
-  /** A fixture file name (`uac_refused.xml`) or a built-in scenario (`-sn uac`: `{ builtin: 'uac' }`). */
+  /** A fixture file name (`uac_refused.xml`), a scenario file's absolute path, or a built-in scenario (`-sn uac`: `{ builtin: 'uac' }`). */
   scenario: string | { builtin: string };
   /** Where to send (`127.0.0.1:5060`); absent for a callee (uas). */
   target?: string;
@@ -38,6 +38,10 @@ export interface SippOptions {
   timeoutMs?: number;
   /** Resolves once SIPp's process has started (a callee's port is bound soon after). */
   onStart?: () => void;
+  /** The address SIPp sends from (127.0.0.1 by default; 127.0.0.2 etc. are loopback too). */
+  localIp?: string;
+  /** The working folder (media files a scenario streams), kept; a fresh one, removed after the run, by default. */
+  cwd?: string;
 }
 
 export interface SippRun {
@@ -52,13 +56,13 @@ export interface SippRun {
 const RECEIVED = /message received \[\d+\] bytes :\s*\n\n([\s\S]*?)(?=\n-{20,}|$)/g;
 
 export async function runSipp(opts: SippOptions): Promise<SippRun> {
-  const cwd = mkdtempSync(join(tmpdir(), 'parley-sipp-run-'));
+  const cwd = opts.cwd ?? mkdtempSync(join(tmpdir(), 'parley-sipp-run-'));
   const messages = join(cwd, 'messages.log');
-  const port = opts.port ?? (await freeUdpPort());
-  const mediaPort = await freeUdpPort();
+  const port = opts.port ?? (await freeUdpPort(opts.localIp));
+  const mediaPort = await freeUdpPort(opts.localIp);
   const args = [
-    ...(typeof opts.scenario === 'string' ? ['-sf', join(SIPP_FIXTURES, opts.scenario)] : ['-sn', opts.scenario.builtin]),
-    '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-m', `${opts.calls ?? 1}`, '-nostdin',
+    ...(typeof opts.scenario === 'string' ? ['-sf', isAbsolute(opts.scenario) ? opts.scenario : join(SIPP_FIXTURES, opts.scenario)] : ['-sn', opts.scenario.builtin]),
+    '-i', opts.localIp ?? '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-m', `${opts.calls ?? 1}`, '-nostdin',
     '-trace_msg', '-message_file', messages, '-message_overwrite', 'false', '-trace_err', '-error_file', join(cwd, 'errors.log'),
   ];
   if (opts.service) args.push('-s', opts.service);
@@ -87,7 +91,7 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   });
   const errors = join(cwd, 'errors.log');
   if (existsSync(errors)) output += `\n${readFileSync(errors, 'utf8')}`;
-  rmSync(cwd, { recursive: true, force: true });
+  if (opts.cwd === undefined) rmSync(cwd, { recursive: true, force: true });
   return { code, received, statuses, output };
 }
 
