@@ -17,6 +17,7 @@ import { bestCorrelation, envelope, g711Decode, g711Frames } from './harness.js'
 import { captureUdpFrom, type CapturedDatagram } from './rtp-capture.js';
 import { agentWithNumber } from './sip-node.js';
 import { freeUdpPort, headerOf, runSipp, sippCompleted, startSippCallee } from './sipp-scenario.js';
+import { until } from '../helpers/wait.js';
 import { startPhoneNode, userTranscripts, type PhoneNode } from './phone-node.js';
 
 t.setTimeout(600_000);
@@ -125,4 +126,96 @@ t.test('a node with real media workers, SIPp on both sides', async (t) => {
     t.equal(users.length, 1, 'one user item: the turn under way at the hang-up');
     t.ok((users[0]?.duration_ms ?? 0) >= 1000, `it lasts from its start to the hang-up (${users[0]?.duration_ms} ms)`);
   });
+
+  const PCMU_OFFER = { pt: '0', rtpmap: '0 PCMU/8000' };
+  const finalOf = (run: { received: string[] }) => run.received.find((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m)) ?? '';
+
+  t.test('refused: unknown number 404, untrusted source 403, no common codec 488; none recorded', async (t) => {
+    const before = await node.conversationIds();
+    const target = `127.0.0.1:${node.sipPort}`;
+    const unknown = await runSipp({ scenario: 'uac_refused.xml', target, service: '+14155550999', keys: PCMU_OFFER });
+    t.match(finalOf(unknown), /^SIP\/2\.0 404 /, 'an unknown number');
+    const stranger = await runSipp({ scenario: 'uac_refused.xml', target, service: OWN, keys: PCMU_OFFER, localIp: '127.0.0.2' });
+    t.match(finalOf(stranger), /^SIP\/2\.0 403 /, 'a source of no trunk');
+    const g729 = await runSipp({ scenario: 'uac_refused.xml', target, service: OWN, keys: { pt: '18', rtpmap: '18 G729/8000' } });
+    t.match(finalOf(g729), /^SIP\/2\.0 488 /, 'an offer without G.711');
+    t.match(headerOf(finalOf(g729), 'Warning'), /^304 /);
+    t.same(await node.conversationIds(), before, 'no record of a refused call');
+  });
+
+  t.test('a flood from one source: 503 with Retry-After past its burst; other sources still answered', async (t) => {
+    const flood = await runSipp({
+      scenario: 'uac_refused.xml', target: `127.0.0.1:${node.sipPort}`, service: '+14155550999', keys: PCMU_OFFER, calls: 30, rate: 200,
+      localIp: '127.0.0.3',
+    });
+    const finals = flood.received.filter((m) => /^SIP\/2\.0 [2-6]\d\d /.test(m));
+    t.equal(finals.length, 30, 'every INVITE answered');
+    const limited = finals.filter((m) => m.startsWith('SIP/2.0 503 '));
+    t.ok(limited.length >= 15, `past the burst of 10, refused for the rate (${limited.length} of 30)`);
+    t.ok(limited.every((m) => Number(headerOf(m, 'Retry-After')) >= 1), 'each 503 says when to retry');
+    const other = await runSipp({ scenario: 'options.xml', target: `127.0.0.1:${node.sipPort}` });
+    t.same(other.statuses, [200], 'another source is answered meanwhile');
+  });
+
+  // Outbound: one SIPp callee at a time on the trunk's port.
+  const callee = (scenario: string | { builtin: string }) => startSippCallee({ scenario, port: calleePort, timeoutMs: 60_000 });
+  const place = () => node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config: { agent: 'phone' } });
+  // The 201 can come before the media worker has written the record: the cancel waits for it.
+  const cancel = async (id: string) => {
+    await until(async () => (await node.conversation(id)).status === 200, { what: `the record of ${id}` });
+    return node.client.post(`/v1/conversations/${id}/cancel`);
+  };
+
+  t.test('outbound, answered, the callee hangs up: 201, the record saved with the Call-ID and both numbers', async (t) => {
+    const sipp = await callee('uas_answer_hangup.xml');
+    const r = await place();
+    t.equal(r.status, 201, JSON.stringify(r.body));
+    const run = await sipp.done;
+    sippCompleted(t, run, 'the callee hung up, its BYE answered');
+    const record = await node.endedConversation(r.body.conversation_id);
+    t.equal(record.ended_by, 'user');
+    t.equal(record.origin, 'telephony-outbound');
+    const invite = run.received.find((m) => m.startsWith('INVITE ')) ?? '';
+    t.same(record.call_info, { from_phone_number: OWN, to_phone_number: TO, telephony_call_sid: headerOf(invite, 'Call-ID') });
+  });
+
+  t.test('outbound, answered, Parley hangs up (the conversation canceled): BYE to the callee, the record saved', async (t) => {
+    const sipp = await callee({ builtin: 'uas' });
+    const r = await place();
+    t.equal(r.status, 201, JSON.stringify(r.body));
+    const c = await cancel(r.body.conversation_id);
+    t.equal(c.status, 200, JSON.stringify(c.body));
+    sippCompleted(t, await sipp.done, 'the callee got its BYE');
+    const ending = node.process.output().split('\n').find((l) => l.includes(r.body.conversation_id) && l.includes('"msg":"ending the call"')) ?? '';
+    t.match(ending, /"why":"canceled through the API"/, 'the call ended for the cancel (not later, for want of RTP)');
+    const record = await node.endedConversation(r.body.conversation_id);
+    t.equal(record.ended_by, 'user_canceled');
+  });
+
+  t.test('outbound, digest: the callee\'s 401 answered with the trunk\'s credentials', async (t) => {
+    const sipp = await callee('uas_digest_challenge.xml');
+    const r = await place();
+    t.equal(r.status, 201, JSON.stringify(r.body));
+    t.equal((await cancel(r.body.conversation_id)).status, 200);
+    const run = await sipp.done;
+    sippCompleted(t, run, 'the digest verified, the BYE received');
+    t.match(headerOf(run.received.filter((m) => m.startsWith('INVITE '))[1] ?? '', 'Authorization'), /^Digest .*username="parley"/);
+    await node.endedConversation(r.body.conversation_id);
+  });
+
+  for (const [scenario, status, code, what] of [
+    ['uas_ring_forever.xml', 409, 'no_answer', 'never answered'],
+    ['uas_busy.xml', 409, 'sip_call_failed', 'busy (486)'],
+    ['uas_answer_bye.xml', 409, 'call_ended', 'answered and hung up at once'],
+  ] as const) {
+    t.test(`outbound, ${what}: ${status} ${code}, no record`, async (t) => {
+      const before = await node.conversationIds();
+      const sipp = await callee(scenario);
+      const r = await place();
+      t.equal(r.status, status, JSON.stringify(r.body));
+      t.equal(r.body.error?.code, code);
+      sippCompleted(t, await sipp.done);
+      t.same(await node.conversationIds(), before, 'no record');
+    });
+  }
 });

@@ -19,6 +19,8 @@ const STOP_TIMEOUT_MS = 20_000;
 
 export interface PhoneNode {
   process: NodeProcess;
+  /** The node's database (its PostgreSQL URL), for what the API no longer shows once the node has stopped. */
+  databaseUrl: string;
   client: ApiClient;
   url: string;
   sipPort: number;
@@ -77,6 +79,7 @@ export async function startPhoneNode(opts: PhoneNodeOptions = {}): Promise<Phone
   let stopped: Promise<void> | null = null;
   return {
     process: proc,
+    databaseUrl: db.url,
     client,
     url: proc.url,
     sipPort: Number(sipPort),
