@@ -13,11 +13,11 @@ t.setTimeout(300_000);
 
 const CRASH_HOOK = fileURLToPath(new URL('./crash-hook.ts', import.meta.url));
 
-// Known failure, kept as todo: a worker thread ended with a live call's RTP sockets open aborts the whole process
-// (Node: "uv_loop_close() while having open handles", the native UDP poll handle), so no BYE goes out and the
-// record stays open until the next start's recovery. The native sockets need closing on the worker's exit.
+// Known failure, kept as todo: a worker thread that ends with a call live aborts the whole process (Node:
+// "uv_loop_close() while having open handles", one poll handle left open by the worker: its uWS sockets or the
+// call's native UDP polls), so no BYE goes out and the record stays open until the next start's recovery.
 t.test('a media worker crashes mid-call: BYE to the caller, the record saved, the node stops', {
-  todo: 'the native UDP poll handle of a live call aborts the process when its worker thread is terminated',
+  todo: 'a worker thread ending with open poll handles aborts the process (SIGABRT) before main can end its calls',
 }, async (t) => {
   const node = await startPhoneNode({ preload: [CRASH_HOOK] });
   t.teardown(() => node.stop());
