@@ -21,6 +21,7 @@ export interface PhoneNode {
   process: NodeProcess;
   /** The node's database (its PostgreSQL URL), for what the API no longer shows once the node has stopped. */
   databaseUrl: string;
+  dataDir: string;
   client: ApiClient;
   url: string;
   sipPort: number;
@@ -32,7 +33,7 @@ export interface PhoneNode {
   endedConversation(id: string, timeoutMs?: number): Promise<Record<string, any>>;
   /** The ids of the project's conversations, newest first. */
   conversationIds(): Promise<string[]>;
-  /** SIGTERM, wait for the exit (SIGKILL after a bound), drop the database; the exit signal or code. */
+  /** SIGTERM, wait for the exit (SIGKILL after a bound), drop the database (unless reused). */
   stop(): Promise<void>;
 }
 
@@ -42,16 +43,21 @@ export interface PhoneNodeOptions {
   trunks?: Record<string, unknown>[];
   /** Modules imported before src/main.ts (test hooks). */
   preload?: string[];
+  /** The database and data directory of an earlier node (its restart), kept when this one stops. */
+  reuse?: { databaseUrl: string; dataDir: string };
 }
 
 export async function startPhoneNode(opts: PhoneNodeOptions = {}): Promise<PhoneNode> {
-  const db = await createTempDatabase('parley_test_phone');
+  const db = opts.reuse ? { url: opts.reuse.databaseUrl, drop: async () => undefined } : await createTempDatabase('parley_test_phone');
+  const dataDir = opts.reuse?.dataDir ?? tempDir('phone-node-data');
   const base = RTP_BASE_MIN + 2 * Math.floor((Math.random() * RTP_BASE_SPAN) / 2);
   const rtpPorts = { min: base, max: base + RTP_RANGE_PORTS - 1 };
   const env: Record<string, string> = {
     DATABASE_URL: db.url,
     PARLEY_BOOTSTRAP_API_KEY: BOOTSTRAP_KEY,
-    PARLEY_DATA_DIR: tempDir('phone-node-data'),
+    PARLEY_DATA_DIR: dataDir,
+    // One name across restarts: a restart recovers what the node left in progress.
+    PARLEY_NODE_ID: `phone-node-${dataDir.slice(-6)}`,
     PARLEY_SIP_PORT: '0',
     PARLEY_RTP_PORT_MIN: `${rtpPorts.min}`,
     PARLEY_RTP_PORT_MAX: `${rtpPorts.max}`,
@@ -80,6 +86,7 @@ export async function startPhoneNode(opts: PhoneNodeOptions = {}): Promise<Phone
   return {
     process: proc,
     databaseUrl: db.url,
+    dataDir,
     client,
     url: proc.url,
     sipPort: Number(sipPort),
@@ -105,7 +112,7 @@ export async function startPhoneNode(opts: PhoneNodeOptions = {}): Promise<Phone
         const killer = setTimeout(() => proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
         await proc.exited;
         clearTimeout(killer);
-        await db.drop();
+        if (!opts.reuse) await db.drop();
       })();
       return stopped;
     },
