@@ -19,6 +19,38 @@ export async function freeUdpPort(address = '127.0.0.1'): Promise<number> {
   return port;
 }
 
+/**
+ * The ports SIPp's media takes from -mp on: its audio socket there (rtp_stream sends from it too), its video socket
+ * at -mp + 2, and the RTCP ports beside them. One of them taken fails the run at start.
+ */
+const SIPP_MEDIA_PORTS = 4;
+
+/** The first of `count` consecutive free UDP ports on `address` (each bound, then released). */
+async function freeUdpPorts(count: number, address = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const first = await freeUdpPort(address);
+    const held: ReturnType<typeof createSocket>[] = [];
+    let ok = true;
+    for (let p = first; p < first + count && ok; p++) {
+      const s = createSocket('udp4');
+      ok = await new Promise<boolean>((resolve) => {
+        s.once('error', () => resolve(false));
+        s.bind(p, address, () => resolve(true));
+      });
+      held.push(s);
+    }
+    await Promise.all(held.map((s) => new Promise<void>((resolve) => {
+      try {
+        s.close(() => resolve());
+      } catch {
+        resolve(); // never bound
+      }
+    })));
+    if (ok) return first;
+  }
+  throw new Error(`no ${count} consecutive free UDP ports`);
+}
+
 export interface SippOptions {
   /** A fixture file name (`uac_refused.xml`), a scenario file's absolute path, or a built-in scenario (`-sn uac`: `{ builtin: 'uac' }`). */
   scenario: string | { builtin: string };
@@ -59,7 +91,7 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   const cwd = opts.cwd ?? mkdtempSync(join(tmpdir(), 'parley-sipp-run-'));
   const messages = join(cwd, 'messages.log');
   const port = opts.port ?? (await freeUdpPort(opts.localIp));
-  const mediaPort = await freeUdpPort(opts.localIp);
+  const mediaPort = await freeUdpPorts(SIPP_MEDIA_PORTS, opts.localIp);
   const args = [
     ...(typeof opts.scenario === 'string' ? ['-sf', isAbsolute(opts.scenario) ? opts.scenario : join(SIPP_FIXTURES, opts.scenario)] : ['-sn', opts.scenario.builtin]),
     '-i', opts.localIp ?? '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-m', `${opts.calls ?? 1}`, '-nostdin',
