@@ -61,6 +61,8 @@ export interface UacOptions {
   signal?: AbortSignal;
   /** Send the INVITE without SDP: the 2xx carries the offer and our ACK the answer (needs `media`). */
   lateOffer?: boolean;
+  /** The call's Call-ID (RFC 3261 8.1.1.4: globally unique); a new one by default. */
+  callId?: string;
 }
 
 export interface UserAgentEvents {
@@ -365,7 +367,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const from = fromWithTag(opts.from ?? `<sip:parley@${this.host.includes(':') ? `[${this.host}]` : this.host}>`);
     const to = parseNameAddr(`<${serializeUri(requestUri)}>`);
     to.uri = stripUriParams(to.uri);
-    const callId = newCallId(this.host);
+    const callId = opts.callId ?? newCallId(this.host);
     const target = await resolveTarget(opts.proxy ? parseUriText(opts.proxy) : requestUri, transport);
     // RFC 3261 8.1.1.8: the Contact names the transport the request actually leaves on (the proxy's, when one
     // is given), so in-dialog requests come back over it.

@@ -448,7 +448,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     }
     this.silence.cancel();
     this.deps.pacing.unregister(this);
-    // Keys pressed just before the end are recorded, not answered.
+    // A turn under way and keys pressed just before the end are recorded, not answered.
+    this.turns?.endUnanswered();
     this.commitKeys(false);
     this.toolHost.cancel();
     this.tools?.cancelAll();

@@ -141,6 +141,23 @@ export class TurnTaking {
     this.o.vad.reset();
   }
 
+  /**
+   * The conversation ends (a hang-up, say) with the user mid-turn: the turn is recorded as it stands (what was heard
+   * of it, lasting until now) and left unanswered, so nothing the user said is lost from the record.
+   */
+  endUnanswered(): void {
+    const turn = this.turn;
+    if (turn === null) return;
+    this.turn = null;
+    this.o.record.flushUserItem();
+    this.o.record.holdUserItem({
+      role: 'user',
+      live_transcript: turn.transcript || null,
+      duration_ms: Math.max(0, this.o.timers.now() - turn.startedAtMs),
+      started_at: new Date(turn.startedAtMs),
+    });
+  }
+
   /** The end of the user turn the assistant is answering now, once (for analysis.latencies_ms). */
   takeUnanswered(): TurnEnd | null {
     const end = this.unanswered;

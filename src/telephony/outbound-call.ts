@@ -4,7 +4,7 @@
 // call_start; otherwise the reason as a 409 code (no_answer, sip_call_failed, call_ended) and nothing recorded.
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { SipError, TransactionTimeoutError, TransportError, type Dialog, type UserAgent } from '../../sip/index.js';
-import { isSipUri, parseUri, serializeUri } from '../../sip/message/index.js';
+import { isSipUri, newCallId, parseUri, serializeUri } from '../../sip/message/index.js';
 import type { Sql } from '../store/db.js';
 import type { LeasePolicy } from '../store/leases.js';
 import { newId } from '../store/ids.js';
@@ -127,6 +127,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       throw err;
     });
     call.localNumber = callerId;
+    const sipCallId = newCallId(address.includes(':') ? `[${address}]` : address);
     const audioFormat = (agent.config as unknown as AgentConfig).audio_format;
     // The config's tools replace the agent's (their definitions resolved with the call).
     const callAgent = request.sent?.tools !== undefined ? { ...agent, tools: request.call.tools } : agent;
@@ -134,7 +135,8 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       remote: null,
       media: offeredCallMedia({ audioFormat, address, port: 0 }),
       agent: callAgent,
-      callInfo: { from_phone_number: callerId ?? ANONYMOUS, to_phone_number: request.toPhoneNumber },
+      // The record names the SIP call (its Call-ID, chosen here so the worker has it before the INVITE goes out).
+      callInfo: { from_phone_number: callerId ?? ANONYMOUS, to_phone_number: request.toPhoneNumber, telephony_call_sid: sipCallId },
       configurationEndpoint: null,
       overrides: outboundOverrides(request.sent),
       listenOnly: false,
@@ -148,7 +150,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       throw failureOf(err, null, false);
     }
 
-    const dialled = await this.#dial(call, request.toPhoneNumber, outbound, { callerId, audioFormat, port }, signal);
+    const dialled = await this.#dial(call, request.toPhoneNumber, outbound, { callerId, audioFormat, port, sipCallId }, signal);
     if ('error' in dialled) {
       call.log.info({ err: dialled.error, cause: dialled.cause }, 'outbound call did not connect');
       await this.#fail(call);
@@ -186,7 +188,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     call: SipCall,
     to: string,
     outbound: NonNullable<Trunk['outbound']>,
-    media: { callerId: string | null; audioFormat: AgentConfig['audio_format']; port: number },
+    media: { callerId: string | null; audioFormat: AgentConfig['audio_format']; port: number; sipCallId: string },
     signal: AbortSignal,
   ): Promise<{ dialog: Dialog } | { error: unknown; cause: AbortCause | null; ringing: boolean }> {
     const { ua, locator, address } = this.#o;
@@ -212,6 +214,8 @@ export class TelephonyOutboundCalls implements OutboundCalls {
         media: localMedia({ audioFormat: media.audioFormat, address, port: media.port }),
         from,
         proxy: targetUri(target),
+        // One Call-ID for every server tried (RFC 3261 8.1.3.4 keeps it across a retried request).
+        callId: media.sipCallId,
         auth: outbound.auth ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm } : undefined,
         signal: dialling.signal,
         onProvisional: () => {

@@ -101,11 +101,13 @@ export class RtpEndpoint {
   /**
    * Symmetric RTP (RFC 4961): whether an RTP packet of a negotiated payload type from address:port is the peer's.
    * Before the first one, it latches the call to its source, if a peer was signalled and the source has a port
-   * (every source is IPv4, like the signalled address: the socket receives IPv4 only); after, only that source is.
+   * (every source is IPv4, like the signalled address: the socket receives IPv4 only); after, only that source is,
+   * and the latched address sending without a source port: RFC 768 makes the source port optional (zero when
+   * unused), as SIPp's replayed telephone-event captures come. Such a packet never moves the latch.
    */
   admitRtp(address: number, port: number): boolean {
     const l = this.latched;
-    if (l.port !== NO_PORT) return address === l.address && port === l.port;
+    if (l.port !== NO_PORT) return address === l.address && (port === l.port || port === NO_PORT);
     if (this.signalled.port === NO_PORT || port === NO_PORT) return false;
     l.address = address;
     l.port = port;

@@ -95,6 +95,19 @@ export class WorkerCalls implements PacedStream {
     return this.calls.get(callId);
   }
 
+  /**
+   * POST /v1/conversations/{id}/cancel of a live call's conversation (main found this worker its owner): it ends now,
+   * `user_canceled` (the cancel's ending of the record stands), and main sends the BYE. false when no live call has it.
+   */
+  cancel(conversationId: string): boolean {
+    for (const call of this.calls.values()) {
+      if (call.conversationId !== conversationId || call.state !== 'live') continue;
+      call.end('user_canceled', 'canceled through the API');
+      return true;
+    }
+    return false;
+  }
+
   /** One of main's telephony messages. */
   handle(msg: CallMessage): void {
     if (msg.type === 'call_assigned') return this.assign(msg);

@@ -188,8 +188,8 @@ port.on('message', (msg: MainMessage) => {
     case 'inspect':
       return post({ type: 'inspection', id: msg.id, workerId, sockets: server.inspect() });
     case 'conversation_cancel':
-      // An STS conversation of this worker; a phone call learns of it at its next write to the record.
-      return void host.cancel(msg.conversationId);
+      // An STS conversation of this worker, or a phone call's (ended, then hung up by main).
+      return void (host.cancel(msg.conversationId) || calls.cancel(msg.conversationId));
     case 'drain':
       draining = true;
       server.drain();

@@ -170,3 +170,14 @@ t.test('audio chunks longer than the chain takes at once (100 ms) are heard whol
   t.equal(s.client.count('user_started_speaking'), 1);
   await s.conv.end('user');
 });
+
+t.test('a turn under way when the conversation ends is recorded, unanswered', async (t) => {
+  const s = setup();
+  await s.conv.start({ kind: 'config', config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  await speak(s, speechFrames('hello-world', 100));
+  t.equal(s.client.count('user_finished_speaking'), 0, 'the VAD has not ended the turn');
+  await s.conv.end('user');
+  const items = s.store.only().items;
+  t.same(items.map((i) => i.role), ['user'], 'the turn is one user item, and nothing answers it');
+  t.ok((items[0]?.duration_ms ?? 0) >= 800, `it lasts from its start to the end (${items[0]?.duration_ms} ms)`);
+});

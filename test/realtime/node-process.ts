@@ -23,11 +23,14 @@ export interface SpawnedNode {
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Runs src/main.ts with `env` (PARLEY_LOG_LEVEL info, one worker, ports 0 unless given), without waiting. */
-export function spawnNode(env: Record<string, string>): SpawnedNode {
+/**
+ * Runs src/main.ts with `env` (PARLEY_LOG_LEVEL info, one worker, ports 0 unless given), without waiting; `preload`:
+ * modules imported before it (test hooks).
+ */
+export function spawnNode(env: Record<string, string>, preload: string[] = []): SpawnedNode {
   const childEnv = userEnv({ PARLEY_HTTP_PORT: '0', PARLEY_WS_PORT: '0', PARLEY_HOST: '127.0.0.1', PARLEY_LOG_LEVEL: 'info', PARLEY_WORKERS: '1', ...env });
   const [cmd, ...pre] = USER_NODE;
-  const child: ChildProcess = spawn(cmd, [...pre, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv });
+  const child: ChildProcess = spawn(cmd, [...pre, '--import', 'tsx', ...preload.flatMap((m) => ['--import', m]), 'src/main.ts'], { cwd: ROOT, env: childEnv });
   let out = '';
   const waiters: (() => void)[] = [];
   const onData = (d: Buffer) => {
@@ -56,8 +59,8 @@ export function spawnNode(env: Record<string, string>): SpawnedNode {
 }
 
 /** Starts a node (spawnNode) and waits for `parley ready`; its ports are the ones it reports. */
-export async function startNode(env: Record<string, string>): Promise<NodeProcess> {
-  const node = spawnNode(env);
+export async function startNode(env: Record<string, string>, preload: string[] = []): Promise<NodeProcess> {
+  const node = spawnNode(env, preload);
   const [, wsPort] = await node.waitFor(/"port":(\d+),"workers":\d+,"msg":"realtime workers listening"/);
   const [, url] = await node.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"control plane listening"/);
   await node.waitFor(/"msg":"parley ready"/);

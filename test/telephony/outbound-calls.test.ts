@@ -62,7 +62,8 @@ t.test('outbound calls through a trunk', async (t) => {
     const assigned = await node.workers.until('call_assigned', (m) => m.conversationId === r.body.conversation_id);
     t.equal(assigned.origin, 'telephony-outbound');
     t.equal(assigned.remote, null, 'assigned before the answer: no remote yet');
-    t.same(assigned.callInfo, { from_phone_number: OWN, to_phone_number: TO });
+    t.same(Object.keys(assigned.callInfo).sort(), ['from_phone_number', 'telephony_call_sid', 'to_phone_number']);
+    t.match(assigned.callInfo, { from_phone_number: OWN, to_phone_number: TO });
     t.same(assigned.overrides, { system_prompt: 'Be brief.' }, 'the request\'s config travels as overrides');
     const update = await node.workers.until('call_media_update', (m) => m.callId === assigned.callId);
     t.equal(update.remote?.address, '127.0.0.1');
@@ -74,6 +75,7 @@ t.test('outbound calls through a trunk', async (t) => {
     const invite = run.received.find((m) => m.startsWith('INVITE ')) ?? '';
     t.match(invite, new RegExp(`^INVITE sip:\\${TO}@127\\.0\\.0\\.1:${calleePort} SIP/2\\.0`), 'the Request-URI is the number at the trunk\'s host');
     t.match(headerOf(invite, 'From'), new RegExp(`<sip:\\${OWN}@127\\.0\\.0\\.1>`), 'the caller ID is the agent\'s own number');
+    t.equal(assigned.callInfo.telephony_call_sid, headerOf(invite, 'Call-ID'), 'the record will name the INVITE\'s Call-ID');
     t.equal(Number(/^m=audio (\d+) /m.exec(invite)?.[1]), assigned.rtpPort, 'the offer names the allocated RTP port');
     await until(() => node.sip.activeCalls === 0, 'the call released');
     t.equal((await counts(node)).leases, 0);

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 
@@ -19,8 +19,40 @@ export async function freeUdpPort(address = '127.0.0.1'): Promise<number> {
   return port;
 }
 
+/**
+ * The ports SIPp's media takes from -mp on: its audio socket there (rtp_stream sends from it too), its video socket
+ * at -mp + 2, and the RTCP ports beside them. One of them taken fails the run at start.
+ */
+const SIPP_MEDIA_PORTS = 4;
+
+/** The first of `count` consecutive free UDP ports on `address` (each bound, then released). */
+async function freeUdpPorts(count: number, address = '127.0.0.1'): Promise<number> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const first = await freeUdpPort(address);
+    const held: ReturnType<typeof createSocket>[] = [];
+    let ok = true;
+    for (let p = first; p < first + count && ok; p++) {
+      const s = createSocket('udp4');
+      ok = await new Promise<boolean>((resolve) => {
+        s.once('error', () => resolve(false));
+        s.bind(p, address, () => resolve(true));
+      });
+      held.push(s);
+    }
+    await Promise.all(held.map((s) => new Promise<void>((resolve) => {
+      try {
+        s.close(() => resolve());
+      } catch {
+        resolve(); // never bound
+      }
+    })));
+    if (ok) return first;
+  }
+  throw new Error(`no ${count} consecutive free UDP ports`);
+}
+
 export interface SippOptions {
-  /** A fixture file name (`uac_refused.xml`) or a built-in scenario (`-sn uac`: `{ builtin: 'uac' }`). */
+  /** A fixture file name (`uac_refused.xml`), a scenario file's absolute path, or a built-in scenario (`-sn uac`: `{ builtin: 'uac' }`). */
   scenario: string | { builtin: string };
   /** Where to send (`127.0.0.1:5060`); absent for a callee (uas). */
   target?: string;
@@ -42,6 +74,10 @@ export interface SippOptions {
   onStart?: () => void;
   /** Files written to SIPp's working folder first (an rtp_stream's audio), by name. */
   files?: Record<string, Uint8Array>;
+  /** The address SIPp sends from (127.0.0.1 by default; 127.0.0.2 etc. are loopback too). */
+  localIp?: string;
+  /** The working folder (media files a scenario streams), kept; a fresh one, removed after the run, by default. */
+  cwd?: string;
 }
 
 export interface SippRun {
@@ -56,14 +92,14 @@ export interface SippRun {
 const RECEIVED = /message received \[\d+\] bytes :\s*\n\n([\s\S]*?)(?=\n-{20,}|$)/g;
 
 export async function runSipp(opts: SippOptions): Promise<SippRun> {
-  const cwd = mkdtempSync(join(tmpdir(), 'parley-sipp-run-'));
+  const cwd = opts.cwd ?? mkdtempSync(join(tmpdir(), 'parley-sipp-run-'));
   for (const [name, bytes] of Object.entries(opts.files ?? {})) writeFileSync(join(cwd, name), bytes);
   const messages = join(cwd, 'messages.log');
-  const port = opts.port ?? (await freeUdpPort());
-  const mediaPort = await freeUdpPort();
+  const port = opts.port ?? (await freeUdpPort(opts.localIp));
+  const mediaPort = await freeUdpPorts(SIPP_MEDIA_PORTS, opts.localIp);
   const args = [
-    ...(typeof opts.scenario === 'string' ? ['-sf', join(SIPP_FIXTURES, opts.scenario)] : ['-sn', opts.scenario.builtin]),
-    '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-m', `${opts.calls ?? 1}`, '-nostdin',
+    ...(typeof opts.scenario === 'string' ? ['-sf', isAbsolute(opts.scenario) ? opts.scenario : join(SIPP_FIXTURES, opts.scenario)] : ['-sn', opts.scenario.builtin]),
+    '-i', opts.localIp ?? '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-m', `${opts.calls ?? 1}`, '-nostdin',
     '-trace_msg', '-message_file', messages, '-message_overwrite', 'false', '-trace_err', '-error_file', join(cwd, 'errors.log'),
   ];
   if (opts.service) args.push('-s', opts.service);
@@ -93,7 +129,7 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   });
   const errors = join(cwd, 'errors.log');
   if (existsSync(errors)) output += `\n${readFileSync(errors, 'utf8')}`;
-  rmSync(cwd, { recursive: true, force: true });
+  if (opts.cwd === undefined) rmSync(cwd, { recursive: true, force: true });
   return { code, received, statuses, output };
 }
 

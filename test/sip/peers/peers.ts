@@ -207,6 +207,8 @@ export interface BaresipOptions {
   rtpPorts: string;
   /** The account's user part (default "ua"). */
   user?: string;
+  /** The WAV it sends (8 kHz mono 16-bit); speechWav's by default. */
+  audioIn?: string;
 }
 
 /** baresip from test/fixtures/baresip, auto-answering, with its ctrl_tcp socket connected. */
@@ -215,7 +217,7 @@ export async function startBaresip(opts: BaresipOptions): Promise<{ peer: Peer; 
   const rec = join(dir, 'rec');
   mkdirSync(rec);
   const fields = {
-    SIP_PORT: `${opts.sipPort}`, CTRL_PORT: `${opts.ctrlPort}`, RTP_PORTS: opts.rtpPorts, AUDIO_IN: speechWav(dir), REC_DIR: rec, USER: opts.user ?? 'ua',
+    SIP_PORT: `${opts.sipPort}`, CTRL_PORT: `${opts.ctrlPort}`, RTP_PORTS: opts.rtpPorts, AUDIO_IN: opts.audioIn ?? speechWav(dir), REC_DIR: rec, USER: opts.user ?? 'ua',
     MODULE_PATH: BARESIP_MODULES_DIR,
   };
   writeFileSync(join(dir, 'config'), fillTemplate('baresip/config.template', fields));
