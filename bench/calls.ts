@@ -169,13 +169,28 @@ interface Server {
   /** tcpdump filter for the server's outbound RTP. */
   captureFilter: string;
   warnings(): Record<string, number>;
+  /** The node's database (its call records); null for the floor. */
+  sql: postgres.Sql | null;
+  /** Stops it and removes what it left (the node's database and data directory). */
+  close(): Promise<void>;
 }
 
-/** A Parley node as `npm start` runs it, pinned to core 0 (taskset execs env, env execs node: one pid). */
-async function startParley(dbUrl: string, dataDir: string): Promise<Server> {
+/**
+ * A Parley node as `npm start` runs it, pinned to core 0 (taskset execs env, env execs node: one pid), on a database
+ * and data directory of its own: no post-call jobs of an earlier run's calls to work through.
+ */
+async function startParley(): Promise<Server> {
   const sipPort = await freeUdpPort();
+  const db = await createTempDatabase('parley_calls_bench');
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-calls-bench-data-'));
+  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+  const cleanUp = async () => {
+    await sql.end();
+    await db.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
   const env = userEnv({
-    DATABASE_URL: dbUrl,
+    DATABASE_URL: db.url,
     PARLEY_HOST: HOST,
     PARLEY_HTTP_PORT: '0',
     PARLEY_WS_PORT: '0',
@@ -218,10 +233,16 @@ async function startParley(dbUrl: string, dataDir: string): Promise<Server> {
     if (r.status !== 200) throw new Error(`agent upsert: ${r.status} ${await r.text()}`);
   } catch (err) {
     await proc.stop('SIGKILL', 1000);
+    await cleanUp();
     throw err;
   }
   return {
     mode: 'parley',
+    sql,
+    close: async () => {
+      await proc.stop('SIGTERM', 30_000);
+      await cleanUp();
+    },
     proc,
     sipPort,
     isRtpPort: (p) => p >= RTP_PORT_MIN && p <= RTP_PORT_MAX && p % 2 === 0,
@@ -249,7 +270,7 @@ async function startFloor(cwd: string): Promise<Server> {
     await proc.stop('SIGKILL', 1000);
     throw err;
   }
-  return { mode: 'floor', proc, sipPort, isRtpPort: (p) => p === mediaPort, captureFilter: `src port ${mediaPort}`, warnings: () => ({}) };
+  return { mode: 'floor', proc, sipPort, isRtpPort: (p) => p === mediaPort, captureFilter: `src port ${mediaPort}`, warnings: () => ({}), sql: null, close: () => proc.stop('SIGKILL', 1000) };
 }
 
 /** Waits (bounded) until a loopback UDP socket on `port` exists (SIPp prints nothing when not on a terminal). */
@@ -464,16 +485,14 @@ interface LoadRun {
   warnings: Record<string, number>;
 }
 
-async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string; dbUrl: string; sql: postgres.Sql }): Promise<LoadRun> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-calls-bench-data-'));
-  const server = mode === 'parley' ? await startParley(ctx.dbUrl, dataDir) : await startFloor(ctx.dir);
+async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string }): Promise<LoadRun> {
+  const server = mode === 'parley' ? await startParley() : await startFloor(ctx.dir);
   try {
     const idleTicks0 = cpuTicks(server.proc.pid);
     const idleT0 = performance.now();
     await sleep(IDLE_SEC * 1000);
     const idleCpu = ((cpuTicks(server.proc.pid) - idleTicks0) / CLK_TCK / ((performance.now() - idleT0) / 1000)) * 100;
     const rssIdle = rssKb(server.proc.pid);
-    const started = new Date();
     const rampSec = n / RAMP_CPS;
     const holdMs = Math.round((rampSec + SETTLE_SEC + DURATION_SEC + CAPTURE_SEC + HOLD_MARGIN_SEC) * 1000);
     const caller = await startCaller(ctx.dir, server, { rate: RAMP_CPS, limit: n, calls: n, holdMs, tag: `${mode}-${n}-${repeat}` });
@@ -515,11 +534,12 @@ async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string
     const failed = Number(st?.['FailedCall(C)'] ?? n);
 
     let record: LoadRun['inbound_record'] = null;
-    if (mode === 'parley') {
-      // The records of this run's calls, once finished (each carries the inbound statistics of its whole call).
+    const sql = server.sql;
+    if (sql) {
+      // The calls' records, once finished (each carries the inbound statistics of its whole call).
       const rows = async () =>
-        ctx.sql<{ rtp_stats: { inbound: { packets_expected: number; packets_lost: number } } | null; ended_at: Date | null }[]>`
-          select rtp_stats, ended_at from conversations where origin = 'telephony-inbound' and created_at >= ${started}`;
+        sql<{ rtp_stats: { inbound: { packets_expected: number; packets_lost: number } } | null; ended_at: Date | null }[]>`
+          select rtp_stats, ended_at from conversations where origin = 'telephony-inbound'`;
       let rs = await rows();
       for (let i = 0; i < 60 && rs.some((r) => r.ended_at === null || r.rtp_stats === null); i++) {
         await sleep(500);
@@ -559,8 +579,7 @@ async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string
     console.log(JSON.stringify(result));
     return result;
   } finally {
-    await server.proc.stop('SIGTERM', 30_000);
-    rmSync(dataDir, { recursive: true, force: true });
+    await server.close();
   }
 }
 
@@ -576,9 +595,8 @@ interface SetupStep {
   to_200_ok_ms: { p50: number | null; p99: number | null; max: number | null };
 }
 
-async function setupRun(ctx: { dir: string; dbUrl: string }): Promise<SetupStep[]> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-calls-bench-data-'));
-  const server = await startParley(ctx.dbUrl, dataDir);
+async function setupRun(ctx: { dir: string }): Promise<SetupStep[]> {
+  const server = await startParley();
   const steps: SetupStep[] = [];
   try {
     for (const rate of SETUP_RATES) {
@@ -602,8 +620,7 @@ async function setupRun(ctx: { dir: string; dbUrl: string }): Promise<SetupStep[
       await sleep(3000); // the step's calls end and their records are written
     }
   } finally {
-    await server.proc.stop('SIGTERM', 30_000);
-    rmSync(dataDir, { recursive: true, force: true });
+    await server.close();
   }
   return steps;
 }
@@ -615,9 +632,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-calls-bench-'));
   // The caller's looped stream: a prompt, then silence (the caller's turn ends and the echo answers).
   execFileSync('sox', [soundFile(PROMPT), '-r', '8000', '-c', '1', '-t', 'ul', join(dir, 'speech.ul'), 'pad', '0', `${PROMPT_PAD_SEC}`]);
-  const db = await createTempDatabase('parley_calls_bench');
-  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
-  const ctx = { dir, dbUrl: db.url, sql };
+  const ctx = { dir };
   const runs: LoadRun[] = [];
   let setups: SetupStep[] = [];
   try {
@@ -632,14 +647,24 @@ async function main(): Promise<void> {
     }
     if (SETUPS) setups = await setupRun(ctx);
   } finally {
-    await sql.end();
-    await db.drop();
     rmSync(dir, { recursive: true, force: true });
   }
   report(runs, setups, true);
 }
 
-function report(runs: LoadRun[], setups: SetupStep[], complete: boolean): void {
+/** Packets in the capture, % of one per stream and frame. */
+function sentPct(x: LoadRun): number | null {
+  const c = x.outbound_capture;
+  return c.streams ? round((c.packets / (c.streams * c.sec * (1000 / FRAME_MS))) * 100) : null;
+}
+
+interface Header {
+  commit: string;
+  date: string;
+  setup: Record<string, unknown>;
+}
+
+function report(runs: LoadRun[], setups: SetupStep[], complete: boolean, saved?: Header): void {
   const summary = NS.map((n) => {
     const of = (mode: Mode) => runs.filter((x) => x.n === n && x.mode === mode);
     const med = (xs: LoadRun[], f: (x: LoadRun) => number | null) => {
@@ -665,6 +690,10 @@ function report(runs: LoadRun[], setups: SetupStep[], complete: boolean): void {
       parley_inbound_expected_record: med(p, (x) => x.inbound_record?.packets_expected ?? null),
       parley_inbound_kernel_drops: med(p, (x) => x.inbound_kernel_drops_in_window),
       floor_inbound_kernel_drops: med(f, (x) => x.inbound_kernel_drops_in_window),
+      // Frames the server did not send at all (its pacing clock skips what a stall left behind, and the sequence
+      // numbers stay continuous): packets in the capture against 50 per stream and second.
+      parley_outbound_sent_pct: med(p, sentPct),
+      floor_outbound_sent_pct: med(f, sentPct),
       parley_outbound_lost_capture: med(p, (x) => x.outbound_capture.lost),
       floor_outbound_lost_capture: med(f, (x) => x.outbound_capture.lost),
       parley_outbound_jitter_p50_ms: med(p, (x) => x.outbound_jitter_ms.p50),
@@ -677,12 +706,21 @@ function report(runs: LoadRun[], setups: SetupStep[], complete: boolean): void {
     };
   });
   const maxClean = setups.filter((s) => s.failed_calls === 0).at(-1);
+  const measured = {
+    cpu: 'utime+stime of all the server process threads (/proc/<pid>/stat) over the window, % of one core',
+    rss_per_call: '(VmRSS at the end of the window - VmRSS idle before the calls) / N',
+    inbound_loss: 'kernel drops on the server RTP sockets over the window (/proc/net/udp drops); Parley also: its records, analysis.rtp.inbound over whole calls',
+    outbound_loss: 'sequence gaps per stream in a loopback capture after the window (SIPp never reads its RTP socket: loss there says nothing)',
+    outbound_sent: 'packets in that capture / (streams x seconds x 50): frames the server never sent (its pacing clock skips what a stall left behind; sequence numbers stay continuous)',
+    jitter: '|inter-arrival - 20 ms| of consecutive packets per stream in that capture',
+    setups: `calls of ${SETUP_CALL_MS} ms with the same media at each rate for ${SETUP_STEP_SEC} s on a fresh node, until calls fail; time to the 200 OK from SIPp -trace_rtt`,
+  };
   const result = {
     bench: 'calls',
     complete,
-    commit: execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
-    date: new Date().toISOString(),
-    setup: {
+    commit: saved?.commit ?? execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
+    date: saved?.date ?? new Date().toISOString(),
+    setup: saved ? { ...saved.setup, measured } : {
       server: 'Parley (npm start, one media worker: PARLEY_WORKERS=1) pinned to core 0 (taskset -c 0), echo engine, agent audio_format mulaw_8000 (other agent settings default)',
       floor: 'sipp -sn uas -rtp_echo pinned to core 0',
       caller: `SIPp ${SCENARIO.split('/bench/')[1]} pinned to core 1: PCMU, rtp_stream of ${PROMPT} + ${PROMPT_PAD_SEC} s silence looped; ramp ${RAMP_CPS} calls/s`,
@@ -692,14 +730,7 @@ function report(runs: LoadRun[], setups: SetupStep[], complete: boolean): void {
       repeats: REPEATS,
       cpus: cpus().length,
       load_average_at_end: loadavg().map((x) => round(x, 2)),
-      measured: {
-        cpu: 'utime+stime of all the server process threads (/proc/<pid>/stat) over the window, % of one core',
-        rss_per_call: '(VmRSS at the end of the window - VmRSS idle before the calls) / N',
-        inbound_loss: 'kernel drops on the server RTP sockets over the window (/proc/net/udp drops); Parley also: its records, analysis.rtp.inbound over whole calls',
-        outbound_loss: 'sequence gaps per stream in a loopback capture after the window (SIPp never reads its RTP socket: loss there says nothing)',
-        jitter: '|inter-arrival - 20 ms| of consecutive packets per stream in that capture',
-        setups: `calls of ${SETUP_CALL_MS} ms with the same media at each rate for ${SETUP_STEP_SEC} s on a fresh node, until calls fail; time to the 200 OK from SIPp -trace_rtt`,
-      },
+      measured,
     },
     summary,
     setups: { steps: setups, highest_rate_without_failures: maxClean?.rate ?? null, answered_per_sec_at_it: maxClean?.answered_per_sec ?? null },
@@ -711,4 +742,11 @@ function report(runs: LoadRun[], setups: SetupStep[], complete: boolean): void {
   writeFileSync(new URL('./results/calls.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
 }
 
-await main();
+if (process.argv.includes('--from-results')) {
+  // Summarises bench/results/calls.json's runs again (its own setup, commit and date kept).
+  type Saved = Header & { runs: LoadRun[]; setups: { steps: SetupStep[] }; complete: boolean };
+  const saved = JSON.parse(readFileSync(new URL('./results/calls.json', import.meta.url), 'utf8')) as Saved;
+  report(saved.runs, saved.setups.steps, saved.complete, saved);
+} else {
+  await main();
+}
