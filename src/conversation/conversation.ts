@@ -159,6 +159,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private answeredBy: Promise<AnsweredBy> | null = null;
   /** A call's audio that arrived before the conversation was live (pushAudio, pushLost): fed in once it is. */
   private early: EarlyAudio | null = null;
+  /** An STS client sent audio before it was live, and was told. */
+  private toldAudioTooEarly = false;
 
   constructor(
     private readonly deps: ConversationDeps,
@@ -482,7 +484,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   // ---- client input ----
 
   handle(message: SessionMessage): void {
-    if (!isLive(this.state)) return;
+    if (!isLive(this.state)) {
+      if (message.type === 'audio_chunk' && this.beforeLive()) this.clientAudioTooEarly();
+      return;
+    }
     this.silence.clientActive();
     const session = this.session!;
     switch (message.type) {
@@ -613,6 +618,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // (a view is made either way), not copied into the decoder's array through a byte view. byteLength read once:
     // the getter is a builtin call in optimized code.
     const bytes = data.byteLength;
+    if (this.beforeLive()) return this.clientAudioTooEarly();
     if (!this.clientChunkFits(bytes)) return;
     if (this.samplesInPlace && bytes <= this.maxChunkBytes) {
       if (this.acceptsAudio()) this.inbound!.pushSamples(new Int16Array(data, 0, bytes >> 1));
@@ -628,6 +634,16 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
    */
   private beforeLive(): boolean {
     return this.state === 'created' || this.state === 'configuring';
+  }
+
+  /**
+   * An STS client's audio before ready_to_start_conversation: its input format and limits are not settled yet (the
+   * configuration endpoint may change them), so it is dropped, and the client told once (docs/sts-protocol.md).
+   */
+  private clientAudioTooEarly(): void {
+    if (this.toldAudioTooEarly) return;
+    this.toldAudioTooEarly = true;
+    this.emit({ type: 'warning', warning: { message: 'audio before ready_to_start_conversation is dropped: stream it from then on', code: 'audio_before_ready' } });
   }
 
   /**
