@@ -157,6 +157,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private readonly keysEnd: OwnedTimer;
   /** An outbound call's answering-machine detection (CallStart.answeredBy): awaited before the first speech. */
   private answeredBy: Promise<AnsweredBy> | null = null;
+  /** A call's audio that arrived before the conversation was live (pushAudio, pushLost): fed in once it is. */
+  private early: EarlyAudio | null = null;
+  /** An STS client sent audio before it was live, and was told. */
+  private toldAudioTooEarly = false;
 
   constructor(
     private readonly deps: ConversationDeps,
@@ -407,6 +411,9 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.emit({ type: 'ready_to_start_conversation' });
     this.silence.clientActive();
     this.welcome();
+    // After the welcome is queued: a caller who spoke from the answer on barges into it like any other.
+    if (this.answeredBy === null) this.feedEarly();
+    else this.early = null;
   }
 
   /** The engine is told who answered (a system message), and the record keeps it (metadata.answering_machine). */
@@ -465,6 +472,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const endedAtMs = endedBy === 'user' && this.clientLeftAtMs !== null ? this.clientLeftAtMs : this.deps.timers.now();
     await this.record.finish(endedBy, this.startedAtMs, endedAtMs, this.client.mediaStats?.() ?? null);
     this.inbound?.destroy();
+    this.early = null;
     this.speech.destroy();
     this.step('saved');
     if (closeWith) this.client.close(closeWith.code, closeWith.reason);
@@ -476,7 +484,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   // ---- client input ----
 
   handle(message: SessionMessage): void {
-    if (!isLive(this.state)) return;
+    if (!isLive(this.state)) {
+      if (message.type === 'audio_chunk' && this.beforeLive()) this.clientAudioTooEarly();
+      return;
+    }
     this.silence.clientActive();
     const session = this.session!;
     switch (message.type) {
@@ -588,6 +599,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   }
 
   pushAudio(bytes: Uint8Array, offset = 0, length = bytes.length): void {
+    if (this.beforeLive()) return void (this.early ??= new EarlyAudio()).push(bytes, offset, length);
     if (!this.acceptsAudio()) return;
     const max = this.maxChunkBytes;
     if (length <= max) return this.inbound!.pushPayload(bytes, length, offset);
@@ -596,6 +608,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   }
 
   pushLost(): void {
+    if (this.beforeLive()) return void (this.early ??= new EarlyAudio()).push(null, 0, 0);
     if (!this.concealsLoss || !this.acceptsAudio()) return;
     this.inbound!.pushLost();
   }
@@ -605,12 +618,48 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // (a view is made either way), not copied into the decoder's array through a byte view. byteLength read once:
     // the getter is a builtin call in optimized code.
     const bytes = data.byteLength;
+    if (this.beforeLive()) return this.clientAudioTooEarly();
     if (!this.clientChunkFits(bytes)) return;
     if (this.samplesInPlace && bytes <= this.maxChunkBytes) {
       if (this.acceptsAudio()) this.inbound!.pushSamples(new Int16Array(data, 0, bytes >> 1));
       return;
     }
     this.pushAudio(new Uint8Array(data));
+  }
+
+  /**
+   * Still starting: a call's media flows from the answer on, while the conversation configures and opens its engine;
+   * what the caller says meanwhile is kept (EarlyAudio), not dropped. (An STS client's audio before
+   * ready_to_start_conversation never gets here: handle() and clientChunkFits() take it only once live.)
+   */
+  private beforeLive(): boolean {
+    return this.state === 'created' || this.state === 'configuring';
+  }
+
+  /**
+   * An STS client's audio before ready_to_start_conversation: its input format and limits are not settled yet (the
+   * configuration endpoint may change them), so it is dropped, and the client told once (docs/sts-protocol.md).
+   */
+  private clientAudioTooEarly(): void {
+    if (this.toldAudioTooEarly) return;
+    this.toldAudioTooEarly = true;
+    this.emit({ type: 'warning', warning: { message: 'audio before ready_to_start_conversation is dropped: stream it from then on', code: 'audio_before_ready' } });
+  }
+
+  /**
+   * The call's audio kept while starting, fed through the inbound chain once live (recorded, and to the VAD): a
+   * caller speaking from the first packet loses nothing. Dropped when no turn may come of it (an outbound call's
+   * audio during answering-machine detection is the callee's greeting, not a turn to answer).
+   */
+  private feedEarly(): void {
+    const early = this.early;
+    this.early = null;
+    if (early === null) return;
+    if (early.dropped > 0) this.deps.log.warn({ conversationId: this.id, dropped: early.dropped }, 'call audio before the conversation was live beyond what is kept: dropped');
+    early.replay(
+      (bytes, offset, length) => this.pushAudio(bytes, offset, length),
+      () => this.pushLost(),
+    );
   }
 
   /** Whether input audio is taken now; the idle timeout starts over, and the first audio makes the conversation active. */
@@ -871,5 +920,51 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       call_info: this.who.callInfo ?? null,
       template_variables: this.settings!.templateValues,
     };
+  }
+}
+
+/** Input kept at most while a conversation starts: 10 s of 20 ms frames. */
+const EARLY_MAX_FRAMES = 500;
+/** Bytes kept at most: 10 s of G.711 (a call's opus packets are smaller at telephone bitrates). */
+const EARLY_MAX_BYTES = 80_000;
+
+/**
+ * A call's input payloads (and lost frames) in arrival order while its conversation starts. One byte buffer and one
+ * length table, allocated once when the first payload comes; beyond them, the newest are dropped and counted.
+ */
+class EarlyAudio {
+  private readonly bytes = new Uint8Array(EARLY_MAX_BYTES);
+  /** Per entry: its payload length, or -1 for a lost frame. */
+  private readonly lengths = new Int32Array(EARLY_MAX_FRAMES);
+  private count = 0;
+  private used = 0;
+  dropped = 0;
+
+  /** A payload, or a lost frame (bytes null). */
+  push(bytes: Uint8Array | null, offset: number, length: number): void {
+    if (this.count === EARLY_MAX_FRAMES || this.used + length > EARLY_MAX_BYTES) {
+      this.dropped++;
+      return;
+    }
+    if (bytes === null) {
+      this.lengths[this.count++] = -1;
+      return;
+    }
+    this.bytes.set(bytes.subarray(offset, offset + length), this.used);
+    this.used += length;
+    this.lengths[this.count++] = length;
+  }
+
+  replay(audio: (bytes: Uint8Array, offset: number, length: number) => void, lost: () => void): void {
+    let at = 0;
+    for (let i = 0; i < this.count; i++) {
+      const n = this.lengths[i];
+      if (n < 0) {
+        lost();
+        continue;
+      }
+      audio(this.bytes, at, n);
+      at += n;
+    }
   }
 }

@@ -176,3 +176,16 @@ t.test('a reconnecting client takes over: later events go to the new client', as
   t.equal(next.closed?.code, 1000);
   t.equal(s.client.closed, null);
 });
+
+t.test('STS audio before ready_to_start_conversation: dropped, and the client told once', async (t) => {
+  const s = setup();
+  const started = s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
+  // While the conversation starts (its settings not resolved yet): a base64 chunk and a binary frame.
+  s.conv.handle({ type: 'audio_chunk', audio: Buffer.alloc(640).toString('base64') });
+  s.conv.pushAudioFrame(new ArrayBuffer(640));
+  await started;
+  t.equal(s.conv.state, 'ready');
+  t.same(s.client.events('warning').map((w) => w.warning.code), ['audio_before_ready'], 'one warning for both');
+  await s.conv.end('user');
+  t.equal(s.store.only().items.filter((i) => i.role === 'user').length, 0, 'no user turn from it');
+});

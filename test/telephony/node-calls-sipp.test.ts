@@ -1,7 +1,8 @@
 // Phone calls end to end with SIPp against a node as a user runs it (`npm start`: real media workers, the echo
 // engine, PostgreSQL): inbound calls streaming a recorded prompt as PCMU and as PCMA, then RFC 4733 digits from
 // SIPp's captures, come back as the echo of the caller's turn on RTP, and the turn and the keys (the last entry
-// still open at the hang-up) are on the saved record; a caller hanging up mid-sentence leaves that turn on the
+// still open at the hang-up) are on the saved record; speech from the first packet (while the conversation starts)
+// comes back whole; a caller hanging up mid-sentence leaves that turn on the
 // record; refusals (unknown number 404, untrusted source 403, no common codec 488, a flood rate-limited 503);
 // outbound calls to SIPp callees: answered (201, then BYE from either side), never answered (409 no_answer),
 // busy (409 sip_call_failed), answered and hung up at once (409 call_ended), a digest challenge answered; an
@@ -30,12 +31,17 @@ const LOUD_RMS = 500;
 const LEAD_SILENCE_SAMPLES = 8000;
 
 /** A working folder for SIPp's media scenario: the prompt as raw G.711, a link to SIPp's captures, the scenario. */
-function speechScenario(codec: 'PCMU' | 'PCMA', prompt: string, fields: Record<string, string>, keys = true): { cwd: string; scenario: string; pcm: Int16Array } {
+function speechScenario(
+  codec: 'PCMU' | 'PCMA', prompt: string, fields: Record<string, string>, keys = true, speechFirst = false,
+): { cwd: string; scenario: string; pcm: Int16Array } {
   const cwd = tempDir('sipp-speech');
-  const pcm = loadPrompt(prompt);
-  // A phone sends RTP from the answer on, silence included: a second of it before the prompt, and after it.
-  const silence = new Int16Array(LEAD_SILENCE_SAMPLES);
-  writeFileSync(join(cwd, 'speech.g711'), Buffer.concat([...g711Frames(silence, codec), ...g711Frames(pcm, codec), ...g711Frames(silence, codec)]));
+  const full = loadPrompt(prompt);
+  // speechFirst: the prompt from its first loud frame, in the very first packet, while the conversation starts.
+  const pcm = speechFirst ? full.subarray(envelope(full).findIndex((e) => e > LOUD_RMS) * 160) : full;
+  // A phone sends RTP from the answer on, silence included: a second of it before the prompt (unless speechFirst),
+  // and after it (the VAD ends the turn on it).
+  const silence = g711Frames(new Int16Array(LEAD_SILENCE_SAMPLES), codec);
+  writeFileSync(join(cwd, 'speech.g711'), Buffer.concat([...(speechFirst ? [] : silence), ...g711Frames(pcm, codec), ...silence]));
   symlinkSync(SIPP_CAPTURES_DIR, join(cwd, 'pcap'));
   const scenario = join(cwd, 'scenario.xml');
   const noKeys = { FIRST_KEY: '', SECOND_KEY: '', LAST_KEY: '' };
@@ -113,6 +119,28 @@ t.test('a node with real media workers, SIPp on both sides', async (t) => {
       t.ok((record.items as { role: string }[]).some((i) => i.role === 'assistant'), 'the assistant\'s replies are on the record');
     });
   }
+
+  t.test('inbound PCMU, speech from the first packet: it comes back, one turn on the record', async (t) => {
+    const before = await node.conversationIds();
+    const { cwd, scenario, pcm } = speechScenario('PCMU', 'call-forwarding', { AFTER_SPEECH_MS: '5000', BYE_AFTER_MS: '0' }, false, true);
+    const capture = await captureUdpFrom(node.rtpPorts.min, node.rtpPorts.max);
+    let sent: CapturedDatagram[] = [];
+    const run = await runSipp({ scenario, cwd, target: `127.0.0.1:${node.sipPort}`, service: OWN, timeoutMs: 60_000 }).finally(async () => {
+      sent = await capture.stop();
+    });
+    sippCompleted(t, run);
+    const answer = run.received.find((m) => m.startsWith('SIP/2.0 200 ') && /^m=audio/m.test(m)) ?? '';
+    const rtpPort = Number(/^m=audio (\d+) /m.exec(answer)?.[1]);
+    const loudSent = envelope(pcm).filter((e) => e > LOUD_RMS).length;
+    const loudHeard = envelope(heardAudio(sent.filter((d) => d.srcPort === rtpPort), 'PCMU')).filter((e) => e > LOUD_RMS).length;
+    // The audio before the conversation was live is kept: the echo holds the speech's first frames too (the VAD's
+    // start-up may leave out its first 40 ms: the prebuffer reaches back 500 ms from the start decision).
+    t.ok(loudHeard >= loudSent * 0.9, `the speech echoed (${loudHeard} loud frames for ${loudSent} sent)`);
+    const record = await node.endedConversation(await onlyNewConversation(node, before));
+    const users = (record.items as { role: string; duration_ms: number }[]).filter((i) => i.role === 'user');
+    t.equal(users.length, 1, 'one user turn');
+    t.ok((record.items as { role: string }[]).some((i) => i.role === 'assistant'), 'answered');
+  });
 
   t.test('a caller hanging up mid-sentence: that turn is on the record', async (t) => {
     const before = await node.conversationIds();
