@@ -14,6 +14,7 @@ import type { PacedStream } from '../media/pacing-clock.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { PlanarBlockSink } from '../media/recording.js';
 import type { Logger } from '../log.js';
+import type { PhoneTransferHooks, PhoneTransferRequest, PhoneTransferResult } from './tools/phone-transfer.js';
 
 /** The far end of one conversation: the STS socket (or a phone call). */
 export interface ConversationClient {
@@ -33,6 +34,11 @@ export interface ConversationClient {
    * is saved): a phone call's RTP statistics. Absent, or null, where there is none (the STS socket).
    */
   mediaStats?(): RtpAnalysis | null;
+  /**
+   * A phone call's transfer (built_in_transfer_to_phone_number, docs/telephony.md "Transfers"): resolves once the
+   * agent's part in it has settled. Absent where there is no call to transfer (the STS socket).
+   */
+  transferCall?(request: PhoneTransferRequest, hooks: PhoneTransferHooks): Promise<PhoneTransferResult>;
 }
 
 /** A change of a live conversation's record (its state as it starts, what its configuration resolved to). */

@@ -7,7 +7,7 @@ import type { Dialog, InfoEvent } from '../../sip/index.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { finishLostCall, releaseCall } from '../domain/calls.js';
-import type { CallHangupReason, CallMedia, CallMessage, CallNotice, MediaAddress } from '../workers/worker-protocol.js';
+import type { CallHangupReason, CallMedia, CallMessage, CallNotice, MediaAddress, TransferEvent } from '../workers/worker-protocol.js';
 import { callMediaOf, remoteMediaOf } from './media-policy.js';
 import type { MediaWorkers } from './media-workers.js';
 import type { RtpPorts } from './rtp-ports.js';
@@ -60,6 +60,8 @@ export class CallControl {
   readonly #mediaReadyTimeoutMs: number;
   /** BYEs under way (shutdown waits for them before SIP closes). */
   readonly #byes = new Set<Promise<void>>();
+  /** Where a call's call_transfer notices go (transfer.ts); none: they are logged and dropped. */
+  transferListener: ((call: SipCall, event: TransferEvent) => void) | null = null;
 
   constructor(opts: CallControlOptions) {
     this.#workers = opts.workers;
@@ -202,6 +204,11 @@ export class CallControl {
       call.mediaReady(notice.ok ? { ok: true } : { ok: false, error: notice.error, refused: true });
       return;
     }
+    if (notice.type === 'call_transfer') {
+      if (this.transferListener) this.transferListener(call, notice.event);
+      else call.log.warn({ event: notice.event.kind }, 'call_transfer with no transfers running');
+      return;
+    }
     if (call.state === 'reassigning') {
       call.step('worker_ended');
       call.workerReleased();
@@ -256,6 +263,11 @@ export class CallControl {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.#byes]), new Promise((r) => (timer = setTimeout(r, ms)))]);
     clearTimeout(timer);
+  }
+
+  /** A message to the worker holding the call (a transfer's commands). */
+  sendToWorker(call: SipCall, msg: CallMessage): void {
+    this.#send(call, msg);
   }
 
   #send(call: SipCall, msg: CallMessage): void {

@@ -26,7 +26,7 @@ import type { Trunk } from './trunks.js';
 /** RFC 3261 21.4.9 / 21.4.18: the callee did not answer (408 Request Timeout, 480 Temporarily Unavailable). */
 const NO_ANSWER_STATUSES = new Set([408, 480]);
 /** RFC 3323 4.1.1.3: the From of a call that presents no number. */
-const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
+export const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
 
 export interface OutboundCallsOptions {
   ua: UserAgent;
@@ -51,7 +51,7 @@ export interface OutboundCallsOptions {
 type AbortCause = 'ring_timeout' | 'client_gone' | 'stopping';
 
 /** The outbound trunk's URI with the transport its `transport` field forces. */
-function trunkUri(trunk: NonNullable<Trunk['outbound']>): string {
+export function trunkUri(trunk: NonNullable<Trunk['outbound']>): string {
   const uri = parseUri(trunk.uri);
   if (!isSipUri(uri) || trunk.transport === null || uri.params.has('transport')) return trunk.uri;
   uri.params.set('transport', trunk.transport);
@@ -59,7 +59,7 @@ function trunkUri(trunk: NonNullable<Trunk['outbound']>): string {
 }
 
 /** `sip:<number>@<the trunk's host[:port]>` (RFC 3261 19.1.1; a telephone number as the user part). */
-function requestUriFor(number: string, trunk: NonNullable<Trunk['outbound']>): string {
+export function requestUriFor(number: string, trunk: NonNullable<Trunk['outbound']>): string {
   const uri = parseUri(trunk.uri);
   if (!isSipUri(uri)) throw new Error(`outbound trunk URI ${trunk.uri} is not a sip: URI`);
   return `sip:${number}@${uri.host}${uri.port === undefined ? '' : `:${uri.port}`}`;
@@ -118,6 +118,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     await admitCall(sql, policy, request.orgId, request.call.project.id, conversationId);
     const call = control.open({
       callId: newId('call'), conversationId, orgId: request.orgId, projectId: request.call.project.id, origin: 'telephony-outbound',
+      trunk: this.#o.trunk,
     });
     const callerId = await outboundCallerId(sql, request.call, outbound.caller_id, this.#random).catch(async (err: unknown) => {
       await control.abandon(call);

@@ -3,6 +3,7 @@
 import type { Dialog } from '../../sip/index.js';
 import type { Logger } from '../log.js';
 import type { CallMedia, CallOrigin } from '../workers/worker-protocol.js';
+import type { Trunk } from './trunks.js';
 import { sipCallTransition, type SipCallInput, type SipCallState } from './sip-call.fsm.js';
 
 /** The worker's answer to call_assigned; `refused`: it answered no (a bind failure), else none came in time. */
@@ -15,6 +16,8 @@ export interface SipCallInit {
   projectId: string;
   origin: CallOrigin;
   log: Logger;
+  /** The trunk the call came in on (inbound) or went out through (outbound): its REFER policy applies. */
+  trunk?: Trunk | null;
 }
 
 export class SipCall {
@@ -24,6 +27,7 @@ export class SipCall {
   readonly projectId: string;
   readonly origin: CallOrigin;
   readonly log: Logger;
+  readonly trunk: Trunk | null;
   state: SipCallState = 'setting_up';
   workerId: number | null = null;
   rtpPort: number | null = null;
@@ -45,6 +49,7 @@ export class SipCall {
     this.projectId = init.projectId;
     this.origin = init.origin;
     this.log = init.log;
+    this.trunk = init.trunk ?? null;
     this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
   }
 
