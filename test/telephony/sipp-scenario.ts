@@ -33,6 +33,8 @@ export interface SippOptions {
   tcp?: boolean;
   /** Calls per second (-r). */
   rate?: number;
+  /** The length of a scenario's <pause/> (-d), in ms. */
+  pauseMs?: number;
   /** A port to listen on (a callee); a free one by default. */
   port?: number;
   timeoutMs?: number;
@@ -64,6 +66,7 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   if (opts.service) args.push('-s', opts.service);
   if (opts.tcp) args.push('-t', 't1');
   if (opts.rate) args.push('-r', `${opts.rate}`, '-rp', '1000');
+  if (opts.pauseMs !== undefined) args.push('-d', `${opts.pauseMs}`);
   for (const [k, v] of Object.entries(opts.keys ?? {})) args.push('-key', k, v);
   if (opts.target) args.push(opts.target);
   const child = spawn('sipp', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
