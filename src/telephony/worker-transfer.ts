@@ -20,6 +20,8 @@ export interface CallTransfer {
   settle(result: PhoneTransferResult): void;
   leg: TransferLeg | null;
   attempts: number;
+  /** Why a cold transfer was bridged rather than REFERred. */
+  referRefused: string | null;
 }
 
 /** What a transfer needs of its call (call-session.ts CallSession). */
@@ -53,6 +55,8 @@ export function transferCallerId(session: Pick<TransferableCall, 'origin' | 'cal
   return number && number !== ANONYMOUS ? number : null;
 }
 
+const referRefusedOf = (t: CallTransfer): { refer_refused?: string } => (t.referRefused === null ? {} : { refer_refused: t.referRefused });
+
 export class WorkerTransfers {
   private nextId = 1;
 
@@ -69,7 +73,7 @@ export class WorkerTransfers {
     const id = this.nextId++;
     return new Promise((resolve) => {
       const t: CallTransfer = {
-        id, request, hooks, leg: null, attempts: 0,
+        id, request, hooks, leg: null, attempts: 0, referRefused: null,
         settle: (result) => {
           if (session.transfer !== t) return;
           session.transfer = null;
@@ -108,6 +112,7 @@ export class WorkerTransfers {
       case 'bridge': {
         const leg = t.leg;
         t.attempts = cmd.attempts;
+        t.referRefused = cmd.referRefused;
         if (leg === null) return t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: 'no leg was opened', attempts: cmd.attempts });
         try {
           leg.bridge(cmd.remote, cmd.media, t.request.dtmf, t.request.keepListening);
@@ -130,6 +135,7 @@ export class WorkerTransfers {
         return t.settle({
           outcome: t.request.keepListening ? 'bridge_ended' : 'transferred',
           method: 'bridge', phone_number: t.request.phoneNumber, bridge_duration_sec: duration, ended_by_party: 'target', attempts: t.attempts,
+          ...referRefusedOf(t),
         });
       }
       case 'result':
@@ -145,7 +151,7 @@ export class WorkerTransfers {
     if (leg?.bridged) {
       t.settle({
         outcome: 'transferred', method: 'bridge', phone_number: t.request.phoneNumber,
-        bridge_duration_sec: leg.durationSec(), ended_by_party: 'caller', attempts: t.attempts,
+        bridge_duration_sec: leg.durationSec(), ended_by_party: 'caller', attempts: t.attempts, ...referRefusedOf(t),
       });
     } else {
       t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: 'the call ended before the transfer completed', attempts: t.attempts });

@@ -213,7 +213,7 @@ export type CallMessage =
  */
 export type TransferCommand =
   | { kind: 'open_leg'; transferId: number; rtpPort: number }
-  | { kind: 'bridge'; transferId: number; remote: MediaAddress | null; media: CallMedia; attempts: number }
+  | { kind: 'bridge'; transferId: number; remote: MediaAddress | null; media: CallMedia; attempts: number; referRefused: string | null }
   | { kind: 'leg_hangup'; transferId: number }
   | { kind: 'result'; transferId: number; result: PhoneTransferResult };
 

@@ -161,8 +161,11 @@ export interface Baresip {
   stop(): Promise<void>;
 }
 
-/** baresip from test/fixtures/baresip as `user`, its microphone `audioIn`, recording what it hears. */
-export async function startBaresipPeer(user: string, audioIn: string): Promise<Baresip> {
+/**
+ * baresip from test/fixtures/baresip as `user`, its microphone `audioIn`, recording what it hears; `codecs` its
+ * account's audio_codecs (PCMU,PCMA by default).
+ */
+export async function startBaresipPeer(user: string, audioIn: string, codecs = 'PCMU,PCMA'): Promise<Baresip> {
   const dir = tempDir('baresip-transfer');
   const rec = join(dir, 'rec');
   mkdirSync(rec);
@@ -174,7 +177,7 @@ export async function startBaresipPeer(user: string, audioIn: string): Promise<B
     MODULE_PATH: BARESIP_MODULES_DIR,
   };
   writeFileSync(join(dir, 'config'), fillTemplate('baresip/config.template', fields));
-  writeFileSync(join(dir, 'accounts'), fillTemplate('baresip/accounts.template', fields));
+  writeFileSync(join(dir, 'accounts'), fillTemplate('baresip/accounts.template', fields).replace('audio_codecs=PCMU,PCMA', `audio_codecs=${codecs}`));
   const peer = new Peer('baresip', spawn('baresip', ['-f', dir], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
   let ctl: BaresipCtl;
   try {
@@ -198,7 +201,7 @@ export async function startBaresipPeer(user: string, audioIn: string): Promise<B
 }
 
 /** Goertzel power of `hz` relative to the signal's power over `pcm` (8 kHz): near 1 for a pure tone of hz. */
-export function toneShare(pcm: Int16Array, hz: number): number {
+function blockShare(pcm: Int16Array, hz: number): number {
   const n = pcm.length;
   if (n === 0) return 0;
   const w = (2 * Math.PI * hz) / 8000;
@@ -214,6 +217,24 @@ export function toneShare(pcm: Int16Array, hz: number): number {
   }
   const power = s1 * s1 + s2 * s2 - coeff * s1 * s2;
   return energy === 0 ? 0 : (2 * power) / (n * energy);
+}
+
+/** Samples per block of toneShare: 50 ms, whose Goertzel bins fall on 440 and 1000 Hz exactly. */
+const SHARE_BLOCK = 400;
+
+/**
+ * The median, over 50 ms blocks with signal, of the share of their power at `hz` (8 kHz): near 1 where a tone of hz
+ * is heard. Per block, so that a relay's occasional gap (a lost or late frame) does not break a whole-file measure.
+ */
+export function toneShare(pcm: Int16Array, hz: number): number {
+  const shares: number[] = [];
+  for (let at = 0; at + SHARE_BLOCK <= pcm.length; at += SHARE_BLOCK) {
+    const block = pcm.subarray(at, at + SHARE_BLOCK);
+    if (rms(block) > 100) shares.push(blockShare(block, hz));
+  }
+  if (shares.length === 0) return 0;
+  shares.sort((x, y) => x - y);
+  return shares[Math.floor(shares.length / 2)]!;
 }
 
 /** Root mean square of `pcm`. */

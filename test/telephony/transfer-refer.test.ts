@@ -40,10 +40,11 @@ t.test('REFER: the caller is handed to the target, the record ends with the tran
   t.equal(b.ctl.events.filter((e) => e.type === 'CALL_CLOSED').length, 0, 'A and B stay connected');
 });
 
-t.test('a trunk refusing REFER: bridged, both parties hear each other', async (t) => {
+t.test('a trunk refusing REFER: bridged, both parties hear each other across µ-law and A-law', async (t) => {
   const dir = tempDir('transfer-bridge');
   // Tones from the start: the agent's welcome (not interruptible) and its transfer (uninterruptible) run through them.
-  const b = await startBaresipPeer(TARGET_NUMBER, toneWav(dir, 'b.wav', TARGET_HZ, 60));
+  // The caller talks PCMU, the target only PCMA: the relay converts.
+  const b = await startBaresipPeer(TARGET_NUMBER, toneWav(dir, 'b.wav', TARGET_HZ, 60), 'PCMA');
   t.teardown(() => b.stop());
   const a = await startBaresipPeer(CALLER_NUMBER, toneWav(dir, 'a.wav', CALLER_HZ, 60));
   t.teardown(() => a.stop());
@@ -54,6 +55,7 @@ t.test('a trunk refusing REFER: bridged, both parties hear each other', async (t
   await b.ctl.waitEvent('CALL_ESTABLISHED', 30_000);
   t.match(n.node.output(), /does not allow REFER/, 'REFER ruled out by the trunk');
   await n.node.waitFor(/"msg":"transfer bridged"/);
+  t.match(n.node.output(), /"codec":"PCMA"[^\n]*"msg":"transfer bridged"/, 'the target answered PCMA');
   // Let both directions run a few seconds, then the target hangs up.
   await new Promise((r) => setTimeout(r, 4000));
   await b.ctl.command('hangup');
@@ -63,6 +65,7 @@ t.test('a trunk refusing REFER: bridged, both parties hear each other', async (t
   t.equal(call?.response_body?.outcome, 'transferred');
   t.equal(call?.response_body?.method, 'bridge');
   t.equal(call?.response_body?.ended_by_party, 'target');
+  t.match(call?.response_body?.refer_refused, /allow_refer/, 'the record says why REFER was not used');
   t.ok(call?.response_body?.bridge_duration_sec >= 3, `bridge duration recorded (${call?.response_body?.bridge_duration_sec} s)`);
   const [, counters] = /"leg":(\{[^}]*\})/.exec(n.node.output()) ?? [];
   const leg = JSON.parse(counters ?? '{}');
