@@ -64,6 +64,7 @@ interface Transfer {
   call: SipCall;
   request: PhoneTransferRequest;
   callerId: string | null;
+  agentNumber: string | null;
   /** Aborted when the call ends: dials and waits stop. */
   abort: AbortController;
   legPort: number | null;
@@ -93,7 +94,7 @@ export class CallTransfers {
         return;
       }
       const t: Transfer = {
-        id: event.transferId, call, request: event.request, callerId: event.callerId, abort: new AbortController(),
+        id: event.transferId, call, request: event.request, callerId: event.callerId, agentNumber: event.agentNumber, abort: new AbortController(),
         legPort: null, legDialog: null, legReady: null,
       };
       this.#byCall.set(call.callId, t);
@@ -160,7 +161,8 @@ export class CallTransfers {
     const { call, request } = t;
     const dialog = call.dialog!;
     const referTo = this.#referTo(call, request.phoneNumber);
-    const referredBy = `<sip:${t.callerId ?? 'parley'}@${hostPart(this.#o.address)}>`;
+    // RFC 3892: the referrer is the agent, by its number on this call.
+    const referredBy = `<sip:${t.agentNumber ?? 'parley'}@${hostPart(this.#o.address)}>`;
     let onNotify: ((e: NotifyEvent) => void) | undefined;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;

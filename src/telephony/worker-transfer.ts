@@ -84,7 +84,8 @@ export class WorkerTransfers {
       };
       session.transfer = t;
       const callerId = transferCallerId(session, request.useAgentPhoneNumber);
-      this.opts.post({ type: 'call_transfer', callId: session.callId, event: { kind: 'request', transferId: id, request, callerId } });
+      const agentNumber = transferCallerId(session, true);
+      this.opts.post({ type: 'call_transfer', callId: session.callId, event: { kind: 'request', transferId: id, request, callerId, agentNumber } });
     });
   }
 

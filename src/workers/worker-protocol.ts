@@ -219,11 +219,11 @@ export type TransferCommand =
 
 /**
  * The worker's side: `request` starts a transfer (callerId: the number the new leg presents, per
- * use_agent_phone_number; null when there is none); `leg_ready` answers open_leg; `leg_closed`: the worker closed
+ * use_agent_phone_number; agentNumber: the agent's number on this call, REFER's Referred-By; null when none); `leg_ready` answers open_leg; `leg_closed`: the worker closed
  * the leg's ports (the bridge ended or the transfer settled), main may reuse them and hangs the leg up.
  */
 export type TransferEvent =
-  | { kind: 'request'; transferId: number; request: PhoneTransferRequest; callerId: string | null }
+  | { kind: 'request'; transferId: number; request: PhoneTransferRequest; callerId: string | null; agentNumber: string | null }
   | { kind: 'leg_ready'; transferId: number; ok: true }
   | { kind: 'leg_ready'; transferId: number; ok: false; error: string }
   | { kind: 'leg_closed'; transferId: number };

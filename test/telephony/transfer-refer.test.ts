@@ -2,12 +2,14 @@
 // digits) hands A to baresip B by SIP REFER; A calls B, Parley reads the NOTIFY sipfrag 200 and hangs up its leg; the
 // record ends `assistant` with the transfer (method refer) on the tool call. Then the same with a trunk refusing
 // REFER: the transfer is bridged through Parley, and each party hears the other (a tone each way).
+import dgram from 'node:dgram';
 import t from 'tap';
 import { until } from '../helpers/wait.js';
 import {
   AGENT_NUMBER, CALLER_NUMBER, startBaresipPeer, startTransferNode, TARGET_NUMBER, toneShare, toneWav, transferCall,
 } from './transfer-node.js';
 import { tempDir } from '../sip/peers/peers.js';
+import { headerOf, runSipp, sippCompleted, startSippCallee } from './sipp-scenario.js';
 
 t.setTimeout(180_000);
 
@@ -79,4 +81,29 @@ t.test('a trunk refusing REFER: bridged, both parties hear each other across µ-
   t.ok(toneShare(heardByTarget.subarray(8000), CALLER_HZ) > 0.3, `the target heard the caller's tone (${toneShare(heardByTarget.subarray(8000), CALLER_HZ).toFixed(2)})`);
   const lastSecs = heardByCaller.subarray(Math.max(0, heardByCaller.length - 8000 * 4));
   t.ok(toneShare(lastSecs, TARGET_HZ) > 0.3, `the caller heard the target's tone (${toneShare(lastSecs, TARGET_HZ).toFixed(2)})`);
+});
+
+t.test('a caller declining the REFER: the transfer is bridged instead', async (t) => {
+  const media = dgram.createSocket('udp4');
+  await new Promise<void>((r) => media.bind(0, '127.0.0.1', r));
+  t.teardown(() => media.close());
+  let toTarget = 0;
+  media.on('message', () => toTarget++);
+  const target = await startSippCallee({ scenario: 'uas_transfer_target.xml', keys: { rtp_port: `${media.address().port}` }, pauseMs: 3000, timeoutMs: 60_000 });
+  const n = await startTransferNode({ allowRefer: true, targetPort: target.port, tool: COLD });
+  t.teardown(() => n.close());
+
+  const caller = await runSipp({ scenario: 'uac_refuses_refer.xml', target: `127.0.0.1:${n.sipPort}`, service: AGENT_NUMBER, timeoutMs: 60_000 });
+  sippCompleted(t, caller, 'the caller declined the REFER, then got Parley\'s BYE when the target hung up');
+  const refer = caller.received.find((m) => m.startsWith('REFER '));
+  t.match(headerOf(refer ?? '', 'Refer-To'), new RegExp(`<sip:\\${TARGET_NUMBER}@127\\.0\\.0\\.1:${target.port}>`), 'Refer-To: the number at the trunk host');
+  t.match(headerOf(refer ?? '', 'Referred-By'), /<sip:\+14155550100@/, 'Referred-By: the agent\'s number');
+  const answered = await target.done;
+  sippCompleted(t, answered, 'the target answered the bridge and hung up');
+  const conv = await n.endedConversation();
+  t.equal(conv.ended_by, 'assistant');
+  const call = transferCall(conv);
+  t.equal(call?.response_body?.method, 'bridge', 'bridged after the REFER was declined');
+  t.match(call?.response_body?.refer_refused, /603/, 'the record says the REFER was declined');
+  t.ok(toTarget > 50, `the target got the relayed stream (${toTarget} packets)`);
 });
