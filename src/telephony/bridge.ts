@@ -30,6 +30,8 @@ const PREBUFFER_FRAMES = 2;
 /** A `w` or `,` in the digits: half a second (25 frames) before the next digit. */
 const PAUSE_FRAMES = 25;
 const PAUSE_CHARS = 'wW,';
+/** Target frames targetFrames() holds for a slow reader; older ones are dropped. */
+const TARGET_FRAMES_QUEUED = 16;
 const INT16_MAX = 32767;
 const INT16_MIN = -32768;
 
@@ -144,6 +146,8 @@ export class TransferLeg {
   private digits = '';
   private pauseFrames = 0;
   private closed = false;
+  /** targetFrames()'s reader waiting for a frame (or the end). */
+  private wakeReader: (() => void) | null = null;
 
   private constructor(
     group: NativeUdpGroup,
@@ -339,6 +343,49 @@ export class TransferLeg {
     }
   }
 
+  /**
+   * The target's audio from the answer on, as 20 ms frames of 8 kHz PCM (what an answering-machine detector reads:
+   * detect_voicemail); ends when the leg closes. A frame is lent until the next is read; a reader more than
+   * TARGET_FRAMES_QUEUED frames behind loses the oldest. Sets onTargetAudio (one reader at a time).
+   */
+  targetFrames(): AsyncIterable<Int16Array> {
+    // The queue, and the frame lent to the reader just before it: never written while lent.
+    const pool = Array.from({ length: TARGET_FRAMES_QUEUED + 2 }, () => new Int16Array(FRAME_BYTES));
+    let head = 0;
+    let size = 0;
+    const wake = (): void => {
+      const w = this.wakeReader;
+      this.wakeReader = null;
+      w?.();
+    };
+    this.onTargetAudio = (pcm) => {
+      for (let at = 0; at + FRAME_BYTES <= pcm.length; at += FRAME_BYTES) {
+        if (size === TARGET_FRAMES_QUEUED) {
+          head = (head + 1) % pool.length;
+          size--;
+        }
+        pool[(head + size) % pool.length]!.set(pcm.subarray(at, at + FRAME_BYTES));
+        size++;
+      }
+      wake();
+    };
+    const leg = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          while (size === 0) {
+            if (leg.closed) return;
+            await new Promise<void>((resolve) => (leg.wakeReader = resolve));
+          }
+          const lent = head;
+          head = (head + 1) % pool.length;
+          size--;
+          yield pool[lent]!;
+        }
+      },
+    };
+  }
+
   /** Seconds since the answer (0 before it). */
   durationSec(): number {
     return this.bridged ? Math.round((this.now() - this.bridgedAtMs) / 100) / 10 : 0;
@@ -348,6 +395,10 @@ export class TransferLeg {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.onTargetAudio = null;
+    const wake = this.wakeReader;
+    this.wakeReader = null;
+    wake?.();
     this.bridged = false;
     this.listening = false;
     this.toCaller.clear();
