@@ -98,3 +98,69 @@ t.test('bridged across µ-law and A-law, digits first, the target\'s frames read
   t.ok(frames.every((f) => f.length === 160), '20 ms each');
   t.ok(toneShare(Int16Array.from(frames.slice(-8).flatMap((f) => [...f])), 1000) > 0.9, 'decoded: the target\'s tone');
 });
+
+t.test('listening: the agent hears both parties mixed, and both hear the agent', async (t) => {
+  const group = new NativeUdpGroup(8);
+  const peer = dgram.createSocket('udp4');
+  await new Promise<void>((r) => peer.bind(0, LOOPBACK, r));
+  const received: Buffer[] = [];
+  peer.on('message', (m) => received.push(m));
+  let leg: TransferLeg | null = null;
+  for (let attempt = 0; attempt < 20 && leg === null; attempt++) {
+    try {
+      leg = TransferLeg.open(group, LOOPBACK, 20000 + 2 * Math.floor(Math.random() * 15000), 'PCMU', () => performance.now(), () => undefined);
+    } catch {
+      // taken: another port
+    }
+  }
+  t.teardown(() => {
+    leg?.close();
+    peer.close();
+    group.close();
+  });
+  leg!.bridge({ address: LOOPBACK, port: peer.address().port }, media('PCMU'), null, true);
+  const ids = new Uint32Array(4);
+  const counts = new Uint32Array(4);
+  const sent = new Uint32Array(4);
+  const sender = new RtpSender({ payloadType: 0 });
+  const packet = new Uint8Array(RTP_HEADER_BYTES + 160);
+  const mulaw = new Uint8Array(160);
+  const agentHeard: Int16Array[] = [];
+  const callerHeard: Int16Array[] = [];
+  for (let i = 0; i < 40; i++) {
+    mulawEncodeInto(tone(440, 160, i * 160), mulaw);
+    leg!.fromCaller(mulaw, 0, 160);
+    mulawEncodeInto(tone(1000, 160, i * 160), packet.subarray(RTP_HEADER_BYTES));
+    sender.writeNext(packet, i === 0);
+    sender.advanceTimestamp(160);
+    peer.send(packet, leg!.rtpPort, LOOPBACK);
+    await new Promise((r) => setTimeout(r, 5));
+    // The agent speaks a 2000 Hz line.
+    mulawEncodeInto(tone(2000, 160, i * 160), mulaw);
+    leg!.fromAgent(mulaw);
+    const out = leg!.frame((bytes) => {
+      const pcm = new Int16Array(160);
+      mulawDecodeInto(bytes, pcm);
+      agentHeard.push(pcm);
+    });
+    const pcm = new Int16Array(160);
+    mulawDecodeInto(out, pcm);
+    callerHeard.push(pcm);
+    const n = leg!.endpoint.collect(ids, counts, 0);
+    if (n > 0) group.sendMany(ids, counts, sent, n);
+  }
+  await until(() => received.length >= 35, { what: 'the leg\'s packets at the peer' });
+  const view = createRtpPacketView();
+  const targetHeard = Int16Array.from(received.slice(-20).flatMap((p) => {
+    decodeView(p, view, p.length);
+    const pcm = new Int16Array(160);
+    mulawDecodeInto(p.subarray(view.payloadOffset), pcm);
+    return [...pcm];
+  }));
+  const last = (frames: Int16Array[]) => Int16Array.from(frames.slice(-20).flatMap((f) => [...f]));
+  const share = (pcm: Int16Array, hz: number) => toneShare(pcm, hz).toFixed(2);
+  t.ok(toneShare(last(agentHeard), 440) > 0.2 && toneShare(last(agentHeard), 1000) > 0.2, `the agent hears both parties (440: ${share(last(agentHeard), 440)}, 1000: ${share(last(agentHeard), 1000)})`);
+  t.ok(toneShare(last(agentHeard), 2000) < 0.05, 'not itself');
+  t.ok(toneShare(last(callerHeard), 1000) > 0.2 && toneShare(last(callerHeard), 2000) > 0.2, `the caller hears the target and the agent (${share(last(callerHeard), 1000)}, ${share(last(callerHeard), 2000)})`);
+  t.ok(toneShare(targetHeard, 440) > 0.2 && toneShare(targetHeard, 2000) > 0.2, `the target hears the caller and the agent (${share(targetHeard, 440)}, ${share(targetHeard, 2000)})`);
+});
