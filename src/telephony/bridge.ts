@@ -364,23 +364,24 @@ export class TransferLeg {
           head = (head + 1) % pool.length;
           size--;
         }
-        pool[(head + size) % pool.length]!.set(pcm.subarray(at, at + FRAME_BYTES));
+        pool[(head + size) % pool.length].set(pcm.subarray(at, at + FRAME_BYTES));
         size++;
       }
       wake();
     };
-    const leg = this;
+    const isClosed = (): boolean => this.closed;
+    const nextFrame = (): Promise<void> => new Promise<void>((resolve) => (this.wakeReader = resolve));
     return {
       async *[Symbol.asyncIterator]() {
         for (;;) {
           while (size === 0) {
-            if (leg.closed) return;
-            await new Promise<void>((resolve) => (leg.wakeReader = resolve));
+            if (isClosed()) return;
+            await nextFrame();
           }
           const lent = head;
           head = (head + 1) % pool.length;
           size--;
-          yield pool[lent]!;
+          yield pool[lent];
         }
       },
     };

@@ -257,7 +257,7 @@ export class CallTransfers {
     call.log.info({ to: request.phoneNumber, codec: media.codec, attempts }, 'transfer target answered: bridging');
     this.#o.control.sendToWorker(call, {
       type: 'call_transfer', callId: call.callId,
-      command: { kind: 'bridge', transferId: t.id, remote: remoteMediaOf(dialog.media!), media, attempts, referRefused: referRefused ?? null },
+      command: { kind: 'bridge', transferId: t.id, remote: remoteMediaOf(dialog.media), media, attempts, referRefused: referRefused ?? null },
     });
   }
 

@@ -66,16 +66,18 @@ export function transferSettings(def: ToolDefinition): Omit<PhoneTransferRequest
 }
 
 const E164 = /^\+[1-9]\d{1,14}$/;
+/** A model's argument as text: a string as it is, a number written out, anything else none. */
+const argumentText = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
 const DTMF = /^[0-9A-Da-d*#wW,]*$/;
 
 /** The request of one tool call (the model's arguments where the tool leaves them open), or why it is invalid. */
 export function transferRequest(def: ToolDefinition, args: Readonly<Record<string, unknown>>): PhoneTransferRequest | { error: string } {
   const s = transferSettings(def);
-  const phoneNumber = def.phone_number ?? String(args.phone_number ?? '').trim();
+  const phoneNumber = def.phone_number ?? argumentText(args.phone_number).trim();
   if (!E164.test(phoneNumber)) return { error: `not an E.164 phone number: ${phoneNumber}` };
   let dtmf = s.fixedDtmf;
   if (s.dynamicDtmf) {
-    const chosen = String(args.dtmf ?? '').trim();
+    const chosen = argumentText(args.dtmf).trim();
     if (!DTMF.test(chosen)) return { error: `not DTMF digits: ${chosen}` };
     dtmf = chosen === '' ? null : chosen;
   }
