@@ -6,6 +6,7 @@
 //   target hangs up, the caller is back with the agent.
 // - a target that never answers: with keep_retrying it is dialled up to the cap, then the caller is back with the
 //   agent, which is told.
+// - the caller hanging up a bridge the agent left: Parley hangs up the target, the record ends `user`.
 import dgram from 'node:dgram';
 import t from 'tap';
 import { createRtpPacketView, decodeView } from '../../src/media/rtp.js';
@@ -137,4 +138,27 @@ t.test('no answer with keep_retrying: dialled up to the cap, then the caller is 
   t.equal(call?.response_body?.attempts, TRANSFER_DEFAULTS.max_attempts, 'every attempt made');
   const said = (conv.items ?? []).filter((i: any) => i.role === 'assistant').map((i: any) => i.live_transcript);
   t.ok(said.includes('The transfer did not go through.'), 'the agent, told, spoke to the caller again');
+});
+
+t.test('the caller hangs up a bridge the agent left: the target is hung up, the record ends `user`', async (t) => {
+  const dir = tempDir('transfer-caller-bye');
+  const b = await startBaresipPeer(TARGET_NUMBER, toneWav(dir, 'b.wav', 1000, 60));
+  t.teardown(() => b.stop());
+  const a = await startBaresipPeer(CALLER_NUMBER, toneWav(dir, 'a.wav', 440, 60));
+  t.teardown(() => a.stop());
+  const n = await startTransferNode({ allowRefer: false, targetPort: b.sipPort, tool: { keep_listening: false, use_agent_phone_number: false } });
+  t.teardown(() => n.close());
+
+  await a.ctl.command('dial', `sip:${AGENT_NUMBER}@127.0.0.1:${n.sipPort}`);
+  await b.ctl.waitEvent('CALL_ESTABLISHED', 30_000);
+  await n.node.waitFor(/"msg":"transfer bridged"/);
+  await new Promise((r) => setTimeout(r, 2000));
+  await a.ctl.command('hangup');
+  await b.ctl.waitEvent('CALL_CLOSED', 10_000);
+  t.pass('Parley hung up the target');
+  const conv = await n.endedConversation();
+  t.equal(conv.ended_by, 'user', 'the caller ended it');
+  const call = transferCall(conv);
+  t.match(call?.response_body, { outcome: 'transferred', method: 'bridge', ended_by_party: 'caller' });
+  t.ok(call?.response_body?.bridge_duration_sec >= 1.5, `bridge duration ${call?.response_body?.bridge_duration_sec} s`);
 });
