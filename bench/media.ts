@@ -99,7 +99,7 @@ function stages(): StageResult[] {
   const jb = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
   const jbSender = new RtpSender({ payloadType: 0 });
   let jbNow = 0;
-  out.push(measure('jitter buffer push+pop', (i) => {
+  out.push(measure('jitter buffer push+pop', () => {
     jbSender.writeNext(pkt, false);
     jbSender.advanceTimestamp(160);
     decodeView(pkt, view);

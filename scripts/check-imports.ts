@@ -69,7 +69,7 @@ function resolveSpecifier(from: string, spec: string): string | null {
   if (!spec.startsWith('./') && !spec.startsWith('../')) return null;
   const base = resolve(ROOT, dirname(from), spec);
   const candidates = [base.replace(/\.js$/, '.ts'), base, `${base}.ts`, join(base, 'index.ts')];
-  const hit = candidates.find((c) => existsSync(c) && statSync(c).isFile()) ?? candidates[0]!;
+  const hit = candidates.find((c) => existsSync(c) && statSync(c).isFile()) ?? candidates[0];
   return relative(ROOT, hit).split(sep).join('/');
 }
 

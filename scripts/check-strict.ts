@@ -1,28 +1,23 @@
-// Type-checks the folders in ROOTS with noUncheckedIndexedAccess on (tsconfig.json leaves it off for the rest
-// of the repository until each folder is clean): prints their diagnostics and exits 1 if there are any.
+// Type-checks the folders tsconfig.strict.json includes with noUncheckedIndexedAccess on (tsconfig.json leaves it
+// off for the rest of the repository until each folder is clean): prints their diagnostics and exits 1 if any.
 // Usage: node --import tsx scripts/check-strict.ts
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
-/** Folders checked strictly, relative to the repository root (with a trailing slash). */
-const ROOTS = ['sip/', 'src/api/', 'src/domain/'];
-
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-function underRoots(fileName: string): boolean {
-  const path = relative(ROOT, fileName).split('\\').join('/');
-  return ROOTS.some((root) => path.startsWith(root));
-}
-
-const configPath = resolve(ROOT, 'tsconfig.json');
+const configPath = resolve(ROOT, 'tsconfig.strict.json');
 const read = ts.readConfigFile(configPath, (path) => ts.sys.readFile(path));
 if (read.error) throw new Error(ts.flattenDiagnosticMessageText(read.error.messageText, '\n'));
-const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, ROOT, { noUncheckedIndexedAccess: true }, configPath);
-// The files under ROOTS and what they import: their diagnostics do not depend on the rest.
-const program = ts.createProgram({ rootNames: parsed.fileNames.filter(underRoots), options: parsed.options });
+const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, ROOT, undefined, configPath);
+if (!parsed.options.noUncheckedIndexedAccess) throw new Error('tsconfig.strict.json must set noUncheckedIndexedAccess');
+const strictFiles = new Set(parsed.fileNames.map((f) => resolve(f)));
+const ROOTS = (read.config as { include: string[] }).include;
+// The included files and what they import: only the included files' diagnostics count.
+const program = ts.createProgram({ rootNames: parsed.fileNames, options: parsed.options });
 const diagnostics = [...ts.getConfigFileParsingDiagnostics(parsed), ...ts.getPreEmitDiagnostics(program)].filter(
-  (d) => d.file === undefined || underRoots(d.file.fileName),
+  (d) => d.file === undefined || strictFiles.has(resolve(d.file.fileName)),
 );
 
 const host: ts.FormatDiagnosticsHost = {

@@ -8,7 +8,7 @@
 // Errors: SipError(status, reason), TransactionTimeoutError, TransportError, SdpParseError.
 export { createUserAgent, type CreateUserAgentOptions } from './ua/create.js';
 export { UserAgent, type InviteRequest, type InviteResponder, type UasOptions, type UacOptions, type UserAgentEvents } from './ua/user-agent.js';
-export { Dialog, type DialogEvents, type EndReason, type ReferEvent, type InfoEvent, type NotifyEvent, type DialogSender } from './dialog/dialog.js';
+export { Dialog, type DialogEvents, type EndReason, type ReferEvent, type ReferRequest, type ReferRefusal, type InfoEvent, type NotifyEvent, type DialogSender } from './dialog/dialog.js';
 export { SipError, SipParseError, TransactionTimeoutError, TransportError } from './errors.js';
 export { DigestClient, type DigestUser } from './auth/client.js';
 export { DigestServer, type PasswordLookup, type VerifyResult } from './auth/server.js';

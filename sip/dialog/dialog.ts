@@ -44,6 +44,19 @@ export interface ReferEvent {
   notify(status: number, reason: string): Promise<void>;
 }
 
+/** What an incoming REFER asks, before it is accepted. */
+export interface ReferRequest {
+  referTo: NameAddr;
+  referredBy: string | null;
+}
+
+/** How a REFER is refused (its final response instead of 202). */
+export interface ReferRefusal {
+  status: number;
+  reason: string;
+  headers?: Array<[string, string]>;
+}
+
 export interface InfoEvent {
   contentType: string | null;
   body: Buffer;
@@ -113,6 +126,11 @@ export class Dialog extends EventEmitter<DialogEvents> {
   localSdp: string;
   remoteSdp: string;
   media: NegotiatedMedia | null;
+  /**
+   * Decides each incoming REFER before it is accepted (RFC 3515 2.4.2): null accepts it (202, then the `refer`
+   * event); a refusal is sent as its final response. Unset: every REFER goes to the `refer` listeners.
+   */
+  screenRefer: ((refer: ReferRequest) => ReferRefusal | null) | null = null;
   readonly #sender: DialogSender;
   readonly #clock: Clock;
   readonly #timers: TimerValues;
@@ -390,6 +408,8 @@ export class Dialog extends EventEmitter<DialogEvents> {
     }
     // RFC 3515 2.4.1: exactly one Refer-To.
     if (referTo === null || req.headers.getAll('Refer-To').length !== 1) return respond(400, 'Bad Request');
+    const refusal = this.screenRefer?.({ referTo, referredBy: header(req, 'Referred-By') ?? null }) ?? null;
+    if (refusal !== null) return respond(refusal.status, refusal.reason, { headers: refusal.headers });
     if (this.listenerCount('refer') === 0) return respond(603, 'Decline');
     const cseq = parseCSeq(header(req, 'CSeq') ?? '0 REFER').seq;
     respond(202, 'Accepted'); // RFC 3515 2.4.2

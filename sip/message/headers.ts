@@ -45,7 +45,7 @@ export function canonicalName(name: string): string {
   const cached = NAME_CACHE.get(name);
   if (cached !== undefined) return cached;
   const lower = name.toLowerCase();
-  let canon = name;
+  let canon: string;
   if (lower.length === 1 && COMPACT_FORMS[lower] !== undefined) canon = COMPACT_FORMS[lower];
   else canon = CANONICAL.get(lower) ?? name;
   if (NAME_CACHE.size < NAME_CACHE_LIMIT) NAME_CACHE.set(name, canon);

@@ -3,7 +3,7 @@
 // (we answer a CRLFCRLF ping with a CRLF pong, and ping the connections we opened), and the closing of idle
 // connections: one that carried nothing for idleTimeoutMs and that no transaction or dialog holds.
 import net from 'node:net';
-import { SipParseError, TransportError } from '../errors.js';
+import { type SipParseError, TransportError } from '../errors.js';
 import { StreamFramer } from '../message/framer.js';
 import type { SipMessage } from '../message/types.js';
 import { bareAddress } from './via.js';

@@ -154,7 +154,7 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
   // ---- incoming (TxUser) ----
 
   request(req: SipRequest, source: Source, tx: ServerTx | null): void {
-    const r = Object.assign(req, { source }) as InviteRequest;
+    const r: InviteRequest = Object.assign(req, { source });
     const key = keyOfIncomingRequest(req);
     if (key !== null) return this.#inDialog(r, key, tx);
     if (req.method === 'ACK') return; // an ACK for a non-2xx is absorbed by its transaction; nothing else to do

@@ -3,6 +3,9 @@ import type { RoutePlugin } from './types.js';
 
 type Json = Record<string, unknown>;
 
+/** A schema keyword's value as written in the reference: words and numbers as they are, the rest as JSON. */
+const word = (v: unknown): string => (typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v));
+
 const esc = (s: unknown) =>
   String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -19,12 +22,12 @@ function describe(schema: Json | undefined): string {
   const parts: string[] = [];
   const any = (schema.anyOf ?? schema.oneOf) as Json[] | undefined;
   if (any) parts.push(any.map((s) => describe(s)).join(' | '));
-  if (schema.type) parts.push(Array.isArray(schema.type) ? schema.type.join(' | ') : String(schema.type));
+  if (schema.type) parts.push(Array.isArray(schema.type) ? schema.type.map(word).join(' | ') : word(schema.type));
   if (schema.type === 'array' && schema.items) parts[parts.length - 1] = `array of ${describe(schema.items as Json)}`;
   if (schema.enum) parts.push(`one of ${(schema.enum as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`);
-  if (schema.pattern) parts.push(`pattern ${schema.pattern}`);
+  if (schema.pattern) parts.push(`pattern ${word(schema.pattern)}`);
   for (const k of ['minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'maxItems']) {
-    if (schema[k] !== undefined) parts.push(`${k} ${schema[k]}`);
+    if (schema[k] !== undefined) parts.push(`${k} ${word(schema[k])}`);
   }
   if (schema.default !== undefined) parts.push(`default ${JSON.stringify(schema.default)}`);
   return parts.join(', ');

@@ -33,7 +33,7 @@ function forSerializer(schema: unknown, inUnion: boolean): unknown {
   if (!isSchema(schema)) return schema;
   const anyOf = schema.anyOf;
   if (Array.isArray(anyOf) && anyOf.length === 2 && anyOf.some(isNull)) {
-    const other = anyOf.find((s) => !isNull(s));
+    const other: unknown = anyOf.find((s: unknown) => !isNull(s));
     if (isSchema(other) && typeof other.type === 'string' && !('nullable' in other || 'anyOf' in other || 'oneOf' in other || 'allOf' in other)) {
       const { anyOf: _, ...siblings } = schema;
       return { ...(forSerializer({ ...siblings, ...other }, inUnion) as JsonSchema), nullable: true };

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { createTool, deleteTool, getToolRecord, listToolRecords, updateTool } from '../domain/tools.js';
 import { successBody } from '../schemas/common.js';
-import { toolCreateBody, toolRecord, toolUpdateBody, type ToolDefinition } from '../schemas/tools.js';
+import { toolCreateBody, toolRecord, toolUpdateBody } from '../schemas/tools.js';
 import { requireApiKey } from './auth-hook.js';
 import { nameOrIdParams, projectQuery } from './params.js';
 import type { RoutePlugin } from './types.js';
@@ -24,7 +24,7 @@ export const toolRoutes: RoutePlugin = async (app, ctx) => {
     },
     async (req, reply) => {
       requireApiKey(req.auth, 'create tools');
-      return reply.status(201).send(await createTool(sql, req.auth.orgId, req.query.project, req.body as ToolDefinition));
+      return reply.status(201).send(await createTool(sql, req.auth.orgId, req.query.project, req.body));
     },
   );
 

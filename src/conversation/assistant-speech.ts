@@ -214,7 +214,7 @@ export class AssistantSpeech {
     if (!u.isActive || !this.playout) return;
     if (this.nextOptions !== null) this.retuneBefore(u);
     if (u.queuedSamples === 0) this.firstAudio(u);
-    u.queuedSamples += this.playout!.enqueue(u, pcm);
+    u.queuedSamples += this.playout.enqueue(u, pcm);
   }
 
   /** `u`'s first audio goes to the playout in force: the speed it plays at, and the voice the engine reports now. */

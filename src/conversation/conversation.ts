@@ -20,6 +20,7 @@ import {
   type ConversationObserver,
   type ConversationOrigin,
   type ConversationStart,
+  type AnsweredBy,
   type EndClose,
   type LiveConversation,
 } from './host.js';
@@ -79,6 +80,14 @@ function startFailure(err: unknown): { message: string; code: string; close: num
 export const DTMF_ENTRY_END_MS = 2000;
 /** The key that ends an entry at once (the usual "then press pound"). */
 const DTMF_ENTRY_END_KEY = '#';
+
+/** The system message telling the engine who answered an outbound call, before it first speaks. */
+export function answeredByMessage(a: AnsweredBy): string {
+  if (a.result === 'human') return 'answering_machine: human. A person answered the call.';
+  if (a.result === 'unknown') return 'answering_machine: unknown. It could not be told whether a person or a machine answered.';
+  const beep = a.beep_at_ms === null ? 'no beep was heard' : `its beep sounded ${Math.round(a.beep_at_ms)} ms after the answer and is over`;
+  return `answering_machine: machine. A voicemail greeting answered the call; ${beep}: leave your message now.`;
+}
 
 /** How a run of keys reads in the record's user item and transcript. */
 export function dtmfTranscript(digits: string): string {
@@ -146,6 +155,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private keysStartedAtMs = 0;
   private keysLastAtMs = 0;
   private readonly keysEnd: OwnedTimer;
+  /** An outbound call's answering-machine detection (CallStart.answeredBy): awaited before the first speech. */
+  private answeredBy: Promise<AnsweredBy> | null = null;
 
   constructor(
     private readonly deps: ConversationDeps,
@@ -239,6 +250,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // A phone call was admitted by main (before it answered) under the id it gives.
     const id = start.kind === 'call' ? start.call.conversationId : newId('conv');
     this.concealsLoss = start.kind === 'call';
+    this.answeredBy = start.kind === 'call' ? start.call.answeredBy ?? null : null;
     this.recordPhase = this.admitAndCreate(start.kind !== 'call', id, externalId);
     if (!(await this.recordPhase)) return;
     // Ended while the record was being made (the client left): end() finishes it.
@@ -365,6 +377,13 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     await this.record.openRecording(this.deps.dataDir, rate, s.external_storage_policy);
     // Ended while the recording was being opened: end() has stopped what it found (the record drops a late file).
     if (this.endedMeanwhile()) return;
+    if (this.answeredBy !== null) {
+      // Who answered is known (a machine: its beep is over) before the engine first speaks; the callee's audio
+      // meanwhile (a greeting) is not a turn to answer.
+      const outcome = await this.answeredBy;
+      if (this.endedMeanwhile()) return;
+      this.answered(session, outcome);
+    }
     this.silence = new SilenceTimers(this.deps.timers, s, {
       clientIdle: () => void this.end('user'),
       poke: () => this.pokeUser(),
@@ -389,6 +408,13 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.emit({ type: 'ready_to_start_conversation' });
     this.silence.clientActive();
     this.welcome();
+  }
+
+  /** The engine is told who answered (a system message), and the record keeps it (metadata.answering_machine). */
+  private answered(session: SpeechEngineSession, outcome: AnsweredBy): void {
+    session.updateSession({ systemMessage: answeredByMessage(outcome) });
+    const id = this.id!;
+    this.record.write(() => this.deps.store.updateConversation(id, { metadata: { answering_machine: outcome } }));
   }
 
   private welcome(): void {

@@ -47,6 +47,8 @@ export interface ConversationPatch {
   external_id?: string | null;
   started_at?: Date;
   settings?: NewConversation['settings'];
+  /** Keys merged into the record's metadata (the others it holds stay): a call's answering-machine result. */
+  metadata?: Record<string, unknown>;
 }
 
 /**
@@ -176,6 +178,26 @@ export interface CallStart {
    * uninterruptibly, then the conversation only transcribes (no reply, poke or backchannel).
    */
   listenOnly: boolean;
+  /**
+   * An outbound call's answering-machine detection, settling once known (a machine: after its beep). The engine is
+   * told the outcome (a system message) before the conversation first speaks, and the record keeps it; absent or
+   * null: no detection.
+   */
+  answeredBy?: Promise<AnsweredBy> | null;
+}
+
+/**
+ * Who answered an outbound call (answering-machine detection, src/telephony/voicemail-detection.ts), stored as the
+ * record's `metadata.answering_machine`. Times are ms of the callee's audio from the answer; null where unknown.
+ */
+export interface AnsweredBy {
+  result: 'human' | 'machine' | 'unknown';
+  /** The rule that decided (`short_answer`, `long_greeting`, `beep_after_speech`, `beep`, `deadline`, `no_audio`, `cancelled`). */
+  reason: string;
+  decided_at_ms: number | null;
+  /** A machine's beep: its start and end; null when none was heard. */
+  beep_at_ms: number | null;
+  beep_end_ms: number | null;
 }
 
 /** How the conversation is configured: an STS `config` message, or a phone call. */

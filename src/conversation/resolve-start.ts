@@ -1,6 +1,5 @@
 // What a conversation starts from: the stored agent (and project) a `config` names, or the agent of a phone call
 // (resolved by main), and the settings they make (settings.ts layers). Refusals carry the error code the client is sent.
-import type { ConfigMessage } from '../schemas/sts.js';
 import type { CallStart, ConversationStart, ConversationStore } from './host.js';
 import { applyConfig, baseSettings, type LiveSettings } from './settings.js';
 
@@ -58,7 +57,7 @@ export async function resolveStart(store: ConversationStore, orgId: string, star
 function callSettings(call: CallStart): LiveSettings {
   let s = baseSettings(call.agent.config);
   if (call.configurationEndpoint) s.configuration_endpoint = call.configurationEndpoint;
-  if (call.overrides) s = applyConfig(s, call.overrides as Partial<ConfigMessage>);
+  if (call.overrides) s = applyConfig(s, call.overrides);
   s.inputFormat = call.format;
   s.outputFormat = call.format;
   s.listen_only_inbound_enabled = call.listenOnly;

@@ -1,6 +1,6 @@
 // The settings a live conversation runs with: the agent's upsert defaults, then the stored agent's config, then
 // the inline fields of `config`, then the configuration endpoint's overrides (each later one wins).
-import { z } from 'zod';
+import { type z } from 'zod';
 import { agentDefaults, type AgentConfig } from '../schemas/agents.js';
 import type { VadOptions } from '../media/native/vad.js';
 import { configMessage, STS_DEFAULT_AUDIO_FORMAT, type ConfigMessage, type InlineWebSocketTool, type StsAudioFormat } from '../schemas/sts.js';
@@ -63,7 +63,7 @@ export const DEFAULT_MODEL = 'merritt';
 
 /** The base: defaults, then the stored agent's config (when one is named). */
 export function baseSettings(agentConfig: Record<string, unknown> | null): LiveSettings {
-  const cfg = { ...agentDefaults(), ...(agentConfig ?? {}) } as AgentConfig;
+  const cfg = { ...agentDefaults(), ...(agentConfig ?? {}) };
   return {
     ...cfg,
     inputFormat: STS_DEFAULT_AUDIO_FORMAT,

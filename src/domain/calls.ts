@@ -3,7 +3,7 @@
 // worker running it died (docs/ARCHITECTURE.md, "Process shape").
 import type { LeasePolicy } from '../store/leases.js';
 import { release } from '../store/leases.js';
-import { finishConversation } from '../store/conversations.js';
+import { finishConversation, updateConversation } from '../store/conversations.js';
 import type { Sql } from '../store/db.js';
 import { admitConversation } from './admission.js';
 import { DomainError, notFound } from './errors.js';
@@ -33,4 +33,12 @@ export async function releaseCall(sql: Sql, conversationId: string): Promise<voi
 export async function finishLostCall(sql: Sql, conversationId: string, at: { startedAt: Date; endedAt: Date }): Promise<void> {
   const durationMs = Math.max(0, at.endedAt.getTime() - at.startedAt.getTime());
   await finishConversation(sql, conversationId, { ended_by: 'error', ended_at: at.endedAt, duration_ms: durationMs });
+}
+
+/**
+ * Merges keys into a live call's record metadata (the others it holds stay): what telephony learns of the call on
+ * main, such as the transfers the peer asked for. false when the record does not exist or has ended.
+ */
+export async function recordCallMetadata(sql: Sql, conversationId: string, metadata: Record<string, unknown>): Promise<boolean> {
+  return updateConversation(sql, conversationId, { metadata });
 }

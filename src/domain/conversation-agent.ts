@@ -25,7 +25,7 @@ export interface ResolvedAgent {
 export const toolOf = (t: ToolRow): ResolvedAgent['tools'][number] => ({
   id: t.id,
   name: t.name,
-  definition: t.definition as unknown as Record<string, unknown>,
+  definition: t.definition,
 });
 
 /** What a conversation of `row` (an agent of `project`) needs: its config and the definitions of its custom tools. */

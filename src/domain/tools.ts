@@ -111,7 +111,7 @@ export async function updateTool(ctx: DomainContext, orgId: string, project: str
     for (const i of parsed.error.issues) issues[i.path.map(String).join('.') || 'body'] ??= i.message;
     throw invalidParams(issues);
   }
-  const def = toStoredDefinition(parsed.data as ToolDefinition);
+  const def = toStoredDefinition(parsed.data);
   if (changes.agents_to_transfer_to !== undefined) await checkTransferAgents(sql, p.id, def);
   const outcome = await updateToolRow(sql, row.id, row.definition, def);
   if (outcome === 'name_taken') throw nameExists(def.name);

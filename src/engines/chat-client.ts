@@ -257,7 +257,7 @@ export function parseCompletion(text: string): ChatCompletion {
   if (!parsed.success) {
     throw new ChatUpstreamInvalidError(`chat model answer is not a chat completion: ${parsed.error.issues[0]?.message ?? ''}`);
   }
-  const choice = parsed.data.choices[0]!;
+  const choice = parsed.data.choices[0];
   const toolCalls: ChatToolCall[] = (choice.message.tool_calls ?? []).map((call, index) => ({
     id: call.id ?? `call_${index}`,
     type: 'function',

@@ -95,6 +95,17 @@ interface ServerEvent {
   [key: string]: unknown;
 }
 
+/** A text frame's contents, whichever form ws delivered it in. */
+function rawText(data: WebSocket.RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  return (Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
+}
+
+/** A text field of a server event; anything else (absent, malformed) reads as empty. */
+function textOf(v: unknown, otherwise = ''): string {
+  return typeof v === 'string' ? v : otherwise;
+}
+
 interface ResponseState {
   id: ResponseId;
   serverId: string | null;
@@ -185,7 +196,7 @@ class RealtimeSession implements SpeechEngineSession {
         if (isBinary) return;
         let event: ServerEvent;
         try {
-          event = JSON.parse(data.toString()) as ServerEvent;
+          event = JSON.parse(rawText(data)) as ServerEvent;
         } catch (err) {
           return this.fail(new EngineError('server sent a frame that is not JSON', OPENAI_REALTIME_ENGINE, { cause: err }));
         }
@@ -373,7 +384,7 @@ class RealtimeSession implements SpeechEngineSession {
         const state = this.live(event);
         if (!state) return;
         if (!state.itemId && typeof event.item_id === 'string') state.itemId = event.item_id;
-        const bytes = Buffer.from(String(event.delta ?? ''), 'base64');
+        const bytes = Buffer.from(textOf(event.delta), 'base64');
         const pcm = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
         // Buffer.from may hand out an unaligned pool slice; an Int16Array needs an even offset.
         this.hooks.onAssistantAudio(state.id, bytes.byteOffset % 2 === 0 ? pcm : new Int16Array(Uint8Array.from(bytes).buffer, 0, bytes.byteLength >> 1));
@@ -384,7 +395,7 @@ class RealtimeSession implements SpeechEngineSession {
       case 'response.text.delta':
       case 'response.output_text.delta': {
         const state = this.live(event);
-        if (state) this.hooks.onAssistantText(state.id, String(event.delta ?? ''));
+        if (state) this.hooks.onAssistantText(state.id, textOf(event.delta));
         return;
       }
       case 'response.function_call_arguments.done': {
@@ -392,7 +403,7 @@ class RealtimeSession implements SpeechEngineSession {
         if (!state) return;
         let args: Record<string, unknown>;
         try {
-          const parsed: unknown = JSON.parse(String(event.arguments ?? '{}'));
+          const parsed: unknown = JSON.parse(textOf(event.arguments, '{}'));
           args = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
         } catch (err) {
           this.options.log.warn({ err, name: event.name, conversationId: this.session.conversationId }, 'realtime: tool call arguments are not JSON; called with none');
@@ -425,12 +436,12 @@ class RealtimeSession implements SpeechEngineSession {
         return;
       }
       case 'conversation.item.input_audio_transcription.delta':
-        this.inputTranscript += String(event.delta ?? '');
+        this.inputTranscript += textOf(event.delta);
         this.hooks.onInputTranscript(this.inputTranscript, false);
         return;
       case 'conversation.item.input_audio_transcription.completed':
         this.inputTranscript = '';
-        this.hooks.onInputTranscript(String(event.transcript ?? '').trim(), true);
+        this.hooks.onInputTranscript(textOf(event.transcript).trim(), true);
         return;
       case 'conversation.item.input_audio_transcription.failed':
         this.inputTranscript = '';
@@ -467,7 +478,7 @@ class RealtimeSession implements SpeechEngineSession {
 
   /** The response an event belongs to, unless it was canceled. */
   private live(event: ServerEvent): ResponseState | null {
-    const state = this.byServerId.get(String(event.response_id ?? ''));
+    const state = this.byServerId.get(textOf(event.response_id));
     return state && !state.canceled ? state : null;
   }
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Settings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { CatalogVoice } from '../schemas/voices.js';
-import { VENDOR_MODELS } from '../schemas/agents.js';
+import { type VENDOR_MODELS } from '../schemas/agents.js';
 import { createCascadeEngine } from './cascade.js';
 import { chatClientFromSettings, type ChatClient } from './chat-client.js';
 import { createEchoEngine } from './echo.js';

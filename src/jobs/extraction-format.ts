@@ -56,5 +56,5 @@ export function extractionResultSchema(fields: readonly Field[]): z.ZodType<Reco
     const one = scalarZod(scalar(f.type));
     shape[f.name] = (f.type.endsWith('[]') ? z.array(one) : one).nullable();
   }
-  return z.strictObject(shape) as unknown as z.ZodType<Record<string, unknown>>;
+  return z.strictObject(shape);
 }

@@ -242,7 +242,7 @@ export class AnsweringMachineDetector {
     let bestEnergy = Infinity;
     for (let start = 0; start + PRIMER_SOURCE_SAMPLES <= WARM_UP_SAMPLES; start += FRAME_SAMPLES) {
       let e = 0;
-      for (let i = start; i < start + PRIMER_SOURCE_SAMPLES; i++) e += held[i]! * held[i]!;
+      for (let i = start; i < start + PRIMER_SOURCE_SAMPLES; i++) e += held[i] * held[i];
       if (e < bestEnergy) {
         bestEnergy = e;
         best = start;
@@ -294,12 +294,12 @@ export class AnsweringMachineDetector {
   /** The frame's mean square; updates the noise floor with the mean of the last FLOOR_FRAMES frames. */
   private trackNoiseFloor(frame: Int16Array): number {
     let e = 0;
-    for (let i = 0; i < frame.length; i++) e += frame[i]! * frame[i]!;
+    for (let i = 0; i < frame.length; i++) e += frame[i] * frame[i];
     const power = frame.length > 0 ? e / frame.length : 0;
     this.recentPowers[this.recentCount % FLOOR_FRAMES] = power;
     if (++this.recentCount >= FLOOR_FRAMES) {
       let sum = 0;
-      for (let i = 0; i < FLOOR_FRAMES; i++) sum += this.recentPowers[i]!;
+      for (let i = 0; i < FLOOR_FRAMES; i++) sum += this.recentPowers[i];
       this.noiseFloor = Math.min(this.noiseFloor, Math.max(NOISE_FLOOR_MIN_POWER, sum / FLOOR_FRAMES));
     }
     return power;

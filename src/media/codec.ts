@@ -6,7 +6,7 @@ import { alawDecodeInto, alawEncodeInto, mulawDecodeInto, mulawEncodeInto } from
 import { OpusCodec } from './opus.js';
 
 /** memcpy from part of a Uint8Array (Node's Buffer copy works on any Uint8Array; it makes a view of the part). */
-const copyBytes = Buffer.prototype.copy;
+const copyBytes: Buffer['copy'] = (Buffer.prototype as Buffer).copy;
 
 /**
  * A view of the whole ArrayBuffer under the output array of a codec, and that array's byteOffset, read again only

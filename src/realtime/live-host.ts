@@ -4,7 +4,7 @@
 import type { Auth } from '../auth/authenticate.js';
 import type { ConversationOrigin, LiveConversation } from '../conversation/host.js';
 import type { Logger } from '../log.js';
-import { clientMessage, sessionMessage, type ConfigMessage } from '../schemas/sts.js';
+import { clientMessage, sessionMessage } from '../schemas/sts.js';
 import type { UrlRules } from '../schemas/common.js';
 import type { RelayKind, WorkerNotice } from '../workers/worker-protocol.js';
 import { DETACHED, type FrameSink } from './sink.js';
@@ -168,7 +168,7 @@ export class LiveHost {
         sink.end(CLOSE_POLICY, 'invalid config');
         return;
       }
-      const config = parsed.data as ConfigMessage;
+      const config = parsed.data;
       att.client!.binaryAudio = config.binary_audio === true;
       configured(att);
       void conv.start({ kind: 'config', config });

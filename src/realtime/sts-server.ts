@@ -9,9 +9,9 @@ import { CONVERSATION_ORIGINS } from '../schemas/conversations.js';
 import type { ConversationOrigin } from '../conversation/host.js';
 import type { Logger } from '../log.js';
 import { MainRequestError, type MainClient } from '../workers/main-client.js';
-import { LiveHost, newAttachment, CLOSE_NOT_LIVE, CLOSE_RESTARTING, RESTARTING, type Attachment } from './live-host.js';
+import { type LiveHost, newAttachment, CLOSE_NOT_LIVE, CLOSE_RESTARTING, RESTARTING, type Attachment } from './live-host.js';
 import { BACKPRESSURE, RelaySink, SocketSink, type SocketState } from './sink.js';
-import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
+import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket_context_t, type WebSocket } from './uws.js';
 import type { RelayKind, SocketInspection, WorkerNotice } from '../workers/worker-protocol.js';
 
 /** RFC 6455 7.4.1: 1011, the server met an unexpected condition. */
@@ -90,7 +90,7 @@ export class StsServer {
   private readonly relaySinks = new Map<number, RelaySink>();
   private nextRelay = 1;
   /** Upgrades waiting on authentication: closed at shutdown so no socket opens after it. */
-  private readonly pendingUpgrades = new Set<import('./uws.js').HttpResponse>();
+  private readonly pendingUpgrades = new Set<HttpResponse>();
   private closing = false;
   port = 0;
 
@@ -107,7 +107,7 @@ export class StsServer {
       maxBackpressure: BACKPRESSURE.max_backpressure_bytes,
       idleTimeout: STS_SOCKET.idle_timeout_sec,
       sendPingsAutomatically: true,
-      upgrade: (res: import('./uws.js').HttpResponse, req: import('./uws.js').HttpRequest, context: import('./uws.js').us_socket_context_t) =>
+      upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) =>
         this.upgrade(kind, res, req, context),
       open: (ws: WebSocket<SocketData>) => this.opened(ws),
       message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => this.received(ws, message, isBinary),
@@ -126,7 +126,7 @@ export class StsServer {
       app.listen(this.opts.host, this.opts.port, (socket) => {
         if (!socket) return reject(new Error(`cannot listen on ${this.opts.host}:${this.opts.port}`));
         this.listenSocket = socket;
-        this.port = listenSocketPort(socket as never);
+        this.port = listenSocketPort(socket);
         resolve(this.port);
       });
     });
@@ -134,9 +134,9 @@ export class StsServer {
 
   private upgrade(
     kind: SocketKind,
-    res: import('./uws.js').HttpResponse,
-    req: import('./uws.js').HttpRequest,
-    context: import('./uws.js').us_socket_context_t,
+    res: HttpResponse,
+    req: HttpRequest,
+    context: us_socket_context_t,
   ): void {
     // The request dies with this callback: copy everything first, then register onAborted before any await.
     const key = req.getHeader('sec-websocket-key');
@@ -209,7 +209,7 @@ export class StsServer {
 
   private opened(ws: WebSocket<SocketData>): void {
     const d = ws.getUserData();
-    const sink = new SocketSink(ws as unknown as WebSocket<SocketState>, d);
+    const sink = new SocketSink(ws, d);
     d.sink = sink;
     this.sockets.add(ws);
     if (d.kind === 'sts' && d.conversationId === null) return this.host.open(d, sink, d.auth, d.origin);

@@ -117,13 +117,13 @@ export function interpret(completion: ChatCompletion, offered: OfferedTool[], ne
 
   const searches = calls.filter((c) => c.tool.kind === 'web_search');
   if (searches.length > 0) {
-    const rule = searches[0]!.tool.speech;
+    const rule = searches[0].tool.speech;
     const speech = rule.suppress ? '' : text;
     return {
       kind: 'search',
       speech,
       searches: searches.map((c) => ({ id: c.id, query: stringArg(c, 'query', /\S/, 'a search query') })),
-      speechNeededFor: rule.requireBefore && speech === '' ? searches[0]!.tool.name : null,
+      speechNeededFor: rule.requireBefore && speech === '' ? searches[0].tool.name : null,
     };
   }
 
@@ -140,7 +140,7 @@ export function interpret(completion: ChatCompletion, offered: OfferedTool[], ne
   }
 
   // One response carries either an action or tool calls: the model's first call decides which.
-  const first = allowed[0]!;
+  const first = allowed[0];
   const firstAction = actionOf(first);
   if (firstAction) {
     for (const c of allowed.slice(1)) dropped.push(`${c.tool.name}: a response carries one action`);

@@ -50,7 +50,7 @@ function builtIn(reference: ResponsesTool, name: BuiltInToolName, param: string,
         throw new ToolReferenceError(param, `web_search needs a search endpoint: set ${WEB_SEARCH_SETTING}`);
       }
       const mode = config && 'speech_before_tool_call' in config ? config.speech_before_tool_call : undefined;
-      return { kind: name, name, speech: speechRule(mode) } as OfferedTool;
+      return { kind: name, name, speech: speechRule(mode) };
     }
     case 'choose_not_to_respond': {
       const after = config && 'respond_after_sec' in config ? config.respond_after_sec : undefined;

@@ -95,7 +95,7 @@ export function functionFor(tool: OfferedTool): ChatFunctionTool {
   });
   switch (tool.kind) {
     case 'inline':
-      return fn(tool.definition.description, tool.definition.parameters as Record<string, unknown>);
+      return fn(tool.definition.description, tool.definition.parameters);
     case 'keypad_input':
       return fn(tool.description ?? BUILT_IN_DESCRIPTIONS.keypad_input, {
         type: 'object',

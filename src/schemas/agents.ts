@@ -257,7 +257,7 @@ export const AGENT_DEFAULTS = {
 
 /** A copy of the defaults the caller may change. */
 export function agentDefaults(): AgentConfig {
-  return structuredClone(AGENT_DEFAULTS) as AgentConfig;
+  return structuredClone(AGENT_DEFAULTS);
 }
 
 /** Folds the deprecated `languages` into `default_language`/`additional_languages` when those are not sent. */

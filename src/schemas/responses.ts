@@ -40,7 +40,7 @@ export const jsonSchemaParameters = parametersObjectShape
         issues.push({ path: ['properties', name], message: `'${name}' is a reserved parameter name` });
       }
     }
-    schemaIssues({ ...schema, type: 'object' } as PropertySchema, 1, [], issues);
+    schemaIssues({ ...schema, type: 'object' }, 1, [], issues);
     for (const issue of issues) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
   });
 export type JsonSchemaParameters = z.infer<typeof jsonSchemaParameters>;

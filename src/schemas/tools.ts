@@ -220,7 +220,7 @@ export function toolCreateBody(rules: UrlRules) {
     .partial()
     .required({ name: true, description: true, type: true, execution_mode: true })
     .superRefine((tool, ctx) => {
-      for (const issue of toolRuleIssues(tool as ToolDefinition)) {
+      for (const issue of toolRuleIssues(tool)) {
         ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
       }
     });

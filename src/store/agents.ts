@@ -135,7 +135,7 @@ export async function updateAgentAtVersion(
       history as (
         insert into agent_versions (agent_id, version, name, slug, enabled, config, phone_numbers)
         select id, version, name, slug, enabled, config,
-          ${sql.json(phones.map((p) => ({ number: p.number, kind: p.kind })) as unknown as Json)}
+          ${sql.json(phones.map((p) => ({ number: p.number, kind: p.kind })))}
         from written)
       select locked.version as locked_version, written.* from locked left join written on true`;
   } catch (err) {
@@ -176,7 +176,7 @@ export async function agentForRead(
     where p.org_id = ${orgId} and (p.name = ${project} or p.id = ${project}) and a.name = ${name}`;
   if (!r) return undefined;
   const { project_name: projectName, phones, ...row } = r;
-  return { row: row as AgentRow, projectName, phones };
+  return { row: row, projectName, phones };
 }
 
 /** The id of the project's agent whose `by` column equals `value`, if any. */
@@ -265,7 +265,7 @@ export async function recordVersion(tx: Tx, row: AgentRow, phones?: Pick<PhoneRo
   await tx`
     insert into agent_versions (agent_id, version, name, slug, enabled, config, phone_numbers)
     values (${row.id}, ${row.version}, ${row.name}, ${row.slug}, ${row.enabled}, ${tx.json(row.config as unknown as Json)},
-            ${tx.json(phones.map((p) => ({ number: p.number, kind: p.kind })) as unknown as Json)})`;
+            ${tx.json(phones.map((p) => ({ number: p.number, kind: p.kind })))})`;
 }
 
 export async function agentVersions(sql: Sql, id: string): Promise<{ version: number; name: string; config: AgentConfig }[]> {
@@ -287,13 +287,13 @@ export async function addPhone(
   tx: Tx,
   p: { number: string; agentId: string; orgId: string; kind: PhoneKind; configurationEndpoint?: ConfigurationEndpoint | null },
 ): Promise<void> {
-  const endpoint = p.configurationEndpoint ? tx.json(p.configurationEndpoint as unknown as Json) : null;
+  const endpoint = p.configurationEndpoint ? tx.json(p.configurationEndpoint) : null;
   await tx`insert into agent_phone_numbers (number, agent_id, org_id, kind, configuration_endpoint)
            values (${p.number}, ${p.agentId}, ${p.orgId}, ${p.kind}, ${endpoint})`;
 }
 
 export async function setPhoneEndpoint(tx: Tx, number: string, endpoint: ConfigurationEndpoint | null): Promise<void> {
-  await tx`update agent_phone_numbers set configuration_endpoint = ${endpoint ? tx.json(endpoint as unknown as Json) : null}
+  await tx`update agent_phone_numbers set configuration_endpoint = ${endpoint ? tx.json(endpoint) : null}
            where number = ${number}`;
 }
 

@@ -106,6 +106,7 @@ export class AppendBatcher {
   append(conversationId: string, items: NewItem[]): Promise<string[]> {
     if (this.unavailable !== null && this.queuedItems + items.length > this.hold.max_held_items) {
       this.log.error({ conversationId, items: items.length, held: this.queuedItems }, 'store: the database is unavailable and the held appends are at their bound: an append fails');
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the database's own error, passed on
       return Promise.reject(this.unavailable);
     }
     this.pending.set(conversationId, (this.pending.get(conversationId) ?? 0) + 1);

@@ -56,11 +56,70 @@ export async function listExtractions(sql: Sql, conversationId: string): Promise
 
 // ---- records ----
 
-/** A row as postgres.js returns it (columns of the migration, jsonb parsed, timestamps as Date). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Row = Record<string, any>;
+// Rows as postgres.js returns them: columns of the migration, jsonb parsed, timestamps as Date. Columns named
+// as the record's fields keep the record's types.
 
-function itemOf(r: Row, calls: ToolCallEntry[]): ConversationItem {
+/** A row of `conversation_items`. */
+type ItemRow = Pick<
+  ConversationItem,
+  'id' | 'item_idx' | 'role' | 'live_transcript' | 'post_call_transcript' | 'duration_ms' | 'redacted_transcript'
+> & {
+  conversation_id: string;
+  started_at: Date;
+  voice_id: string | null;
+  audio_speed: number | null;
+  system_prompt: string | null;
+};
+
+/** A row of `conversation_tool_calls`. */
+type ToolCallRow = Omit<ToolCallEntry, 'tool' | 'endpoint_called_at'> & {
+  item_id: string;
+  tool_id: string;
+  tool_name: string;
+  endpoint_called_at: Date | null;
+};
+
+/** The record's fields stored under their own names in `conversations`. */
+type SameNamed =
+  | 'id' | 'external_id' | 'origin' | 'model' | 'generate_welcome_message' | 'is_welcome_message_interruptible'
+  | 'listen_only' | 'welcome_message' | 'template_variables' | 'input_format' | 'output_format'
+  | 'background_noise_level' | 'background_noise' | 'live_transcript' | 'post_call_transcript' | 'duration_ms'
+  | 'ended_by' | 'boosted_keywords' | 'pronunciation_dictionary' | 'min_words_to_interrupt' | 'default_language'
+  | 'additional_languages' | 'multilingual_mode' | 'push_to_talk' | 'no_input_poke_sec'
+  | 'no_input_end_conversation_sec' | 'no_input_poke_text' | 'task_results' | 'system_prompt'
+  | 'generate_no_input_poke_text' | 'vad_prebuffer_duration_ms' | 'vad_min_speech_duration_ms'
+  | 'vad_min_silence_duration_ms' | 'vad_threshold' | 'is_redacted' | 'redacted_transcript' | 'metadata'
+  | 'enable_watermarking' | 'data_retention_policy' | 'enable_assistant_backchannel'
+  | 'assistant_backchannel_aggressiveness';
+
+type Analysis = Conversation['analysis'];
+
+/** A row of `conversations` joined with the names the record shows (selectRows). */
+type ConversationRow = Pick<Conversation, SameNamed> & {
+  org_id: string;
+  project_id: string;
+  state: ConversationState;
+  agent_id: string | null;
+  agent_name: string | null;
+  agent_deleted: boolean;
+  workspace_name: string;
+  project_name: string;
+  started_at: Date | null;
+  ended_at: Date | null;
+  from_phone_number: string | null;
+  to_phone_number: string | null;
+  telephony_call_sid: string | null;
+  analysis_id: string;
+  latencies_ms: Analysis['latencies_ms'];
+  interruptions_count: Analysis['interruptions_count'];
+  rtp_stats: NonNullable<Analysis['rtp']> | null;
+  websocket_timeout_sec: number | null;
+  transcripts_deleted_at: Date | null;
+  audio_recordings_deleted_at: Date | null;
+  languages: Conversation['languages'] | null;
+};
+
+function itemOf(r: ItemRow, calls: ToolCallEntry[]): ConversationItem {
   const item: ConversationItem = {
     id: r.id,
     item_idx: r.item_idx,
@@ -78,7 +137,7 @@ function itemOf(r: Row, calls: ToolCallEntry[]): ConversationItem {
   return item;
 }
 
-function toolCallOf(r: Row): ToolCallEntry {
+function toolCallOf(r: ToolCallRow): ToolCallEntry {
   return {
     id: r.id,
     tool: { id: r.tool_id, name: r.tool_name },
@@ -98,10 +157,11 @@ function toolCallOf(r: Row): ToolCallEntry {
   };
 }
 
-function recordOf(r: Row, items: ConversationItem[]): Conversation {
+function recordOf(r: ConversationRow, items: ConversationItem[]): Conversation {
   return {
     id: r.id,
-    agent: r.agent_id === null ? null : { id: r.agent_id, name: r.agent_name, is_deleted: r.agent_deleted },
+    // agent_id and agent_name are written together.
+    agent: r.agent_id === null || r.agent_name === null ? null : { id: r.agent_id, name: r.agent_name, is_deleted: r.agent_deleted },
     workspace: r.workspace_name,
     project: { id: r.project_id, name: r.project_name },
     external_id: r.external_id,
@@ -136,7 +196,8 @@ function recordOf(r: Row, items: ConversationItem[]): Conversation {
     task_results: r.task_results,
     items,
     call_info:
-      r.from_phone_number === null
+      // The table checks that both numbers are set or neither is.
+      r.from_phone_number === null || r.to_phone_number === null
         ? null
         : {
             from_phone_number: r.from_phone_number,
@@ -172,12 +233,12 @@ function recordOf(r: Row, items: ConversationItem[]): Conversation {
 }
 
 /** Reads full records (with items, tool calls and the `both` recording) for conversation rows, in row order. */
-async function hydrate(sql: Sql, rows: Row[]): Promise<StoredConversation[]> {
+async function hydrate(sql: Sql, rows: ConversationRow[]): Promise<StoredConversation[]> {
   if (rows.length === 0) return [];
-  const ids = rows.map((r) => r.id as string);
+  const ids = rows.map((r) => r.id);
   const [items, calls, recordings, jobs, deliveries] = await Promise.all([
-    sql<Row[]>`select * from conversation_items where conversation_id in ${sql(ids)} order by conversation_id, item_idx`,
-    sql<Row[]>`select * from conversation_tool_calls where conversation_id in ${sql(ids)} order by item_id, call_idx`,
+    sql<ItemRow[]>`select * from conversation_items where conversation_id in ${sql(ids)} order by conversation_id, item_idx`,
+    sql<ToolCallRow[]>`select * from conversation_tool_calls where conversation_id in ${sql(ids)} order by item_id, call_idx`,
     sql<RecordingRow[]>`select conversation_id, side, path, format, sample_rate, channels, bytes::float8 as bytes
       from conversation_recordings where conversation_id in ${sql(ids)} and side = 'both'`,
     // The post-call jobs (src/store/jobs.ts), shown as the record's `post_call`.
@@ -245,7 +306,7 @@ function selectRows(sql: Sql) {
 
 /** One conversation, or null. The caller checks `orgId` (403 for another organization). */
 export async function getConversation(sql: Sql, conversationId: string): Promise<StoredConversation | null> {
-  const rows = await sql<Row[]>`${selectRows(sql)} where c.id = ${conversationId}`;
+  const rows = await sql<ConversationRow[]>`${selectRows(sql)} where c.id = ${conversationId}`;
   const [out] = await hydrate(sql, rows);
   return out ?? null;
 }
@@ -298,17 +359,17 @@ export async function listConversations(sql: Sql, f: ListFilter): Promise<ListPa
   const exists = async (cond: ReturnType<Sql>) =>
     (await sql`select 1 from conversations c where ${where} and ${cond} limit 1`).length > 0;
 
-  let rows: Row[];
+  let rows: ConversationRow[];
   let hasNewer: boolean;
   let hasOlder: boolean;
   if (f.before !== undefined) {
-    rows = await sql<Row[]>`${selectRows(sql)} where ${where} and (c.sort_at, c.id) > ${key(f.before)}
+    rows = await sql<ConversationRow[]>`${selectRows(sql)} where ${where} and (c.sort_at, c.id) > ${key(f.before)}
       order by c.sort_at asc, c.id asc limit ${f.limit + 1}`;
     hasNewer = rows.length > f.limit;
     rows = rows.slice(0, f.limit).reverse();
     hasOlder = rows.length > 0 && (await exists(sql`(c.sort_at, c.id) < ${key(rows[rows.length - 1].id)}`));
   } else {
-    rows = await sql<Row[]>`${selectRows(sql)} where ${where}
+    rows = await sql<ConversationRow[]>`${selectRows(sql)} where ${where}
       ${f.after !== undefined ? sql`and (c.sort_at, c.id) < ${key(f.after)}` : sql``}
       order by c.sort_at desc, c.id desc limit ${f.limit + 1}`;
     hasOlder = rows.length > f.limit;

@@ -1,7 +1,6 @@
 // Conversations repository: the live engine (through main) creates a conversation, appends its items and finishes
 // it; the API cancels and deletes content. Reads (the API's Conversation record, listings with cursors) are in
 // conversation-reads.ts and re-exported here, so this file is the repository's one entry.
-import type postgres from 'postgres';
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
 import type { CallInfo, Conversation, EndedBy, RecordingSide, RtpAnalysis, ToolCallEntry } from '../schemas/conversations.js';
@@ -26,9 +25,20 @@ type Db = Sql | Tx;
 /** A row for postgres.js's insert/update helpers (values already wrapped where they are jsonb). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type HelperRow = Record<string, any>;
-/** A row read back as JSON (to_jsonb): timestamps as strings. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Row = Record<string, any>;
+/** The finished conversation's row read back as JSON (to_jsonb): timestamps as strings. */
+interface EndedRow {
+  id: string;
+  org_id: string;
+  project_id: string;
+  agent_id: string | null;
+  agent_name: string | null;
+  origin: Conversation['origin'];
+  external_id: string | null;
+  ended_by: EndedBy;
+  started_at: string | null;
+  ended_at: string;
+  duration_ms: number;
+}
 
 /** The record's configuration fields, as the API names them (what the agent and overrides resolved to). */
 export type ConversationSettings = Partial<
@@ -393,6 +403,11 @@ export interface ConversationUpdate {
   external_id?: string | null;
   started_at?: Date;
   settings?: ConversationSettings;
+  /**
+   * Keys merged into the record's `metadata` (jsonb `||`: a key given replaces that key alone, the others stay), so
+   * the live call and main's SIP side may each write their own keys (docs/telephony.md, "What a call records").
+   */
+  metadata?: Record<string, unknown>;
 }
 
 /**
@@ -408,14 +423,19 @@ export interface ConversationUpdate {
  */
 export async function updateConversation(sql: Sql, conversationId: string, u: ConversationUpdate): Promise<boolean> {
   const set = withJson(sql, { ...(u.settings ?? {}), state: u.state, external_id: u.external_id });
+  if (u.metadata !== undefined && u.settings?.metadata !== undefined) throw new Error('an update sets metadata or merges keys into it, not both');
   const startedAt = u.started_at ?? null;
+  // null: no keys to merge (jsonb `||` with '{}' leaves the metadata as it is, null included).
+  const merge = u.metadata === undefined ? null : sql.json(u.metadata as Json);
   // postgres.js recognises its update helper only right after `set`: one statement per shape.
   const update = (db: Db) =>
     Object.keys(set).length > 0
       ? db`update conversations set ${db(set)},
-          started_at = coalesce(started_at, ${startedAt}::timestamptz)
+          started_at = coalesce(started_at, ${startedAt}::timestamptz),
+          metadata = case when ${merge}::jsonb is null then metadata else coalesce(metadata, '{}'::jsonb) || ${merge}::jsonb end
         where id = ${conversationId} and state <> 'ended' returning 1`
-      : db`update conversations set started_at = coalesce(started_at, ${startedAt}::timestamptz)
+      : db`update conversations set started_at = coalesce(started_at, ${startedAt}::timestamptz),
+          metadata = case when ${merge}::jsonb is null then metadata else coalesce(metadata, '{}'::jsonb) || ${merge}::jsonb end
         where id = ${conversationId} and state <> 'ended' returning 1`;
   if (u.settings?.data_retention_policy === undefined) return (await update(sql)).length > 0;
   const [rows] = await pipelinedTransaction(sql, (tx) => [update(tx), contentDroppedIfRetainsNothing(tx, conversationId)]);
@@ -522,7 +542,7 @@ async function finishStatement(
   const json = (v: unknown) => (v === undefined || v === null ? null : sql.json(v as Json));
   // An omitted field (undefined) leaves the column as it is; an in-progress row has nothing in these columns but
   // the defaults, so `coalesce(given, column)` is what the update helper did before for a first finish.
-  const [out] = await sql<{ ended: boolean; recordings_stored: boolean; first: Row | null }[]>`
+  const [out] = await sql<{ ended: boolean; recordings_stored: boolean; first: EndedRow | null }[]>`
     with prev as materialized (
       select id, state = 'ended' as was_ended,
         ${retainsNothing(sql)} as retains_nothing,
@@ -592,7 +612,8 @@ async function finishStatement(
     id: r.id,
     orgId: r.org_id,
     projectId: r.project_id,
-    agent: r.agent_id === null ? null : { id: r.agent_id, name: r.agent_name },
+    // agent_id and agent_name are written together.
+    agent: r.agent_id === null || r.agent_name === null ? null : { id: r.agent_id, name: r.agent_name },
     origin: r.origin,
     externalId: r.external_id,
     endedBy: r.ended_by,

@@ -9,6 +9,7 @@ import { StoreError } from './errors.js';
 import { acquireLock } from './lock.js';
 import { startPgliteThread, type PgliteThread } from './pglite.js';
 
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- postgres.js's way to say: no custom types
 export type Sql = postgres.Sql<{}>;
 
 export interface Store {

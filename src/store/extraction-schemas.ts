@@ -4,8 +4,6 @@ import type { ExtractionSchema } from '../schemas/extraction-schemas.js';
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
 
-type Json = Parameters<Sql['json']>[0];
-
 export interface ExtractionSchemaRow extends ExtractionSchema {
   org_id: string;
   project_id: string;
@@ -47,7 +45,7 @@ export async function insertSchema(
   const id = newId(EXTRACTION_SCHEMA_ID_PREFIX);
   try {
     await sql`insert into extraction_schemas (id, org_id, project_id, name, prompt, fields)
-              values (${id}, ${orgId}, ${projectId}, ${s.name}, ${s.prompt}, ${sql.json(s.fields as unknown as Json)})`;
+              values (${id}, ${orgId}, ${projectId}, ${s.name}, ${s.prompt}, ${sql.json(s.fields)})`;
   } catch (err) {
     if ((err as { code?: string }).code === UNIQUE_VIOLATION) return 'name_taken';
     throw err;
@@ -59,7 +57,7 @@ export async function insertSchema(
 export async function updateSchema(sql: Sql, id: string, s: ExtractionSchemaFields, updatedAt: Date): Promise<'ok' | 'name_taken'> {
   try {
     await sql`update extraction_schemas set
-      name = ${s.name}, prompt = ${s.prompt}, fields = ${sql.json(s.fields as unknown as Json)}, updated_at = ${updatedAt}
+      name = ${s.name}, prompt = ${s.prompt}, fields = ${sql.json(s.fields)}, updated_at = ${updatedAt}
       where id = ${id}`;
   } catch (err) {
     if ((err as { code?: string }).code === UNIQUE_VIOLATION) return 'name_taken';

@@ -141,7 +141,7 @@ export async function savePostCallTranscript(
     if (!row.keeps) return 'not_kept' as const;
     await tx`update conversations set post_call_transcript = ${t.text} where id = ${conversationId}`;
     await tx`update conversation_items i set post_call_transcript = x.text
-      from jsonb_to_recordset(${tx.json(t.items as unknown as Json)}) as x(id text, text text)
+      from jsonb_to_recordset(${tx.json(t.items)}) as x(id text, text text)
       where i.id = x.id and i.conversation_id = ${conversationId}`;
     await tx`insert into conversation_post_call_words (conversation_id, words)
       values (${conversationId}, ${tx.json(t.words as unknown as Json)})

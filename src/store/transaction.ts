@@ -9,6 +9,7 @@ import type postgres from 'postgres';
 import type { Sql } from './db.js';
 
 /** The connection a transaction's statements run on. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- postgres.js's way to say: no custom types
 export type Tx = postgres.ReservedSql<{}>;
 
 /**

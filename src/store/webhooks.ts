@@ -57,7 +57,7 @@ export async function insertWebhookEndpoint(
       insert into webhook_endpoints (id, org_id, project_id, url, description, events, secret)
       values (${newId('webhook')}, ${e.orgId}, ${e.projectId}, ${e.url}, ${e.description}, ${tx.json(e.events)}, ${e.secret})
       returning *`;
-    return row!;
+    return row;
   });
 }
 
@@ -100,7 +100,7 @@ export async function insertDeliveries(
 export async function countListeningEndpoints(db: Db, projectId: string, type: WebhookEventType): Promise<number> {
   const [row] = await db<{ n: number }[]>`select count(*)::int as n from webhook_endpoints
     where project_id = ${projectId} and events @> ${db.json([type])}`;
-  return row!.n;
+  return row.n;
 }
 
 /** A delivery with its endpoint's URL and secret; null when it (or its endpoint) was deleted. */
@@ -147,5 +147,5 @@ export async function listWebhookDeliveries(
     order by d.created_at desc, d.id desc limit ${page.limit + 1}`;
   const more = rows.length > page.limit;
   const deliveries = rows.slice(0, page.limit);
-  return { deliveries, nextCursor: more ? deliveries[deliveries.length - 1]!.id : null };
+  return { deliveries, nextCursor: more ? deliveries[deliveries.length - 1].id : null };
 }

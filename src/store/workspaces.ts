@@ -3,7 +3,7 @@
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
 import { insertApiKey } from './api-keys.js';
-import { transaction } from './transaction.js';
+import { transaction, type Tx } from './transaction.js';
 
 export interface NewWorkspace {
   orgId: string;
@@ -25,27 +25,36 @@ export interface WorkspaceRow {
 
 /** A workspace with its `main` project and an API key (given, or generated). */
 export async function createWorkspace(sql: Sql, name: string, apiKey?: string): Promise<NewWorkspace> {
-  return transaction(sql, async (tx) => {
-    const orgId = newId('org');
-    const projectId = newId('proj');
-    await tx`insert into organizations (id, name) values (${orgId}, ${name})`;
-    await tx`insert into projects (id, org_id, name) values (${projectId}, ${orgId}, 'main')`;
-    const key = await insertApiKey(tx, orgId, 'default', apiKey);
-    return { orgId, projectId, apiKeyId: key.id, apiKey: key.secret };
-  });
+  return transaction(sql, (tx) => insertWorkspace(tx, name, apiKey));
+}
+
+async function insertWorkspace(tx: Tx, name: string, apiKey?: string): Promise<NewWorkspace> {
+  const orgId = newId('org');
+  const projectId = newId('proj');
+  await tx`insert into organizations (id, name) values (${orgId}, ${name})`;
+  await tx`insert into projects (id, org_id, name) values (${projectId}, ${orgId}, 'main')`;
+  const key = await insertApiKey(tx, orgId, 'default', apiKey);
+  return { orgId, projectId, apiKeyId: key.id, apiKey: key.secret };
 }
 
 /** Name of the workspace made on first start. */
 export const BOOTSTRAP_WORKSPACE = 'default';
 
+/** Arbitrary constant key of pg_advisory_xact_lock for the bootstrap ("pboots" in ASCII), apart from migrations'. */
+const BOOTSTRAP_LOCK_KEY = 0x70626f6f7473;
+
 /**
  * On an empty database: creates the first workspace, its `main` project and an API key (`apiKey` when given).
- * Returns it, or null when the database already has a workspace.
+ * Returns it, or null when the database already has a workspace. Nodes starting together on one empty database
+ * take turns on an advisory lock: one creates the workspace, the others find it.
  */
 export async function bootstrap(sql: Sql, apiKey?: string): Promise<NewWorkspace | null> {
-  const [any] = await sql`select 1 from organizations limit 1`;
-  if (any) return null;
-  return createWorkspace(sql, BOOTSTRAP_WORKSPACE, apiKey);
+  return transaction(sql, async (tx) => {
+    await tx`select pg_advisory_xact_lock(${BOOTSTRAP_LOCK_KEY})`;
+    const [any] = await tx`select 1 from organizations limit 1`;
+    if (any) return null;
+    return insertWorkspace(tx, BOOTSTRAP_WORKSPACE, apiKey);
+  });
 }
 
 export async function workspaceById(sql: Sql, id: string): Promise<WorkspaceRow | undefined> {

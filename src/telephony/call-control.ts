@@ -3,7 +3,7 @@
 // events (call_hangup, call_media_update, call_dtmf), and releases what the call held when the worker reports it
 // ended (call_ended): BYE while the dialog is up, the port pair, the lease of a conversation that never started. A
 // worker that dies takes its calls with it: main sends their BYEs and finishes their records itself.
-import type { Dialog, InfoEvent } from '../../sip/index.js';
+import type { Dialog, EndReason, InfoEvent, NegotiatedMedia } from '../../sip/index.js';
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { finishLostCall, releaseCall } from '../domain/calls.js';
@@ -12,6 +12,7 @@ import { callMediaOf, remoteMediaOf } from './media-policy.js';
 import type { MediaWorkers } from './media-workers.js';
 import type { RtpPorts } from './rtp-ports.js';
 import { CallRegistry } from './call-registry.js';
+import { DtmfInfoSender } from './dtmf-info.js';
 import { SipCall, type SipCallInit } from './sip-call.js';
 import { serviceUnavailable } from './sip-errors.js';
 
@@ -62,6 +63,12 @@ export class CallControl {
   readonly #byes = new Set<Promise<void>>();
   /** Where a call's call_transfer notices go (transfer.ts); none: they are logged and dropped. */
   transferListener: ((call: SipCall, event: TransferEvent) => void) | null = null;
+  /** Keys of calls without telephone-event, sent as SIP INFO. */
+  readonly #dtmfOut = new DtmfInfoSender();
+  /** Undoes attachDialog's listeners on the call's current dialog. */
+  readonly #detach = new WeakMap<SipCall, () => void>();
+  /** Joins each attached dialog to the handling of the peer's REFERs (refer-in.ts); null: REFER is declined (603). */
+  referHandler: ((call: SipCall, dialog: Dialog) => void) | null = null;
 
   constructor(opts: CallControlOptions) {
     this.#workers = opts.workers;
@@ -174,23 +181,43 @@ export class CallControl {
   /** Joins the call's dialog: the peer's BYE, re-INVITE/UPDATE and INFO reach the worker. */
   attachDialog(call: SipCall, dialog: Dialog): void {
     call.dialog = dialog;
-    dialog.on('ended', ({ reason }) => {
+    const onEnded = ({ reason }: { reason: EndReason }) => {
       if (reason === 'bye_sent') return; // ours, after the worker ended the call
       // RFC 3261 15.1.2: the peer hung up; an unacknowledged answer or an expired session ends it in error.
       this.hangup(call, reason === 'bye_received' ? 'bye' : 'failed');
-    });
-    dialog.on('modified', ({ media }) => {
+    };
+    const onModified = ({ media }: { media: NegotiatedMedia | null }) => {
       if (media === null) {
         call.log.warn('a re-INVITE or answer left the call no usable audio stream; the media is kept as it was');
         return;
       }
       this.mediaUpdate(call, remoteMediaOf(media), callMediaOf(media));
-    });
-    dialog.on('info', (info) => {
+    };
+    const onInfo = (info: InfoEvent) => {
       const digits = dtmfDigitsOf(info);
       if (digits !== null && call.state === 'live') this.#send(call, { type: 'call_dtmf', callId: call.callId, digits });
-    });
+    };
+    dialog.on('ended', onEnded);
+    dialog.on('modified', onModified);
+    dialog.on('info', onInfo);
     dialog.on('error', (err) => call.log.warn({ err }, 'SIP dialog background request failed'));
+    this.#detach.set(call, () => {
+      dialog.off('ended', onEnded);
+      dialog.off('modified', onModified);
+      dialog.off('info', onInfo);
+      dialog.removeAllListeners('refer');
+      dialog.screenRefer = null;
+    });
+    this.referHandler?.(call, dialog);
+  }
+
+  /**
+   * The call goes on over another dialog (a transfer the peer asked for by REFER, answered): the old dialog no
+   * longer speaks for the call (its BYE ends nothing; the caller of this sends it), the new one does.
+   */
+  replaceDialog(call: SipCall, dialog: Dialog): void {
+    this.#detach.get(call)?.();
+    this.attachDialog(call, dialog);
   }
 
   /** A worker's telephony notice. */
@@ -207,6 +234,10 @@ export class CallControl {
     if (notice.type === 'call_transfer') {
       if (this.transferListener) this.transferListener(call, notice.event);
       else call.log.warn({ event: notice.event.kind }, 'call_transfer with no transfers running');
+      return;
+    }
+    if (notice.type === 'call_dtmf_out') {
+      if (call.state === 'live') void this.#dtmfOut.send(call, notice.digits);
       return;
     }
     if (call.state === 'reassigning') {

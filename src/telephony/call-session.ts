@@ -16,7 +16,7 @@
 // analysis). No RTP for PARLEY_RTP_TIMEOUT_SEC while the peer should be sending ends the call (ended_by error).
 // Everything per packet and per frame runs on preallocated buffers.
 import { randomBytes } from 'node:crypto';
-import type { ConversationClient, ConversationOrigin, LiveConversation } from '../conversation/host.js';
+import type { AnsweredBy, ConversationClient, ConversationOrigin, LiveConversation } from '../conversation/host.js';
 import { createDecoder, type Decoder } from '../media/codec.js';
 import { JitterBuffer, JB_LOST, JB_NONE } from '../media/jitter-buffer.js';
 import { DtmfDetector } from '../media/native/dtmf.js';
@@ -27,7 +27,7 @@ import type { NativeUdpSocket } from '../media/udp-native.js';
 import type { Logger } from '../log.js';
 import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import type { ServerEvent } from '../schemas/sts.js';
-import type { CallHangupReason, CallMedia, CallMessage, MediaAddress } from '../workers/worker-protocol.js';
+import type { CallHangupReason, CallMedia, CallMessage, CallSignalNotice, MediaAddress } from '../workers/worker-protocol.js';
 import { transition, type CallInput, type CallState } from './call.fsm.js';
 import { callCodec, encodedSilence, framesPerPacket, type CallCodec } from './call-media.js';
 import { ReceptionStats, peerSummary } from './reception-stats.js';
@@ -39,6 +39,7 @@ import type { RtpEndpoint } from './rtp-endpoint.js';
 import type { TransferLeg } from './bridge.js';
 import type { CallTransfer, WorkerTransfers } from './worker-transfer.js';
 import type { PhoneTransferHooks, PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
+import { VoicemailDetection } from './voicemail-detection.js';
 
 export type CallAssigned = Extract<CallMessage, { type: 'call_assigned' }>;
 
@@ -73,6 +74,8 @@ export interface CallSessionDeps {
   closed(session: CallSession, endedBy: EndedBy, started: boolean): void;
   /** The worker's phone transfers (worker-transfer.ts); absent: the call cannot be transferred. */
   transfers?: WorkerTransfers;
+  /** What main carries out in SIP for the call (keys as SIP INFO); absent: nothing to send them with. */
+  signal?(notice: CallSignalNotice): void;
   random?(): number;
 }
 
@@ -103,6 +106,8 @@ export class CallSession implements ConversationClient {
   private lastRtpAtMs = 0;
   private readonly onRtpBatch = (count: number, socket: NativeUdpSocket): void => this.receiveRtp(count, socket);
   private readonly onRtcpBatch = (count: number, socket: NativeUdpSocket): void => this.receiveRtcp(count, socket);
+  /** Answering-machine detection from the answer on (call_assigned.voicemailDetection), until it settles. */
+  private voicemail: { detection: VoicemailDetection; decoder: Decoder; pcm: Int16Array; views: Map<number, Int16Array> } | null = null;
   /** In-band DTMF (no telephone-event negotiated, G.711): made when first needed. */
   private inband: { detector: DtmfDetector; decoder: Decoder; pcm: Int16Array; views: Map<number, Int16Array>; digits: Uint8Array } | null = null;
 
@@ -196,6 +201,7 @@ export class CallSession implements ConversationClient {
     this.nextReportAtMs = now + rtcpIntervalMs(true, this.random());
     this.updateSending();
     const a = this.assigned;
+    const answeredBy = a.voicemailDetection === true ? this.startVoicemailDetection() : null;
     const conv = this.deps.newConversation(this, { orgId: a.agent.orgId, origin: a.origin, callInfo: a.callInfo });
     this.conv = conv;
     void conv.ended.then((endedBy) => this.conversationEnded(endedBy));
@@ -208,6 +214,7 @@ export class CallSession implements ConversationClient {
         configurationEndpoint: a.configurationEndpoint,
         overrides: a.overrides,
         listenOnly: a.listenOnly,
+        answeredBy,
       },
     });
   }
@@ -399,6 +406,7 @@ export class CallSession implements ConversationClient {
       if (n === JB_NONE) return;
       if (n === JB_LOST) {
         for (let k = 0; k < this.lastFrames; k++) conv.pushLost();
+        if (this.voicemail !== null) for (let k = 0; k < this.lastFrames; k++) this.voicemail.detection.pushLost();
         continue;
       }
       const at = jb.releasedOffset;
@@ -412,7 +420,33 @@ export class CallSession implements ConversationClient {
       const perFrame = this.codec.bytesPerFrame;
       this.lastFrames = perFrame > 0 ? Math.max(1, Math.round(n / perFrame)) : 1;
       if (this.inband !== null) this.detectInband(jb.store, at, n);
+      if (this.voicemail !== null) this.feedVoicemail(jb.store, at, n);
     }
+  }
+
+  /**
+   * The detection of who answered, on the callee's decoded audio from the answer (G.711 only: an opus call's audio
+   * is not decoded here, and it settles `unknown` at once). Its promise settles however the call goes.
+   */
+  private startVoicemailDetection(): Promise<AnsweredBy> {
+    const detection = new VoicemailDetection();
+    if (this.codec.bytesPerFrame === 0) {
+      detection.cancel();
+      return detection.result;
+    }
+    const decoder = createDecoder(this.codec.format);
+    this.voicemail = { detection, decoder, pcm: new Int16Array(decoder.maxSamples(this.codec.maxPayloadBytes)), views: new Map() };
+    void detection.result.then((outcome) => {
+      this.log.info({ answeredBy: outcome }, 'answering-machine detection settled');
+      this.voicemail = null;
+    });
+    return detection.result;
+  }
+
+  private feedVoicemail(buf: Uint8Array, at: number, n: number): void {
+    const v = this.voicemail!;
+    const samples = v.decoder.decodeInto(buf, n, v.pcm, at);
+    v.detection.push(prefixView(v.views, v.pcm, samples));
   }
 
   private detectInband(buf: Uint8Array, at: number, n: number): void {
@@ -489,14 +523,14 @@ export class CallSession implements ConversationClient {
   }
 
   private sendDigits(digits: string): void {
-    if (this.events === null) {
-      this.log.warn({ digits }, 'the keypad tool pressed keys, but the call negotiated no telephone-event: not sent');
-      return;
-    }
-    // The tool's pauses (w, comma) are not kept: RFC 4733 digits go out one after another.
+    // The tool's pauses (w, comma) are not kept: the digits go out one after another.
     let keys = '';
     for (const d of digits.toUpperCase()) if (DTMF_EVENTS.includes(d)) keys += d;
-    if (keys !== '') this.events.send(keys);
+    if (keys === '') return;
+    if (this.events !== null) return this.events.send(keys);
+    // No telephone-event negotiated: main sends them as SIP INFO (application/dtmf-relay).
+    if (this.deps.signal) return this.deps.signal({ type: 'call_dtmf_out', callId: this.callId, digits: keys });
+    this.log.warn({ digits }, 'the keypad tool pressed keys, but the call negotiated no telephone-event: not sent');
   }
 
   private append(frame: Uint8Array): void {
@@ -613,6 +647,8 @@ export class CallSession implements ConversationClient {
     this.endpoint.close();
     this.inband?.detector.destroy();
     this.inband = null;
+    this.voicemail?.detection.cancel();
+    this.voicemail = null;
     const peer = this.havePeerBlock ? { peerRoundTripMs: roundTripMs(this.peerBlock, this.deps.wallNow()) } : {};
     this.log.info({ endedBy, started, counters: this.counters, packetsSent: this.packetsSent, reportsSent: this.reportsSent, jitterBuffer: this.jb.stats, ...peer }, 'call closed');
     this.deps.closed(this, endedBy, started);

@@ -136,7 +136,9 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
     };
     const conversationId = newId('conv');
     await admitCall(sql, policy, agent.orgId, agent.project.id, conversationId);
-    const call = control.open({ callId: newId('call'), conversationId, orgId: agent.orgId, projectId: agent.project.id, origin: 'telephony-inbound', trunk });
+    const call = control.open({
+      callId: newId('call'), conversationId, orgId: agent.orgId, projectId: agent.project.id, origin: 'telephony-inbound', trunk, localNumber: number,
+    });
     const negotiated = probe?.ok ? probe.media : null;
     const media = negotiated ? callMediaOf(negotiated) : offeredCallMedia({ audioFormat, address, port: 0 });
     const port = await control.assign(call, {

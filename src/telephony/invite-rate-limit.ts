@@ -79,7 +79,7 @@ export class InviteRateLimit {
   /** Drops the least recently used buckets that have refilled completely. */
   #sweep(now: number): void {
     for (let i = 0; i < SWEEP_PER_CHECK; i++) {
-      const oldest = this.#buckets.entries().next().value as [string, Bucket] | undefined;
+      const oldest = this.#buckets.entries().next().value;
       if (!oldest) return;
       const [key, bucket] = oldest;
       if (bucket.tokens + ((now - bucket.at) / MS_PER_SEC) * this.#rate < this.#burst) return;

@@ -124,6 +124,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       await control.abandon(call);
       throw err;
     });
+    call.localNumber = callerId;
     const audioFormat = (agent.config as unknown as AgentConfig).audio_format;
     // The config's tools replace the agent's (their definitions resolved with the call).
     const callAgent = request.sent?.tools !== undefined ? { ...agent, tools: request.call.tools } : agent;
@@ -135,6 +136,8 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       configurationEndpoint: null,
       overrides: outboundOverrides(request.sent),
       listenOnly: false,
+      // Every answered outbound call: who answered is known before the agent first speaks (docs/telephony.md).
+      voicemailDetection: true,
     };
     let port: number;
     try {

@@ -16,8 +16,10 @@ export interface SipCallInit {
   projectId: string;
   origin: CallOrigin;
   log: Logger;
-  /** The trunk the call came in on (inbound) or went out through (outbound): its REFER policy applies. */
+  /** The trunk the call is on (its `inbound.allow_refer` lets the peer transfer the call); none: no REFER. */
   trunk?: Trunk | null;
+  /** Parley's number on the call (the dialled number, or the caller ID it presented): the From of a transfer's leg. */
+  localNumber?: string | null;
 }
 
 export class SipCall {
@@ -28,6 +30,7 @@ export class SipCall {
   readonly origin: CallOrigin;
   readonly log: Logger;
   readonly trunk: Trunk | null;
+  localNumber: string | null;
   state: SipCallState = 'setting_up';
   workerId: number | null = null;
   rtpPort: number | null = null;
@@ -36,6 +39,11 @@ export class SipCall {
   dialog: Dialog | null = null;
   /** When call_start was sent (the record's start). */
   startedAt: Date | null = null;
+  /**
+   * The transfer of this call under way, one at a time: the peer's REFER (refer-in.ts) or the agent's phone
+   * transfer (transfer.ts). Each refuses to start while the other runs: both would move the call's media and dialog.
+   */
+  transferring: 'peer' | 'agent' | null = null;
   /** Resolves once the call is forgotten (its port, lease or record and dialog dealt with: done()). */
   readonly ended: Promise<void>;
   #resolveEnded!: () => void;
@@ -50,6 +58,7 @@ export class SipCall {
     this.origin = init.origin;
     this.log = init.log;
     this.trunk = init.trunk ?? null;
+    this.localNumber = init.localNumber ?? null;
     this.ended = new Promise((resolve) => (this.#resolveEnded = resolve));
   }
 

@@ -16,6 +16,7 @@ import { advertisedAddress } from './media-policy.js';
 import type { MediaWorkers } from './media-workers.js';
 import { TelephonyOutboundCalls } from './outbound-call.js';
 import { CallTransfers } from './transfer.js';
+import { IncomingRefers } from './refer-in.js';
 import { RtpPorts } from './rtp-ports.js';
 import { loadTrunks, type Trunks } from './trunks.js';
 
@@ -86,6 +87,10 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
     isStopping: () => stopping.signal.aborted,
   }));
   const locator = opts.locator ?? new Locator();
+  const refers = new IncomingRefers({
+    ua, control, trunks, locator, sql, address, ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC, now: opts.now,
+  });
+  control.referHandler = (call, dialog) => refers.attach(call, dialog);
   const outboundCalls = new TelephonyOutboundCalls({
     ua, control, sql, policy, address, random,
     trunk: trunks.outbound(),

@@ -88,9 +88,10 @@ export class CallTransfers {
   /** A worker's call_transfer event. */
   event(call: SipCall, event: TransferEvent): void {
     if (event.kind === 'request') {
-      if (this.#byCall.has(call.callId)) {
-        call.log.warn('a second transfer request while one runs: refused');
-        this.#send(call, event.transferId, { outcome: 'failed', phone_number: event.request.phoneNumber, reason: 'another transfer is under way', attempts: 0 });
+      if (this.#byCall.has(call.callId) || call.transferring !== null) {
+        const reason = call.transferring === 'peer' ? 'the other party is transferring the call' : 'another transfer is under way';
+        call.log.warn({ reason }, 'a transfer request while another runs: refused');
+        this.#send(call, event.transferId, { outcome: 'failed', phone_number: event.request.phoneNumber, reason, attempts: 0 });
         return;
       }
       const t: Transfer = {
@@ -98,10 +99,11 @@ export class CallTransfers {
         legPort: null, legDialog: null, legReady: null,
       };
       this.#byCall.set(call.callId, t);
+      call.transferring = 'agent';
       void call.ended.then(() => {
         t.abort.abort();
         this.#closeLeg(t);
-        if (this.#byCall.get(call.callId) === t) this.#byCall.delete(call.callId);
+        this.#forget(t);
       });
       this.#run(t).catch((err: unknown) => {
         call.log.error({ err }, 'transfer failed');
@@ -118,7 +120,7 @@ export class CallTransfers {
     }
     // leg_closed: the worker let the leg go; the transfer is over on its side.
     this.#closeLeg(t);
-    this.#byCall.delete(call.callId);
+    this.#forget(t);
   }
 
   async #run(t: Transfer): Promise<void> {
@@ -322,7 +324,14 @@ export class CallTransfers {
   #finish(t: Transfer, result: PhoneTransferResult): void {
     t.call.log.info({ result }, 'transfer result');
     this.#send(t.call, t.id, result);
-    if (t.legPort === null) this.#byCall.delete(t.call.callId);
+    if (t.legPort === null) this.#forget(t);
+  }
+
+  /** The transfer is over: another (the agent's or the peer's) may start. */
+  #forget(t: Transfer): void {
+    if (this.#byCall.get(t.call.callId) !== t) return;
+    this.#byCall.delete(t.call.callId);
+    if (t.call.transferring === 'agent') t.call.transferring = null;
   }
 
   #send(call: SipCall, transferId: number, result: PhoneTransferResult): void {

@@ -139,6 +139,7 @@ export class WorkerCalls implements PacedStream {
         newConversation: this.opts.newConversation,
         closed: (s, endedBy, started) => this.closed(s, endedBy, started),
         transfers: this.transfers,
+        signal: (notice) => this.opts.post(notice),
       });
     } catch (err) {
       // A remote that is not IPv4, most likely (the sockets are IPv4).

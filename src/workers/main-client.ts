@@ -64,7 +64,7 @@ export class MainClient {
         this.pending.delete(id);
         reject(new MainRequestError(`main did not answer ${type} within ${timeoutMs} ms`, type, 504, 'main_timeout'));
       }, timeoutMs);
-      this.pending.set(id, { type, resolve: resolve as (v: unknown) => void, reject, timer });
+      this.pending.set(id, { type, resolve: resolve, reject, timer });
       this.sink.postMessage({ ...payload, type, id } as unknown as WorkerRequest);
     });
   }

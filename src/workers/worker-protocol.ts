@@ -194,6 +194,11 @@ export type CallMessage =
       overrides: Record<string, unknown> | null;
       /** The agent's listen_only_inbound_enabled applies (an inbound call). */
       listenOnly: boolean;
+      /**
+       * Answering-machine detection runs on the callee's audio from the answer (an outbound call): the conversation
+       * first speaks once it is known (src/telephony/voicemail-detection.ts). Absent: false.
+       */
+      voicemailDetection?: boolean;
     }
   /** A re-INVITE (or an outbound call's answer): the peer's new address, codec parameters and direction (hold). */
   | { type: 'call_media_update'; callId: string; remote: MediaAddress | null; media: CallMedia }
@@ -228,6 +233,14 @@ export type TransferEvent =
   | { kind: 'leg_ready'; transferId: number; ok: false; error: string }
   | { kind: 'leg_closed'; transferId: number };
 
+/** Telephony notices of a call's conversation that main carries out in SIP (in CallNotice). */
+export type CallSignalNotice =
+  /**
+   * The keypad tool pressed keys on a call that negotiated no telephone-event: main sends them as SIP INFO
+   * (application/dtmf-relay), one digit after another.
+   */
+  { type: 'call_dtmf_out'; callId: string; digits: string };
+
 /** Telephony notices a worker sends main (in WorkerNotice). */
 export type CallNotice =
   /** The answer to call_assigned: the ports are bound (ok), or why not (main tries another port, then refuses). */
@@ -239,4 +252,5 @@ export type CallNotice =
    * conversation's lease). main then sends BYE if the dialog is still up and frees the ports.
    */
   | { type: 'call_ended'; callId: string; conversationId: string; endedBy: EndedBy; started: boolean }
-  | { type: 'call_transfer'; callId: string; event: TransferEvent };
+  | { type: 'call_transfer'; callId: string; event: TransferEvent }
+  | CallSignalNotice;

@@ -1,4 +1,4 @@
-// Agent enablement over real HTTP (spec endpoint 22, the state table of "Agent enablement"), on both databases.
+// Agent enablement over real HTTP (the state table of "Agent enablement"), on both databases.
 import t from 'tap';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';
 

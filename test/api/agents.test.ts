@@ -1,4 +1,4 @@
-// Agents over real HTTP (spec endpoints 19, 20, 22 and create/get/list/delete/disable), on both databases.
+// Agents over real HTTP (create/get/list/delete/disable), on both databases.
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 
@@ -22,7 +22,7 @@ for (const db of DB_KINDS) {
     const versions = async (id: string) =>
       (await server.sql<{ version: number }[]>`select version from agent_versions where agent_id = ${id} order by version`).map((r) => r.version);
 
-    t.test('upsert creates an agent with the spec defaults', async (t) => {
+    t.test('upsert creates an agent with the API defaults', async (t) => {
       const res = await client.put('/v1/agents/upsert', { name: 'sales' });
       t.equal(res.status, 200);
       t.equal(res.body.inserted, true);

@@ -1,5 +1,5 @@
-// API keys over real HTTP: create (secret shown once), list (no secrets), update, delete, rotate (spec endpoint 2:
-// the old secret stops working at once), on both databases.
+// API keys over real HTTP: create (secret shown once), list (no secrets), update, delete, rotate
+// (the old secret stops working at once), on both databases.
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 

@@ -1,4 +1,4 @@
-// Conversation endpoints over real HTTP on both databases (spec endpoints 12, 13, 14, plus delete and cancel).
+// Conversation endpoints over real HTTP on both databases (get, list, extractions, delete and cancel).
 // The live engine does not exist yet: conversations are seeded through the repository it will use.
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';

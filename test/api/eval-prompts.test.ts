@@ -1,4 +1,4 @@
-// Eval prompts over real HTTP (spec endpoint 6: 201 {id}; 400, 401, 403, 404) and their listing, on both databases.
+// Eval prompts over real HTTP (201 {id}; 400, 401, 403, 404) and their listing, on both databases.
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 

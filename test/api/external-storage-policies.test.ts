@@ -1,4 +1,4 @@
-// External storage policies over real HTTP: create, list, get, update (spec endpoint 3: any subset; credentials
+// External storage policies over real HTTP: create, list, get, update (any subset; credentials
 // rotate only when both are given; 409 name conflict with the validation body), delete; URL rules; isolation.
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-// Extraction schemas over real HTTP: create, list, get by name or id (spec endpoint 18), update, delete; field
+// Extraction schemas over real HTTP: create, list, get by name or id, update, delete; field
 // rules (type enum, description present, unique names); name conflicts; isolation; on both databases.
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-// Phone numbers of an agent over real HTTP (spec endpoints 4 and 5), on both databases.
+// Phone numbers of an agent over real HTTP, on both databases.
 import t from 'tap';
 import { ConfigError, loadSettings } from '../../src/config.js';
 import { agentByPhoneNumber, agentWriteLocks } from '../../src/store/agents.js';

@@ -1,4 +1,4 @@
-// Projects over real HTTP (spec endpoints 15, 16 and create/update/delete), on both databases.
+// Projects over real HTTP (create/update/delete), on both databases.
 import t from 'tap';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';
 

@@ -1,4 +1,4 @@
-// Session tokens over real HTTP (spec endpoint 1): default ttl 300 s, conversation_ids scope, API keys only
+// Session tokens over real HTTP: default ttl 300 s, conversation_ids scope, API keys only
 // (403 otherwise), expiry, validation; on both databases.
 import t from 'tap';
 import { lookupCredential } from '../../src/auth/authenticate.js';

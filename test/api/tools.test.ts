@@ -1,4 +1,4 @@
-// Tools over real HTTP (spec endpoints 7, 8, 9 and get/update), on both databases.
+// Tools over real HTTP (get/update), on both databases.
 import t from 'tap';
 import { toolByName, toolsByNames, updateTool } from '../../src/store/tools.js';
 import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/server.js';

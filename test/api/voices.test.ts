@@ -1,4 +1,4 @@
-// Voices over real HTTP (spec endpoint 21): the shipped catalog, signed sample links valid 7 days served by the
+// Voices over real HTTP: the shipped catalog, signed sample links valid 7 days served by the
 // control plane, 404s, PARLEY_PUBLIC_URL as the link base and a catalog from PARLEY_VOICES_FILE.
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// The workspace over real HTTP (spec endpoint 10): get, update, logo_url and ip_allowlist validation, and the
+// The workspace over real HTTP: get, update, logo_url and ip_allowlist validation, and the
 // allowlist enforced on every request once set, with X-Forwarded-For believed only from trusted proxies.
 import t from 'tap';
 import { api, DB_KINDS, startTestServer } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-// How tool calls reach back to the engine (issue 4, "tools"): sync and async execution, the speech flags
+// How tool calls reach back to the engine: sync and async execution, the speech flags
 // (forbid_speech_after_tool_call, wait_for_response), choose not to respond with and without respond_after_sec, and
 // transfer to agent (allowed targets, the new agent's prompt, voice and language to the engine, its VAD timing). Driven by a probe
 // engine that records every session call, with manual clocks.

@@ -1,4 +1,4 @@
-// System and template variables in a live conversation (issue 4): the welcome message and the system prompt the
+// System and template variables in a live conversation: the welcome message and the system prompt the
 // engine gets are resolved in the agent's time zone at the conversation's start. The manual clock stands at
 // 2026-11-22 17:00 UTC, a Sunday: in Pacific/Kiritimati (UTC+14) it is already Monday 23 November, 07:00, and in
 // Pacific/Pago_Pago (UTC-11) 06:00 on the Sunday, so a conversation that ignored the time zone would say otherwise.

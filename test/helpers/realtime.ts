@@ -154,7 +154,7 @@ export class TestClient {
   }
 }
 
-/** RFC 6455 / DESIGN.md: 20 ms frames, the recommended chunk. */
+/** 20 ms frames, the chunk docs/sts-protocol.md recommends. */
 export const FRAME_MS = 20;
 
 /** 16-bit mono PCM of a WAV file's data chunk (the Allison prompts are 8 kHz mono). */

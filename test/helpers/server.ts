@@ -168,7 +168,7 @@ export interface RequestOptions {
 }
 export interface ApiResponse {
   status: number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+   
   body: any;
   headers: Headers;
 }

@@ -1,5 +1,5 @@
 // A throwaway PostgreSQL database for one test: CREATE DATABASE <prefix>_<random> on the test server
-// (DESIGN.md, "Real peers in tests"), and a drop() that ends the connections still open to it and drops it.
+// (docs/peers.md), and a drop() that ends the connections still open to it and drops it.
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 

@@ -98,7 +98,7 @@ t.test('against a real S3-compatible server', async (t) => {
     const d = await ExternalStorageDelivery.start({ conversationId: 'conv_short', policyId: policy.id, client: client(sent), sampleRate: RATE, log });
     for (let n = 0; n < 3; n++) d.recording!.writePlanar(block(n), BLOCK_PAIRS, BLOCK_PAIRS);
     const record = { id: 'conv_short', items: [{ role: 'user', live_transcript: 'Hello there' }] };
-    const result = await d.finish(record, async (o) => void outcomes.push(o));
+    const result = await d.finish({ value: record }, async (o) => void outcomes.push(o));
     t.match(result, [
       { artifact: 'recording', status: 'delivered', object_key: 'calls/conv_short/recording.wav', bucket: 'parley-artifacts', policy_id: policy.id, bytes: WAV_HEADER_BYTES + 3 * RATE * 4, error: null },
       { artifact: 'record', status: 'delivered', object_key: 'calls/conv_short/conversation.json', error: null },
@@ -125,7 +125,7 @@ t.test('against a real S3-compatible server', async (t) => {
     const seconds = Math.ceil((2.4 * MIN_PART_BYTES) / (RATE * 4)); // three parts, the last partial
     const d = await ExternalStorageDelivery.start({ conversationId: 'conv_long', policyId: policy.id, client: client(sent), sampleRate: RATE, log });
     await paced(d.recording!, 0, seconds);
-    const [recording] = await d.finish({ id: 'conv_long' }, async () => {});
+    const [recording] = await d.finish({ value: { id: 'conv_long' } }, async () => {});
     t.match(recording, { status: 'delivered', bytes: WAV_HEADER_BYTES + seconds * RATE * 4 });
     const calls = sent.filter((r) => r.url.includes('recording.wav')).map((r) => `${r.method} ${new URL(r.url).search}`);
     t.same(calls.map((c) => c.replace(/uploadId=[^&]+/, 'uploadId=U')), [
@@ -171,7 +171,7 @@ t.test('against a real S3-compatible server', async (t) => {
       t.equal(sent.length, 1, 'a 403 is not retried');
       const d = await ExternalStorageDelivery.start({ conversationId: 'conv_denied', policyId: policy.id, client: bad, sampleRate: RATE, log });
       d.recording!.writePlanar(block(0), BLOCK_PAIRS, BLOCK_PAIRS);
-      const outcomes = await d.finish({}, async () => {});
+      const outcomes = await d.finish({ value: {} }, async () => {});
       t.match(outcomes, [
         { artifact: 'recording', status: 'failed', error: new RegExp(code) },
         { artifact: 'record', status: 'failed', error: new RegExp(code) },

@@ -23,17 +23,6 @@ function collector() {
   return { sink, frames, concealed, digits };
 }
 
-function snrDb(ref: Int16Array, x: Int16Array): number {
-  let s = 0;
-  let e = 0;
-  const n = Math.min(ref.length, x.length);
-  for (let i = 0; i < n; i++) {
-    s += ref[i] * ref[i];
-    e += (ref[i] - x[i]) ** 2;
-  }
-  return 10 * Math.log10(s / Math.max(e, 1));
-}
-
 /** mu-law RTP packets of a prompt, 20 ms each. */
 function packetize(pcm: Int16Array, sender: RtpSender): Uint8Array[] {
   const packets: Uint8Array[] = [];

@@ -13,7 +13,7 @@ t.test("SIPp's dtmf_2833_*.pcap captures decode to their digits", async (t) => {
   try {
     files = readdirSync(SIPP_CAPTURES_DIR).filter((f) => /^dtmf_2833_.*\.pcap$/.test(f));
   } catch (err) {
-    throw new Error(`SIPp captures missing in ${SIPP_CAPTURES_DIR} (install sip-tester): ${(err as Error).message}`);
+    throw new Error(`SIPp captures missing in ${SIPP_CAPTURES_DIR} (install sip-tester): ${(err as Error).message}`, { cause: err });
   }
   t.equal(files.length, 12, 'ten digits, star and pound');
   const names: Record<string, string> = { star: '*', pound: '#' };
@@ -66,11 +66,9 @@ t.test('send: marker on the first packet, growing duration, end packet three tim
   const v = createRtpPacketView();
   const ev = createTelephoneEvent();
   const seen: string[] = [];
-  let ticks = 0;
   while (tx.active) {
     const n = tx.writeTick(out);
     rtp.advanceTimestamp(160);
-    ticks++;
     t.ok(n > 0, 'a packet every tick while active');
     t.equal(decodeView(out, v, n), 'ok');
     readTelephoneEvent(out, v.payloadOffset, v.payloadLength, ev);

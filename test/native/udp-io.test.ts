@@ -761,7 +761,7 @@ for (const backend of BACKENDS) {
 function registeredSockets(): number[] {
   const out: number[] = [];
   for (const fd of readdirSync('/proc/self/fd')) {
-    let target = '';
+    let target: string;
     try {
       target = readlinkSync(`/proc/self/fd/${fd}`);
     } catch {

@@ -1,4 +1,4 @@
-// The realtime port's authentication (spec, "Authentication" 3; DESIGN.md, "The STS WebSocket"): API key by
+// The realtime port's authentication (docs/sts-protocol.md): API key by
 // header, session token by query; a token scoped to conversation_ids cannot open /v1/sts/ws; observers need a
 // key or a token covering the conversation.
 import t from 'tap';

@@ -1,4 +1,4 @@
-// The concurrency cap under parallel connects (issue 4): a project's max_active_conversations holds when many
+// The concurrency cap under parallel connects: a project's max_active_conversations holds when many
 // clients configure at once; refused ones get an error and a closed socket; a freed slot is usable again.
 import t from 'tap';
 import { api } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-// A live conversation seen from outside on one media worker (issue 4): the observer socket for an API key and for a
+// A live conversation seen from outside on one media worker: the observer socket for an API key and for a
 // session token scoped to the conversation (events and both sides of the audio), and a dropped client reconnecting
 // within the grace period (the conversation goes on, on the record) but not after it. The two-worker relay of the
 // same is test/workers/workers.test.ts.

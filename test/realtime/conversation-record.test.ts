@@ -1,4 +1,4 @@
-// The record a conversation over the STS WebSocket leaves behind (issue 4, "the record"): external_id from config
+// The record a conversation over the STS WebSocket leaves behind: external_id from config
 // and from set_external_id (found by it), origin, the recording behind audio_url in both containers (wav.gz by
 // default, wav on request), zero data retention keeping nothing said, websocket_timeout_sec closing an idle
 // client's conversation, a cancel through the API keeping what the call produced (its recording file too), and a

@@ -1,4 +1,4 @@
-// A whole conversation over the STS WebSocket with the echo engine (issue 4, "Tests"): a client streams a real
+// A whole conversation over the STS WebSocket with the echo engine: a client streams a real
 // speech prompt at real time in 20 ms frames and hears it played back; then the record, its items, the analysis
 // and the downloadable recording. Timing is asserted as frame counts.
 import { readFileSync } from 'node:fs';

@@ -53,7 +53,7 @@ t.test('audio_speed must be a multiple of 0.1, judged without float error', asyn
   t.same(paths(update.safeParse({ audio_speed: 0 })), ['audio_speed']);
 });
 
-t.test('ranges: levels between 0 and 1, integers where the spec says integer', async (t) => {
+t.test('ranges: levels between 0 and 1, integers where the API says integer', async (t) => {
   t.same(paths(update.safeParse({ background_noise_level: 1.5 })), ['background_noise_level']);
   t.same(paths(update.safeParse({ inbound_rollout: -0.1 })), ['inbound_rollout']);
   t.same(paths(update.safeParse({ vad_threshold: 2 })), ['vad_threshold']);

@@ -1,5 +1,5 @@
 // The conversation schemas: the list query's rules (dates or timestamps, cursors, limit bounds, durations) and the
-// record's nullability as the spec gives it.
+// record's nullability as the API gives it.
 import t from 'tap';
 import {
   conversation,
@@ -14,7 +14,7 @@ import {
 t.test('list query defaults', async (t) => {
   const q = listConversationsQuery.parse({});
   t.same(q, { project: 'main', limit: LIST_LIMIT_DEFAULT, audio_container: 'wav.gz' });
-  t.equal(LIST_LIMIT_DEFAULT, 20, 'the spec default page size');
+  t.equal(LIST_LIMIT_DEFAULT, 20, 'the API default page size');
   t.same(getConversationQuery.parse({}), { audio_container: 'wav.gz' });
   t.same(getConversationQuery.parse({ audio_container: 'wav' }), { audio_container: 'wav' });
   t.notOk(getConversationQuery.safeParse({ audio_container: 'mp3' }).success);
@@ -106,8 +106,8 @@ t.test('the record: spec nullability; required fields are required', async (t) =
   for (const field of ['workspace', 'model', 'pronunciation_dictionary', 'push_to_talk']) {
     t.notOk(conversation.safeParse({ ...record, [field]: null }).success, `${field} is not nullable`);
   }
-  t.notOk(conversation.safeParse({ ...record, origin: 'fax' }).success, 'origin is the spec enum');
-  t.notOk(conversation.safeParse({ ...record, ended_by: 'timeout' }).success, 'ended_by is the spec enum');
+  t.notOk(conversation.safeParse({ ...record, origin: 'fax' }).success, 'origin is the API enum');
+  t.notOk(conversation.safeParse({ ...record, ended_by: 'timeout' }).success, 'ended_by is the API enum');
   t.ok(conversation.safeParse({ ...record, ended_by: 'configuration_endpoint_invalid_response' }).success);
   t.notOk(conversation.safeParse({ ...record, default_language: 'xx' }).success, 'default_language is LANG');
   t.ok(conversation.safeParse({ ...record, origin: 'framework-agents-js', call_info: { from_phone_number: 'anonymous', to_phone_number: '+14155550100' } }).success);

@@ -25,7 +25,7 @@ t.test('config fields follow the agent rules', async (t) => {
   t.same(paths({ to_phone_number: to, config: { agent: 'sales', project: 'main', template_variables: { a: 'b' }, additional_params: { x: [1] } } }), []);
 });
 
-t.test('without an agent the spec defaults fill the config; sent fields win', async (t) => {
+t.test('without an agent the API defaults fill the config; sent fields win', async (t) => {
   const cfg = resolveOutboundCallConfig(body.parse({ to_phone_number: '+14155550100', config: { voice_id: 'grant' } }).config);
   t.equal(cfg.voice_id, 'grant');
   t.equal(cfg.audio_speed, 1);

@@ -1,7 +1,7 @@
 // Migration 20261122000400 (the conversations' next_item_idx counter) on a database that already holds items:
 // each conversation's counter starts after its last item, so the first append after the upgrade neither collides
 // with nor skips past what is stored. PostgreSQL only: it needs a database stopped at the migration before, and a
-// fresh embedded one costs seconds and ~760 MB (DESIGN.md, "Real peers in tests"); the SQL is the same on both.
+// fresh embedded one costs seconds and ~760 MB (docs/peers.md); the SQL is the same on both.
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -4,7 +4,7 @@
 import dgram from 'node:dgram';
 import t from 'tap';
 import { loadPrompt } from '../media/speech.js';
-import { agent, envelope, g711Decode, g711Frames, harness, LOOPBACK, media, notice, PeerStream, PT_PCMU, startCall, TestPeer, waitFor } from './harness.js';
+import { agent, envelope, g711Decode, g711Frames, harness, LOOPBACK, notice, PeerStream, PT_PCMU, startCall, TestPeer, waitFor } from './harness.js';
 
 t.setTimeout(120_000);
 

@@ -85,7 +85,6 @@ export function harness(opts: { engine?: 'echo' | 'scripted'; script?: EngineScr
       ? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null })
       : createEchoEngine({ tts, voiceFor: () => 'en-us', log });
   const timers: ConversationTimers = { now: () => Date.now(), set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as NodeJS.Timeout) };
-  let calls: WorkerCalls;
   const clock = new PacingClock({ onFrameEnd: () => calls.frameEnd() });
   const newConversation = (client: ConversationClient, origin: ConversationOrigin) => {
     const c = new Conversation(
@@ -109,7 +108,7 @@ export function harness(opts: { engine?: 'echo' | 'scripted'; script?: EngineScr
     };
     return c;
   };
-  calls = new WorkerCalls({
+  const calls = new WorkerCalls({
     workerId: 0,
     bindAddress: LOOPBACK,
     post: (n) => {

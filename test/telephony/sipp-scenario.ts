@@ -3,7 +3,7 @@
 // status lines and headers) and the requests. Each run binds its own free ports on loopback.
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +40,8 @@ export interface SippOptions {
   timeoutMs?: number;
   /** Resolves once SIPp's process has started (a callee's port is bound soon after). */
   onStart?: () => void;
+  /** Files written to SIPp's working folder first (an rtp_stream's audio), by name. */
+  files?: Record<string, Uint8Array>;
 }
 
 export interface SippRun {
@@ -55,6 +57,7 @@ const RECEIVED = /message received \[\d+\] bytes :\s*\n\n([\s\S]*?)(?=\n-{20,}|$
 
 export async function runSipp(opts: SippOptions): Promise<SippRun> {
   const cwd = mkdtempSync(join(tmpdir(), 'parley-sipp-run-'));
+  for (const [name, bytes] of Object.entries(opts.files ?? {})) writeFileSync(join(cwd, name), bytes);
   const messages = join(cwd, 'messages.log');
   const port = opts.port ?? (await freeUdpPort());
   const mediaPort = await freeUdpPort();

@@ -1,4 +1,4 @@
-// Two media workers sharing the realtime port (DESIGN.md, "Process shape"): the kernel spreads connections,
+// Two media workers sharing the realtime port (docs/ARCHITECTURE.md): the kernel spreads connections,
 // observer and reconnect sockets that land on the other worker are relayed through main (events and audio), a
 // dropped socket may reconnect within the grace period (not after), and shutdown closes the listen sockets and
 // ends and saves live conversations.

@@ -84,7 +84,7 @@ export class ToolRunner {
     if (!isAsync) submit(s, call.callId, output, noReply ? { respond: false, speechOnly: false } : after());
     else {
       s.updateSession({ systemMessage: `Result of ${tool.name}: ${output}` });
-      if ((def as ToolDefinition).wait_for_response) this.host.replyWithResult(!toolRules(def).chaining);
+      if ((def).wait_for_response) this.host.replyWithResult(!toolRules(def).chaining);
     }
     return entry;
   }
@@ -131,7 +131,7 @@ export class ToolRunner {
         this.host.endAfterResponse(call.responseId);
         return { entry: { ...base, response_body: { ended: true } }, output: 'ending the conversation', noReply: true };
       case 'built_in_keypad_input': {
-        const digits = String(call.arguments.digits ?? '');
+        const digits = argumentText(call.arguments.digits);
         if (!/^[0-9A-Da-d*#]+$/.test(digits)) return { entry: { ...base, error_message: `not DTMF digits: ${digits}` }, output: 'invalid digits' };
         this.host.send({ type: 'dtmf', digits });
         return { entry: { ...base, response_body: { digits } }, output: `pressed ${digits}` };
@@ -141,7 +141,7 @@ export class ToolRunner {
         // Not responding: the output asks for no reply (a follow-up, if any, is respond_after_sec's).
         return { entry: { ...base, response_body: { responded: false } }, output: 'not responding', noReply: true };
       case 'built_in_transfer_to_agent': {
-        const name = String(call.arguments.agent_name ?? '');
+        const name = argumentText(call.arguments.agent_name);
         const allowed = def.agents_to_transfer_to;
         if (allowed && !allowed.includes(name)) return { entry: { ...base, error_message: `agent ${name} is not a transfer target` }, output: 'transfer refused' };
         const problem = await this.host.transferToAgent(name);
@@ -163,7 +163,7 @@ export class ToolRunner {
 
   /** web_search: the results (or the failure) go to the model, which answers with them. */
   private async search(call: EngineToolCall, base: NewToolCall): Promise<Outcome> {
-    const query = String(call.arguments.query ?? '').trim();
+    const query = argumentText(call.arguments.query).trim();
     const search = this.host.search;
     if (!search) return { entry: { ...base, error_message: 'web search is not configured' }, output: JSON.stringify({ query, error: 'web search is not configured' }) };
     if (query === '') return { entry: { ...base, error_message: 'no search query' }, output: JSON.stringify({ error: 'no search query' }) };
@@ -207,6 +207,13 @@ export class ToolRunner {
       w.resolve({ error: 'conversation ended' });
     }
   }
+}
+
+/** A tool call argument the model should have sent as text: numbers taken as written, anything else as JSON. */
+function argumentText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === undefined || v === null) return '';
+  return typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v);
 }
 
 function submit(session: SpeechEngineSession | null, callId: string, output: string, after: ReplyAfter): void {

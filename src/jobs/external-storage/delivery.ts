@@ -7,7 +7,7 @@
 import type { Logger } from '../../log.js';
 import { getStoragePolicy, type StorageArtifact, type StorageOutcome, type StoragePolicyRow } from '../../store/external-storage.js';
 import type { Sql } from '../../store/db.js';
-import { S3Client, S3Error, type PolicySource, type StoragePolicy, type UploadTarget } from './s3-client.js';
+import { type S3Client, S3Error, type PolicySource, type StoragePolicy, type UploadTarget } from './s3-client.js';
 import { WavMultipartSink } from './wav-multipart-sink.js';
 
 /** Object names under `{key_prefix}{conversation id}/`. */
@@ -48,7 +48,7 @@ export function policyFromStore(sql: Sql, id: string): PolicySource {
 export type OutcomeRecorder = (o: StorageOutcome) => Promise<unknown>;
 
 /** The record to upload, or what builds it (a failure to build it is the record's failed outcome). */
-export type RecordSource = unknown | (() => Promise<unknown>);
+export type RecordSource = { readonly build: () => Promise<unknown> } | { readonly value: unknown };
 
 export interface ExternalStorageDeliveryOptions {
   conversationId: string;
@@ -122,7 +122,7 @@ export class ExternalStorageDelivery {
     let target: UploadTarget | null = null;
     try {
       target = await this.opts.client.target(artifactKey(this.opts.conversationId, 'record'));
-      const value: unknown = typeof record === 'function' ? await (record as () => Promise<unknown>)() : record;
+      const value: unknown = 'build' in record ? await record.build() : record.value;
       const body = Buffer.from(JSON.stringify(value), 'utf8');
       await this.opts.client.putObject(target, body, RECORD_CONTENT_TYPE);
       return this.outcome('record', target, { status: 'delivered', bytes: body.length, error: null });

@@ -69,7 +69,7 @@ export function liveExternalStorage(o: LiveExternalStorageOptions): ExternalStor
             return recordWithContent(stored, content);
           };
           try {
-            await delivery.finish(record, async (outcome) => {
+            await delivery.finish({ build: record }, async (outcome) => {
               const { recorded } = await channel.outcome(outcome);
               if (!recorded) clog.warn({ conversationId, artifact: outcome.artifact, status: outcome.status }, 'external storage: the outcome was not recorded (the conversation is gone)');
             });

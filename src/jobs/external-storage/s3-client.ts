@@ -87,7 +87,7 @@ export interface S3Answer {
 export function xmlValue(xml: string, name: string): string | null {
   const m = new RegExp(`<${name}>([\\s\\S]*?)</${name}>`).exec(xml);
   if (!m) return null;
-  return m[1]!
+  return m[1]
     .replace(/&quot;/g, '"')
     .replace(/&apos;/g, "'")
     .replace(/&lt;/g, '<')

@@ -130,8 +130,8 @@ export class WavMultipartSink {
     if (this.scratch.byteLength < bytes) this.scratch = new DataView(new ArrayBuffer(bytes));
     const v = this.scratch;
     for (let i = 0; i < pairs; i++) {
-      v.setInt16(i * 4, block[i]!, true);
-      v.setInt16(i * 4 + 2, block[blockPairs + i]!, true);
+      v.setInt16(i * 4, block[i], true);
+      v.setInt16(i * 4 + 2, block[blockPairs + i], true);
     }
     this.write(new Uint8Array(v.buffer, 0, bytes));
   }

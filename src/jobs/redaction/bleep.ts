@@ -39,7 +39,7 @@ export interface WavLayout {
 export function parseWavHeader(buf: Uint8Array, fileBytes = Infinity): WavLayout | null {
   const v = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if (buf.length < 12) return null;
-  const tag = (at: number) => String.fromCharCode(buf[at]!, buf[at + 1]!, buf[at + 2]!, buf[at + 3]!);
+  const tag = (at: number) => String.fromCharCode(buf[at], buf[at + 1], buf[at + 2], buf[at + 3]);
   if (tag(0) !== 'RIFF' || tag(8) !== 'WAVE') throw new BleepError('not a RIFF/WAVE file');
   let at = 12;
   let fmt: { channels: number; sampleRate: number } | null = null;
@@ -80,7 +80,7 @@ export function channelRanges(spans: AudioSpan[], layout: Pick<WavLayout, 'sampl
     const end = Math.min(totalFrames, Math.ceil((s.endMs * layout.sampleRate) / 1000));
     if (end <= start) continue;
     const channels = layout.channels === 1 || s.side === 'both' ? [...perChannel.keys()] : [s.side === 'user' ? 0 : 1];
-    for (const c of channels) perChannel[c]!.push([start, end]);
+    for (const c of channels) perChannel[c].push([start, end]);
   }
   return perChannel.map((r) => {
     r.sort((a, b) => a[0] - b[0]);
@@ -106,7 +106,7 @@ export function toneInto(buf: Uint8Array, first: number, frames: number, ranges:
   const step = (2 * Math.PI * BLEEP_FREQUENCY_HZ) / sampleRate;
   let changed = 0;
   for (let c = 0; c < channels; c++) {
-    for (const [start, end] of ranges[c]!) {
+    for (const [start, end] of ranges[c]) {
       const from = Math.max(start, first);
       const to = Math.min(end, first + frames);
       for (let f = from; f < to; f++) {

@@ -156,13 +156,13 @@ export function redactionHandler(opts: RedactionHandlerOptions = {}): JobHandler
       }
 
       const redactedTranscript = input
-        .map((t, i) => (result.turns[i]!.redacted ? `${t.role}: ${result.turns[i]!.redacted}` : null))
+        .map((t, i) => (result.turns[i].redacted ? `${t.role}: ${result.turns[i].redacted}` : null))
         .filter((l): l is string => l !== null)
         .join('\n');
       const outcome = await store.save({
         conversationId: id,
         redactedTranscript: redactedTranscript || null,
-        items: src.items.map((item, i) => ({ id: item.id, redacted_transcript: result.turns[i]!.redacted })),
+        items: src.items.map((item, i) => ({ id: item.id, redacted_transcript: result.turns[i].redacted })),
         recording,
       });
       if (outcome !== 'saved') {

@@ -57,7 +57,7 @@ function occurrences(text: string, needle: string): [number, number][] {
   const find = (flags: string) => [...text.matchAll(new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(phrase)}(?![\\p{L}\\p{N}])`, flags))];
   let found = find('gu');
   if (found.length === 0) found = find('giu');
-  return found.map((m) => [m.index!, m.index! + m[0].length]);
+  return found.map((m) => [m.index, m.index + m[0].length]);
 }
 
 export interface ModelResult {
@@ -109,7 +109,7 @@ export async function modelSpans(chat: ChatClient, texts: (string | null)[], sig
       const where = named !== undefined && occurrences(texts[named]!, e.text).length > 0 ? [named] : batch.filter((i) => occurrences(texts[i]!, e.text).length > 0);
       if (where.length === 0) notFound++;
       for (const i of where) {
-        for (const [start, end] of occurrences(texts[i]!, e.text)) spans[i]!.push({ start, end, tag: e.type, source: 'model' });
+        for (const [start, end] of occurrences(texts[i]!, e.text)) spans[i].push({ start, end, tag: e.type, source: 'model' });
       }
     }
   }

@@ -46,7 +46,7 @@ const TOKEN = /[A-Za-z]+|\d+|\+/g;
 
 function tokens(text: string): Token[] {
   const out: Token[] = [];
-  for (const m of text.matchAll(TOKEN)) out.push({ start: m.index!, end: m.index! + m[0].length, word: m[0].toLowerCase() });
+  for (const m of text.matchAll(TOKEN)) out.push({ start: m.index, end: m.index + m[0].length, word: m[0].toLowerCase() });
   return out;
 }
 
@@ -61,21 +61,21 @@ function joins(gap: string, left: NumberPart, right: NumberPart): boolean {
 
 /** The number starting at token i (and how many tokens it took), or null when none does. */
 function numberAt(toks: Token[], i: number, text: string): [NumberPart, number] | null {
-  const t = toks[i]!;
+  const t = toks[i];
   const next = toks[i + 1];
   const adjacent = next !== undefined && /^[\s-]$/.test(text.slice(t.end, next.start));
   const part = (end: number, digits: string, spoken: boolean): NumberPart => ({ start: t.start, end, digits, spoken });
   // Digits glued to letters ("DE89", "5th", "A1") are part of a code or a word, not a number said.
   if (/^\d+$/.test(t.word)) return /[A-Za-z]/.test(text[t.start - 1] ?? '') || /[A-Za-z]/.test(text[t.end] ?? '') ? null : [part(t.end, t.word, false), 1];
   if (t.word === '+' || t.word === 'plus') return next && (/^\d+$/.test(next.word) || next.word in UNITS) ? [part(t.end, '+', t.word === 'plus'), 1] : null;
-  if (t.word in UNITS) return [part(t.end, UNITS[t.word]!, true), 1];
-  if (t.word in TEENS) return [part(t.end, TEENS[t.word]!, true), 1];
+  if (t.word in UNITS) return [part(t.end, UNITS[t.word], true), 1];
+  if (t.word in TEENS) return [part(t.end, TEENS[t.word], true), 1];
   if (t.word in TENS) {
     // "twenty three" is 23; "twenty" alone is 20.
-    if (adjacent && next!.word in UNITS && next!.word !== 'zero' && next!.word !== 'oh') return [part(next!.end, TENS[t.word]! + UNITS[next!.word]!, true), 2];
-    return [part(t.end, TENS[t.word]! + '0', true), 1];
+    if (adjacent && next.word in UNITS && next.word !== 'zero' && next.word !== 'oh') return [part(next.end, TENS[t.word] + UNITS[next.word], true), 2];
+    return [part(t.end, TENS[t.word] + '0', true), 1];
   }
-  if (t.word in REPEAT && adjacent && next!.word in UNITS) return [part(next!.end, UNITS[next!.word]!.repeat(REPEAT[t.word]!), true), 2];
+  if (t.word in REPEAT && adjacent && next.word in UNITS) return [part(next.end, UNITS[next.word].repeat(REPEAT[t.word]), true), 2];
   return null;
 }
 
@@ -87,17 +87,17 @@ export function numberRuns(text: string): NumberRun[] {
   while (i < toks.length) {
     const first = numberAt(toks, i, text);
     // "oh" alone is an interjection, not a zero.
-    if (!first || (toks[i]!.word === 'oh' && !numberAt(toks, i + 1, text))) {
+    if (!first || (toks[i].word === 'oh' && !numberAt(toks, i + 1, text))) {
       i++;
       continue;
     }
     const parts: NumberPart[] = [first[0]];
     i += first[1];
     while (i < toks.length) {
-      const last = parts[parts.length - 1]!;
-      if (toks[i]!.word === 'hundred' && last.spoken) {
+      const last = parts[parts.length - 1];
+      if (toks[i].word === 'hundred' && last.spoken) {
         // "eight hundred" is 800.
-        parts[parts.length - 1] = { ...last, end: toks[i]!.end, digits: last.digits + '00' };
+        parts[parts.length - 1] = { ...last, end: toks[i].end, digits: last.digits + '00' };
         i++;
         continue;
       }
@@ -106,7 +106,7 @@ export function numberRuns(text: string): NumberRun[] {
       parts.push(n[0]);
       i += n[1];
     }
-    if (parts.length === 1 && parts[0]!.digits === '+') continue;
+    if (parts.length === 1 && parts[0].digits === '+') continue;
     runs.push(runOf(parts));
   }
   return runs;
@@ -115,8 +115,8 @@ export function numberRuns(text: string): NumberRun[] {
 /** A run of the given consecutive parts. */
 export function runOf(parts: NumberPart[]): NumberRun {
   return {
-    start: parts[0]!.start,
-    end: parts[parts.length - 1]!.end,
+    start: parts[0].start,
+    end: parts[parts.length - 1].end,
     digits: parts.map((p) => p.digits).join(''),
     spoken: parts.some((p) => p.spoken),
     parts,

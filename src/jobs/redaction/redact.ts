@@ -46,7 +46,7 @@ export async function redactTurns(
   if (opts.chat) {
     try {
       const r = await modelSpans(opts.chat, turns.map((t) => t.text), opts.signal);
-      r.spans.forEach((s, i) => found[i]!.push(...s));
+      r.spans.forEach((s, i) => found[i].push(...s));
       model = { status: 'used', notFound: r.notFound };
     } catch (err) {
       if ((err as Error).name !== 'ModelAnswerError' && (err as Error).name !== 'ChatUpstreamInvalidError') throw err;
@@ -57,7 +57,7 @@ export async function redactTurns(
     model,
     turns: turns.map((t, i) => {
       if (!t.text) return { redacted: null, spans: [], audio: [] };
-      const spans = resolveOverlaps(found[i]!);
+      const spans = resolveOverlaps(found[i]);
       return {
         redacted: applySpans(t.text, spans),
         spans,

@@ -44,11 +44,11 @@ const NOT_LOCAL_PART = new Set([
 
 function emails(text: string): Span[] {
   const out: Span[] = [];
-  for (const m of text.matchAll(WRITTEN_EMAIL)) out.push(span(m.index!, m.index! + m[0].length, 'EMAIL'));
+  for (const m of text.matchAll(WRITTEN_EMAIL)) out.push(span(m.index, m.index + m[0].length, 'EMAIL'));
   for (const m of text.matchAll(SPOKEN_EMAIL)) {
-    const local = m[1]!.toLowerCase();
+    const local = m[1].toLowerCase();
     if (NOT_LOCAL_PART.has(local)) continue;
-    out.push(span(m.index!, m.index! + m[0].length, 'EMAIL'));
+    out.push(span(m.index, m.index + m[0].length, 'EMAIL'));
   }
   return out;
 }
@@ -139,7 +139,7 @@ function ibans(text: string): Span[] {
     while (candidate.length >= 15) {
       const iban = electronicFormatIBAN(candidate);
       if (iban && isValidIBAN(iban)) {
-        out.push(span(m.index!, m.index! + candidate.length, 'IBAN'));
+        out.push(span(m.index, m.index + candidate.length, 'IBAN'));
         break;
       }
       const cut = candidate.lastIndexOf(' ');
@@ -156,7 +156,7 @@ const IPV6 = /(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f
 function ipAddresses(text: string): Span[] {
   const out: Span[] = [];
   for (const re of [IPV4, IPV6]) {
-    for (const m of text.matchAll(re)) if (isIP(m[0]) !== 0) out.push(span(m.index!, m.index! + m[0].length, 'IP_ADDRESS'));
+    for (const m of text.matchAll(re)) if (isIP(m[0]) !== 0) out.push(span(m.index, m.index + m[0].length, 'IP_ADDRESS'));
   }
   return out;
 }
@@ -182,8 +182,8 @@ const DOB_CUE = /\b(born|birthday|birth date|date of birth|dob|d\.o\.b\.?|d o b)
 function datesOfBirth(text: string): Span[] {
   const out: Span[] = [];
   for (const m of text.matchAll(DATE)) {
-    if (!DOB_CUE.test(before(text, m.index!, 50))) continue;
-    out.push(span(m.index!, m.index! + m[0].length, 'DATE_OF_BIRTH'));
+    if (!DOB_CUE.test(before(text, m.index, 50))) continue;
+    out.push(span(m.index, m.index + m[0].length, 'DATE_OF_BIRTH'));
   }
   return out;
 }
@@ -207,15 +207,15 @@ function addresses(text: string): Span[] {
     // The street's own words must look like a name: a capitalised word or an ordinal, not "down the road".
     const words = m[0].replace(new RegExp(`^${HOUSE}\\s+`, 'i'), '').split(/\s+/);
     if (!words.slice(0, -1).some((w) => /^([A-Z]|\d{1,3}(st|nd|rd|th)$|(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)$)/i.test(w) && !/^(the|a|an|my|our|this|that)$/i.test(w))) continue;
-    if (!/^[A-Z\d]/.test(words[0]!) && !/^(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)$/i.test(words[0]!)) continue;
-    let end = m.index! + m[0].length;
+    if (!/^[A-Z\d]/.test(words[0]) && !/^(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)$/i.test(words[0])) continue;
+    let end = m.index + m[0].length;
     if (/[.,]$/.test(m[0]) && !/\b(st|ave|rd|blvd|ln|dr|ct|pl|ter|cir|pkwy|hwy|sq|trl|ste|apt)\.$/i.test(m[0])) end--;
-    out.push(span(m.index!, end, 'ADDRESS'));
+    out.push(span(m.index, end, 'ADDRESS'));
   }
-  for (const m of text.matchAll(PO_BOX)) out.push(span(m.index!, m.index! + m[0].length, 'ADDRESS'));
+  for (const m of text.matchAll(PO_BOX)) out.push(span(m.index, m.index + m[0].length, 'ADDRESS'));
   for (const m of text.matchAll(ZIP_AFTER_CUE)) {
-    const start = m.index! + m[0].length - m[1]!.length;
-    out.push(span(start, start + m[1]!.length, 'ADDRESS'));
+    const start = m.index + m[0].length - m[1].length;
+    out.push(span(start, start + m[1].length, 'ADDRESS'));
   }
   return out;
 }
@@ -252,7 +252,7 @@ function nameSpan(text: string, start: number, name: string): Span | null {
     if (!/^[A-Z]/.test(w) || NOT_A_NAME.has(w.replace(/(\.|['’]s)$/, ''))) break;
     words.push(w);
   }
-  while (words.length > 0 && /^[A-Z]\.$/.test(words[words.length - 1]!)) words.pop();
+  while (words.length > 0 && /^[A-Z]\.$/.test(words[words.length - 1])) words.pop();
   if (words.length === 0) return null;
   const kept = words.join(' ');
   const at = text.indexOf(kept, start);
@@ -264,18 +264,18 @@ function names(text: string): Span[] {
   // A cue's name is read by lookahead, so a cue inside a rejected name ("I'm calling for my father, Henry") is
   // still found.
   for (const m of text.matchAll(CUED_NAME)) {
-    const s = nameSpan(text, m.index! + m[0].length, m[1]!);
+    const s = nameSpan(text, m.index + m[0].length, m[1]);
     if (s) out.push(s);
   }
   for (const re of [TITLE_NAME, GREETING_NAME]) {
     for (const m of text.matchAll(re)) {
-      const s = nameSpan(text, m.index! + m[0].length - m[1]!.length, m[1]!);
+      const s = nameSpan(text, m.index + m[0].length - m[1].length, m[1]);
       if (s) out.push(s);
     }
   }
   for (const m of text.matchAll(SPELLED_NAME)) {
-    const at = m.index! + m[0].indexOf(m[1]!);
-    out.push(span(at, at + m[1]!.length, 'NAME'));
+    const at = m.index + m[0].indexOf(m[1]);
+    out.push(span(at, at + m[1].length, 'NAME'));
   }
   return out;
 }

@@ -63,8 +63,8 @@ export function audioSpans(
     let end = -Infinity;
     ranges.forEach((r, i) => {
       if (r && r[0] < s.end && s.start < r[1]) {
-        start = Math.min(start, turn.words![i]!.start);
-        end = Math.max(end, turn.words![i]!.end);
+        start = Math.min(start, turn.words![i].start);
+        end = Math.max(end, turn.words![i].end);
       }
     });
     // A span no aligned word covers: the words differ from the text, so the whole turn is bleeped.

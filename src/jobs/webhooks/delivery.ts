@@ -39,7 +39,7 @@ export interface WebhookDeliveryOptions {
 /** Reads at most `limit` characters of a body and drops the rest unread. */
 async function excerpt(res: Response, limit: number): Promise<string> {
   if (!res.body) return '';
-  const reader = res.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
   const decoder = new TextDecoder();
   let text = '';
   try {

@@ -3,7 +3,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 
 export const SECRET_PREFIX = 'whsec_';
-/** The spec asks for 24 to 64 random bytes of key. */
+/** Standard Webhooks asks for 24 to 64 random bytes of key. */
 const SECRET_BYTES = 32;
 
 /** A new signing secret, `whsec_<base64 of 32 random bytes>`. */

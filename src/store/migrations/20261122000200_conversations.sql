@@ -1,4 +1,4 @@
--- Conversations, complete from the start (spec, "Conversation"): the live engine fills these, it does not migrate
+-- Conversations, complete from the start (the API's Conversation record): the live engine fills these, it does not migrate
 -- them. Items, tool calls, extractions, recordings, the leases of the per-project concurrency cap, node heartbeats
 -- and rate-limit buckets.
 
@@ -13,7 +13,7 @@ create table conversations (
   origin text not null check (origin in ('web', 'web-playground', 'web-demo', 'direct', 'framework-agents-py',
     'framework-agents-js', 'sdk-py', 'sdk-js', 'inbound', 'telephony-inbound', 'outbound', 'telephony-outbound',
     'replay')),
-  -- Lifecycle of the live engine (issue 4): created -> configuring -> ready -> active -> ended.
+  -- Lifecycle of the live engine: created -> configuring -> ready -> active -> ended.
   state text not null default 'created' check (state in ('created', 'configuring', 'ready', 'active', 'ended')),
   node_id text,
   model text not null,
@@ -155,7 +155,7 @@ create table conversation_recordings (
   primary key (conversation_id, side)
 );
 
--- The per-project concurrency cap across nodes (DESIGN.md, "Process shape"): a live conversation holds a lease its
+-- The per-project concurrency cap across nodes (docs/ARCHITECTURE.md): a live conversation holds a lease its
 -- node renews; an expired lease no longer counts, so a node that dies frees its share.
 create table conversation_leases (
   conversation_id text primary key,

@@ -332,11 +332,15 @@ export class BaresipCtl extends EventEmitter<{ event: [BaresipEvent]; response: 
   }
 }
 
-/** Kamailio from test/fixtures/kamailio as a dispatcher in front of `nodes` (SIP URIs), listening on UDP `listenPort`. */
-export async function startKamailio(listenPort: number, nodes: string[]): Promise<Peer> {
+/**
+ * Kamailio from test/fixtures/kamailio as a dispatcher in front of `nodes` (SIP URIs), listening on UDP `listenPort`;
+ * `config` names the fixture (kamailio.cfg: Call-ID hash, no probing; cluster.cfg: round robin, OPTIONS probing,
+ * failover).
+ */
+export async function startKamailio(listenPort: number, nodes: string[], config = 'kamailio/kamailio.cfg'): Promise<Peer> {
   const dir = tempDir('kamailio');
   mkdirSync(join(dir, 'run'));
-  writeFileSync(join(dir, 'kamailio.cfg'), fillTemplate('kamailio/kamailio.cfg', { LISTEN_PORT: `${listenPort}`, DIR: dir }));
+  writeFileSync(join(dir, 'kamailio.cfg'), fillTemplate(config, { LISTEN_PORT: `${listenPort}`, DIR: dir }));
   writeFileSync(join(dir, 'dispatcher.list'), nodes.map((n) => `1 ${n}`).join('\n') + '\n');
   const args = ['-DD', '-E', '-f', join(dir, 'kamailio.cfg'), '-P', join(dir, 'kam.pid'), '-Y', join(dir, 'run'), '-m', '64', '-M', '8'];
   const peer = new Peer('kamailio', spawn('kamailio', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));

@@ -172,8 +172,8 @@ t.test('end to end over real UDP sockets: retransmitted INVITE absorbed by the s
   t.setTimeout(15_000);
   const clockA = new ManualClock();
   const clockB = new ManualClock();
-  let layerA!: TransactionLayer;
-  let layerB!: TransactionLayer;
+  let layerA: TransactionLayer;
+  let layerB: TransactionLayer;
   const arrivals: string[] = [];
   const arrived = (what: string) => { arrivals.push(what); };
   const a = await SipTransport.listen({ message: (m, src: Source) => { arrived(`A<-${m.kind === 'request' ? m.method : m.status}`); layerA.receive(m, src); } });
