@@ -2,6 +2,7 @@
 // "Layers"). The realtime transport (STS WebSocket) and telephony (a phone call's media) implement
 // ConversationClient, and ConversationStore, in a media worker. The conversation engine (src/conversation/) knows
 // nothing of sockets, threads or SQL: only these interfaces and the domain's types.
+import type { AnsweredBy } from './answered-by.js';
 import type { ConfigurationEndpoint } from '../schemas/agents.js';
 import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import type { ConfigMessage, ServerEvent, SessionMessage } from '../schemas/sts.js';
@@ -186,19 +187,8 @@ export interface CallStart {
   answeredBy?: Promise<AnsweredBy> | null;
 }
 
-/**
- * Who answered an outbound call (answering-machine detection, src/telephony/voicemail-detection.ts), stored as the
- * record's `metadata.answering_machine`. Times are ms of the callee's audio from the answer; null where unknown.
- */
-export interface AnsweredBy {
-  result: 'human' | 'machine' | 'unknown';
-  /** The rule that decided (`short_answer`, `long_greeting`, `beep_after_speech`, `beep`, `deadline`, `no_audio`, `cancelled`). */
-  reason: string;
-  decided_at_ms: number | null;
-  /** A machine's beep: its start and end; null when none was heard. */
-  beep_at_ms: number | null;
-  beep_end_ms: number | null;
-}
+
+export type { AnsweredBy };
 
 /** How the conversation is configured: an STS `config` message, or a phone call. */
 export type ConversationStart = { kind: 'config'; config: ConfigMessage } | { kind: 'call'; call: CallStart };

@@ -109,7 +109,12 @@ export class TransferLeg {
   readonly endpoint: RtpEndpoint;
   readonly rtpPort: number;
   readonly counters: LegCounters = { received: 0, relayedToTarget: 0, relayedToCaller: 0, digitsSent: 0, malformed: 0, wrongSource: 0 };
-  /** The target answered: audio is relayed. */
+  /**
+   * The target answered: its audio is received (targetFrames() reads it). Not yet relayed while detect_voicemail
+   * screens the answer: the caller hears neither the target nor the target the caller until bridge().
+   */
+  answered = false;
+  /** The target answered and the relay runs. */
   bridged = false;
   /** The agent hears both parties and is heard by both (keep_listening). */
   listening = false;
@@ -174,8 +179,11 @@ export class TransferLeg {
     return new TransferLeg(group, host, rtpPort, callerCodec, now, onError);
   }
 
-  /** The target answered with `media` at `remote`: the relay starts, and the digits (if any) go out first. */
-  bridge(remote: MediaAddress | null, media: CallMedia, digits: string | null, listening: boolean): void {
+  /**
+   * The target answered with `media` at `remote`: its audio is received from now on, and nothing is relayed yet.
+   * Again after unanswer(): a new dial's answer.
+   */
+  answer(remote: MediaAddress | null, media: CallMedia): void {
     if (media.codec !== 'PCMU' && media.codec !== 'PCMA') throw new RangeError(`the transfer target answered ${media.codec}; Parley bridges G.711 only`);
     this.media = media;
     this.targetCodec = media.codec;
@@ -187,10 +195,36 @@ export class TransferLeg {
       ? null
       : new TelephoneEventSender(this.sender, { payloadType: media.telephoneEventPayloadType, clockRate: c.clockRate, ticksPerPacket: c.ticksPerFrame });
     this.jb = new JitterBuffer({ clockRate: c.clockRate, ticksPerFrame: c.ticksPerFrame, maxPayloadBytes: c.maxPayloadBytes, release: 'on_arrival' });
+    this.markerPending = true;
+    this.answered = true;
+  }
+
+  /** The answer was not taken (an answering machine): its audio is no longer received; the ports stay open. */
+  unanswer(): void {
+    this.answered = false;
+    this.onTargetAudio = null;
+    this.media = null;
+    this.jb = null;
+    this.sender = null;
+    this.events = null;
+    this.endpoint.setRemote(null);
+  }
+
+  /**
+   * The relay starts (answering first with `media` at `remote` unless answer() already did), the digits (if any)
+   * going out first.
+   */
+  bridge(remote: MediaAddress | null, media: CallMedia, digits: string | null, listening: boolean): void {
+    if (!this.answered) this.answer(remote, media);
     this.digits = digits ?? '';
     this.listening = listening;
     this.bridgedAtMs = this.now();
     this.bridged = true;
+  }
+
+  /** The answer's media while answered. */
+  get answeredMedia(): CallMedia | null {
+    return this.media;
   }
 
   /** Whether the digits can go out as RFC 4733: the target negotiated telephone-event. */
@@ -312,7 +346,7 @@ export class TransferLeg {
     const slots = this.endpoint.rtpSlots;
     const media = this.media;
     const jb = this.jb;
-    if (!this.bridged || media === null || jb === null) return;
+    if (!this.answered || media === null || jb === null) return;
     for (let i = 0; i < count; i++) {
       const buf = slots[i];
       const v = this.view;
@@ -333,7 +367,7 @@ export class TransferLeg {
         if (n === JB_NONE) break;
         if (n === JB_LOST) continue;
         const at = jb.releasedOffset;
-        this.convertInto(this.toCaller, this.targetCodec, this.callerCodec, jb.store, at, n);
+        if (this.bridged) this.convertInto(this.toCaller, this.targetCodec, this.callerCodec, jb.store, at, n);
         const hook = this.onTargetAudio;
         if (hook !== null) {
           const samples = decode(this.targetCodec, jb.store, at, Math.min(n, this.pcmA.length), this.pcmA);
@@ -400,6 +434,7 @@ export class TransferLeg {
     const wake = this.wakeReader;
     this.wakeReader = null;
     wake?.();
+    this.answered = false;
     this.bridged = false;
     this.listening = false;
     this.toCaller.clear();

@@ -13,6 +13,7 @@
 // has closed it (leg_closed) or the call is over.
 import { SipError, TransactionTimeoutError, TransportError, type Dialog, type NotifyEvent, type UserAgent } from '../../sip/index.js';
 import { isSipUri } from '../../sip/message/index.js';
+import type { AnsweredBy } from '../conversation/host.js';
 import type { PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
 import type { Logger } from '../log.js';
 import type { CallMedia, TransferEvent } from '../workers/worker-protocol.js';
@@ -70,6 +71,8 @@ interface Transfer {
   legPort: number | null;
   legDialog: Dialog | null;
   legReady: ((r: { ok: true } | { ok: false; error: string }) => void) | null;
+  /** detect_voicemail: waiting for the worker's leg_screened (null: the leg or the call ended first). */
+  screened: ((answeredBy: AnsweredBy | null) => void) | null;
 }
 
 type Dialled = { dialog: Dialog } | { error: string; retry: boolean };
@@ -96,12 +99,13 @@ export class CallTransfers {
       }
       const t: Transfer = {
         id: event.transferId, call, request: event.request, callerId: event.callerId, agentNumber: event.agentNumber, abort: new AbortController(),
-        legPort: null, legDialog: null, legReady: null,
+        legPort: null, legDialog: null, legReady: null, screened: null,
       };
       this.#byCall.set(call.callId, t);
       call.transferring = 'agent';
       void call.ended.then(() => {
         t.abort.abort();
+        t.screened?.(null);
         this.#closeLeg(t);
         this.#forget(t);
       });
@@ -118,7 +122,12 @@ export class CallTransfers {
       t.legReady = null;
       return;
     }
+    if (event.kind === 'leg_screened') {
+      t.screened?.(event.answeredBy);
+      return;
+    }
     // leg_closed: the worker let the leg go; the transfer is over on its side.
+    t.screened?.(null);
     this.#closeLeg(t);
     this.#forget(t);
   }
@@ -226,41 +235,67 @@ export class CallTransfers {
 
     const maxAttempts = request.onNoAnswer === 'keep_retrying' ? (this.#o.maxAttempts ?? TRANSFER_DEFAULTS.max_attempts) : 1;
     let attempts = 0;
-    let dialled: Dialled = { error: 'not dialled', retry: false };
-    while (attempts < maxAttempts && !t.abort.signal.aborted) {
-      if (attempts > 0) await sleep(this.#o.retryPauseMs ?? TRANSFER_DEFAULTS.retry_pause_ms, t.abort.signal);
-      if (t.abort.signal.aborted) break;
-      attempts++;
-      dialled = await this.#dial(t, outbound, callerCodec, port);
-      if ('dialog' in dialled || !dialled.retry) break;
-      call.log.info({ attempt: attempts, of: maxAttempts, reason: dialled.error }, 'transfer target did not answer');
+    let answeredBy: AnsweredBy | null = null;
+    const noAnswer = (reason: string) => this.#finish(t, { outcome: 'no_answer', phone_number: request.phoneNumber, reason, attempts, ...(answeredBy ? { answered_by: answeredBy } : {}) });
+    // Each pass: dial until answered (or out of dials); a machine's answer (detect_voicemail) counts as none.
+    for (;;) {
+      let dialled: Dialled = { error: 'not dialled', retry: false };
+      while (attempts < maxAttempts && !t.abort.signal.aborted) {
+        if (attempts > 0) await sleep(this.#o.retryPauseMs ?? TRANSFER_DEFAULTS.retry_pause_ms, t.abort.signal);
+        if (t.abort.signal.aborted) break;
+        attempts++;
+        dialled = await this.#dial(t, outbound, callerCodec, port);
+        if ('dialog' in dialled || !dialled.retry) break;
+        call.log.info({ attempt: attempts, of: maxAttempts, reason: dialled.error }, 'transfer target did not answer');
+      }
+      if (t.abort.signal.aborted) {
+        if ('dialog' in dialled) dialled.dialog.bye().catch((err: Error) => call.log.warn({ err }, 'BYE of a transfer leg failed'));
+        return;
+      }
+      if (!('dialog' in dialled)) {
+        if (dialled.retry) return noAnswer(dialled.error);
+        return fail('failed', dialled.error, attempts);
+      }
+      const dialog = dialled.dialog;
+      t.legDialog = dialog;
+      let media: CallMedia;
+      try {
+        if (dialog.media === null) throw new Error('the answer has no usable audio stream');
+        media = callMediaOf(dialog.media);
+      } catch (err) {
+        // The worker closes the leg on this result; its leg_closed hangs the dialog up.
+        return fail('failed', (err as Error).message, attempts);
+      }
+      dialog.on('ended', ({ reason }) => {
+        // A leg already let go (a machine's, hung up here) is nobody's business.
+        if (reason === 'bye_sent' || t.legDialog !== dialog) return;
+        call.log.info({ reason }, 'transfer target hung up');
+        this.#o.control.sendToWorker(call, { type: 'call_transfer', callId: call.callId, command: { kind: 'leg_hangup', transferId: t.id } });
+      });
+      dialog.on('error', (err) => call.log.warn({ err }, 'transfer leg dialog background request failed'));
+      call.log.info({ to: request.phoneNumber, codec: media.codec, attempts, screening: request.detectVoicemail }, 'transfer target answered: bridging');
+      const screened = request.detectVoicemail
+        ? new Promise<AnsweredBy | null>((resolve) => {
+          t.screened = (r) => {
+            t.screened = null;
+            resolve(r);
+          };
+        })
+        : null;
+      this.#o.control.sendToWorker(call, {
+        type: 'call_transfer', callId: call.callId,
+        command: { kind: 'bridge', transferId: t.id, remote: remoteMediaOf(dialog.media), media, attempts, referRefused: referRefused ?? null },
+      });
+      if (screened === null) return;
+      // detect_voicemail: the worker bridges a person itself; a machine is hung up here and counts as no answer.
+      const outcome = await screened;
+      if (outcome === null || outcome.result !== 'machine') return;
+      answeredBy = outcome;
+      call.log.info({ attempt: attempts, of: maxAttempts, answeredBy }, 'transfer target is an answering machine: not answered');
+      t.legDialog = null;
+      if (dialog.state === 'confirmed') dialog.bye().catch((err: Error) => call.log.warn({ err }, 'BYE of an answering machine\'s transfer leg failed'));
+      if (attempts >= maxAttempts) return noAnswer('answered by an answering machine');
     }
-    if (t.abort.signal.aborted) {
-      if ('dialog' in dialled) dialled.dialog.bye().catch((err: Error) => call.log.warn({ err }, 'BYE of a transfer leg failed'));
-      return;
-    }
-    if (!('dialog' in dialled)) return fail(dialled.retry ? 'no_answer' : 'failed', dialled.error, attempts);
-    const dialog = dialled.dialog;
-    t.legDialog = dialog;
-    let media: CallMedia;
-    try {
-      if (dialog.media === null) throw new Error('the answer has no usable audio stream');
-      media = callMediaOf(dialog.media);
-    } catch (err) {
-      // The worker closes the leg on this result; its leg_closed hangs the dialog up.
-      return fail('failed', (err as Error).message, attempts);
-    }
-    dialog.on('ended', ({ reason }) => {
-      if (reason === 'bye_sent') return;
-      call.log.info({ reason }, 'transfer target hung up');
-      this.#o.control.sendToWorker(call, { type: 'call_transfer', callId: call.callId, command: { kind: 'leg_hangup', transferId: t.id } });
-    });
-    dialog.on('error', (err) => call.log.warn({ err }, 'transfer leg dialog background request failed'));
-    call.log.info({ to: request.phoneNumber, codec: media.codec, attempts }, 'transfer target answered: bridging');
-    this.#o.control.sendToWorker(call, {
-      type: 'call_transfer', callId: call.callId,
-      command: { kind: 'bridge', transferId: t.id, remote: remoteMediaOf(dialog.media), media, attempts, referRefused: referRefused ?? null },
-    });
   }
 
   /** One INVITE of the target through the outbound trunk's servers, within the ring timeout. */

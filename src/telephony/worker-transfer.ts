@@ -11,6 +11,7 @@ import type { CallInfo } from '../schemas/conversations.js';
 import type { CallMedia, CallOrigin, TransferCommand, WorkerNotice } from '../workers/worker-protocol.js';
 import { ANONYMOUS } from './call-parties.js';
 import { TransferLeg } from './bridge.js';
+import { detectVoicemail, type AnsweredBy } from './voicemail-detection.js';
 
 /** One transfer under way on a call. */
 export interface CallTransfer {
@@ -22,6 +23,8 @@ export interface CallTransfer {
   attempts: number;
   /** Why a cold transfer was bridged rather than REFERred. */
   referRefused: string | null;
+  /** detect_voicemail: who answered the bridged leg. */
+  answeredBy: AnsweredBy | null;
 }
 
 /** What a transfer needs of its call (call-session.ts CallSession). */
@@ -55,7 +58,11 @@ export function transferCallerId(session: Pick<TransferableCall, 'origin' | 'cal
   return number && number !== ANONYMOUS ? number : null;
 }
 
-const referRefusedOf = (t: CallTransfer): { refer_refused?: string } => (t.referRefused === null ? {} : { refer_refused: t.referRefused });
+/** The optional fields of a bridged result. */
+const bridgedExtras = (t: CallTransfer): { refer_refused?: string; answered_by?: AnsweredBy } => ({
+  ...(t.referRefused === null ? {} : { refer_refused: t.referRefused }),
+  ...(t.answeredBy === null ? {} : { answered_by: t.answeredBy }),
+});
 
 export class WorkerTransfers {
   private nextId = 1;
@@ -73,7 +80,7 @@ export class WorkerTransfers {
     const id = this.nextId++;
     return new Promise((resolve) => {
       const t: CallTransfer = {
-        id, request, hooks, leg: null, attempts: 0, referRefused: null,
+        id, request, hooks, leg: null, attempts: 0, referRefused: null, answeredBy: null,
         settle: (result) => {
           if (session.transfer !== t) return;
           session.transfer = null;
@@ -116,13 +123,12 @@ export class WorkerTransfers {
         t.referRefused = cmd.referRefused;
         if (leg === null) return t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: 'no leg was opened', attempts: cmd.attempts });
         try {
-          leg.bridge(cmd.remote, cmd.media, t.request.dtmf, t.request.keepListening);
+          leg.answer(cmd.remote, cmd.media);
         } catch (err) {
           return t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: (err as Error).message, attempts: cmd.attempts });
         }
-        if (t.request.dtmf && !leg.sendsDigits) session.log.warn('the transfer target negotiated no telephone-event: its digits are not sent');
-        session.log.info({ codec: cmd.media.codec, remote: cmd.remote, listening: t.request.keepListening }, 'transfer bridged');
-        t.hooks.connected();
+        if (!t.request.detectVoicemail) return this.bridge(session, t, leg);
+        this.screen(session, t, leg);
         return;
       }
       case 'leg_hangup': {
@@ -136,7 +142,7 @@ export class WorkerTransfers {
         return t.settle({
           outcome: t.request.keepListening ? 'bridge_ended' : 'transferred',
           method: 'bridge', phone_number: t.request.phoneNumber, bridge_duration_sec: duration, ended_by_party: 'target', attempts: t.attempts,
-          ...referRefusedOf(t),
+          ...bridgedExtras(t),
         });
       }
       case 'result':
@@ -152,11 +158,44 @@ export class WorkerTransfers {
     if (leg?.bridged) {
       t.settle({
         outcome: 'transferred', method: 'bridge', phone_number: t.request.phoneNumber,
-        bridge_duration_sec: leg.durationSec(), ended_by_party: 'caller', attempts: t.attempts, ...referRefusedOf(t),
+        bridge_duration_sec: leg.durationSec(), ended_by_party: 'caller', attempts: t.attempts, ...bridgedExtras(t),
       });
     } else {
       t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: 'the call ended before the transfer completed', attempts: t.attempts });
     }
+  }
+
+  /** The relay starts on the answered leg; the conversation is told. */
+  private bridge(session: TransferableCall, t: CallTransfer, leg: TransferLeg): void {
+    const media = leg.answeredMedia!;
+    leg.bridge(null, media, t.request.dtmf, t.request.keepListening);
+    if (t.request.dtmf && !leg.sendsDigits) session.log.warn('the transfer target negotiated no telephone-event: its digits are not sent');
+    session.log.info({ codec: media.codec, listening: t.request.keepListening, answeredBy: t.answeredBy?.result }, 'transfer bridged');
+    t.hooks.connected();
+  }
+
+  /**
+   * detect_voicemail: the answering-machine detector reads the answered leg before anything is relayed. A person (or
+   * no decision: `unknown`) is bridged; a machine is not: the leg stops receiving and main, told in leg_screened,
+   * hangs it up and dials again or settles (on_transfer_no_answer). Main hears the outcome either way.
+   */
+  private screen(session: TransferableCall, t: CallTransfer, leg: TransferLeg): void {
+    session.log.info('transfer target answered: screening for an answering machine');
+    detectVoicemail(leg.targetFrames()).then(
+      (answeredBy) => {
+        // The transfer settled meanwhile (the call or the leg ended): the outcome has no one to go to.
+        if (session.transfer !== t || t.leg !== leg || !leg.answered) return;
+        t.answeredBy = answeredBy;
+        session.log.info({ answeredBy }, 'transfer target screened');
+        this.opts.post({ type: 'call_transfer', callId: session.callId, event: { kind: 'leg_screened', transferId: t.id, answeredBy } });
+        if (answeredBy.result === 'machine') leg.unanswer();
+        else this.bridge(session, t, leg);
+      },
+      (err: unknown) => {
+        session.log.error({ err }, 'answering-machine detection of the transfer leg failed');
+        t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: `answering-machine detection failed: ${(err as Error).message}`, attempts: t.attempts });
+      },
+    );
   }
 
   private closeLeg(session: TransferableCall, t: CallTransfer): void {

@@ -7,7 +7,7 @@ import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } fr
 import type { CompressedRecording } from '../media/recording-compressor.js';
 import type { CallInfo, EndedBy, RecordingSide } from '../schemas/conversations.js';
 import type { ConfigurationEndpoint } from '../schemas/agents.js';
-import type { ConversationPatch } from '../conversation/host.js';
+import type { AnsweredBy, ConversationPatch } from '../conversation/host.js';
 import type { PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
 import type { ResolvedAgent } from '../domain/conversation-agent.js';
 import type { StoragePolicyRef, StorageOutcome } from '../store/external-storage.js';
@@ -213,7 +213,8 @@ export type CallMessage =
 /**
  * main's side of a phone transfer (docs/telephony.md, "Transfers"), for the transfer the worker asked for
  * (`transferId`). A bridged transfer: open_leg (bind the new leg's ports, answered by leg_ready), then bridge once
- * the target answered, then leg_hangup when the target hangs up. `result` ends a transfer that has no bridge
+ * the target answered (with detect_voicemail the worker first screens the answer, leg_screened: a machine is not
+ * bridged, and main dials again or settles), then leg_hangup when the target hangs up. `result` ends a transfer that has no bridge
  * (REFER completed, or nobody answered, or it failed), closing a leg that was opened.
  */
 export type TransferCommand =
@@ -231,7 +232,9 @@ export type TransferEvent =
   | { kind: 'request'; transferId: number; request: PhoneTransferRequest; callerId: string | null; agentNumber: string | null }
   | { kind: 'leg_ready'; transferId: number; ok: true }
   | { kind: 'leg_ready'; transferId: number; ok: false; error: string }
-  | { kind: 'leg_closed'; transferId: number };
+  | { kind: 'leg_closed'; transferId: number }
+  /** detect_voicemail: who answered the leg (after a bridge command); a machine is not bridged, main hangs it up. */
+  | { kind: 'leg_screened'; transferId: number; answeredBy: AnsweredBy };
 
 /** Telephony notices of a call's conversation that main carries out in SIP (in CallNotice). */
 export type CallSignalNotice =

@@ -5,6 +5,7 @@
 // Pure.
 import type { ToolDefinition } from '../../schemas/tools.js';
 import type { EngineTool } from '../../engines/engine.js';
+import type { AnsweredBy } from '../answered-by.js';
 
 /** What a transfer asks of the call. */
 export interface PhoneTransferRequest {
@@ -41,8 +42,10 @@ export type PhoneTransferResult =
       /** Who hung up the bridge. */
       ended_by_party?: 'caller' | 'target';
       attempts?: number;
+      /** detect_voicemail: who answered the (last) dial of the target. */
+      answered_by?: AnsweredBy;
     }
-  | { outcome: 'no_answer' | 'failed'; phone_number: string; reason: string; attempts: number };
+  | { outcome: 'no_answer' | 'failed'; phone_number: string; reason: string; attempts: number; answered_by?: AnsweredBy };
 
 /** Events of a transfer in progress the conversation acts on. */
 export interface PhoneTransferHooks {
