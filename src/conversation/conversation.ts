@@ -37,6 +37,7 @@ import { ConversationToolHost } from './tool-host.js';
 import { TurnTaking } from './turn-taking.js';
 import { engineTool, liveTools, storedToolNames, type LiveTool } from './tools/catalog.js';
 import { ToolRunner } from './tools/runner.js';
+import type { PhoneTransferRequest, PhoneTransferResult } from './tools/phone-transfer.js';
 import type { Utterance } from './utterance.js';
 import { substitute, systemVariables, templateValues } from './variables.js';
 
@@ -192,6 +193,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
         end: (endedBy) => void this.end(endedBy),
         userSpeaking: () => this.turns?.userSpeaking ?? false,
         transferToAgent: (name) => this.transferToAgent(name),
+        transferToPhoneNumber: (request) => this.transferToPhoneNumber(request),
       },
       this.speech,
       deps.timers,
@@ -807,6 +809,37 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.deps.log.error({ err: error, conversationId: this.id }, 'engine failed');
     this.emit({ type: 'error', error: { message: `speech engine: ${error.message}`, code: 'engine_error' } });
     void this.end('error');
+  }
+
+  /**
+   * Built-in transfer to a phone number: the call carries it out (its client's transferCall). Meanwhile no silence
+   * timer counts; once the bridge connects the agent speaks no reply (it has left, or listens: keep_listening), and
+   * post_transfer_message is spoken into the bridge. Transferred: the conversation ends (`assistant`); otherwise
+   * the caller is back with the agent.
+   */
+  private async transferToPhoneNumber(request: PhoneTransferRequest): Promise<PhoneTransferResult | null> {
+    const client = this.client;
+    if (!client.transferCall || !isLive(this.state)) return null;
+    const s = this.settings!;
+    const listenOnly = s.listen_only_inbound_enabled;
+    this.silence.suspend();
+    let result: PhoneTransferResult;
+    try {
+      result = await client.transferCall(request, {
+        connected: () => {
+          s.listen_only_inbound_enabled = true;
+          const session = this.session;
+          if (request.postTransferMessage && session && isLive(this.state)) {
+            this.speech.track(session.speak(this.resolve(request.postTransferMessage)), 'say', false);
+          }
+        },
+      });
+    } finally {
+      s.listen_only_inbound_enabled = listenOnly;
+    }
+    if (result.outcome === 'transferred') void this.end('assistant');
+    else if (isLive(this.state)) this.silence.resume();
+    return result;
   }
 
   /**

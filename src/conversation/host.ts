@@ -2,6 +2,7 @@
 // "Layers"). The realtime transport (STS WebSocket) and telephony (a phone call's media) implement
 // ConversationClient, and ConversationStore, in a media worker. The conversation engine (src/conversation/) knows
 // nothing of sockets, threads or SQL: only these interfaces and the domain's types.
+import type { AnsweredBy } from './answered-by.js';
 import type { ConfigurationEndpoint } from '../schemas/agents.js';
 import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import type { ConfigMessage, ServerEvent, SessionMessage } from '../schemas/sts.js';
@@ -14,6 +15,7 @@ import type { PacedStream } from '../media/pacing-clock.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
 import type { PlanarBlockSink } from '../media/recording.js';
 import type { Logger } from '../log.js';
+import type { PhoneTransferHooks, PhoneTransferRequest, PhoneTransferResult } from './tools/phone-transfer.js';
 
 /** The far end of one conversation: the STS socket (or a phone call). */
 export interface ConversationClient {
@@ -33,6 +35,11 @@ export interface ConversationClient {
    * is saved): a phone call's RTP statistics. Absent, or null, where there is none (the STS socket).
    */
   mediaStats?(): RtpAnalysis | null;
+  /**
+   * A phone call's transfer (built_in_transfer_to_phone_number, docs/telephony.md "Transfers"): resolves once the
+   * agent's part in it has settled. Absent where there is no call to transfer (the STS socket).
+   */
+  transferCall?(request: PhoneTransferRequest, hooks: PhoneTransferHooks): Promise<PhoneTransferResult>;
 }
 
 /** A change of a live conversation's record (its state as it starts, what its configuration resolved to). */
@@ -180,19 +187,8 @@ export interface CallStart {
   answeredBy?: Promise<AnsweredBy> | null;
 }
 
-/**
- * Who answered an outbound call (answering-machine detection, src/telephony/voicemail-detection.ts), stored as the
- * record's `metadata.answering_machine`. Times are ms of the callee's audio from the answer; null where unknown.
- */
-export interface AnsweredBy {
-  result: 'human' | 'machine' | 'unknown';
-  /** The rule that decided (`short_answer`, `long_greeting`, `beep_after_speech`, `beep`, `deadline`, `no_audio`, `cancelled`). */
-  reason: string;
-  decided_at_ms: number | null;
-  /** A machine's beep: its start and end; null when none was heard. */
-  beep_at_ms: number | null;
-  beep_end_ms: number | null;
-}
+
+export type { AnsweredBy };
 
 /** How the conversation is configured: an STS `config` message, or a phone call. */
 export type ConversationStart = { kind: 'config'; config: ConfigMessage } | { kind: 'call'; call: CallStart };

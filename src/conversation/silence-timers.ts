@@ -38,6 +38,8 @@ export class SilenceTimers {
   private watching = false;
   /** Nobody speaks (from nobodySpeaking until the user starts or cancel). */
   private silent = false;
+  /** Held (a phone transfer under way): nothing counts until resume. */
+  private suspended = false;
 
   static disabled(timers: ConversationTimers): SilenceTimers {
     return new SilenceTimers(timers, DISABLED, NO_ACTIONS);
@@ -62,6 +64,7 @@ export class SilenceTimers {
 
   /** A client message or audio arrived: the idle timeout starts over. */
   clientActive(): void {
+    if (this.suspended) return;
     this.watching = true;
     this.idle.start();
   }
@@ -75,6 +78,7 @@ export class SilenceTimers {
 
   /** Nobody speaks now: poke and silence limit count from here. */
   nobodySpeaking(): void {
+    if (this.suspended) return;
     this.silent = true;
     this.pokeTimer.start();
     this.limit.start();
@@ -100,6 +104,23 @@ export class SilenceTimers {
     if (idle) this.idle.start();
     if (poke) this.pokeTimer.start();
     if (limit) this.limit.start();
+  }
+
+  /**
+   * A phone transfer takes the caller away from the agent (a bridge, a REFER under way): every timer stops, and
+   * none starts, until resume.
+   */
+  suspend(): void {
+    this.cancel();
+    this.suspended = true;
+  }
+
+  /** The caller is back with the agent: the idle timeout and the silence count start from now. */
+  resume(): void {
+    if (!this.suspended) return;
+    this.suspended = false;
+    this.clientActive();
+    this.nobodySpeaking();
   }
 
   cancel(): void {

@@ -23,6 +23,7 @@ import type { AssistantSpeech } from './assistant-speech.js';
 import type { ConversationOrigin, ConversationTimers } from './host.js';
 import { ownedTimer, type OwnedTimer } from './timer.js';
 import type { LiveTool } from './tools/catalog.js';
+import type { PhoneTransferRequest, PhoneTransferResult } from './tools/phone-transfer.js';
 import type { ReplyAfter, ToolHost, ToolRunner } from './tools/runner.js';
 import { toolRules, type ToolRules } from './tools/speech-rules.js';
 import type { ReservedParameters } from './tools/webhook.js';
@@ -48,6 +49,8 @@ export interface ToolTarget {
   userSpeaking(): boolean;
   /** Switches the conversation to another agent's settings and tools: a problem, or null when done. */
   transferToAgent(agentName: string): Promise<string | null>;
+  /** Transfers the phone call (tools/phone-transfer.ts); null when the conversation is not a phone call. */
+  transferToPhoneNumber(request: PhoneTransferRequest): Promise<PhoneTransferResult | null>;
 }
 
 /** How the engine replies to the outputs of one response's calls (set as its calls arrive). */
@@ -231,6 +234,10 @@ export class ConversationToolHost implements ToolHost {
 
   transferToAgent(agentName: string): Promise<string | null> {
     return this.target.transferToAgent(agentName);
+  }
+
+  transferToPhoneNumber(request: PhoneTransferRequest): Promise<PhoneTransferResult | null> {
+    return this.target.transferToPhoneNumber(request);
   }
 
   /** The user spoke: they did not stay silent, so follow-ups not yet due are dropped; the engine answers them freely. */

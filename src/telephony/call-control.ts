@@ -7,7 +7,7 @@ import type { Dialog, EndReason, InfoEvent, NegotiatedMedia } from '../../sip/in
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { finishLostCall, releaseCall } from '../domain/calls.js';
-import type { CallHangupReason, CallMedia, CallMessage, CallNotice, MediaAddress } from '../workers/worker-protocol.js';
+import type { CallHangupReason, CallMedia, CallMessage, CallNotice, MediaAddress, TransferEvent } from '../workers/worker-protocol.js';
 import { callMediaOf, remoteMediaOf } from './media-policy.js';
 import type { MediaWorkers } from './media-workers.js';
 import type { RtpPorts } from './rtp-ports.js';
@@ -61,6 +61,8 @@ export class CallControl {
   readonly #mediaReadyTimeoutMs: number;
   /** BYEs under way (shutdown waits for them before SIP closes). */
   readonly #byes = new Set<Promise<void>>();
+  /** Where a call's call_transfer notices go (transfer.ts); none: they are logged and dropped. */
+  transferListener: ((call: SipCall, event: TransferEvent) => void) | null = null;
   /** Keys of calls without telephone-event, sent as SIP INFO. */
   readonly #dtmfOut = new DtmfInfoSender();
   /** Undoes attachDialog's listeners on the call's current dialog. */
@@ -229,6 +231,11 @@ export class CallControl {
       call.mediaReady(notice.ok ? { ok: true } : { ok: false, error: notice.error, refused: true });
       return;
     }
+    if (notice.type === 'call_transfer') {
+      if (this.transferListener) this.transferListener(call, notice.event);
+      else call.log.warn({ event: notice.event.kind }, 'call_transfer with no transfers running');
+      return;
+    }
     if (notice.type === 'call_dtmf_out') {
       if (call.state === 'live') void this.#dtmfOut.send(call, notice.digits);
       return;
@@ -287,6 +294,11 @@ export class CallControl {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.#byes]), new Promise((r) => (timer = setTimeout(r, ms)))]);
     clearTimeout(timer);
+  }
+
+  /** A message to the worker holding the call (a transfer's commands). */
+  sendToWorker(call: SipCall, msg: CallMessage): void {
+    this.#send(call, msg);
   }
 
   #send(call: SipCall, msg: CallMessage): void {

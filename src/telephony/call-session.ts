@@ -36,6 +36,9 @@ import {
   writeReport, type SenderInfo,
 } from './rtcp.js';
 import type { RtpEndpoint } from './rtp-endpoint.js';
+import type { TransferLeg } from './bridge.js';
+import type { CallTransfer, WorkerTransfers } from './worker-transfer.js';
+import type { PhoneTransferHooks, PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
 import { VoicemailDetection } from './voicemail-detection.js';
 
 export type CallAssigned = Extract<CallMessage, { type: 'call_assigned' }>;
@@ -69,6 +72,8 @@ export interface CallSessionDeps {
   newConversation(client: ConversationClient, origin: ConversationOrigin): LiveConversation;
   /** The call closed (ports closed): main is told, the worker forgets it. `started`: a record exists. */
   closed(session: CallSession, endedBy: EndedBy, started: boolean): void;
+  /** The worker's phone transfers (worker-transfer.ts); absent: the call cannot be transferred. */
+  transfers?: WorkerTransfers;
   /** What main carries out in SIP for the call (keys as SIP INFO); absent: nothing to send them with. */
   signal?(notice: CallSignalNotice): void;
   random?(): number;
@@ -84,7 +89,11 @@ export class CallSession implements ConversationClient {
   private conv: LiveConversation | null = null;
   private media: CallMedia;
   private readonly codec: CallCodec;
-  private readonly log: Logger;
+  readonly log: Logger;
+  /** A phone transfer under way, and its new leg once opened (relaying once bridged): worker-transfer.ts. */
+  transfer: CallTransfer | null = null;
+  leg: TransferLeg | null = null;
+  private readonly pushToAgent = (bytes: Uint8Array): void => this.conv?.pushAudio(bytes);
   private readonly random: () => number;
 
   // ---- in ----
@@ -180,6 +189,14 @@ export class CallSession implements ConversationClient {
     return true;
   }
 
+  get callInfo(): CallAssigned['callInfo'] {
+    return this.assigned.callInfo;
+  }
+
+  get codecName(): CallMedia['codec'] {
+    return this.codec.codec;
+  }
+
   // ---- main's messages ----
 
   /** call_start: the call is answered; the conversation starts and media flows. */
@@ -262,6 +279,7 @@ export class CallSession implements ConversationClient {
     if (!this.step('end')) return;
     this.sends = false;
     this.log.info({ endedBy, why }, 'ending the call');
+    this.deps.transfers?.callEnding(this);
     void this.conv!.end(endedBy);
   }
 
@@ -275,11 +293,19 @@ export class CallSession implements ConversationClient {
   sendAudio(frame: Uint8Array, _text: string): boolean {
     // Not sending (hold, ending): the peer hears nothing of it, and the conversation plays on.
     if (!this.sends) return true;
+    // Bridged: the agent is heard by both parties while it listens, by nobody once it left.
+    if (this.leg !== null && this.leg.bridged) return this.leg.fromAgent(frame);
     // One frame per clock frame, none while telephone events play: offered again on the next tick.
     if (this.slotTaken || (this.events !== null && this.events.active)) return false;
     this.slotTaken = true;
     this.append(frame);
     return true;
+  }
+
+  transferCall(request: PhoneTransferRequest, hooks: PhoneTransferHooks): Promise<PhoneTransferResult> {
+    const transfers = this.deps.transfers;
+    if (!transfers) return Promise.resolve({ outcome: 'failed', phone_number: request.phoneNumber, reason: 'this worker does not transfer calls', attempts: 0 });
+    return transfers.start(this, request, hooks);
   }
 
   close(): void {
@@ -303,6 +329,15 @@ export class CallSession implements ConversationClient {
   frame(now: number): void {
     if (this.state !== 'live') return;
     if (this.conv !== null) this.drain(now);
+    const leg = this.leg;
+    if (leg !== null && leg.bridged) {
+      // The bridge's frame for the caller takes the conversation's slot (the agent's speech is mixed into it).
+      const out = leg.frame(leg.listening ? this.pushToAgent : null);
+      if (this.sends && !this.slotTaken) {
+        this.slotTaken = true;
+        this.append(out);
+      }
+    }
     this.outboundFrame();
     if (now >= this.nextReportAtMs) this.report(now);
     if (this.watchesInactivity && now - this.lastRtpAtMs > this.deps.rtpTimeoutMs) {
@@ -381,6 +416,12 @@ export class CallSession implements ConversationClient {
         continue;
       }
       const at = jb.releasedOffset;
+      const leg = this.leg;
+      if (leg !== null && leg.bridged) {
+        // Bridged: the caller's audio goes to the target (and to the agent mixed with the target's, leg.frame).
+        leg.fromCaller(jb.store, at, n);
+        continue;
+      }
       conv.pushAudio(jb.store, at, n);
       const perFrame = this.codec.bytesPerFrame;
       this.lastFrames = perFrame > 0 ? Math.max(1, Math.round(n / perFrame)) : 1;
@@ -595,6 +636,7 @@ export class CallSession implements ConversationClient {
   /** Sends RTCP BYE (after the answer), closes the ports and tells the worker. */
   private release(endedBy: EndedBy, started: boolean): void {
     this.sends = false;
+    this.deps.transfers?.callEnding(this);
     if (this.conv !== null && this.endpoint.hasRemote) {
       // RFC 3550 6.6: a BYE in a compound packet after a report, sent at once (the ports close now).
       const b = this.endpoint.rtcpPacket;

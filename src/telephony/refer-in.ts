@@ -60,8 +60,7 @@ const refuse = (status: number, reason: string, warning: string): ReferRefusal =
 export class IncomingRefers {
   readonly #o: IncomingRefersOptions;
   readonly #now: () => Date;
-  /** Calls with a transfer under way, and each call's REFERs so far. */
-  readonly #busy = new WeakSet<SipCall>();
+  /** Each call's REFERs so far. */
   readonly #records = new WeakMap<SipCall, ReferRecord[]>();
 
   constructor(opts: IncomingRefersOptions) {
@@ -79,10 +78,12 @@ export class IncomingRefers {
     dialog.on('refer', (event) => {
       const route = this.#decide(call, event);
       if ('status' in route) return void event.notify(route.status, route.reason).catch((err: Error) => call.log.warn({ err }, 'NOTIFY failed'));
-      this.#busy.add(call);
+      call.transferring = 'peer';
       this.#transfer(call, dialog, event, route)
         .catch((err: unknown) => call.log.error({ err }, 'the transfer asked by REFER failed'))
-        .finally(() => this.#busy.delete(call));
+        .finally(() => {
+          if (call.transferring === 'peer') call.transferring = null;
+        });
     });
   }
 
@@ -90,7 +91,9 @@ export class IncomingRefers {
   #decide(call: SipCall, refer: ReferRequest): Route | ReferRefusal {
     if (call.trunk?.inbound?.allow_refer !== true) return refuse(403, 'Forbidden', `trunk '${call.trunk?.name ?? 'none'}' may not transfer calls (allow_refer)`);
     if (call.state !== 'live') return refuse(403, 'Forbidden', 'the call is not connected');
-    if (this.#busy.has(call)) return refuse(491, 'Request Pending', 'a transfer of this call is under way');
+    // RFC 3515 2.4.2 leaves the refusal open; 491 as for a request crossing one under way (RFC 3261 14.1).
+    if (call.transferring === 'peer') return refuse(491, 'Request Pending', 'a transfer of this call is under way');
+    if (call.transferring === 'agent') return refuse(491, 'Request Pending', 'the agent is transferring this call');
     // The new leg must take the call's codec, and Parley places calls with G.711 only.
     if (call.media?.codec !== 'PCMU' && call.media?.codec !== 'PCMA') return refuse(403, 'Forbidden', 'only a G.711 call can be transferred');
     const uri = refer.referTo.uri;

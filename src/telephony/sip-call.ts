@@ -39,6 +39,11 @@ export class SipCall {
   dialog: Dialog | null = null;
   /** When call_start was sent (the record's start). */
   startedAt: Date | null = null;
+  /**
+   * The transfer of this call under way, one at a time: the peer's REFER (refer-in.ts) or the agent's phone
+   * transfer (transfer.ts). Each refuses to start while the other runs: both would move the call's media and dialog.
+   */
+  transferring: 'peer' | 'agent' | null = null;
   /** Resolves once the call is forgotten (its port, lease or record and dialog dealt with: done()). */
   readonly ended: Promise<void>;
   #resolveEnded!: () => void;

@@ -15,6 +15,7 @@ import { Locator } from './locate.js';
 import { advertisedAddress } from './media-policy.js';
 import type { MediaWorkers } from './media-workers.js';
 import { TelephonyOutboundCalls } from './outbound-call.js';
+import { CallTransfers } from './transfer.js';
 import { IncomingRefers } from './refer-in.js';
 import { RtpPorts } from './rtp-ports.js';
 import { loadTrunks, type Trunks } from './trunks.js';
@@ -108,6 +109,13 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
     stopping: stopping.signal,
     isDraining: () => draining,
     releaseWaitMs: mediaReadyTimeoutMs,
+  });
+  // Registers itself as the control's transfer listener.
+  new CallTransfers({
+    ua, control, ports, locator, address, log,
+    outboundTrunk: trunks.outbound(),
+    ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC,
+    stopping: stopping.signal,
   });
   log.info({ port: ua.port, host: settings.PARLEY_HOST, address, trunks: trunks.all().map((t) => t.name) }, 'SIP listening');
 

@@ -13,11 +13,12 @@ import { callCodec } from './call-media.js';
 import { CallSession, type CallAssigned } from './call-session.js';
 import { RtpEndpoint } from './rtp-endpoint.js';
 import { mediaMetrics, type RtpTotals } from '../metrics/media.js';
+import { WorkerTransfers } from './worker-transfer.js';
 
 /** Calls a worker takes at most (two sockets each in its group); call_assigned beyond it is refused. */
 export const WORKER_MAX_CALLS = 1000;
-/** Sockets per call: RTP and RTCP. */
-const SOCKETS_PER_CALL = 2;
+/** Sockets per call: RTP and RTCP, for the caller's leg and a bridged transfer's second leg. */
+const SOCKETS_PER_CALL = 4;
 
 export interface WorkerCallsOptions {
   workerId: number;
@@ -57,6 +58,7 @@ export class WorkerCalls implements PacedStream {
   private readonly now: () => number;
   private readonly wallNow: () => number;
   private readonly waiting = new Map<CallSession, () => void>();
+  private readonly transfers: WorkerTransfers;
   /** Failed group sends (a kernel error naming one socket; the others' packets went out). */
   sendErrors = 0;
 
@@ -67,6 +69,13 @@ export class WorkerCalls implements PacedStream {
     this.sent = new Uint32Array(this.maxCalls * SOCKETS_PER_CALL);
     this.now = opts.now ?? (() => performance.now());
     this.wallNow = opts.wallNow ?? (() => Date.now());
+    this.transfers = new WorkerTransfers({
+      post: opts.post,
+      group: () => (this.group ??= new NativeUdpGroup(this.maxCalls * SOCKETS_PER_CALL, this.opts.udp)),
+      bindAddress: opts.bindAddress,
+      now: this.now,
+      log: opts.log,
+    });
   }
 
   /** Calls this worker holds (assigned or live): they count in its load. */
@@ -126,6 +135,8 @@ export class WorkerCalls implements PacedStream {
         return call.hangup(msg.reason);
       case 'call_dtmf':
         return call.dtmfInfo(msg.digits);
+      case 'call_transfer':
+        return this.transfers.command(call, msg.command);
     }
   }
 
@@ -158,6 +169,7 @@ export class WorkerCalls implements PacedStream {
         log: this.opts.log,
         newConversation: this.opts.newConversation,
         closed: (s, endedBy, started) => this.closed(s, endedBy, started),
+        transfers: this.transfers,
         signal: (notice) => this.opts.post(notice),
       });
     } catch (err) {
@@ -215,6 +227,7 @@ export class WorkerCalls implements PacedStream {
       const call = live[i];
       call.frame(now);
       n = call.endpoint.collect(this.ids, this.counts, n);
+      if (call.leg !== null) n = call.leg.endpoint.collect(this.ids, this.counts, n);
     }
     if (n > 0) this.send(n);
   }

@@ -193,6 +193,7 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         return;
       case 'call_media_ready':
       case 'call_ended':
+      case 'call_transfer':
       case 'call_dtmf_out':
         if (callListener) callListener(from.id, msg);
         else log.warn({ workerId: from.id, notice: msg.type, callId: msg.callId }, 'telephony notice with no telephony listening');

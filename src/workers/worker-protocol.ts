@@ -7,7 +7,8 @@ import type { Finish, FinishOutcome, NewConversation, NewItem, NewRecording } fr
 import type { CompressedRecording } from '../media/recording-compressor.js';
 import type { CallInfo, EndedBy, RecordingSide } from '../schemas/conversations.js';
 import type { ConfigurationEndpoint } from '../schemas/agents.js';
-import type { ConversationPatch } from '../conversation/host.js';
+import type { AnsweredBy, ConversationPatch } from '../conversation/host.js';
+import type { PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
 import type { ResolvedAgent } from '../domain/conversation-agent.js';
 import type { StoragePolicyRef, StorageOutcome } from '../store/external-storage.js';
 import type { StoragePolicy } from '../jobs/external-storage/s3-client.js';
@@ -218,7 +219,35 @@ export type CallMessage =
   | { type: 'call_start'; callId: string }
   | { type: 'call_hangup'; callId: string; reason: CallHangupReason }
   /** Digits from a SIP INFO (application/dtmf-relay or application/dtmf), in order. */
-  | { type: 'call_dtmf'; callId: string; digits: string };
+  | { type: 'call_dtmf'; callId: string; digits: string }
+  /** A step of a phone transfer the worker asked for (TransferCommand). */
+  | { type: 'call_transfer'; callId: string; command: TransferCommand };
+
+/**
+ * main's side of a phone transfer (docs/telephony.md, "Transfers"), for the transfer the worker asked for
+ * (`transferId`). A bridged transfer: open_leg (bind the new leg's ports, answered by leg_ready), then bridge once
+ * the target answered (with detect_voicemail the worker first screens the answer, leg_screened: a machine is not
+ * bridged, and main dials again or settles), then leg_hangup when the target hangs up. `result` ends a transfer that has no bridge
+ * (REFER completed, or nobody answered, or it failed), closing a leg that was opened.
+ */
+export type TransferCommand =
+  | { kind: 'open_leg'; transferId: number; rtpPort: number }
+  | { kind: 'bridge'; transferId: number; remote: MediaAddress | null; media: CallMedia; attempts: number; referRefused: string | null }
+  | { kind: 'leg_hangup'; transferId: number }
+  | { kind: 'result'; transferId: number; result: PhoneTransferResult };
+
+/**
+ * The worker's side: `request` starts a transfer (callerId: the number the new leg presents, per
+ * use_agent_phone_number; agentNumber: the agent's number on this call, REFER's Referred-By; null when none); `leg_ready` answers open_leg; `leg_closed`: the worker closed
+ * the leg's ports (the bridge ended or the transfer settled), main may reuse them and hangs the leg up.
+ */
+export type TransferEvent =
+  | { kind: 'request'; transferId: number; request: PhoneTransferRequest; callerId: string | null; agentNumber: string | null }
+  | { kind: 'leg_ready'; transferId: number; ok: true }
+  | { kind: 'leg_ready'; transferId: number; ok: false; error: string }
+  | { kind: 'leg_closed'; transferId: number }
+  /** detect_voicemail: who answered the leg (after a bridge command); a machine is not bridged, main hangs it up. */
+  | { kind: 'leg_screened'; transferId: number; answeredBy: AnsweredBy };
 
 /** Telephony notices of a call's conversation that main carries out in SIP (in CallNotice). */
 export type CallSignalNotice =
@@ -239,4 +268,5 @@ export type CallNotice =
    * conversation's lease). main then sends BYE if the dialog is still up and frees the ports.
    */
   | { type: 'call_ended'; callId: string; conversationId: string; endedBy: EndedBy; started: boolean }
+  | { type: 'call_transfer'; callId: string; event: TransferEvent }
   | CallSignalNotice;

@@ -204,6 +204,7 @@ port.on('message', (msg: MainMessage) => {
     case 'call_start':
     case 'call_hangup':
     case 'call_dtmf':
+    case 'call_transfer':
       return calls.handle(msg);
   }
 });

@@ -6,6 +6,7 @@ import type { EngineTool } from '../../engines/engine.js';
 import type { BUILT_IN_TOOL_IDS } from '../../domain/agent-write.js';
 import { DEFAULT_ENDPOINT_TIMEOUT_MS, DEFAULT_TOOL_CALL_OUTPUT_TIMEOUT_MS, type ToolDefinition, type ToolType } from '../../schemas/tools.js';
 import type { InlineWebSocketTool } from '../../schemas/sts.js';
+import { transferParameters } from './phone-transfer.js';
 import { toolRules } from './speech-rules.js';
 
 /** The web_search built-in: named by agents, not a stored tool type. */
@@ -161,7 +162,6 @@ const BUILT_IN_PARAMETERS: Partial<Record<LiveToolType, EngineTool['parameters']
     properties: { agent_name: { type: 'string', description: 'The agent to transfer to' } },
     required: ['agent_name'],
   },
-  built_in_transfer_to_phone_number: { type: 'object', properties: {} },
   [WEB_SEARCH_TYPE]: {
     type: 'object',
     properties: { query: { type: 'string', description: 'What to search for' } },
@@ -171,6 +171,7 @@ const BUILT_IN_PARAMETERS: Partial<Record<LiveToolType, EngineTool['parameters']
 
 /** Array-form parameters as JSON Schema (location is where a webhook puts them, not part of the schema). */
 function jsonSchema(def: LiveDefinition): EngineTool['parameters'] {
+  if (def.type === 'built_in_transfer_to_phone_number') return transferParameters(def);
   const builtIn = BUILT_IN_PARAMETERS[def.type];
   if (builtIn) {
     if (def.type === 'built_in_transfer_to_agent' && def.agents_to_transfer_to) {

@@ -10,6 +10,7 @@ import type { ConversationTimers } from '../host.js';
 import type { ServerEvent } from '../../schemas/sts.js';
 import type { ToolDefinition } from '../../schemas/tools.js';
 import { outputTimeoutMs, WEB_SEARCH_TYPE, type LiveTool } from './catalog.js';
+import { transferOutput, transferRequest, type PhoneTransferRequest, type PhoneTransferResult } from './phone-transfer.js';
 import { toolRules } from './speech-rules.js';
 import { callWebhook, type ReservedParameters } from './webhook.js';
 
@@ -32,6 +33,11 @@ export interface ToolHost {
   endAfterResponse(responseId: string): void;
   chooseNotToRespond(responseId: string, respondAfterSec: number | null): void;
   transferToAgent(agentName: string): Promise<string | null>;
+  /**
+   * Transfers the phone call (built_in_transfer_to_phone_number); resolves once the agent's part in it has settled
+   * (phone-transfer.ts). null: this conversation is not a phone call.
+   */
+  transferToPhoneNumber(request: PhoneTransferRequest): Promise<PhoneTransferResult | null>;
   /** A reply to an async tool's result (wait_for_response); speech only when the tool allows no chaining. */
   replyWithResult(speechOnly: boolean): void;
 }
@@ -142,8 +148,16 @@ export class ToolRunner {
         if (problem) return { entry: { ...base, error_message: problem }, output: `transfer failed: ${problem}` };
         return { entry: { ...base, response_body: { transferred_to: name } }, output: `transferred to ${name}` };
       }
-      case 'built_in_transfer_to_phone_number':
-        return { entry: { ...base, error_message: 'phone transfers need a phone call' }, output: 'transfer not available in this conversation' };
+      case 'built_in_transfer_to_phone_number': {
+        const request = transferRequest(def, call.arguments);
+        if ('error' in request) return { entry: { ...base, error_message: request.error }, output: `transfer refused: ${request.error}` };
+        const result = await this.host.transferToPhoneNumber(request);
+        if (result === null) return { entry: { ...base, error_message: 'phone transfers need a phone call' }, output: 'transfer not available in this conversation' };
+        const entry = { ...base, response_body: { ...result } };
+        if (result.outcome === 'failed') entry.error_message = result.reason;
+        // Transferred: the conversation is ending, nobody is left to answer.
+        return { entry, output: transferOutput(result), ...(result.outcome === 'transferred' ? { noReply: true as const } : {}) };
+      }
     }
   }
 
