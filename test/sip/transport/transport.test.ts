@@ -285,6 +285,23 @@ t.test('TCP framing: a bad message is reported and skipped; a message without Co
   t.pass('server closed the connection');
 });
 
+t.test('TCP framing: a Content-Length over the largest datagram closes the connection before the body is held', async (t) => {
+  const b = await endpoint();
+  t.teardown(() => b.transport.close());
+  const peer = await tcpClient(t, b.transport.port);
+  let reset: Error | undefined;
+  peer.sock.on('error', (err) => { reset = err; });
+  const head = request('OPTIONS', 'SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKbig').replace('Content-Length: 0', 'Content-Length: 16000000');
+  peer.sock.write(head);
+  peer.sock.write(Buffer.alloc(100_000, 0x78));
+  const fatal = await b.nextInvalid();
+  t.match(fatal.err.message, /Content-Length "16000000"/);
+  await until(() => peer.state.closed, 'the connection closed');
+  t.ok(reset === undefined || (reset as NodeJS.ErrnoException).code === 'ECONNRESET', 'closed or reset by the server');
+  await until(() => b.transport.tcpConnectionCount === 0, 'the connection forgotten');
+  t.equal(b.inbox.length, 0, 'no message delivered');
+});
+
 /** A TCP client of `port` whose 'close' is recorded. */
 async function tcpClient(t: Test, port: number) {
   const sock = net.connect(port, '127.0.0.1');
