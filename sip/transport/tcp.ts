@@ -1,7 +1,7 @@
 // TCP side of the transport (RFC 3261 18.3): one listening socket, connections keyed by remote address and
 // reused for requests and responses both ways, a stream framer per connection, RFC 5626 3.5.1 CRLF keep-alive
 // (we answer a CRLFCRLF ping with a CRLF pong, and ping the connections we opened), and the closing of idle
-// connections: one that carried nothing for idleTimeoutMs and that no transaction or dialog holds.
+// connections: one that carried no whole message for idleTimeoutMs and that no transaction or dialog holds.
 import net from 'node:net';
 import { type SipParseError, TransportError } from '../errors.js';
 import { StreamFramer } from '../message/framer.js';
@@ -35,7 +35,7 @@ class Connection {
   readonly framer: StreamFramer;
   private pongWaiters: Array<() => void> = [];
   private keepAlive: NodeJS.Timeout | undefined;
-  /** Date.now() of the last bytes in or out, or of the last hold released. */
+  /** Date.now() of the last whole message in, the last bytes out, or the last hold released. */
   lastActivity = Date.now();
   idleTimer: NodeJS.Timeout | undefined;
 
@@ -47,8 +47,14 @@ class Connection {
     events: TcpEvents,
   ) {
     this.framer = new StreamFramer({
-      message: (msg) => events.message(msg, this.source),
-      invalid: (err) => events.invalid(err, this.source),
+      message: (msg) => {
+        this.lastActivity = Date.now();
+        events.message(msg, this.source);
+      },
+      invalid: (err) => {
+        this.lastActivity = Date.now();
+        events.invalid(err, this.source);
+      },
       fatal: (err) => {
         events.invalid(err, this.source);
         socket.destroy(err);
@@ -128,10 +134,9 @@ export class TcpSide {
     this.byId.set(id, conn);
     socket.setNoDelay(true);
     this.armIdle(conn, this.opts.idleTimeoutMs);
-    socket.on('data', (chunk: Buffer) => {
-      conn.lastActivity = Date.now();
-      conn.framer.push(chunk);
-    });
+    // Only whole messages count as activity (the framer's callbacks): a peer trickling bytes of a message it
+    // never finishes is closed when idle like a silent one.
+    socket.on('data', (chunk: Buffer) => conn.framer.push(chunk));
     let failure: Error | undefined;
     socket.on('error', (err) => { failure = err; });
     socket.on('close', () => {

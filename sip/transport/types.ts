@@ -42,7 +42,7 @@ export interface TransportOptions {
   /** How long to wait for the pong before the flow is considered failed (RFC 5626 4.4.1: 10 s). */
   keepAliveTimeoutMs?: number;
   /**
-   * Close a TCP connection that carried nothing for this long and that no transaction or dialog holds
+   * Close a TCP connection that carried no whole message for this long and that no transaction or dialog holds
    * (SipTransport.holdConnection); default TCP_IDLE_TIMEOUT_MS, 0 = never.
    */
   idleTimeoutMs?: number;

@@ -344,6 +344,22 @@ t.test('TCP idle timeout: a silent connection is closed, a held one stays open u
   t.equal(transport.tcpConnectionCount, 0);
 });
 
+t.test('TCP idle timeout: a peer trickling bytes of a message it never finishes is closed like a silent one', async (t) => {
+  const inbox: Array<{ msg: SipMessage; source: Source }> = [];
+  const transport = await SipTransport.listen({ message: (msg, source) => inbox.push({ msg, source }) }, { idleTimeoutMs: IDLE_MS });
+  t.teardown(() => transport.close());
+  const slow = await tcpClient(t, transport.port);
+  let reset: Error | undefined;
+  slow.sock.on('error', (err) => { reset = err; });
+  slow.sock.write('OPTIONS sip:bob@127.0.0.1 SIP/2.0\r\nX-Slow: ');
+  const trickle = setInterval(() => { if (!slow.state.closed) slow.sock.write('x'); }, IDLE_MS / 4);
+  t.teardown(() => clearInterval(trickle));
+  await until(() => slow.state.closed, 'the trickling connection closed');
+  t.ok(reset === undefined || ['ECONNRESET', 'EPIPE'].includes((reset as NodeJS.ErrnoException).code ?? ''), 'closed or reset by the server');
+  t.equal(inbox.length, 0);
+  await until(() => transport.tcpConnectionCount === 0, 'the connection forgotten');
+});
+
 t.test('TCP idle timeout: never while a server or client transaction still needs the connection', async (t) => {
   let serverTx: ServerTransaction | undefined;
   const transport = await SipTransport.listen({
