@@ -2,6 +2,7 @@
 // reused for requests and responses both ways, a stream framer per connection, RFC 5626 3.5.1 CRLF keep-alive
 // (we answer a CRLFCRLF ping with a CRLF pong, and ping the connections we opened), and the closing of idle
 // connections: one that carried no whole message for idleTimeoutMs and that no transaction or dialog holds.
+// Accepted connections are bounded per remote address (maxConnectionsPerAddress).
 import net from 'node:net';
 import { type SipParseError, TransportError } from '../errors.js';
 import { StreamFramer } from '../message/framer.js';
@@ -23,6 +24,8 @@ export interface TcpOptions {
   keepAliveTimeoutMs: number;
   /** Close a connection unheld and silent this long; 0 = never. */
   idleTimeoutMs: number;
+  /** Connections accepted from one remote address at a time; one more is closed as it arrives. */
+  maxConnectionsPerAddress: number;
   localAddress: string;
 }
 
@@ -105,6 +108,8 @@ export class TcpSide {
   private readonly connecting = new Map<string, Promise<Connection>>();
   /** Holds per connection key (remote address:port, or an alias): transactions and dialogs using it. */
   private readonly holds = new Map<string, number>();
+  /** Accepted connections open per remote address (bounds what one peer can take of the process's sockets). */
+  private readonly acceptedFrom = new Map<string, number>();
   private nextId = 1;
 
   constructor(
@@ -112,7 +117,23 @@ export class TcpSide {
     private readonly opts: TcpOptions,
     private readonly events: TcpEvents,
   ) {
-    server.on('connection', (socket) => this.adopt(socket, false));
+    server.on('connection', (socket) => this.accept(socket));
+  }
+
+  private accept(socket: net.Socket): void {
+    const address = bareAddress(socket.remoteAddress ?? '');
+    const open = this.acceptedFrom.get(address) ?? 0;
+    if (open >= this.opts.maxConnectionsPerAddress) {
+      socket.destroy();
+      return;
+    }
+    this.acceptedFrom.set(address, open + 1);
+    socket.on('close', () => {
+      const left = (this.acceptedFrom.get(address) ?? 1) - 1;
+      if (left > 0) this.acceptedFrom.set(address, left);
+      else this.acceptedFrom.delete(address);
+    });
+    this.adopt(socket, false);
   }
 
   get connectionCount(): number {

@@ -4,7 +4,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { once } from 'node:events';
 import t, { type Test } from 'tap';
-import { SipTransport, type Source } from '../../../sip/transport/index.js';
+import { MAX_TCP_CONNECTIONS_PER_ADDRESS, SipTransport, type Source } from '../../../sip/transport/index.js';
 import { TransactionLayer, type ServerTransaction } from '../../../sip/transaction/index.js';
 import { createResponse, parseMessage, serializeMessage, topVia, type SipMessage, type SipRequest } from '../../../sip/message/index.js';
 import { SipParseError, TransportError } from '../../../sip/errors.js';
@@ -300,6 +300,26 @@ t.test('TCP framing: a Content-Length over the largest datagram closes the conne
   t.ok(reset === undefined || (reset as NodeJS.ErrnoException).code === 'ECONNRESET', 'closed or reset by the server');
   await until(() => b.transport.tcpConnectionCount === 0, 'the connection forgotten');
   t.equal(b.inbox.length, 0, 'no message delivered');
+});
+
+t.test('TCP: connections from one address past MAX_TCP_CONNECTIONS_PER_ADDRESS are closed as they arrive', async (t) => {
+  const b = await endpoint();
+  t.teardown(() => b.transport.close());
+  const clients = [];
+  for (let i = 0; i < MAX_TCP_CONNECTIONS_PER_ADDRESS; i++) clients.push(await tcpClient(t, b.transport.port));
+  await until(() => b.transport.tcpConnectionCount === MAX_TCP_CONNECTIONS_PER_ADDRESS, 'every allowed connection adopted');
+  const extra = await tcpClient(t, b.transport.port);
+  extra.sock.on('error', () => { extra.state.closed = true; });
+  await until(() => extra.state.closed, 'the connection over the limit closed');
+  t.equal(b.transport.tcpConnectionCount, MAX_TCP_CONNECTIONS_PER_ADDRESS, 'the others kept');
+  t.notOk(clients.some((c) => c.state.closed), 'none of the others closed');
+  // one closed frees a place: a new connection is taken and carries a request
+  clients[0]!.sock.destroy();
+  await until(() => b.transport.tcpConnectionCount === MAX_TCP_CONNECTIONS_PER_ADDRESS - 1, 'the closed one forgotten');
+  const next = await tcpClient(t, b.transport.port);
+  next.sock.write(request('OPTIONS', 'SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKcap'));
+  const got = await b.next();
+  t.equal(got.source.transport, 'TCP', 'the new connection is served');
 });
 
 /** A TCP client of `port` whose 'close' is recorded. */
