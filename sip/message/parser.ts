@@ -16,8 +16,11 @@ const LFLF = Buffer.from('\n\n');
 // RFC 3261 7.1: SIP-Version = "SIP" "/" 1*DIGIT "." 1*DIGIT
 const VERSION = /^SIP\/[0-9]+\.[0-9]+$/i;
 const STATUS = /^[1-6][0-9][0-9]$/;
-/** Largest Content-Length accepted (no SIP message needs more; bounds what a peer can make us hold). */
-export const MAX_CONTENT_LENGTH = 1 << 24;
+/**
+ * Largest Content-Length accepted: a body the size of the largest UDP payload (RFC 768). No SIP body needs more,
+ * and it bounds what a TCP peer can make us hold for a message it has only announced.
+ */
+export const MAX_CONTENT_LENGTH = 65535;
 
 export interface ParseOptions {
   /**

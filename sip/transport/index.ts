@@ -12,7 +12,8 @@
 // Requests arrive with received/rport stamped on their top Via (18.2.1, RFC 3581). TCP connections are
 // keyed by remote address:port, and also by the address:port their requests' Via names, and reused both
 // ways (a response without its Source still goes back on the open connection); one unheld and silent for
-// idleTimeoutMs (default TCP_IDLE_TIMEOUT_MS, 64*T1) is closed. Failures: TransportError.
+// idleTimeoutMs (default TCP_IDLE_TIMEOUT_MS, 64*T1) is closed; one remote address may hold
+// maxConnectionsPerAddress accepted connections (default MAX_TCP_CONNECTIONS_PER_ADDRESS). Failures: TransportError.
 export { SipTransport, resolveHost, type PreparedRequest } from './transport.js';
 export { stampReceived, responseDestination, bareAddress, type ResponseDestination } from './via.js';
 export { connectionKey } from './tcp.js';

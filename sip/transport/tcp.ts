@@ -1,7 +1,8 @@
 // TCP side of the transport (RFC 3261 18.3): one listening socket, connections keyed by remote address and
 // reused for requests and responses both ways, a stream framer per connection, RFC 5626 3.5.1 CRLF keep-alive
 // (we answer a CRLFCRLF ping with a CRLF pong, and ping the connections we opened), and the closing of idle
-// connections: one that carried nothing for idleTimeoutMs and that no transaction or dialog holds.
+// connections: one that carried no whole message for idleTimeoutMs and that no transaction or dialog holds.
+// Accepted connections are bounded per remote address (maxConnectionsPerAddress).
 import net from 'node:net';
 import { type SipParseError, TransportError } from '../errors.js';
 import { StreamFramer } from '../message/framer.js';
@@ -23,6 +24,8 @@ export interface TcpOptions {
   keepAliveTimeoutMs: number;
   /** Close a connection unheld and silent this long; 0 = never. */
   idleTimeoutMs: number;
+  /** Connections accepted from one remote address at a time; one more is closed as it arrives. */
+  maxConnectionsPerAddress: number;
   localAddress: string;
 }
 
@@ -35,7 +38,7 @@ class Connection {
   readonly framer: StreamFramer;
   private pongWaiters: Array<() => void> = [];
   private keepAlive: NodeJS.Timeout | undefined;
-  /** Date.now() of the last bytes in or out, or of the last hold released. */
+  /** Date.now() of the last whole message in, the last bytes out, or the last hold released. */
   lastActivity = Date.now();
   idleTimer: NodeJS.Timeout | undefined;
 
@@ -47,8 +50,14 @@ class Connection {
     events: TcpEvents,
   ) {
     this.framer = new StreamFramer({
-      message: (msg) => events.message(msg, this.source),
-      invalid: (err) => events.invalid(err, this.source),
+      message: (msg) => {
+        this.lastActivity = Date.now();
+        events.message(msg, this.source);
+      },
+      invalid: (err) => {
+        this.lastActivity = Date.now();
+        events.invalid(err, this.source);
+      },
       fatal: (err) => {
         events.invalid(err, this.source);
         socket.destroy(err);
@@ -99,6 +108,8 @@ export class TcpSide {
   private readonly connecting = new Map<string, Promise<Connection>>();
   /** Holds per connection key (remote address:port, or an alias): transactions and dialogs using it. */
   private readonly holds = new Map<string, number>();
+  /** Accepted connections open per remote address (bounds what one peer can take of the process's sockets). */
+  private readonly acceptedFrom = new Map<string, number>();
   private nextId = 1;
 
   constructor(
@@ -106,7 +117,23 @@ export class TcpSide {
     private readonly opts: TcpOptions,
     private readonly events: TcpEvents,
   ) {
-    server.on('connection', (socket) => this.adopt(socket, false));
+    server.on('connection', (socket) => this.accept(socket));
+  }
+
+  private accept(socket: net.Socket): void {
+    const address = bareAddress(socket.remoteAddress ?? '');
+    const open = this.acceptedFrom.get(address) ?? 0;
+    if (open >= this.opts.maxConnectionsPerAddress) {
+      socket.destroy();
+      return;
+    }
+    this.acceptedFrom.set(address, open + 1);
+    socket.on('close', () => {
+      const left = (this.acceptedFrom.get(address) ?? 1) - 1;
+      if (left > 0) this.acceptedFrom.set(address, left);
+      else this.acceptedFrom.delete(address);
+    });
+    this.adopt(socket, false);
   }
 
   get connectionCount(): number {
@@ -128,10 +155,9 @@ export class TcpSide {
     this.byId.set(id, conn);
     socket.setNoDelay(true);
     this.armIdle(conn, this.opts.idleTimeoutMs);
-    socket.on('data', (chunk: Buffer) => {
-      conn.lastActivity = Date.now();
-      conn.framer.push(chunk);
-    });
+    // Only whole messages count as activity (the framer's callbacks): a peer trickling bytes of a message it
+    // never finishes is closed when idle like a silent one.
+    socket.on('data', (chunk: Buffer) => conn.framer.push(chunk));
     let failure: Error | undefined;
     socket.on('error', (err) => { failure = err; });
     socket.on('close', () => {

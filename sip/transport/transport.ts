@@ -11,7 +11,7 @@ import { serializeMessage } from '../message/serializer.js';
 import type { SipMessage, SipRequest, SipResponse } from '../message/types.js';
 import { TcpSide } from './tcp.js';
 import {
-  KEEPALIVE_PONG_TIMEOUT_MS, MAX_DATAGRAM, TCP_IDLE_TIMEOUT_MS, UDP_SIZE_LIMIT,
+  KEEPALIVE_PONG_TIMEOUT_MS, MAX_DATAGRAM, MAX_TCP_CONNECTIONS_PER_ADDRESS, TCP_IDLE_TIMEOUT_MS, UDP_SIZE_LIMIT,
   type Source, type Target, type TransportHandlers, type TransportName, type TransportOptions,
 } from './types.js';
 import { bareAddress, responseDestination, stampReceived } from './via.js';
@@ -65,6 +65,7 @@ export class SipTransport {
         keepAliveIntervalMs: options.keepAliveIntervalMs ?? 0,
         keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? KEEPALIVE_PONG_TIMEOUT_MS,
         idleTimeoutMs: options.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS,
+        maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? MAX_TCP_CONNECTIONS_PER_ADDRESS,
         localAddress: host,
       }, {
         message: (msg, source) => {

@@ -42,10 +42,12 @@ export interface TransportOptions {
   /** How long to wait for the pong before the flow is considered failed (RFC 5626 4.4.1: 10 s). */
   keepAliveTimeoutMs?: number;
   /**
-   * Close a TCP connection that carried nothing for this long and that no transaction or dialog holds
+   * Close a TCP connection that carried no whole message for this long and that no transaction or dialog holds
    * (SipTransport.holdConnection); default TCP_IDLE_TIMEOUT_MS, 0 = never.
    */
   idleTimeoutMs?: number;
+  /** TCP connections accepted from one remote address at a time; default MAX_TCP_CONNECTIONS_PER_ADDRESS. */
+  maxConnectionsPerAddress?: number;
 }
 
 /** Default port when a URI or Via names none (RFC 3261 19.1.2). */
@@ -60,6 +62,11 @@ export const KEEPALIVE_PONG_TIMEOUT_MS = 10_000;
  * a connection outlives its last transaction by that much before it is closed.
  */
 export const TCP_IDLE_TIMEOUT_MS = 64 * 500;
+/**
+ * A SIP peer reuses one connection or a few (RFC 5923); a proxy in front of many callers (Kamailio) still does.
+ * Far more from one address is someone taking the process's sockets.
+ */
+export const MAX_TCP_CONNECTIONS_PER_ADDRESS = 64;
 /** Largest UDP datagram (RFC 768 length field). */
 export const MAX_DATAGRAM = 65535;
 

@@ -9,11 +9,14 @@
 // - a sip: URI whose host is an IP address among a trunk's `inbound.sources` (a PBX Parley trusts): to that URI;
 // - else a telephone number (a tel: URI, or a sip: URI's user part that reads as E.164): through the outbound
 //   trunk, as an outbound call goes (sip:<number>@<the trunk's host>, its servers in turn, its digest);
-// - anything else is refused before the 202: 403 (not allowed, or nowhere to send it), 416 (not sip: or tel:),
+// - anything else is refused before the 202: 403 (not allowed, nowhere to send it, or this node's own SIP address),
+//   416 (not sip: or tel:),
 //   501 (an attended transfer with Replaces, or a method other than INVITE), 491 (a transfer already under way).
 import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { SipError, type Dialog, type LocalMedia, type ReferEvent, type ReferRefusal, type ReferRequest, type UserAgent } from '../../sip/index.js';
 import { isSipUri, serializeUri } from '../../sip/message/index.js';
+import { DEFAULT_SIP_PORT } from '../../sip/transport/index.js';
 import type { Sql } from '../store/db.js';
 import { recordCallMetadata } from '../domain/calls.js';
 import { toE164 } from './call-parties.js';
@@ -23,6 +26,11 @@ import { callMediaOf, localMedia, remoteMediaOf } from './media-policy.js';
 import { ANONYMOUS_FROM, requestUriFor, trunkUri } from './outbound-call.js';
 import type { SipCall } from './sip-call.js';
 import type { Trunk, Trunks } from './trunks.js';
+
+/** Hosts meaning every interface of this machine: a listener bound to one is reached at any local address. */
+const UNSPECIFIED_HOSTS = ['0.0.0.0', '::'];
+/** RFC 4291 2.5.5.2: an IPv4-mapped IPv6 address reaches the IPv4 one. */
+const IPV4_MAPPED = /^::ffff:(?<v4>\d+\.\d+\.\d+\.\d+)$/i;
 
 /** The Refer-To URI's header that makes it an attended transfer (RFC 3891). */
 const REPLACES = 'replaces';
@@ -62,10 +70,17 @@ export class IncomingRefers {
   readonly #now: () => Date;
   /** Each call's REFERs so far. */
   readonly #records = new WeakMap<SipCall, ReferRecord[]>();
+  /** The addresses this node's SIP listener is reached at (a Refer-To naming one, on its port, calls itself). */
+  readonly #ownAddresses: Set<string>;
 
   constructor(opts: IncomingRefersOptions) {
     this.#o = opts;
     this.#now = opts.now ?? (() => new Date());
+    this.#ownAddresses = new Set([opts.address, opts.ua.host]);
+    if (UNSPECIFIED_HOSTS.includes(opts.ua.host)) {
+      for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) this.#ownAddresses.add(i.address);
+      for (const h of UNSPECIFIED_HOSTS) this.#ownAddresses.add(h);
+    }
   }
 
   /** Makes the call's dialog answer REFERs (CallControl calls it for each dialog it attaches). */
@@ -106,6 +121,8 @@ export class IncomingRefers {
     const method = uri.params.get('method');
     if (method !== undefined && method !== null && method.toUpperCase() !== 'INVITE') return refuse(501, 'Not Implemented', 'only INVITE transfers are supported');
     const host = uri.host.replace(/^\[|\]$/g, '');
+    // A call to this node would connect the conversation to a new one of its own, each talking to the other.
+    if (this.#isThisNode(host, uri.port ?? DEFAULT_SIP_PORT)) return refuse(403, 'Forbidden', 'Refer-To names this node');
     if (isIP(host) !== 0 && this.#o.trunks.matchInbound(host) !== null) {
       // A trusted address: called as given, without the URI's headers and method.
       return { kind: 'direct', uri: serializeUri({ ...uri, headers: [], params: new Map([...uri.params].filter(([k]) => k !== 'method')) }) };
@@ -113,6 +130,12 @@ export class IncomingRefers {
     const number = uri.user === undefined ? null : toE164(uri.user);
     if (number === null) return refuse(403, 'Forbidden', 'Refer-To is neither a trusted address nor a telephone number');
     return this.#viaTrunk(number);
+  }
+
+  #isThisNode(host: string, port: number): boolean {
+    if (port !== this.#o.ua.port) return false;
+    const v4 = IPV4_MAPPED.exec(host)?.groups?.v4;
+    return this.#ownAddresses.has(v4 ?? host.toLowerCase());
   }
 
   #viaTrunk(number: string): Route | ReferRefusal {

@@ -1,6 +1,7 @@
 // The two UDP sockets of one call (RFC 3550 11: RTP on an even port, RTCP on the next one), members of the worker's
 // NativeUdpGroup, and where their packets go: the signalled address until the peer's first packet, then, by
-// symmetric RTP (RFC 4961), the address and port that packet came from. Packets to send are built in place in the
+// symmetric RTP (RFC 4961), the address and port that packet came from (from the signalled address, unless that
+// is a NAT's inside address). Packets to send are built in place in the
 // sockets' send buffers and entered in their send tables; the worker sends every call's tables of a clock frame
 // together (WorkerCalls, one NativeUdpGroup.sendMany).
 import { RTP_HEADER_BYTES } from '../media/rtp.js';
@@ -18,6 +19,16 @@ const RTCP_SLOT_BYTES = 512;
 const TX_ENTRIES = 4;
 /** RFC 768: port 0 is no port; a source claiming it cannot be answered. */
 const NO_PORT = 0;
+/**
+ * IPv4 ranges behind which a peer's signalled address is not the one its packets come from (a NAT rewrites it):
+ * RFC 1918 private and RFC 6598 shared address space, as [network, prefix length].
+ */
+const NAT_RANGES: ReadonlyArray<readonly [string, number]> = [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10]];
+const NAT_MASKS = NAT_RANGES.map(([net, bits]) => ({ net: ipv4ToUint32(net), mask: (0xffffffff << (32 - bits)) >>> 0 }));
+
+function behindNat(address: number): boolean {
+  return NAT_MASKS.some(({ net, mask }) => ((address & mask) >>> 0) === net);
+}
 
 /** Where a call's packets go, as rxMeta/txMeta words: an IPv4 address (uint32) and a port; port 0: nowhere yet. */
 interface Destination {
@@ -43,6 +54,8 @@ export class RtpEndpoint {
   /** Packets not entered because a send table was full (never expected: the tables are sent every frame). */
   txOverflow = 0;
   private readonly signalled: Destination = { address: 0, port: NO_PORT };
+  /** The signalled address is a NAT's inside one: the first source latches, wherever it is. */
+  private signalledBehindNat = false;
   private readonly latched: Destination = { address: 0, port: NO_PORT };
   private readonly rtcpLatched: Destination = { address: 0, port: NO_PORT };
 
@@ -85,6 +98,7 @@ export class RtpEndpoint {
     if (address === this.signalled.address && port === this.signalled.port) return;
     this.signalled.address = address;
     this.signalled.port = port;
+    this.signalledBehindNat = behindNat(address);
     this.latched.port = NO_PORT;
     this.rtcpLatched.port = NO_PORT;
   }
@@ -104,11 +118,14 @@ export class RtpEndpoint {
    * (every source is IPv4, like the signalled address: the socket receives IPv4 only); after, only that source is,
    * and the latched address sending without a source port: RFC 768 makes the source port optional (zero when
    * unused), as SIPp's replayed telephone-event captures come. Such a packet never moves the latch.
+   * The source must have the signalled address (its port may differ: a NAT may rewrite it), unless that address is
+   * a NAT's inside one: otherwise anyone sending to the call's port first would take its audio both ways.
    */
   admitRtp(address: number, port: number): boolean {
     const l = this.latched;
     if (l.port !== NO_PORT) return address === l.address && (port === l.port || port === NO_PORT);
     if (this.signalled.port === NO_PORT || port === NO_PORT) return false;
+    if (address !== this.signalled.address && !this.signalledBehindNat) return false;
     l.address = address;
     l.port = port;
     return true;

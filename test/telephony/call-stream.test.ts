@@ -42,6 +42,37 @@ t.test('a lost packet is concealed, a reordered pair reordered, a stranger dropp
   t.match(h.store.only().finish?.rtp?.inbound, { packets_expected: N, packets_received: N - 1, packets_lost: 1, loss_fraction: 1 / N });
 });
 
+t.test('a stranger sending first to the call\'s port does not take its audio: the signalled peer is latched', async (t) => {
+  const h = harness();
+  const peer = await TestPeer.open();
+  const stranger = dgram.createSocket('udp4');
+  await new Promise<void>((r) => stranger.bind(0, '127.0.0.2', r));
+  const toStranger: Buffer[] = [];
+  stranger.on('message', (m) => toStranger.push(m));
+  t.teardown(async () => {
+    stranger.close();
+    peer.close();
+    await h.close();
+  });
+  const callId = 'stranger-first';
+  const { rtpPort } = await startCall(h, peer, { callId });
+  await waitFor(() => h.conversations[0]?.state === 'ready', 'ready');
+  // The stranger's stream (its own SSRC, a valid payload type) reaches the port before the peer's first packet.
+  const strangerStream = new PeerStream(peer, rtpPort, PT_PCMU);
+  const STRANGER_PACKETS = 5;
+  for (let i = 0; i < STRANGER_PACKETS; i++) stranger.send(strangerStream.packet(new Uint8Array(160).fill(0x7e)), rtpPort, LOOPBACK);
+  await waitFor(() => (h.calls.session(callId)?.counters.wrongSource ?? 0) === STRANGER_PACKETS, 'the stranger\'s packets refused');
+  const stream = new PeerStream(peer, rtpPort, PT_PCMU);
+  const N = 10;
+  await stream.play(Array.from({ length: N }, (_, i) => new Uint8Array(160).fill(0x20 + i)));
+  await waitFor(() => h.firstBytes[0].length >= N, 'the peer\'s packets heard');
+  t.same(h.firstBytes[0], Array.from({ length: N }, (_, i) => 0x20 + i), 'the peer\'s audio, nothing of the stranger\'s');
+  await waitFor(() => peer.rtpIn.length >= 5, 'Parley\'s stream to the peer');
+  t.equal(toStranger.length, 0, 'nothing sent to the stranger');
+  h.calls.handle({ type: 'call_hangup', callId, reason: 'bye' });
+  await waitFor(() => h.store.only().finish !== null, 'the record');
+});
+
 t.test('hold stops the stream and the inactivity timeout; resume marks the first packet; silence then ends the call', async (t) => {
   const h = harness({ rtpTimeoutMs: 600 });
   const peer = await TestPeer.open();

@@ -159,6 +159,9 @@ t.test('REFERs Parley does not carry out are refused before the 202; a busy targ
     ['sip:desk@pbx.example.com', 403, /neither a trusted address nor a telephone number/],
     ['sip:desk@192.0.2.7', 403, /neither a trusted address nor a telephone number/],
     ['tel:+14155550199', 403, /no outbound trunk/],
+    // this node itself, though on a trusted address: the conversation would be transferred to a new one of its own
+    [`sip:${OWN}@127.0.0.1:${node.sip.port}`, 403, /this node/],
+    [`sip:${OWN}@[::ffff:127.0.0.1]:${node.sip.port}`, 403, /this node/],
   ];
   for (const [target, status, warning] of cases) {
     const res = await dialog.refer(target);

@@ -4,7 +4,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { once } from 'node:events';
 import t, { type Test } from 'tap';
-import { SipTransport, type Source } from '../../../sip/transport/index.js';
+import { MAX_TCP_CONNECTIONS_PER_ADDRESS, SipTransport, type Source } from '../../../sip/transport/index.js';
 import { TransactionLayer, type ServerTransaction } from '../../../sip/transaction/index.js';
 import { createResponse, parseMessage, serializeMessage, topVia, type SipMessage, type SipRequest } from '../../../sip/message/index.js';
 import { SipParseError, TransportError } from '../../../sip/errors.js';
@@ -285,6 +285,43 @@ t.test('TCP framing: a bad message is reported and skipped; a message without Co
   t.pass('server closed the connection');
 });
 
+t.test('TCP framing: a Content-Length over the largest datagram closes the connection before the body is held', async (t) => {
+  const b = await endpoint();
+  t.teardown(() => b.transport.close());
+  const peer = await tcpClient(t, b.transport.port);
+  let reset: Error | undefined;
+  peer.sock.on('error', (err) => { reset = err; });
+  const head = request('OPTIONS', 'SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKbig').replace('Content-Length: 0', 'Content-Length: 16000000');
+  peer.sock.write(head);
+  peer.sock.write(Buffer.alloc(100_000, 0x78));
+  const fatal = await b.nextInvalid();
+  t.match(fatal.err.message, /Content-Length "16000000"/);
+  await until(() => peer.state.closed, 'the connection closed');
+  t.ok(reset === undefined || (reset as NodeJS.ErrnoException).code === 'ECONNRESET', 'closed or reset by the server');
+  await until(() => b.transport.tcpConnectionCount === 0, 'the connection forgotten');
+  t.equal(b.inbox.length, 0, 'no message delivered');
+});
+
+t.test('TCP: connections from one address past MAX_TCP_CONNECTIONS_PER_ADDRESS are closed as they arrive', async (t) => {
+  const b = await endpoint();
+  t.teardown(() => b.transport.close());
+  const clients = [];
+  for (let i = 0; i < MAX_TCP_CONNECTIONS_PER_ADDRESS; i++) clients.push(await tcpClient(t, b.transport.port));
+  await until(() => b.transport.tcpConnectionCount === MAX_TCP_CONNECTIONS_PER_ADDRESS, 'every allowed connection adopted');
+  const extra = await tcpClient(t, b.transport.port);
+  extra.sock.on('error', () => { extra.state.closed = true; });
+  await until(() => extra.state.closed, 'the connection over the limit closed');
+  t.equal(b.transport.tcpConnectionCount, MAX_TCP_CONNECTIONS_PER_ADDRESS, 'the others kept');
+  t.notOk(clients.some((c) => c.state.closed), 'none of the others closed');
+  // one closed frees a place: a new connection is taken and carries a request
+  clients[0]!.sock.destroy();
+  await until(() => b.transport.tcpConnectionCount === MAX_TCP_CONNECTIONS_PER_ADDRESS - 1, 'the closed one forgotten');
+  const next = await tcpClient(t, b.transport.port);
+  next.sock.write(request('OPTIONS', 'SIP/2.0/TCP 127.0.0.1;branch=z9hG4bKcap'));
+  const got = await b.next();
+  t.equal(got.source.transport, 'TCP', 'the new connection is served');
+});
+
 /** A TCP client of `port` whose 'close' is recorded. */
 async function tcpClient(t: Test, port: number) {
   const sock = net.connect(port, '127.0.0.1');
@@ -325,6 +362,22 @@ t.test('TCP idle timeout: a silent connection is closed, a held one stays open u
   release();
   await until(() => held.state.closed, 'the released connection closed');
   t.equal(transport.tcpConnectionCount, 0);
+});
+
+t.test('TCP idle timeout: a peer trickling bytes of a message it never finishes is closed like a silent one', async (t) => {
+  const inbox: Array<{ msg: SipMessage; source: Source }> = [];
+  const transport = await SipTransport.listen({ message: (msg, source) => inbox.push({ msg, source }) }, { idleTimeoutMs: IDLE_MS });
+  t.teardown(() => transport.close());
+  const slow = await tcpClient(t, transport.port);
+  let reset: Error | undefined;
+  slow.sock.on('error', (err) => { reset = err; });
+  slow.sock.write('OPTIONS sip:bob@127.0.0.1 SIP/2.0\r\nX-Slow: ');
+  const trickle = setInterval(() => { if (!slow.state.closed) slow.sock.write('x'); }, IDLE_MS / 4);
+  t.teardown(() => clearInterval(trickle));
+  await until(() => slow.state.closed, 'the trickling connection closed');
+  t.ok(reset === undefined || ['ECONNRESET', 'EPIPE'].includes((reset as NodeJS.ErrnoException).code ?? ''), 'closed or reset by the server');
+  t.equal(inbox.length, 0);
+  await until(() => transport.tcpConnectionCount === 0, 'the connection forgotten');
 });
 
 t.test('TCP idle timeout: never while a server or client transaction still needs the connection', async (t) => {
