@@ -53,3 +53,12 @@ t.test('a media worker crashes mid-call: the caller gets a BYE, the record is fi
     await restarted.stop();
   }
 });
+
+t.test('a media worker crashes with no call: the node stops cleanly, not aborted', async (t) => {
+  const node = await startPhoneNode({ preload: [CRASH_HOOK] });
+  t.teardown(() => node.stop());
+  node.process.kill('SIGUSR2');
+  t.equal(await node.process.exited, null, 'the node stopped on its own, not aborted');
+  t.equal(node.process.exitCode(), EXIT_WORKER_LOST, 'with the exit code of a lost worker');
+  t.notMatch(node.process.output(), /uv_loop_close/, 'no abort on open handles');
+});
