@@ -41,6 +41,14 @@ interface RunningNode {
 /** How often a drain looks whether anything still runs. */
 const DRAIN_POLL_MS = 100;
 const MS_PER_SEC = 1000;
+/**
+ * The exit code of a node stopped by the loss of a media worker (after its orderly drain): a failure, so that a
+ * supervisor restarting on failure (systemd `Restart=on-failure`, Docker `on-failure`) restarts it. A stop asked
+ * by a signal exits 0.
+ */
+const EXIT_WORKER_LOST = 1;
+/** Set once a media worker died: the stop that follows exits EXIT_WORKER_LOST. */
+let workerLost = false;
 
 async function start(settings: Settings, log: Logger): Promise<RunningNode> {
   // Without its database a node can do nothing useful: stop (a supervisor restarts it).
@@ -81,6 +89,7 @@ async function start(settings: Settings, log: Logger): Promise<RunningNode> {
       sql: store.sql,
       log,
       onWorkerLost: (workerId) => {
+        workerLost = true;
         void (telephony?.workerLost(workerId) ?? Promise.resolve())
           .catch((err: Error) => log.error({ err, workerId }, 'ending the lost worker\'s calls failed'))
           .finally(() => process.kill(process.pid, 'SIGTERM'));
@@ -234,7 +243,7 @@ const stop = (signal: string) => {
       await node.close();
     })
     .then(
-      () => process.exit(0),
+      () => process.exit(workerLost ? EXIT_WORKER_LOST : 0),
       (err: Error) => {
         log.error({ err }, 'shutdown failed');
         process.exit(1);

@@ -1,8 +1,8 @@
 // POST /v1/conversations/outbound_call. Everything a call needs is resolved and checked by the domain
 // (resolveOutboundCall), the project's concurrency cap included; `dry_run` stops there with 200. A real call is placed
 // by the node's SIP service through the domain's OutboundCalls (ctx.outboundCalls) and the request waits for its
-// outcome: 201 once the callee answered, 409 with the reason (no_answer, sip_call_failed, call_ended) when it did
-// not connect. The client going away cancels the call. A control plane without SIP answers 503.
+// outcome: 201 once the callee answered and the record exists, 409 with the reason (no_answer, sip_call_failed,
+// call_ended) when it did not connect. The client going away cancels the call. A control plane without SIP answers 503.
 import { resolveOutboundCall } from '../domain/outbound-call.js';
 import { DomainError } from '../domain/errors.js';
 import { outboundCallBody, outboundCallResponse } from '../schemas/outbound-call.js';

@@ -367,4 +367,17 @@ export class StsServer {
     this.app?.close();
     this.app = null;
   }
+
+  /**
+   * The thread is ending without a shutdown (an uncaught error, process.exit): closes the listen socket and the app
+   * (and with it every socket) at once, synchronously, as the thread's 'exit' handler must. Without it Node aborts
+   * the whole process when the thread's event loop closes with uWS's handles open. A no-op after close().
+   */
+  closeNow(): void {
+    this.closing = true;
+    if (this.listenSocket) closeListenSocket(this.listenSocket);
+    this.listenSocket = null;
+    this.app?.close();
+    this.app = null;
+  }
 }

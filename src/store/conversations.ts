@@ -387,6 +387,12 @@ export async function createConversation(sql: Sql, c: NewConversation): Promise<
   return id;
 }
 
+/** Whether the conversation's record exists (created, in any state). */
+export async function conversationExists(sql: Sql, conversationId: string): Promise<boolean> {
+  const rows = await sql`select 1 from conversations where id = ${conversationId}`;
+  return rows.length > 0;
+}
+
 /**
  * Appends turns after the last one, with their tool calls, all or nothing (one statement); returns their ids.
  * Rejects with ConversationNotFoundError when there is no such conversation.

@@ -1,13 +1,15 @@
 // Placing a call (POST /v1/conversations/outbound_call, through the domain's OutboundCalls): admit the conversation,
 // give it an RTP port pair and a media worker, INVITE `to_phone_number` at the outbound trunk's host (RFC 3263
-// servers in turn, digest answered), and wait for the outcome: answered -> the answer's media to the worker and
-// call_start; otherwise the reason as a 409 code (no_answer, sip_call_failed, call_ended) and nothing recorded.
-import { setImmediate as nextTurn } from 'node:timers/promises';
+// servers in turn, digest answered), and wait for the outcome: answered -> the answer's media to the worker,
+// call_start, and the answer once the worker created the record; otherwise the reason as a 409 code (no_answer,
+// sip_call_failed, call_ended) and nothing recorded.
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { SipError, TransactionTimeoutError, TransportError, type Dialog, type UserAgent } from '../../sip/index.js';
 import { isSipUri, newCallId, parseUri, serializeUri } from '../../sip/message/index.js';
 import type { Sql } from '../store/db.js';
 import type { LeasePolicy } from '../store/leases.js';
 import { newId } from '../store/ids.js';
+import { conversationExists } from '../store/conversations.js';
 import { admitCall } from '../domain/calls.js';
 import { DomainError } from '../domain/errors.js';
 import {
@@ -22,6 +24,9 @@ import { callMediaOf, localMedia, offeredCallMedia, remoteMediaOf } from './medi
 import { CallRefused } from './sip-errors.js';
 import type { SipCall } from './sip-call.js';
 import type { Trunk } from './trunks.js';
+
+/** How often main looks whether the worker has created an answered call's record (before answering 201). */
+const RECORD_POLL_MS = 10;
 
 /** RFC 3261 21.4.9 / 21.4.18: the callee did not answer (408 Request Timeout, 480 Temporarily Unavailable). */
 const NO_ANSWER_STATUSES = new Set([408, 480]);
@@ -180,7 +185,27 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     }
     control.start(call);
     call.log.info({ to: request.toPhoneNumber, workerId: call.workerId, rtpPort: port, callId: dialog.callId }, 'outbound call answered');
+    // The 201 names a record the caller may read or cancel at once: answered only once the worker created it.
+    if (!(await this.#recordCreated(call, conversationId))) {
+      throw outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the call ended before its conversation started');
+    }
     return { conversationId };
+  }
+
+  /**
+   * Waits for the record the call's worker creates on call_start (through main's store). False when the call ended
+   * without one (its creation failed, or a hang-up came first). Bounded by the call: a record that cannot be
+   * created ends it (worker-side), and the node's stop ends every call.
+   */
+  async #recordCreated(call: SipCall, conversationId: string): Promise<boolean> {
+    const exists = () => conversationExists(this.#o.sql, conversationId);
+    let ended = false;
+    void call.ended.then(() => (ended = true));
+    for (;;) {
+      if (await exists()) return true;
+      if (ended) return exists();
+      await sleep(RECORD_POLL_MS);
+    }
   }
 
   /** The INVITE through the trunk's servers in turn (RFC 3263 4.3), until an answer, a refusal or an abort. */

@@ -209,6 +209,12 @@ port.on('message', (msg: MainMessage) => {
   }
 });
 
+// Every way out of this thread that still runs JavaScript (an uncaught error, an unhandled rejection, a
+// process.exit) closes uWS first: a thread that ends with uWS's handles open aborts the whole node, and main could
+// then neither hang up this worker's calls nor finish their records (docs/telephony.md, "Stopping, and a media
+// worker that dies"). A worker.terminate() runs no JavaScript: main uses it only as the last resort of a shutdown.
+process.on('exit', () => server.closeNow());
+
 server.listen().then(
   (p) => post({ type: 'worker_ready', workerId, port: p }),
   (err: Error) => {

@@ -20,6 +20,8 @@ export interface SpawnedNode {
   waitFor(re: RegExp): Promise<RegExpExecArray>;
   /** Resolves with the signal that ended it (null for a normal exit). */
   exited: Promise<NodeJS.Signals | null>;
+  /** Its exit code once it exited normally (null while it runs or when a signal ended it). */
+  exitCode(): number | null;
   kill(signal: NodeJS.Signals): void;
 }
 
@@ -55,7 +57,7 @@ export function spawnNode(env: Record<string, string>, preload: string[] = []): 
       };
       check();
     });
-  return { pid: child.pid!, output: () => out, waitFor, exited, kill: (signal) => void child.kill(signal) };
+  return { pid: child.pid!, output: () => out, waitFor, exited, exitCode: () => child.exitCode, kill: (signal) => void child.kill(signal) };
 }
 
 /** Starts a node (spawnNode) and waits for `parley ready`; its ports are the ones it reports. */

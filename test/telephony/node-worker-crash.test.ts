@@ -1,8 +1,7 @@
-// A media worker that crashes mid-call on a node as a user runs it. The crash: a hook preloaded into the node
-// terminates its worker threads on SIGUSR2 (crash-hook.ts), as an uncaught error would end them.
-// What a user gets today: the node aborts with the worker (Node: "uv_loop_close() while having open handles", the
-// worker's uWS listen socket, with or without calls), so main cannot send the caller a BYE nor finish the record;
-// the next start of the node finishes it (ended_by error) and frees its lease. The BYE and a clean stop are todo.
+// A media worker that crashes mid-call on a node as a user runs it. The crash: a hook preloaded into the node makes
+// its worker threads throw an uncaught error on SIGUSR2 (crash-hook.ts). The worker closes its realtime sockets
+// as its thread ends, so the node goes on: main hangs up the worker's call (BYE), finishes its record (ended_by
+// error) and frees its lease, then drains and stops with exit code 1 for its supervisor to restart it.
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import t from 'tap';
@@ -14,9 +13,10 @@ import { startPhoneNode } from './phone-node.js';
 t.setTimeout(300_000);
 
 const CRASH_HOOK = fileURLToPath(new URL('./crash-hook.ts', import.meta.url));
-const CRASH_TODO = 'a worker thread ending with its uWS sockets open aborts the whole process (SIGABRT) before main can end its calls';
+/** main.ts EXIT_WORKER_LOST. */
+const EXIT_WORKER_LOST = 1;
 
-t.test('a media worker crashes mid-call: the record is finished, at the latest by the next start', async (t) => {
+t.test('a media worker crashes mid-call: the caller gets a BYE, the record is finished, the node stops cleanly', async (t) => {
   const node = await startPhoneNode({ preload: [CRASH_HOOK] });
   t.teardown(() => node.stop());
   const sql = postgres(node.databaseUrl, { max: 1, onnotice: () => {} });
@@ -28,22 +28,37 @@ t.test('a media worker crashes mid-call: the record is finished, at the latest b
     id = (await node.conversationIds())[0];
     return id !== undefined;
   }, { what: 'the call\'s record', timeoutMs: 20_000 });
+  await node.process.waitFor(/"msg":"inbound call answered"/);
 
   node.process.kill('SIGUSR2');
-  const exit = await node.process.exited;
-  t.equal(exit, null, 'the node stopped on its own, not aborted', { todo: CRASH_TODO });
+  const signal = await node.process.exited;
+  t.equal(signal, null, 'the node stopped on its own, not aborted');
+  t.equal(node.process.exitCode(), EXIT_WORKER_LOST, 'with the exit code of a lost worker');
+  t.match(node.process.output(), /media worker crash \(test hook\)/, 'the worker\'s error is logged');
+  t.notMatch(node.process.output(), /uv_loop_close/, 'no abort on open handles');
   const run = await caller;
-  t.ok(run.received.some((m) => m.startsWith('BYE ')), 'the caller got a BYE', { todo: CRASH_TODO });
+  t.ok(run.received.some((m) => m.startsWith('BYE ')), 'the caller got a BYE');
+
+  // Before any restart: this node finished the record and freed the lease itself.
+  const [row] = await sql<{ state: string; ended_by: string | null }[]>`select state, ended_by from conversations where id = ${id!}`;
+  t.match(row, { state: 'ended', ended_by: 'error' }, 'the call\'s record finished (ended_by error)');
+  const leases = await sql`select 1 from conversation_leases where conversation_id = ${id!}`;
+  t.equal(leases.length, 0, 'its lease freed');
 
   const restarted = await startPhoneNode({ reuse: { databaseUrl: node.databaseUrl, dataDir: node.dataDir } });
   try {
     await restarted.process.waitFor(/"msg":"parley ready"/);
-    const [row] = await sql<{ state: string; ended_by: string | null }[]>`select state, ended_by from conversations where id = ${id!}`;
-    t.match(row, { state: 'ended', ended_by: 'error' }, 'the call\'s record finished (ended_by error)');
-    const leases = await sql`select 1 from conversation_leases where conversation_id = ${id!}`;
-    t.equal(leases.length, 0, 'its lease freed');
-    t.match(restarted.process.output(), /recovery: a conversation left in progress by a node that died was ended/);
+    t.notMatch(restarted.process.output(), /recovery: a conversation left in progress by a node that died was ended/, 'nothing left for the next start to recover');
   } finally {
     await restarted.stop();
   }
+});
+
+t.test('a media worker crashes with no call: the node stops cleanly, not aborted', async (t) => {
+  const node = await startPhoneNode({ preload: [CRASH_HOOK] });
+  t.teardown(() => node.stop());
+  node.process.kill('SIGUSR2');
+  t.equal(await node.process.exited, null, 'the node stopped on its own, not aborted');
+  t.equal(node.process.exitCode(), EXIT_WORKER_LOST, 'with the exit code of a lost worker');
+  t.notMatch(node.process.output(), /uv_loop_close/, 'no abort on open handles');
 });
