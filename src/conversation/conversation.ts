@@ -416,6 +416,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // After the welcome is queued: a caller who spoke from the answer on barges into it like any other.
     if (this.answeredBy === null) this.feedEarly();
     else this.early = null;
+    this.resumeKeys();
   }
 
   /** The engine is told who answered (a system message), and the record keeps it (metadata.answering_machine). */
@@ -676,18 +677,38 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
 
 
   pushDtmf(digits: string): void {
-    if (!isLive(this.state) || digits.length === 0) return;
+    if (digits.length === 0) return;
+    if (!isLive(this.state)) {
+      // Keys pressed while the conversation is set up (a call's keys can come before it is ready) are held: the
+      // entry goes on once it is live, and is recorded if it ends first.
+      if (this.state === 'created' || this.state === 'configuring') this.holdKeys(digits);
+      return;
+    }
     this.silence.clientActive();
     // A key is the user taking the turn: no poke or silence limit meanwhile, and interruptible speech stops.
     this.silence.userSpeaking();
     if (this.keys === '') {
-      this.keysStartedAtMs = this.deps.timers.now();
       const speaking = this.speech.speaking();
       if (speaking?.interruptible && speaking.interrupt()) this.record.countInterruption();
     }
-    this.keys += digits;
-    this.keysLastAtMs = this.deps.timers.now();
+    this.holdKeys(digits);
     if (digits.includes(DTMF_ENTRY_END_KEY)) this.commitKeys(true);
+    else this.keysEnd.start();
+  }
+
+  /** Adds keys to the entry under way (its first key starts it). */
+  private holdKeys(digits: string): void {
+    const now = this.deps.timers.now();
+    if (this.keys === '') this.keysStartedAtMs = now;
+    this.keys += digits;
+    this.keysLastAtMs = now;
+  }
+
+  /** The conversation is live: keys held while it was set up are an entry under way, ended as any other. */
+  private resumeKeys(): void {
+    if (this.keys === '') return;
+    this.silence.userSpeaking();
+    if (this.keys.includes(DTMF_ENTRY_END_KEY)) this.commitKeys(true);
     else this.keysEnd.start();
   }
 

@@ -1,10 +1,13 @@
 // Keys the caller presses (LiveConversation.pushDtmf): a run of keys is one user input, ended by `#` or
 // DTMF_ENTRY_END_MS after its last key, recorded as one user item and answered by the engine; a key stops
-// interruptible speech; a listen-only conversation records keys and turns without answering either.
+// interruptible speech; a listen-only conversation records keys and turns without answering either; keys pressed
+// while the conversation is set up (a call's detection of who answered under way) are held, not lost.
 import t from 'tap';
 import { DTMF_ENTRY_END_MS } from '../../src/conversation/conversation.js';
 import { mulawEncodeInto } from '../../src/media/native/g711.js';
 import type { ResolvedAgent } from '../../src/domain/conversation-agent.js';
+import type { AnsweredBy } from '../../src/conversation/host.js';
+import { until } from '../helpers/wait.js';
 import { config, setup, speak, speechFrames } from './harness.js';
 import { ProbeEngine } from './probe-engine.js';
 
@@ -86,4 +89,50 @@ t.test('listen-only: keys and turns are recorded, neither is answered', async (t
   const rec = s.store.only();
   t.equal(rec.conversation.settings?.listen_only, true);
   t.ok(rec.items.some((i) => i.live_transcript === 'DTMF 7#'), 'the keys recorded');
+});
+
+/** A call whose answering-machine detection is still under way: the conversation is being set up until it settles. */
+function callAwaitingDetection(): { start: Parameters<ReturnType<typeof setup>['conv']['start']>[0]; settle: () => void } {
+  let settle!: () => void;
+  const answeredBy = new Promise<AnsweredBy>((resolve) => {
+    settle = () => resolve({ result: 'human', reason: 'short_answer', decided_at_ms: 900, beep_at_ms: null, beep_end_ms: null });
+  });
+  const start = {
+    kind: 'call' as const,
+    call: { conversationId: 'conv_keys_early', agent: agent({}), format: 'mulaw_8000' as const, configurationEndpoint: null, overrides: null, listenOnly: false, answeredBy },
+  };
+  return { start, settle };
+}
+
+t.test('keys pressed while the conversation is set up are recorded when it ends first', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  const { start, settle } = callAwaitingDetection();
+  const started = s.conv.start(start);
+  await until(() => s.store.records.size === 1, { what: 'the record created' });
+  s.conv.pushDtmf('5');
+  await s.conv.end('user');
+  // (A call's session settles its detection when the call closes.)
+  settle();
+  await started;
+  t.same(s.store.only().items.filter((i) => i.role === 'user').map((i) => i.live_transcript), ['DTMF 5'], 'the key is on the record');
+  t.equal(probe.of('createResponse').length, 0, 'and not answered');
+});
+
+t.test('keys pressed while the conversation is set up are one entry, answered once it is live', async (t) => {
+  const probe = new ProbeEngine();
+  const s = setup({ engine: probe });
+  const { start, settle } = callAwaitingDetection();
+  const started = s.conv.start(start);
+  await until(() => s.store.records.size === 1, { what: 'the record created' });
+  s.conv.pushDtmf('1');
+  s.conv.pushDtmf('2');
+  settle();
+  await started;
+  t.equal(probe.of('createResponse').length, 0, 'the entry goes on once live');
+  s.conv.pushDtmf('3');
+  s.timers.advance(DTMF_ENTRY_END_MS);
+  t.match(probe.of('createResponse'), [{ instructions: /pressed the keys 123 / }], 'then it is answered, with the keys after');
+  await s.conv.end('user');
+  t.same(s.store.only().items.filter((i) => i.role === 'user').map((i) => i.live_transcript), ['DTMF 123']);
 });
