@@ -3,7 +3,7 @@
 // servers in turn, digest answered), and wait for the outcome: answered -> the answer's media to the worker,
 // call_start, and the answer once the worker created the record; otherwise the reason as a 409 code (no_answer,
 // sip_call_failed, call_ended) and nothing recorded.
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SipError, TransactionTimeoutError, TransportError, type Dialog, type UserAgent } from '../../sip/index.js';
 import { isSipUri, newCallId, parseUri, serializeUri } from '../../sip/message/index.js';
 import type { Sql } from '../store/db.js';
@@ -27,6 +27,12 @@ import type { Trunk } from './trunks.js';
 
 /** How often main looks whether the worker has created an answered call's record (before answering 201). */
 const RECORD_POLL_MS = 10;
+/**
+ * A callee hanging up within this long of its answer never connected (409 call_ended, nothing recorded). Its BYE
+ * leaves only once our ACK arrives, so it can be a few event-loop turns behind; answering-machine detection holds
+ * the agent's first words for longer than this anyway.
+ */
+const ANSWER_SETTLE_MS = 200;
 
 /** RFC 3261 21.4.9 / 21.4.18: the callee did not answer (408 Request Timeout, 480 Temporarily Unavailable). */
 const NO_ANSWER_STATUSES = new Set([408, 480]);
@@ -174,8 +180,8 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       } else {
         control.mediaUpdate(call, remote, media);
       }
-      // Requests already received behind the 200 are read first: a BYE among them ends the call before it connects.
-      await nextTurn();
+      // A BYE right behind the 200 (answered and hung up at once) ends the call before it connects.
+      await endedWithin(dialog, ANSWER_SETTLE_MS);
       if (dialog.state !== 'confirmed' || call.state !== 'held') {
         throw outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the callee hung up as the call was answered');
       }
@@ -286,4 +292,18 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     await Promise.race([call.ended, new Promise((r) => (timer = setTimeout(r, this.#o.releaseWaitMs)))]);
     clearTimeout(timer);
   }
+}
+
+/** Resolves once `dialog` ends or `ms` pass, whichever is first. */
+function endedWithin(dialog: Dialog, ms: number): Promise<void> {
+  if (dialog.state === 'terminated') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      dialog.off('ended', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    dialog.once('ended', done);
+  });
 }
