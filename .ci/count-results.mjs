@@ -12,7 +12,10 @@ root.on('child', (file) => {
   file.on('assert', (res) => {
     if (res.skip || res.todo) skipped++;
     else if (res.ok) passed++;
-    else { failed++; fileFailures++; }
+    else {
+      failed++;
+      fileFailures++;
+    }
   });
   file.on('complete', (results) => {
     if (!results.ok && fileFailures === 0) failed++;

@@ -73,7 +73,10 @@ interface Figures {
 
 /** Medians over the runs, with every run's headline figures. */
 interface Reported extends Figures {
-  runs: Pick<Figures, 'requests_per_sec' | 'latency_p99_ms' | 'server_cpu_us_per_request' | 'server_runqueue_wait_share'>[];
+  runs: Pick<
+    Figures,
+    'requests_per_sec' | 'latency_p99_ms' | 'server_cpu_us_per_request' | 'server_runqueue_wait_share'
+  >[];
 }
 
 /** Parley/floor, per pair of runs measured side by side; the median over the pairs. */
@@ -210,7 +213,11 @@ async function upserts(target: Target, key: string): Promise<Figures> {
           path: '/v1/agents/upsert',
           method: 'PUT',
           agent: agents[c],
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(body),
+          },
         },
         (res) => {
           res.resume();
@@ -222,13 +229,20 @@ async function upserts(target: Target, key: string): Promise<Figures> {
       req.end(body);
     });
   /** Upserts until `seconds` have passed or `requests` were made, whichever comes first. */
-  const run = async (limit: { seconds: number; requests: number }, latencies: number[], statuses: Map<number, number>) => {
+  const run = async (
+    limit: { seconds: number; requests: number },
+    latencies: number[],
+    statuses: Map<number, number>,
+  ) => {
     const end = performance.now() + limit.seconds * 1000;
     let made = 0;
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async (_, c) => {
         for (let i = 0; performance.now() < end && made < limit.requests; i++, made++) {
-          const body = JSON.stringify({ name: `bench-upsert-${c}`, system_prompt: `You are assistant ${c}, revision ${i}.` });
+          const body = JSON.stringify({
+            name: `bench-upsert-${c}`,
+            system_prompt: `You are assistant ${c}, revision ${i}.`,
+          });
           const t0 = performance.now();
           const status = await put(c, body);
           latencies.push(performance.now() - t0);
@@ -243,7 +257,8 @@ async function upserts(target: Target, key: string): Promise<Figures> {
   const figures = await withServerCpu(target.pid, async () => {
     await run({ seconds: DURATION_SEC, requests: Infinity }, latencies, statuses);
     latencies.sort((a, b) => a - b);
-    const pct = (p: number) => round2(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]);
+    const pct = (p: number) =>
+      round2(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]);
     const ok = statuses.get(200) ?? 0;
     return {
       requests_per_sec: latencies.length / DURATION_SEC,
@@ -260,7 +275,13 @@ async function upserts(target: Target, key: string): Promise<Figures> {
 }
 
 /** Measures a load RUNS times on each server, alternating floor and Parley. */
-async function sideBySide(path: string, method: string, floor: Target, parley: Target, measure: (t: Target) => Promise<Figures>): Promise<LoadResult> {
+async function sideBySide(
+  path: string,
+  method: string,
+  floor: Target,
+  parley: Target,
+  measure: (t: Target) => Promise<Figures>,
+): Promise<LoadResult> {
   const f: Figures[] = [];
   const p: Figures[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -280,8 +301,16 @@ function pin(pid: number, core: string): boolean {
 }
 
 /** Starts a server on PARLEY_CORE and resolves with its base URL once its stdout matches `listening`. */
-function startServer(args: string[], env: NodeJS.ProcessEnv, listening: RegExp): { child: ChildProcess; ready: Promise<string> } {
-  const child = spawn('taskset', ['-c', PARLEY_CORE, process.execPath, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+function startServer(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  listening: RegExp,
+): { child: ChildProcess; ready: Promise<string> } {
+  const child = spawn('taskset', ['-c', PARLEY_CORE, process.execPath, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const ready = new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
@@ -335,7 +364,13 @@ async function runBenchmark(): Promise<void> {
   const profile = CPU_PROF_DIR ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF_DIR}`] : [];
   const parleyServer = startServer(
     [...profile, '--import', 'tsx', 'src/main.ts'],
-    { ...process.env, DATABASE_URL: dbUrl.toString(), PARLEY_BOOTSTRAP_API_KEY: key, PARLEY_HTTP_PORT: '0', PARLEY_LOG_LEVEL: 'info' },
+    {
+      ...process.env,
+      DATABASE_URL: dbUrl.toString(),
+      PARLEY_BOOTSTRAP_API_KEY: key,
+      PARLEY_HTTP_PORT: '0',
+      PARLEY_LOG_LEVEL: 'info',
+    },
     /"url":"(http:\/\/[^"]+)","msg":"control plane listening"/,
   );
   let floorChild: ChildProcess | undefined;
@@ -344,7 +379,11 @@ async function runBenchmark(): Promise<void> {
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
     const agent = { name: 'bench-agent', system_prompt: 'You are a helpful assistant.' };
-    const probe = await fetch(`${parley.base}/v1/agents/upsert`, { method: 'PUT', headers, body: JSON.stringify(agent) });
+    const probe = await fetch(`${parley.base}/v1/agents/upsert`, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify(agent),
+    });
     const upsertBody = await probe.text();
     const agentsRoute = probe.status === 200;
     const readPath = agentsRoute ? `/v1/agents/${agent.name}` : '/v1/projects/main';
@@ -354,7 +393,13 @@ async function runBenchmark(): Promise<void> {
 
     const floorServer = startServer(
       [...profile, '--import', 'tsx', fileURLToPath(import.meta.url), FLOOR_ARG],
-      { ...process.env, [FLOOR_BODIES_ENV]: JSON.stringify({ read: JSON.parse(readBody), upsert: agentsRoute ? JSON.parse(upsertBody) : {} }) },
+      {
+        ...process.env,
+        [FLOOR_BODIES_ENV]: JSON.stringify({
+          read: JSON.parse(readBody),
+          upsert: agentsRoute ? JSON.parse(upsertBody) : {},
+        }),
+      },
       /floor listening on (http:\/\/\S+)/,
     );
     floorChild = floorServer.child;
@@ -363,9 +408,11 @@ async function runBenchmark(): Promise<void> {
     if (floorRead !== readBody) throw new Error('the floor does not answer the body Parley answers');
 
     const results: LoadResult[] = [];
-    if (ONLY !== 'upsert') results.push(await sideBySide(readPath, 'GET', floor, parley, (t) => reads(autocannon, t, key, readPath)));
+    if (ONLY !== 'upsert')
+      results.push(await sideBySide(readPath, 'GET', floor, parley, (t) => reads(autocannon, t, key, readPath)));
     if (!agentsRoute) process.stdout.write(`PUT /v1/agents/upsert answered ${probe.status}: not measured\n`);
-    else if (ONLY !== 'get') results.push(await sideBySide('/v1/agents/upsert', 'PUT', floor, parley, (t) => upserts(t, key)));
+    else if (ONLY !== 'get')
+      results.push(await sideBySide('/v1/agents/upsert', 'PUT', floor, parley, (t) => upserts(t, key)));
 
     const out = {
       benchmark: 'api',
@@ -394,7 +441,9 @@ async function runBenchmark(): Promise<void> {
       `${r.requests_per_sec.toFixed(0)} req/s, p50 ${r.latency_p50_ms} ms, p99 ${r.latency_p99_ms} ms, ` +
       `errors ${r.errors}, non-2xx ${r.non2xx}, CPU ${r.server_cpu_us_per_request} us/request (${r.server_cpu_share} of a core, ` +
       `waiting for it ${r.server_runqueue_wait_share}); runs: ` +
-      r.runs.map((x) => `${x.requests_per_sec.toFixed(0)}/s p99 ${x.latency_p99_ms} ms ${x.server_cpu_us_per_request} us`).join(', ');
+      r.runs
+        .map((x) => `${x.requests_per_sec.toFixed(0)}/s p99 ${x.latency_p99_ms} ms ${x.server_cpu_us_per_request} us`)
+        .join(', ');
     for (const r of results) {
       const q = r.parley_over_floor;
       process.stdout.write(

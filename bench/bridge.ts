@@ -24,7 +24,13 @@ interface Result {
 }
 
 const media = (codec: 'PCMU' | 'PCMA'): CallMedia => ({
-  codec, payloadType: codec === 'PCMU' ? 0 : 8, clockRate: 8000, channels: 1, telephoneEventPayloadType: 101, ptimeMs: 20, direction: 'sendrecv',
+  codec,
+  payloadType: codec === 'PCMU' ? 0 : 8,
+  clockRate: 8000,
+  channels: 1,
+  telephoneEventPayloadType: 101,
+  ptimeMs: 20,
+  direction: 'sendrecv',
 });
 
 function run(): Result[] {
@@ -32,7 +38,10 @@ function run(): Result[] {
   const ids = new Uint32Array(4);
   const counts = new Uint32Array(4);
   const speech = new Uint8Array(160);
-  mulawEncodeInto(Int16Array.from({ length: 160 }, (_, i) => Math.round(6000 * Math.sin(i / 3))), speech);
+  mulawEncodeInto(
+    Int16Array.from({ length: 160 }, (_, i) => Math.round(6000 * Math.sin(i / 3))),
+    speech,
+  );
   const out: Result[] = [];
   const cases: Array<[string, 'PCMU' | 'PCMA', boolean]> = [
     ['PCMU caller, PCMU target (copied)', 'PCMU', false],
@@ -41,17 +50,27 @@ function run(): Result[] {
   ];
   let port = 47000;
   for (const [name, codec, listening] of cases) {
-    const leg = TransferLeg.open(group, '127.0.0.1', (port += 2), 'PCMU', () => 0, () => undefined);
+    const leg = TransferLeg.open(
+      group,
+      '127.0.0.1',
+      (port += 2),
+      'PCMU',
+      () => 0,
+      () => undefined,
+    );
     // Port 9 (discard): packets are entered for the send and dropped from the table without a send.
     leg.bridge({ address: '127.0.0.1', port: 9 }, media(codec), null, listening);
     let pushed = 0;
     const push = (_bytes: Uint8Array) => void pushed++;
-    const cost = measurePerFrame(() => {
-      leg.fromCaller(speech, 0, 160);
-      if (listening) leg.fromAgent(speech);
-      leg.frame(listening ? push : null);
-      leg.endpoint.collect(ids, counts, 0);
-    }, { warmup: 5000, frames: FRAMES, runs: RUNS, heapWindow: 2000 });
+    const cost = measurePerFrame(
+      () => {
+        leg.fromCaller(speech, 0, 160);
+        if (listening) leg.fromAgent(speech);
+        leg.frame(listening ? push : null);
+        leg.endpoint.collect(ids, counts, 0);
+      },
+      { warmup: 5000, frames: FRAMES, runs: RUNS, heapWindow: 2000 },
+    );
     out.push({ case: name, nsPerFrame: Math.round(median(cost.runsNs)), bytesPerFrame: cost.bytesPerFrame });
     leg.close();
   }
@@ -69,16 +88,21 @@ if (process.argv.includes('--child')) {
   );
   if (child.status !== 0) throw new Error(`benchmark child failed: ${child.status}`);
   const results = JSON.parse(child.stdout) as Result[];
-  for (const r of results) console.log(`${r.case.padEnd(70)} ${String(r.nsPerFrame).padStart(8)} ns/frame  ${r.bytesPerFrame ?? '-'} B/frame`);
+  for (const r of results)
+    console.log(`${r.case.padEnd(70)} ${String(r.nsPerFrame).padStart(8)} ns/frame  ${r.bytesPerFrame ?? '-'} B/frame`);
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(
     new URL('./results/bridge.json', import.meta.url),
-    JSON.stringify({
-      benchmark: 'bridge',
-      date: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavg: os.loadavg() },
-      method: `CPU time (user+sys) per 20 ms frame of one bridge, median of ${RUNS} runs of ${FRAMES}, pinned to core 1; heap bytes per frame over GC-free windows`,
-      results,
-    }, null, 2) + '\n',
+    JSON.stringify(
+      {
+        benchmark: 'bridge',
+        date: new Date().toISOString(),
+        machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavg: os.loadavg() },
+        method: `CPU time (user+sys) per 20 ms frame of one bridge, median of ${RUNS} runs of ${FRAMES}, pinned to core 1; heap bytes per frame over GC-free windows`,
+        results,
+      },
+      null,
+      2,
+    ) + '\n',
   );
 }

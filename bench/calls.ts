@@ -117,7 +117,11 @@ interface Proc {
 const OUTPUT_TAIL = 200_000;
 
 function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Proc {
-  const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, {
+    cwd: opts.cwd ?? ROOT,
+    env: opts.env ?? process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   const waiters: (() => void)[] = [];
   const onData = (d: Buffer) => {
@@ -217,7 +221,8 @@ async function startParley(): Promise<Server> {
       const m = /^\{"level":(\d+).*"msg":"([^"]*)"/.exec(line);
       if (m && Number(m[1]) >= WARN_LEVEL) warnings[m[2]] = (warnings[m[2]] ?? 0) + 1;
       const dropped = /"droppedMs":(\d+)/.exec(line);
-      if (dropped) warnings['recording: droppedMs summed'] = (warnings['recording: droppedMs summed'] ?? 0) + Number(dropped[1]);
+      if (dropped)
+        warnings['recording: droppedMs summed'] = (warnings['recording: droppedMs summed'] ?? 0) + Number(dropped[1]);
     }
   };
   proc.child.stdout!.on('data', onData);
@@ -228,7 +233,12 @@ async function startParley(): Promise<Server> {
     const r = await fetch(`${url}/v1/agents/upsert`, {
       method: 'PUT',
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench-phone', phone_number: 'custom', custom_phone_numbers: [NUMBER], audio_format: 'mulaw_8000' }),
+      body: JSON.stringify({
+        name: 'bench-phone',
+        phone_number: 'custom',
+        custom_phone_numbers: [NUMBER],
+        audio_format: 'mulaw_8000',
+      }),
     });
     if (r.status !== 200) throw new Error(`agent upsert: ${r.status} ${await r.text()}`);
   } catch (err) {
@@ -257,8 +267,27 @@ async function startFloor(cwd: string): Promise<Server> {
   const mediaPort = await freeUdpPort(true);
   const proc = run(
     'taskset',
-    ['-c', '0', 'sipp', '-sn', 'uas', '-rtp_echo', '-i', HOST, '-p', `${sipPort}`, '-mp', `${mediaPort}`, '-nostdin',
-      '-buff_size', `${SIPP_BUFFER_BYTES}`, '-rtp_buffsize', `${SIPP_BUFFER_BYTES}`, '-max_socket', '4096'],
+    [
+      '-c',
+      '0',
+      'sipp',
+      '-sn',
+      'uas',
+      '-rtp_echo',
+      '-i',
+      HOST,
+      '-p',
+      `${sipPort}`,
+      '-mp',
+      `${mediaPort}`,
+      '-nostdin',
+      '-buff_size',
+      `${SIPP_BUFFER_BYTES}`,
+      '-rtp_buffsize',
+      `${SIPP_BUFFER_BYTES}`,
+      '-max_socket',
+      '4096',
+    ],
     { cwd },
   );
   try {
@@ -270,7 +299,16 @@ async function startFloor(cwd: string): Promise<Server> {
     await proc.stop('SIGKILL', 1000);
     throw err;
   }
-  return { mode: 'floor', proc, sipPort, isRtpPort: (p) => p === mediaPort, captureFilter: `src port ${mediaPort}`, warnings: () => ({}), sql: null, close: () => proc.stop('SIGKILL', 1000) };
+  return {
+    mode: 'floor',
+    proc,
+    sipPort,
+    isRtpPort: (p) => p === mediaPort,
+    captureFilter: `src port ${mediaPort}`,
+    warnings: () => ({}),
+    sql: null,
+    close: () => proc.stop('SIGKILL', 1000),
+  };
 }
 
 /** Waits (bounded) until a loopback UDP socket on `port` exists (SIPp prints nothing when not on a terminal). */
@@ -292,18 +330,61 @@ interface Caller {
   mediaPort: number;
 }
 
-async function startCaller(cwd: string, server: Server, o: { rate: number; limit: number; calls: number; holdMs: number; tag: string }): Promise<Caller> {
+async function startCaller(
+  cwd: string,
+  server: Server,
+  o: { rate: number; limit: number; calls: number; holdMs: number; tag: string },
+): Promise<Caller> {
   const sipPort = await freeUdpPort();
   const mediaPort = await freeUdpPort(true);
   const statFile = join(cwd, `stat-${o.tag}.csv`);
   const rttFile = join(cwd, `rtt-${o.tag}.csv`);
   const proc = run(
     'taskset',
-    ['-c', '1', 'sipp', `${HOST}:${server.sipPort}`, '-sf', SCENARIO, '-s', NUMBER, '-i', HOST, '-p', `${sipPort}`, '-mp', `${mediaPort}`,
-      '-r', `${o.rate}`, '-rp', '1000', '-l', `${o.limit}`, '-m', `${o.calls}`, '-d', `${o.holdMs}`, '-nostdin',
-      '-buff_size', `${SIPP_BUFFER_BYTES}`, '-rtp_buffsize', `${SIPP_BUFFER_BYTES}`, '-max_socket', '4096',
-      '-trace_stat', '-stf', statFile, '-fd', '1', '-trace_rtt', '-rtt_freq', '1',
-      '-trace_err', '-error_file', join(cwd, `errors-${o.tag}.log`)],
+    [
+      '-c',
+      '1',
+      'sipp',
+      `${HOST}:${server.sipPort}`,
+      '-sf',
+      SCENARIO,
+      '-s',
+      NUMBER,
+      '-i',
+      HOST,
+      '-p',
+      `${sipPort}`,
+      '-mp',
+      `${mediaPort}`,
+      '-r',
+      `${o.rate}`,
+      '-rp',
+      '1000',
+      '-l',
+      `${o.limit}`,
+      '-m',
+      `${o.calls}`,
+      '-d',
+      `${o.holdMs}`,
+      '-nostdin',
+      '-buff_size',
+      `${SIPP_BUFFER_BYTES}`,
+      '-rtp_buffsize',
+      `${SIPP_BUFFER_BYTES}`,
+      '-max_socket',
+      '4096',
+      '-trace_stat',
+      '-stf',
+      statFile,
+      '-fd',
+      '1',
+      '-trace_rtt',
+      '-rtt_freq',
+      '1',
+      '-trace_err',
+      '-error_file',
+      join(cwd, `errors-${o.tag}.log`),
+    ],
     { cwd },
   );
   return { proc, statFile, rttFile, mediaPort };
@@ -390,10 +471,29 @@ interface StreamStats {
 }
 
 /** Captures UDP on loopback matching `filter` for `sec` seconds (tcpdump on core 1); returns the file and its drops. */
-async function capture(dir: string, filter: string, sec: number): Promise<{ file: string; kernelDrops: number | null }> {
+async function capture(
+  dir: string,
+  filter: string,
+  sec: number,
+): Promise<{ file: string; kernelDrops: number | null }> {
   const file = join(dir, `capture-${Date.now()}.pcap`);
-  const proc = run('taskset', ['-c', '1', 'tcpdump', '-i', 'lo', '-n', '-s', `${CAPTURE_SNAPLEN}`, '-B', `${CAPTURE_BUFFER_KIB}`,
-    '--time-stamp-precision', 'nano', '-w', file, `udp and (${filter})`]);
+  const proc = run('taskset', [
+    '-c',
+    '1',
+    'tcpdump',
+    '-i',
+    'lo',
+    '-n',
+    '-s',
+    `${CAPTURE_SNAPLEN}`,
+    '-B',
+    `${CAPTURE_BUFFER_KIB}`,
+    '--time-stamp-precision',
+    'nano',
+    '-w',
+    file,
+    `udp and (${filter})`,
+  ]);
   await proc.waitFor(/listening on/, 10_000);
   await sleep(sec * 1000);
   await proc.stop('SIGINT', 10_000);
@@ -412,22 +512,28 @@ function streamStats(file: string, fromPort: (port: number) => boolean): StreamS
   // DLT_EN10MB (loopback on Linux), DLT_LINUX_SLL (any), DLT_NULL
   const linkBytes = linkType === 1 ? 14 : linkType === 113 ? 16 : linkType === 0 ? 4 : -1;
   if (linkBytes < 0) throw new Error(`capture link type ${linkType} not handled`);
-  interface S { lastMs: number; lastSeq: number; first: number; highest: number; count: number }
+  interface S {
+    lastMs: number;
+    lastSeq: number;
+    first: number;
+    highest: number;
+    count: number;
+  }
   const streams = new Map<string, S>();
   const jitter: number[] = [];
   let packets = 0;
-  for (let off = 24; off + 16 <= buf.length; ) {
+  for (let off = 24; off + 16 <= buf.length;) {
     const ms = u32(off) * 1000 + u32(off + 4) / (nano ? 1e6 : 1e3);
     const capLen = u32(off + 8);
     const p = off + 16;
     off = p + capLen;
     const ip = p + linkBytes;
-    if ((buf[ip] >> 4) !== 4 || capLen < linkBytes + 20 + 8 + 12) continue;
+    if (buf[ip] >> 4 !== 4 || capLen < linkBytes + 20 + 8 + 12) continue;
     const udp = ip + (buf[ip] & 0x0f) * 4;
     const src = buf.readUInt16BE(udp);
     if (!fromPort(src)) continue;
     const rtp = udp + 8;
-    if ((buf[rtp] >> 6) !== 2) continue; // RTP version 2 only (not RTCP on the odd ports)
+    if (buf[rtp] >> 6 !== 2) continue; // RTP version 2 only (not RTCP on the odd ports)
     const pt = buf[rtp + 1] & 0x7f;
     if (pt >= 72 && pt <= 76) continue; // RTCP (RFC 5761 4)
     const seq = buf.readUInt16BE(rtp + 2);
@@ -495,7 +601,13 @@ async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string
     const rssIdle = rssKb(server.proc.pid);
     const rampSec = n / RAMP_CPS;
     const holdMs = Math.round((rampSec + SETTLE_SEC + DURATION_SEC + CAPTURE_SEC + HOLD_MARGIN_SEC) * 1000);
-    const caller = await startCaller(ctx.dir, server, { rate: RAMP_CPS, limit: n, calls: n, holdMs, tag: `${mode}-${n}-${repeat}` });
+    const caller = await startCaller(ctx.dir, server, {
+      rate: RAMP_CPS,
+      limit: n,
+      calls: n,
+      holdMs,
+      tag: `${mode}-${n}-${repeat}`,
+    });
     // Every call up (or the ramp long over): SIPp's statistics, once a second.
     const upBy = Date.now() + (rampSec + 20) * 1000;
     let up = 0;
@@ -538,7 +650,9 @@ async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string
     if (sql) {
       // The calls' records, once finished (each carries the inbound statistics of its whole call).
       const rows = async () =>
-        sql<{ rtp_stats: { inbound: { packets_expected: number; packets_lost: number } } | null; ended_at: Date | null }[]>`
+        sql<
+          { rtp_stats: { inbound: { packets_expected: number; packets_lost: number } } | null; ended_at: Date | null }[]
+        >`
           select rtp_stats, ended_at from conversations where origin = 'telephony-inbound'`;
       let rs = await rows();
       for (let i = 0; i < 60 && rs.some((r) => r.ended_at === null || r.rtp_stats === null); i++) {
@@ -552,7 +666,12 @@ async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string
         packets_lost: done.reduce((a, r) => a + r.rtp_stats!.inbound.packets_lost, 0),
       };
     }
-    const summary = (xs: number[]) => ({ p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: quantile(xs, 1), samples: xs.length });
+    const summary = (xs: number[]) => ({
+      p50: quantile(xs, 0.5),
+      p99: quantile(xs, 0.99),
+      max: quantile(xs, 1),
+      samples: xs.length,
+    });
     const result: LoadRun = {
       mode,
       n,
@@ -571,7 +690,13 @@ async function loadRun(mode: Mode, n: number, repeat: number, ctx: { dir: string
       inbound_kernel_drops_in_window: drops,
       inbound_kernel_drops_in_capture: dropsInCapture,
       inbound_record: record,
-      outbound_capture: { sec: CAPTURE_SEC, streams: out.streams, packets: out.packets, lost: out.lost, capture_drops: cap.kernelDrops },
+      outbound_capture: {
+        sec: CAPTURE_SEC,
+        streams: out.streams,
+        packets: out.packets,
+        lost: out.lost,
+        capture_drops: cap.kernelDrops,
+      },
       outbound_jitter_ms: summary(out.jitter),
       caller_send_jitter_ms: summary(sent.jitter),
       warnings: server.warnings(),
@@ -601,7 +726,13 @@ async function setupRun(ctx: { dir: string }): Promise<SetupStep[]> {
   try {
     for (const rate of SETUP_RATES) {
       const calls = rate * SETUP_STEP_SEC;
-      const caller = await startCaller(ctx.dir, server, { rate, limit: calls, calls, holdMs: SETUP_CALL_MS, tag: `setup-${rate}` });
+      const caller = await startCaller(ctx.dir, server, {
+        rate,
+        limit: calls,
+        calls,
+        holdMs: SETUP_CALL_MS,
+        tag: `setup-${rate}`,
+      });
       await caller.proc.exited;
       const st = lastStats(caller.statFile);
       const rtt = responseTimes(ctx.dir, caller.proc.pid);
@@ -631,7 +762,19 @@ async function main(): Promise<void> {
   execFileSync('taskset', ['-cp', '1', String(process.pid)], { stdio: 'ignore' });
   const dir = mkdtempSync(join(tmpdir(), 'parley-calls-bench-'));
   // The caller's looped stream: a prompt, then silence (the caller's turn ends and the echo answers).
-  execFileSync('sox', [soundFile(PROMPT), '-r', '8000', '-c', '1', '-t', 'ul', join(dir, 'speech.ul'), 'pad', '0', `${PROMPT_PAD_SEC}`]);
+  execFileSync('sox', [
+    soundFile(PROMPT),
+    '-r',
+    '8000',
+    '-c',
+    '1',
+    '-t',
+    'ul',
+    join(dir, 'speech.ul'),
+    'pad',
+    '0',
+    `${PROMPT_PAD_SEC}`,
+  ]);
   const ctx = { dir };
   const runs: LoadRun[] = [];
   let setups: SetupStep[] = [];
@@ -709,9 +852,12 @@ function report(runs: LoadRun[], setups: SetupStep[], complete: boolean, saved?:
   const measured = {
     cpu: 'utime+stime of all the server process threads (/proc/<pid>/stat) over the window, % of one core',
     rss_per_call: '(VmRSS at the end of the window - VmRSS idle before the calls) / N',
-    inbound_loss: 'kernel drops on the server RTP sockets over the window (/proc/net/udp drops); Parley also: its records, analysis.rtp.inbound over whole calls',
-    outbound_loss: 'sequence gaps per stream in a loopback capture after the window (SIPp never reads its RTP socket: loss there says nothing)',
-    outbound_sent: 'packets in that capture / (streams x seconds x 50): frames the server never sent (its pacing clock skips what a stall left behind; sequence numbers stay continuous)',
+    inbound_loss:
+      'kernel drops on the server RTP sockets over the window (/proc/net/udp drops); Parley also: its records, analysis.rtp.inbound over whole calls',
+    outbound_loss:
+      'sequence gaps per stream in a loopback capture after the window (SIPp never reads its RTP socket: loss there says nothing)',
+    outbound_sent:
+      'packets in that capture / (streams x seconds x 50): frames the server never sent (its pacing clock skips what a stall left behind; sequence numbers stay continuous)',
     jitter: '|inter-arrival - 20 ms| of consecutive packets per stream in that capture',
     setups: `calls of ${SETUP_CALL_MS} ms with the same media at each rate for ${SETUP_STEP_SEC} s on a fresh node, until calls fail; time to the 200 OK from SIPp -trace_rtt`,
   };
@@ -720,20 +866,27 @@ function report(runs: LoadRun[], setups: SetupStep[], complete: boolean, saved?:
     complete,
     commit: saved?.commit ?? execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
     date: saved?.date ?? new Date().toISOString(),
-    setup: saved ? { ...saved.setup, measured } : {
-      server: 'Parley (npm start, one media worker: PARLEY_WORKERS=1) pinned to core 0 (taskset -c 0), echo engine, agent audio_format mulaw_8000 (other agent settings default)',
-      floor: 'sipp -sn uas -rtp_echo pinned to core 0',
-      caller: `SIPp ${SCENARIO.split('/bench/')[1]} pinned to core 1: PCMU, rtp_stream of ${PROMPT} + ${PROMPT_PAD_SEC} s silence looped; ramp ${RAMP_CPS} calls/s`,
-      window_sec: DURATION_SEC,
-      capture_sec: CAPTURE_SEC,
-      sipp_buffers_bytes: SIPP_BUFFER_BYTES,
-      repeats: REPEATS,
-      cpus: cpus().length,
-      load_average_at_end: loadavg().map((x) => round(x, 2)),
-      measured,
-    },
+    setup: saved
+      ? { ...saved.setup, measured }
+      : {
+          server:
+            'Parley (npm start, one media worker: PARLEY_WORKERS=1) pinned to core 0 (taskset -c 0), echo engine, agent audio_format mulaw_8000 (other agent settings default)',
+          floor: 'sipp -sn uas -rtp_echo pinned to core 0',
+          caller: `SIPp ${SCENARIO.split('/bench/')[1]} pinned to core 1: PCMU, rtp_stream of ${PROMPT} + ${PROMPT_PAD_SEC} s silence looped; ramp ${RAMP_CPS} calls/s`,
+          window_sec: DURATION_SEC,
+          capture_sec: CAPTURE_SEC,
+          sipp_buffers_bytes: SIPP_BUFFER_BYTES,
+          repeats: REPEATS,
+          cpus: cpus().length,
+          load_average_at_end: loadavg().map((x) => round(x, 2)),
+          measured,
+        },
     summary,
-    setups: { steps: setups, highest_rate_without_failures: maxClean?.rate ?? null, answered_per_sec_at_it: maxClean?.answered_per_sec ?? null },
+    setups: {
+      steps: setups,
+      highest_rate_without_failures: maxClean?.rate ?? null,
+      answered_per_sec_at_it: maxClean?.answered_per_sec ?? null,
+    },
     runs,
   };
   if (complete) console.log(JSON.stringify({ summary, setups: result.setups }, null, 2));

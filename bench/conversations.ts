@@ -18,7 +18,12 @@ interface AutocannonResult {
   errors: number;
   non2xx: number;
 }
-type Autocannon = (opts: { url: string; connections: number; duration: number; headers: Record<string, string> }) => Promise<AutocannonResult>;
+type Autocannon = (opts: {
+  url: string;
+  connections: number;
+  duration: number;
+  headers: Record<string, string>;
+}) => Promise<AutocannonResult>;
 const AUTOCANNON = 'autocannon';
 const autocannon = ((await import(AUTOCANNON)) as { default: Autocannon }).default;
 
@@ -80,7 +85,11 @@ try {
   };
 
   // Lease admissions: sequential admit + release pairs against the project's row lock.
-  const policy = leasePolicy({ PARLEY_NODE_ID: 'bench', PARLEY_LEASE_TTL_SEC: 30, PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 100 });
+  const policy = leasePolicy({
+    PARLEY_NODE_ID: 'bench',
+    PARLEY_LEASE_TTL_SEC: 30,
+    PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 100,
+  });
   const admStart = performance.now();
   await Promise.all(
     Array.from({ length: CONNECTIONS }, async (_, w) => {
@@ -97,7 +106,11 @@ try {
     name: 'conversations',
     database: 'postgresql 127.0.0.1:5432 (pool of 10)',
     note: 'server and load generator share this 2-core machine (not pinned); other engineers ran tests meanwhile',
-    seeded: { conversations: SEED_CONVERSATIONS, items_per_conversation: ITEMS_PER_CONVERSATION, seed_ms: Math.round(seedMs) },
+    seeded: {
+      conversations: SEED_CONVERSATIONS,
+      items_per_conversation: ITEMS_PER_CONVERSATION,
+      seed_ms: Math.round(seedMs),
+    },
     connections: CONNECTIONS,
     duration_sec: DURATION_SEC,
     ...figures,

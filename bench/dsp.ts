@@ -28,7 +28,14 @@ const SELF = fileURLToPath(import.meta.url);
 const FRAMES = Number(process.env.DSP_FRAMES ?? 5000);
 const RUNS = 3;
 const BATCH_STREAMS = 200;
-const FRAME_20MS: Record<ResamplerRate, number> = { 8000: 160, 16000: 320, 22050: 441, 24000: 480, 44100: 882, 48000: 960 };
+const FRAME_20MS: Record<ResamplerRate, number> = {
+  8000: 160,
+  16000: 320,
+  22050: 441,
+  24000: 480,
+  44100: 882,
+  48000: 960,
+};
 
 interface Result {
   module: string;
@@ -130,18 +137,19 @@ function run(): Result[] {
   );
   const pcmFrames = Array.from({ length: BATCH_STREAMS }, (_, s) => f8[s % F]);
   out.push(
-    measure(`batch mu-law encode (per stream, ${BATCH_STREAMS} streams/call)`, () => void encodeBatch(G711_MULAW, pcmFrames, outs), BATCH_STREAMS),
+    measure(
+      `batch mu-law encode (per stream, ${BATCH_STREAMS} streams/call)`,
+      () => void encodeBatch(G711_MULAW, pcmFrames, outs),
+      BATCH_STREAMS,
+    ),
   );
   // The same work stream by stream, for the crossing cost the batch saves.
   out.push(
-    measure(
-      'unbatched resample 24k->8k + mu-law encode (per stream)',
-      (i) => {
-        const s = i % BATCH_STREAMS;
-        const n = resamplers[s].process(inputs[s], scratch);
-        mulawEncodeInto(scratch.subarray(0, n), outs[s]);
-      },
-    ),
+    measure('unbatched resample 24k->8k + mu-law encode (per stream)', (i) => {
+      const s = i % BATCH_STREAMS;
+      const n = resamplers[s].process(inputs[s], scratch);
+      mulawEncodeInto(scratch.subarray(0, n), outs[s]);
+    }),
   );
   for (const r of resamplers) r.destroy();
   return out;
@@ -159,7 +167,9 @@ if (process.argv.includes('--child')) {
   if (child.status !== 0) throw new Error(`benchmark child failed: ${child.status}`);
   const results = JSON.parse(child.stdout) as Result[];
   for (const r of results) {
-    console.log(`${r.module.padEnd(80)} ${String(r.nsPerFrame).padStart(8)} ns/frame  ${r.bytesPerFrame ?? '-'} B/frame`);
+    console.log(
+      `${r.module.padEnd(80)} ${String(r.nsPerFrame).padStart(8)} ns/frame  ${r.bytesPerFrame ?? '-'} B/frame`,
+    );
   }
   const load = os.loadavg();
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });

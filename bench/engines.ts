@@ -43,11 +43,29 @@ async function synthesis() {
 
 async function echoFrames() {
   const noop = () => {};
-  const hooks: EngineHooks = { onInputTranscript: noop, onAssistantAudio: noop, onAssistantText: noop, onToolCall: noop, onResponseDone: noop, onError: noop };
-  const session = await createEchoEngine({ tts: createLocalTts({ cacheDir: null }), voiceFor: () => 'en-us', log: pino({ level: 'silent' }) }).open(
+  const hooks: EngineHooks = {
+    onInputTranscript: noop,
+    onAssistantAudio: noop,
+    onAssistantText: noop,
+    onToolCall: noop,
+    onResponseDone: noop,
+    onError: noop,
+  };
+  const session = await createEchoEngine({
+    tts: createLocalTts({ cacheDir: null }),
+    voiceFor: () => 'en-us',
+    log: pino({ level: 'silent' }),
+  }).open(
     {
-      conversationId: 'bench', systemPrompt: '', voiceId: 'grant', defaultLanguage: 'en', additionalLanguages: [], tools: [],
-      boostedKeywords: [], pronunciations: [], signal: new AbortController().signal,
+      conversationId: 'bench',
+      systemPrompt: '',
+      voiceId: 'grant',
+      defaultLanguage: 'en',
+      additionalLanguages: [],
+      tools: [],
+      boostedKeywords: [],
+      pronunciations: [],
+      signal: new AbortController().signal,
     },
     hooks,
   );
@@ -70,10 +88,20 @@ async function echoFrames() {
     bytes.push((process.memoryUsage().heapUsed - heap0) / FRAMES);
   }
   await session.close();
-  return { append_ns_per_frame_median: median(ns), heap_bytes_per_frame_median: median(bytes), gc_exposed: gc !== undefined };
+  return {
+    append_ns_per_frame_median: median(ns),
+    heap_bytes_per_frame_median: median(bytes),
+    gc_exposed: gc !== undefined,
+  };
 }
 
-const results = { when: new Date().toISOString(), runs: RUNS, frames: FRAMES, synthesis: await synthesis(), echo_append: await echoFrames() };
+const results = {
+  when: new Date().toISOString(),
+  runs: RUNS,
+  frames: FRAMES,
+  synthesis: await synthesis(),
+  echo_append: await echoFrames(),
+};
 console.log(JSON.stringify(results, null, 2));
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(new URL('./results/engines.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);

@@ -34,8 +34,7 @@ interface GeneratorData {
   conversationIds: string[];
 }
 type GeneratorMessage =
-  | { type: 'window'; edge: 'start' | 'end'; sent: number }
-  | { type: 'done'; latenciesMs: number[]; failed: number };
+  { type: 'window'; edge: 'start' | 'end'; sent: number } | { type: 'done'; latenciesMs: number[]; failed: number };
 
 /** On-CPU time of one thread or process in ns (the first field of schedstat). */
 function schedNs(path: string): number {
@@ -70,7 +69,12 @@ async function generate(): Promise<void> {
     const user = turn % 2 === 0;
     const items = [
       user
-        ? { role: 'user' as const, live_transcript: `turn ${turn}: where is my order?`, duration_ms: 1820, started_at: new Date() }
+        ? {
+            role: 'user' as const,
+            live_transcript: `turn ${turn}: where is my order?`,
+            duration_ms: 1820,
+            started_at: new Date(),
+          }
         : {
             role: 'assistant' as const,
             live_transcript: `turn ${turn}: it shipped yesterday and arrives on Tuesday.`,
@@ -80,17 +84,19 @@ async function generate(): Promise<void> {
             audio_speed: 1,
             tool_calls:
               Math.random() < TOOL_SHARE
-                ? [{
-                    tool: { id: 'tool_lookup', name: 'lookup' },
-                    request_body: { order: `A-${turn}` },
-                    response_body: { status: 'shipped' },
-                    timed_out: false,
-                    error_message: null,
-                    endpoint_method: 'POST',
-                    endpoint_url: 'https://example.com/orders',
-                    endpoint_called_at: new Date().toISOString(),
-                    response_status_code: 200,
-                  }]
+                ? [
+                    {
+                      tool: { id: 'tool_lookup', name: 'lookup' },
+                      request_body: { order: `A-${turn}` },
+                      response_body: { status: 'shipped' },
+                      timed_out: false,
+                      error_message: null,
+                      endpoint_method: 'POST',
+                      endpoint_url: 'https://example.com/orders',
+                      endpoint_called_at: new Date().toISOString(),
+                      response_status_code: 200,
+                    },
+                  ]
                 : [],
           },
     ];
@@ -152,7 +158,14 @@ async function run(): Promise<void> {
     const ws = (await bootstrap(store.sql))!;
     const conversationIds: string[] = [];
     for (let i = 0; i < N; i++) {
-      conversationIds.push(await createConversation(store.sql, { orgId: ws.orgId, projectId: ws.projectId, origin: 'direct', state: 'active' }));
+      conversationIds.push(
+        await createConversation(store.sql, {
+          orgId: ws.orgId,
+          projectId: ws.projectId,
+          origin: 'direct',
+          state: 'active',
+        }),
+      );
     }
     // Every connection of the pool open before the window, so the backends counted are all that serve it.
     await Promise.all(Array.from({ length: POOL_WARMUP_QUERIES }, () => store.sql`select pg_sleep(0.05)`));
@@ -161,7 +174,9 @@ async function run(): Promise<void> {
       policy: leasePolicy(settings),
       log,
       now: () => new Date(),
-      ...(BATCH_WINDOW_MS === undefined ? {} : { appendBatch: { ...APPEND_BATCH_DEFAULTS, window_ms: Number(BATCH_WINDOW_MS) } }),
+      ...(BATCH_WINDOW_MS === undefined
+        ? {}
+        : { appendBatch: { ...APPEND_BATCH_DEFAULTS, window_ms: Number(BATCH_WINDOW_MS) } }),
     });
     const handle: typeof real =
       FLOOR === 'message'
@@ -208,7 +223,12 @@ async function run(): Promise<void> {
               const items = replies - atStart.replies;
               const mainUs = (schedNs(mainThread) - atStart.mainNs) / NS_PER_US;
               const dbUs = (dbNs() - atStart.dbNs) / NS_PER_US;
-              figures.window = { items, main_us_per_item: mainUs / items, db_us_per_item: dbUs / items, backends: backends.length };
+              figures.window = {
+                items,
+                main_us_per_item: mainUs / items,
+                db_us_per_item: dbUs / items,
+                backends: backends.length,
+              };
             }
             return;
           case 'done':

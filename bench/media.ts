@@ -23,7 +23,14 @@ import { OutboundBatch, OutboundStream } from '../src/media/outbound.js';
 import { PacingClock } from '../src/media/pacing-clock.js';
 import { createRtpPacketView, decodeView, RtpSender, RTP_HEADER_BYTES } from '../src/media/rtp.js';
 import { TimeStretch } from '../src/media/time-stretch.js';
-import { NativeUdpGroup, NativeUdpSocket, SharedUdpSocket, UDP_META_WORDS, ipv4ToUint32, uint32ToIpv4 } from '../src/media/udp-native.js';
+import {
+  NativeUdpGroup,
+  NativeUdpSocket,
+  SharedUdpSocket,
+  UDP_META_WORDS,
+  ipv4ToUint32,
+  uint32ToIpv4,
+} from '../src/media/udp-native.js';
 import { measurePerFrame } from './measure.js';
 import { measureUdpIo, median } from './udp-io.js';
 
@@ -92,21 +99,25 @@ function stages(): StageResult[] {
   out.push(measure('rtp.decodeView', (i) => void decodeView(packets[i % P], view)));
   const sender = new RtpSender({ payloadType: 0 });
   const pkt = new Uint8Array(172);
-  out.push(measure('rtp.writeNext (header)', () => {
-    sender.writeNext(pkt, false);
-    sender.advanceTimestamp(160);
-  }));
+  out.push(
+    measure('rtp.writeNext (header)', () => {
+      sender.writeNext(pkt, false);
+      sender.advanceTimestamp(160);
+    }),
+  );
   const jb = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
   const jbSender = new RtpSender({ payloadType: 0 });
   let jbNow = 0;
-  out.push(measure('jitter buffer push+pop', () => {
-    jbSender.writeNext(pkt, false);
-    jbSender.advanceTimestamp(160);
-    decodeView(pkt, view);
-    jbNow += 20;
-    jb.push(view, pkt, jbNow);
-    jb.pop(jbNow);
-  }));
+  out.push(
+    measure('jitter buffer push+pop', () => {
+      jbSender.writeNext(pkt, false);
+      jbSender.advanceTimestamp(160);
+      decodeView(pkt, view);
+      jbNow += 20;
+      jb.push(view, pkt, jbNow);
+      jb.pop(jbNow);
+    }),
+  );
   out.push(measure('g711 mu-law decode (native)', (i) => void mulawDecodeInto(payloads[i % P], pcm8)));
   out.push(measure('g711 mu-law encode (native)', (i) => void mulawEncodeInto(frame8(i), payload)));
   const up = new Resampler(8000, 16000, 160);
@@ -131,52 +142,87 @@ function stages(): StageResult[] {
   out.push(measure('time-stretch 1.2x 16k (WSOLA, native)', (i) => void ts.process(frame16(i), tsOut)));
   const noise = new NoiseMix({ bed: 'call-center', sampleRate: 16000, level: 0.3 });
   const nFrame = new Int16Array(320);
-  out.push(measure('noise mix 16k', (i) => {
-    nFrame.set(frame16(i));
-    noise.process(nFrame, nFrame);
-  }));
+  out.push(
+    measure('noise mix 16k', (i) => {
+      nFrame.set(frame16(i));
+      noise.process(nFrame, nFrame);
+    }),
+  );
 
   // Whole inbound chain per packet: RTP -> jitter buffer -> decode -> resample -> VAD.
   const inVad = new Vad(16000);
-  const inbound = new RtpInbound({ format: 'mulaw_8000', payloadType: 0, engineRate: 16000, peerAddress: HOST, vad: inVad, sink: { onAudio() {} } });
+  const inbound = new RtpInbound({
+    format: 'mulaw_8000',
+    payloadType: 0,
+    engineRate: 16000,
+    peerAddress: HOST,
+    vad: inVad,
+    sink: { onAudio() {} },
+  });
   const inSender = new RtpSender({ payloadType: 0, ssrc: 99 });
   const inPkt = new Uint8Array(172);
   let inNow = 0;
-  out.push(measure('inbound chain per packet (rtp, jb, decode, 8k->16k, VAD)', (i) => {
-    inSender.writeNext(inPkt, false);
-    inSender.advanceTimestamp(160);
-    inPkt.set(payloads[i % P], 12);
-    inNow += 20;
-    inbound.receive(inPkt, 172, HOST, 5000, inNow);
-  }));
-  const wsAudio = new InboundAudio({ format: 'pcm_16000', engineRate: 16000, vad: new Vad(16000), sink: { onAudio() {} } });
+  out.push(
+    measure('inbound chain per packet (rtp, jb, decode, 8k->16k, VAD)', (i) => {
+      inSender.writeNext(inPkt, false);
+      inSender.advanceTimestamp(160);
+      inPkt.set(payloads[i % P], 12);
+      inNow += 20;
+      inbound.receive(inPkt, 172, HOST, 5000, inNow);
+    }),
+  );
+  const wsAudio = new InboundAudio({
+    format: 'pcm_16000',
+    engineRate: 16000,
+    vad: new Vad(16000),
+    sink: { onAudio() {} },
+  });
   const wsBytes = new Uint8Array(speech16.buffer, 0, 640);
   out.push(measure('inbound STS socket frame (pcm_16000 decode, VAD)', () => wsAudio.pushPayload(wsBytes, 640)));
 
   // Whole outbound chain per stream per tick, alone and batched over 1000 streams.
   const mkStream = (speed: number, noiseLevel: number) =>
-    new OutboundStream({ engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0, speed, noise: noiseLevel > 0 ? { bed: 'office', level: noiseLevel } : null, send() {} });
+    new OutboundStream({
+      engineRate: 16000,
+      wireFormat: 'mulaw_8000',
+      payloadType: 0,
+      speed,
+      noise: noiseLevel > 0 ? { bed: 'office', level: noiseLevel } : null,
+      send() {},
+    });
   const feed = (s: OutboundStream, i: number) => {
     if (s.queuedMs < 100) s.enqueue(frame16(i));
   };
   const plain = mkStream(1, 0);
-  out.push(measure('outbound chain per tick (16k -> 8k mu-law RTP), speed 1, no noise', (i) => {
-    feed(plain, i);
-    plain.tick();
-  }));
+  out.push(
+    measure('outbound chain per tick (16k -> 8k mu-law RTP), speed 1, no noise', (i) => {
+      feed(plain, i);
+      plain.tick();
+    }),
+  );
   const full = mkStream(1.2, 0.3);
-  out.push(measure('outbound chain per tick, speed 1.2 + office noise', (i) => {
-    feed(full, i);
-    full.tick();
-  }));
+  out.push(
+    measure('outbound chain per tick, speed 1.2 + office noise', (i) => {
+      feed(full, i);
+      full.tick();
+    }),
+  );
   const batch = new OutboundBatch();
   const many = Array.from({ length: 1000 }, () => mkStream(1, 0));
   for (const s of many) batch.add(s);
-  const batched = measure('outbound batch of 1000 streams per tick, speed 1 (per stream)', (i) => {
-    for (let k = 0; k < many.length; k++) feed(many[k], i + k);
-    batch.tick();
-  }, 50);
-  out.push({ stage: batched.stage, nsPerFrame: batched.nsPerFrame / 1000, bytesPerFrame: batched.bytesPerFrame === null ? null : batched.bytesPerFrame / 1000 });
+  const batched = measure(
+    'outbound batch of 1000 streams per tick, speed 1 (per stream)',
+    (i) => {
+      for (let k = 0; k < many.length; k++) feed(many[k], i + k);
+      batch.tick();
+    },
+    50,
+  );
+  out.push({
+    stage: batched.stage,
+    nsPerFrame: batched.nsPerFrame / 1000,
+    bytesPerFrame: batched.bytesPerFrame === null ? null : batched.bytesPerFrame / 1000,
+  });
   return out;
 }
 
@@ -188,7 +234,16 @@ type Msg =
   | { type: 'peer'; ports: number[] }
   | { type: 'start' }
   | { type: 'measure'; windowMs: number }
-  | { type: 'result'; cpuMs: number; wallMs: number; received: number; sent: number; frames: number; maxLateMs: number; skipped: number }
+  | {
+      type: 'result';
+      cpuMs: number;
+      wallMs: number;
+      received: number;
+      sent: number;
+      frames: number;
+      maxLateMs: number;
+      skipped: number;
+    }
   | { type: 'halt' }
   | { type: 'stop' };
 
@@ -293,7 +348,9 @@ function sharedRoleIo(n: number, onPacket: OnPacket): RoleIo {
   const shared = SharedUdpSocket.open({ host: HOST, port: 0, maxPeers: n, backend: 'io_uring', slotBytes: PACKET });
   const s = shared.socket;
   const txSlots = s.txMeta.length / UDP_META_WORDS;
-  const views = Array.from({ length: s.rxMeta.length / UDP_META_WORDS }, (_, k) => s.rxData.subarray(k * PACKET, (k + 1) * PACKET));
+  const views = Array.from({ length: s.rxMeta.length / UDP_META_WORDS }, (_, k) =>
+    s.rxData.subarray(k * PACKET, (k + 1) * PACKET),
+  );
   shared.onPacket((id, k, sock) => {
     const a = sock.rxAddress(k);
     onPacket(id, views[k], sock.rxLength(k), a === LOOPBACK ? HOST : uint32ToIpv4(a), sock.rxPort(k));
@@ -324,7 +381,12 @@ function sharedRoleIo(n: number, onPacket: OnPacket): RoleIo {
   };
 }
 
-function roleIo(n: number, onPacket: OnPacket, isStopping: () => boolean, role: 'gateway' | 'generator'): Promise<RoleIo> | RoleIo {
+function roleIo(
+  n: number,
+  onPacket: OnPacket,
+  isStopping: () => boolean,
+  role: 'gateway' | 'generator',
+): Promise<RoleIo> | RoleIo {
   if (MEDIA_IO === 'dgram') return dgramRoleIo(n, onPacket, isStopping);
   // native-shared: the generator keeps a socket per stream, so the gateway sees distinct peers to demultiplex.
   if (MEDIA_IO === 'native-shared' && role === 'gateway') return sharedRoleIo(n, onPacket);
@@ -339,7 +401,8 @@ async function gateway(n: number): Promise<void> {
   {
     const r = new Resampler(8000, 16000, 160);
     const buf = new Int16Array(400);
-    for (let i = 0; i + 160 <= speech.length; i += 160) speech16.set(buf.subarray(0, r.process(speech.subarray(i, i + 160), buf)), i * 2);
+    for (let i = 0; i + 160 <= speech.length; i += 160)
+      speech16.set(buf.subarray(0, r.process(speech.subarray(i, i + 160), buf)), i * 2);
     r.destroy();
   }
   let received = 0;
@@ -359,13 +422,21 @@ async function gateway(n: number): Promise<void> {
   const outs: OutboundStream[] = [];
   const batch = new OutboundBatch();
   for (let i = 0; i < n; i++) {
-    inbounds.push(new RtpInbound({
-      format: 'mulaw_8000', payloadType: 0, engineRate: ENGINE_RATE, peerAddress: HOST, vad: new Vad(ENGINE_RATE),
-      sink: { onAudio: () => void frames++ },
-    }));
+    inbounds.push(
+      new RtpInbound({
+        format: 'mulaw_8000',
+        payloadType: 0,
+        engineRate: ENGINE_RATE,
+        peerAddress: HOST,
+        vad: new Vad(ENGINE_RATE),
+        sink: { onAudio: () => void frames++ },
+      }),
+    );
     const me = i;
     const out = new OutboundStream({
-      engineRate: ENGINE_RATE, wireFormat: 'mulaw_8000', payloadType: 0,
+      engineRate: ENGINE_RATE,
+      wireFormat: 'mulaw_8000',
+      payloadType: 0,
       send: (p, len) => {
         io.send(me, p, len);
         sent++;
@@ -376,15 +447,17 @@ async function gateway(n: number): Promise<void> {
   }
   // The engine side: every stream talks all the time (worst case), fed from the speech loop.
   let feedPos = 0;
-  const feeder = { tick: () => {
-    for (let i = 0; i < outs.length; i++) {
-      if (outs[i].queuedMs < 60) {
-        const off = ((feedPos + i * 320) % (speech16.length - 320 * 3));
-        outs[i].enqueue(speech16.subarray(off, off + 320 * 3));
+  const feeder = {
+    tick: () => {
+      for (let i = 0; i < outs.length; i++) {
+        if (outs[i].queuedMs < 60) {
+          const off = (feedPos + i * 320) % (speech16.length - 320 * 3);
+          outs[i].enqueue(speech16.subarray(off, off + 320 * 3));
+        }
       }
-    }
-    feedPos += 320;
-  } };
+      feedPos += 320;
+    },
+  };
   const clock = new PacingClock({ onFrameEnd: () => io.flush() });
   send({ type: 'ports', ports: io.ports() });
   process.on('message', async (m: Msg) => {
@@ -395,14 +468,25 @@ async function gateway(n: number): Promise<void> {
       clock.register(feeder);
       clock.register(batch);
     } else if (m.type === 'measure') {
-      const r0 = received, s0 = sent, f0 = frames;
+      const r0 = received,
+        s0 = sent,
+        f0 = frames;
       const k0 = clock.stats.skipped;
       clock.stats.maxLateMs = 0;
       const c0 = process.cpuUsage();
       const t0 = performance.now();
       setTimeout(() => {
         const c = process.cpuUsage(c0);
-        send({ type: 'result', cpuMs: (c.user + c.system) / 1000, wallMs: performance.now() - t0, received: received - r0, sent: sent - s0, frames: frames - f0, maxLateMs: clock.stats.maxLateMs, skipped: clock.stats.skipped - k0 });
+        send({
+          type: 'result',
+          cpuMs: (c.user + c.system) / 1000,
+          wallMs: performance.now() - t0,
+          received: received - r0,
+          sent: sent - s0,
+          frames: frames - f0,
+          maxLateMs: clock.stats.maxLateMs,
+          skipped: clock.stats.skipped - k0,
+        });
       }, m.windowMs);
     } else if (m.type === 'halt') {
       stopping = true;
@@ -421,21 +505,28 @@ async function generator(n: number): Promise<void> {
   const packets = mulawPackets(speechLike8k());
   const senders: RtpSender[] = [];
   let stopping = false;
-  const io = await roleIo(n, () => {}, () => stopping, 'generator');
+  const io = await roleIo(
+    n,
+    () => {},
+    () => stopping,
+    'generator',
+  );
   for (let i = 0; i < n; i++) senders.push(new RtpSender({ payloadType: 0 }));
   send({ type: 'ports', ports: io.ports() });
   const buf = new Uint8Array(172);
   let k = 0;
   const clock = new PacingClock({ onFrameEnd: () => io.flush() });
-  const tick = { tick: () => {
-    const payload = packets[k++ % packets.length];
-    for (let i = 0; i < senders.length; i++) {
-      senders[i].writeNext(buf, false);
-      senders[i].advanceTimestamp(160);
-      buf.set(payload.subarray(12), 12);
-      io.send(i, buf, buf.length);
-    }
-  } };
+  const tick = {
+    tick: () => {
+      const payload = packets[k++ % packets.length];
+      for (let i = 0; i < senders.length; i++) {
+        senders[i].writeNext(buf, false);
+        senders[i].advanceTimestamp(160);
+        buf.set(payload.subarray(12), 12);
+        io.send(i, buf, buf.length);
+      }
+    },
+  };
   process.on('message', async (m: Msg) => {
     if (m.type === 'peer') {
       await io.peer(m.ports);
@@ -454,7 +545,9 @@ async function generator(n: number): Promise<void> {
 }
 
 function startRole(core: number, role: string, n: number): ChildProcess {
-  return spawn('taskset', ['-c', String(core), process.execPath, '--import', 'tsx', SELF, role, String(n)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return spawn('taskset', ['-c', String(core), process.execPath, '--import', 'tsx', SELF, role, String(n)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
 }
 
 function next<T extends Msg['type']>(p: ChildProcess, type: T): Promise<Extract<Msg, { type: T }>> {
@@ -520,11 +613,17 @@ export async function capacityOnce(streams: number, windowMs: number): Promise<C
 
 async function main(): Promise<void> {
   // Stage figures in a child with --expose-gc and a large new space (allocation windows without scavenges).
-  const child = spawnSync('taskset', ['-c', '1', process.execPath, '--expose-gc', '--max-semi-space-size=64', '--import', 'tsx', SELF, '--stages'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnSync(
+    'taskset',
+    ['-c', '1', process.execPath, '--expose-gc', '--max-semi-space-size=64', '--import', 'tsx', SELF, '--stages'],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   if (child.status !== 0) throw new Error(`stage benchmark failed (${child.status})`);
   const stageResults = JSON.parse(child.stdout.trim().split('\n').pop()!) as StageResult[];
   for (const s of stageResults) {
-    console.log(`${s.stage.padEnd(70)} ${s.nsPerFrame.toFixed(0).padStart(8)} ns/frame  ${s.bytesPerFrame === null ? '?' : s.bytesPerFrame.toFixed(1)} B/frame`);
+    console.log(
+      `${s.stage.padEnd(70)} ${s.nsPerFrame.toFixed(0).padStart(8)} ns/frame  ${s.bytesPerFrame === null ? '?' : s.bytesPerFrame.toFixed(1)} B/frame`,
+    );
   }
 
   const udpRuns = Number(process.env.UDP_RUNS ?? 3);
@@ -532,7 +631,9 @@ async function main(): Promise<void> {
   const udpMode = MEDIA_IO === 'native-shared' ? 'shared-uring' : MEDIA_IO;
   const udp = await measureUdpIo([500], udpRuns, 5, udpMode);
   const u = udp[0];
-  console.log(`UDP I/O (${udpMode}) at 500 calls: ${(u.medianCoreFraction * 100).toFixed(1)}% of a core, ${u.medianUsPerPacket.toFixed(2)} us/packet, ${(u.medianCpuUsPerCallPerSec).toFixed(0)} us CPU per call-second; projected at full rate ${(u.projectedCoreFraction * 100).toFixed(1)}%`);
+  console.log(
+    `UDP I/O (${udpMode}) at 500 calls: ${(u.medianCoreFraction * 100).toFixed(1)}% of a core, ${u.medianUsPerPacket.toFixed(2)} us/packet, ${u.medianCpuUsPerCallPerSec.toFixed(0)} us CPU per call-second; projected at full rate ${(u.projectedCoreFraction * 100).toFixed(1)}%`,
+  );
 
   const runs = Number(process.env.MEDIA_RUNS ?? 3);
   const windowMs = Number(process.env.MEDIA_WINDOW_SEC ?? 5) * 1000;
@@ -569,19 +670,27 @@ async function main(): Promise<void> {
       runs: rs,
     };
     capacity.push(entry);
-    console.log(`${n} full-duplex streams: ${(frac * 100).toFixed(1)}% of a core, in ${(dIn * 100).toFixed(1)}% out ${(dOut * 100).toFixed(1)}% of real time, max tick lateness ${entry.maxLateMs.toFixed(1)} ms, skipped ${entry.skipped}, ${usPerFrame.toFixed(1)} us CPU per duplex frame -> ${entry.streamsPerCore.toFixed(0)} streams/core`);
+    console.log(
+      `${n} full-duplex streams: ${(frac * 100).toFixed(1)}% of a core, in ${(dIn * 100).toFixed(1)}% out ${(dOut * 100).toFixed(1)}% of real time, max tick lateness ${entry.maxLateMs.toFixed(1)} ms, skipped ${entry.skipped}, ${usPerFrame.toFixed(1)} us CPU per duplex frame -> ${entry.streamsPerCore.toFixed(0)} streams/core`,
+    );
   }
   // The same figure from the stage micro-benchmarks: inbound chain + batched outbound + two packets of UDP I/O.
   const stageNs = (name: string) => stageResults.find((x) => x.stage.startsWith(name))?.nsPerFrame ?? NaN;
-  const stageUs = stageNs('inbound chain per packet') / 1000 + stageNs('outbound batch of 1000') / 1000 + 2 * u.medianUsPerPacket;
-  console.log(`from stages: ${stageUs.toFixed(1)} us per duplex frame -> ${(1e6 / (stageUs * 50)).toFixed(0)} streams/core`);
-  const sustained = capacity.filter((c) => c.medianDeliveredIn >= 0.99 && c.medianDeliveredOut >= 0.99 && c.medianCoreFraction < 0.95);
+  const stageUs =
+    stageNs('inbound chain per packet') / 1000 + stageNs('outbound batch of 1000') / 1000 + 2 * u.medianUsPerPacket;
+  console.log(
+    `from stages: ${stageUs.toFixed(1)} us per duplex frame -> ${(1e6 / (stageUs * 50)).toFixed(0)} streams/core`,
+  );
+  const sustained = capacity.filter(
+    (c) => c.medianDeliveredIn >= 0.99 && c.medianDeliveredOut >= 0.99 && c.medianCoreFraction < 0.95,
+  );
   const result = {
     bench: 'media',
     date: new Date().toISOString(),
     node: process.version,
     loadAverage: os.loadavg(),
-    notes: 'machine shared with other work while measured (see loadAverage); gateway pinned to core 1, generator to core 0; engine rate 16 kHz, wire mu-law 8 kHz',
+    notes:
+      'machine shared with other work while measured (see loadAverage); gateway pinned to core 1, generator to core 0; engine rate 16 kHz, wire mu-law 8 kHz',
     io: MEDIA_IO,
     stages: stageResults,
     udpIo: u,
@@ -592,7 +701,9 @@ async function main(): Promise<void> {
     stageEstimateStreamsPerCore: 1e6 / (stageUs * 50),
     target: 2000,
   };
-  console.log(`largest stream count measured at real time: ${result.largestSustainedMeasured}; estimated streams per core: ${result.streamsPerCoreEstimate.toFixed(0)} (target 2000)`);
+  console.log(
+    `largest stream count measured at real time: ${result.largestSustainedMeasured}; estimated streams per core: ${result.streamsPerCoreEstimate.toFixed(0)} (target 2000)`,
+  );
   mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
   writeFileSync(new URL('./results/media.json', import.meta.url), JSON.stringify(result, null, 2) + '\n');
 }

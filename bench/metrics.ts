@@ -21,19 +21,32 @@ const SCRAPES = 200;
 // The frame's instrumentation as the worker entry does it (src/workers/worker.ts).
 const frame = new FixedHistogram(FRAME_SECONDS);
 const span = new SpanTimer(frame, () => performance.now());
-const observeOnly = measurePerFrame((i) => frame.observe(i * 1e-7), { warmup: 20_000, frames: FRAMES, runs: RUNS, heapWindow: 20_000 });
-const perFrame = measurePerFrame(() => {
-  span.start();
-  span.end();
-}, { warmup: 20_000, frames: FRAMES, runs: RUNS, heapWindow: 20_000 });
+const observeOnly = measurePerFrame((i) => frame.observe(i * 1e-7), {
+  warmup: 20_000,
+  frames: FRAMES,
+  runs: RUNS,
+  heapWindow: 20_000,
+});
+const perFrame = measurePerFrame(
+  () => {
+    span.start();
+    span.end();
+  },
+  { warmup: 20_000, frames: FRAMES, runs: RUNS, heapWindow: 20_000 },
+);
 
 // A worker's snapshot, as posted each second (built, not posted: structured clone is the port's cost).
 const runtime = new RuntimeMetrics();
 const first = new FixedHistogram(LATENCY_SECONDS);
 const jitter = new FixedHistogram(JITTER_SECONDS);
 const snapshot = (): WorkerMetricsSnapshot => ({
-  runtime: runtime.snapshot(), frame: frame.snapshot(), firstAudio: first.snapshot(), rtpJitter: jitter.snapshot(),
-  rtp: { received: 1, lost: 0, late: 0 }, conversations: { direct: 10, 'telephony-inbound': 5 }, calls: { 'telephony-inbound': 5 },
+  runtime: runtime.snapshot(),
+  frame: frame.snapshot(),
+  firstAudio: first.snapshot(),
+  rtpJitter: jitter.snapshot(),
+  rtp: { received: 1, lost: 0, late: 0 },
+  conversations: { direct: 10, 'telephony-inbound': 5 },
+  calls: { 'telephony-inbound': 5 },
 });
 const snap = measurePerFrame(() => snapshot(), { warmup: 1000, frames: 20_000, runs: RUNS, heapWindow: 1000 });
 

@@ -17,16 +17,27 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`.padStart(7);
 console.log(`redaction, offline rules: ${score.utterances} utterances (${score.negatives} without PII)\n`);
 console.log('tag              expected  found  precision  recall');
 for (const [tag, s] of Object.entries(score.perTag)) {
-  console.log(`${tag.padEnd(16)} ${String(s.expected).padStart(8)} ${String(s.found).padStart(6)}    ${pct(s.precision)} ${pct(s.recall)}`);
+  console.log(
+    `${tag.padEnd(16)} ${String(s.expected).padStart(8)} ${String(s.found).padStart(6)}    ${pct(s.precision)} ${pct(s.recall)}`,
+  );
 }
-console.log(`${'overall'.padEnd(16)} ${String(score.overall.expected).padStart(8)} ${String(score.overall.found).padStart(6)}    ${pct(score.overall.precision)} ${pct(score.overall.recall)}`);
-console.log(`\nhidden under any tag: ${pct(score.hiddenRecall)}; utterances without PII redacted anyway: ${score.negativesWithFalsePositives}/${score.negatives}`);
+console.log(
+  `${'overall'.padEnd(16)} ${String(score.overall.expected).padStart(8)} ${String(score.overall.found).padStart(6)}    ${pct(score.overall.precision)} ${pct(score.overall.recall)}`,
+);
+console.log(
+  `\nhidden under any tag: ${pct(score.hiddenRecall)}; utterances without PII redacted anyway: ${score.negativesWithFalsePositives}/${score.negatives}`,
+);
 console.log(`time: ${usPerUtterance.toFixed(1)} us per utterance`);
-if (process.argv.includes('--errors')) for (const e of score.errors) console.log(`${e.kind} ${e.tag}: "${e.span}" in "${e.text}"`);
+if (process.argv.includes('--errors'))
+  for (const e of score.errors) console.log(`${e.kind} ${e.tag}: "${e.span}" in "${e.text}"`);
 
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 const { errors, ...summary } = score;
 writeFileSync(
   new URL('./results/redaction.json', import.meta.url),
-  JSON.stringify({ date: new Date().toISOString(), node: process.version, ...summary, usPerUtterance, errors }, null, 2) + '\n',
+  JSON.stringify(
+    { date: new Date().toISOString(), node: process.version, ...summary, usPerUtterance, errors },
+    null,
+    2,
+  ) + '\n',
 );

@@ -68,14 +68,25 @@ function micro(): { parse_per_s: number; serialize_per_s: number; runs: number; 
     parse.push(throughput(() => parseMessage(bytes), 400));
     serialize.push(throughput(() => serializeMessage(parsed), 400));
   }
-  return { parse_per_s: Math.round(median(parse)), serialize_per_s: Math.round(median(serialize)), runs: RUNS, message_bytes: bytes.length };
+  return {
+    parse_per_s: Math.round(median(parse)),
+    serialize_per_s: Math.round(median(serialize)),
+    runs: RUNS,
+    message_bytes: bytes.length,
+  };
 }
 
 async function callRate(rate: number, calls: number): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-bench-sip-'));
-  const agent = spawn('taskset', ['-c', '0', process.execPath, '--import', 'tsx', 'test/sip/peers/test-agent.ts', '--port', `${AGENT_PORT}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const agent = spawn(
+    'taskset',
+    ['-c', '0', process.execPath, '--import', 'tsx', 'test/sip/peers/test-agent.ts', '--port', `${AGENT_PORT}`],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   let agentOut = '';
-  agent.stdout.on('data', (d: Buffer) => { agentOut += d.toString(); });
+  agent.stdout.on('data', (d: Buffer) => {
+    agentOut += d.toString();
+  });
   const deadline = Date.now() + 15_000;
   while (!agentOut.includes('listening')) {
     if (Date.now() > deadline || agent.exitCode !== null) throw new Error(`test agent did not start: ${agentOut}`);
@@ -84,8 +95,42 @@ async function callRate(rate: number, calls: number): Promise<Record<string, unk
   const stat = join(dir, 'stat.csv');
   const cpuBefore = cpuSeconds(agent.pid!);
   const started = performance.now();
-  const sipp = spawn('taskset', ['-c', '1', 'sipp', '-sn', 'uac', '-i', '127.0.0.1', '-p', `${SIPP_PORT}`, '-mp', '30870', `127.0.0.1:${AGENT_PORT}`,
-    '-r', `${rate}`, '-m', `${calls}`, '-l', `${rate * 2}`, '-d', '0', '-nostdin', '-timeout', '120s', '-trace_stat', '-stf', stat, '-fd', '1', '-max_socket', '1000'], { stdio: 'ignore' });
+  const sipp = spawn(
+    'taskset',
+    [
+      '-c',
+      '1',
+      'sipp',
+      '-sn',
+      'uac',
+      '-i',
+      '127.0.0.1',
+      '-p',
+      `${SIPP_PORT}`,
+      '-mp',
+      '30870',
+      `127.0.0.1:${AGENT_PORT}`,
+      '-r',
+      `${rate}`,
+      '-m',
+      `${calls}`,
+      '-l',
+      `${rate * 2}`,
+      '-d',
+      '0',
+      '-nostdin',
+      '-timeout',
+      '120s',
+      '-trace_stat',
+      '-stf',
+      stat,
+      '-fd',
+      '1',
+      '-max_socket',
+      '1000',
+    ],
+    { stdio: 'ignore' },
+  );
   const code = await new Promise<number | null>((r) => sipp.on('exit', r));
   const elapsedS = (performance.now() - started) / 1000;
   const agentCpuS = cpuSeconds(agent.pid!) - cpuBefore;
@@ -101,7 +146,11 @@ async function callRate(rate: number, calls: number): Promise<Record<string, unk
     calls,
     successful: success,
     failed: get('FailedCall(C)'),
-    failure_kinds: Object.fromEntries(names.filter((n) => n.startsWith('Failed') && n.endsWith('(C)') && n !== 'FailedCall(C)' && get(n) > 0).map((n) => [n, get(n)])),
+    failure_kinds: Object.fromEntries(
+      names
+        .filter((n) => n.startsWith('Failed') && n.endsWith('(C)') && n !== 'FailedCall(C)' && get(n) > 0)
+        .map((n) => [n, get(n)]),
+    ),
     dead_call_msgs: get('DeadCallMsgs(C)'),
     out_of_call_msgs: get('OutOfCallMsgs(C)'),
     retransmissions: get('Retransmissions(C)'),
@@ -129,8 +178,14 @@ const clean = rateResults.filter((r) => r.failed === 0 && r.successful === r.cal
 const result = {
   name: 'sip-stack',
   date: new Date().toISOString(),
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, load_avg_1m_at_end: Math.round(loadavg()[0] * 100) / 100 },
-  method: 'parse/serialize: one INVITE with SDP in a tight loop, median of 5 runs of 400 ms. Call rate: SIPp built-in uac (INVITE/100/200/ACK/BYE/200, -d 0) at a fixed rate against test/sip/peers/test-agent.ts, agent on CPU 0, SIPp on CPU 1 (taskset); no media.',
+  machine: {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    node: process.version,
+    load_avg_1m_at_end: Math.round(loadavg()[0] * 100) / 100,
+  },
+  method:
+    'parse/serialize: one INVITE with SDP in a tight loop, median of 5 runs of 400 ms. Call rate: SIPp built-in uac (INVITE/100/200/ACK/BYE/200, -d 0) at a fixed rate against test/sip/peers/test-agent.ts, agent on CPU 0, SIPp on CPU 1 (taskset); no media.',
   parse_serialize: parseResult,
   call_rate: rateResults,
   best_clean_cps: clean.length > 0 ? Math.max(...clean.map((r) => Number(r.achieved_cps))) : 0,
@@ -139,4 +194,6 @@ const result = {
 };
 mkdirSync('bench/results', { recursive: true });
 writeFileSync('bench/results/sip-stack.json', JSON.stringify(result, null, 2) + '\n');
-console.log(`best clean call rate ${result.best_clean_cps} cps (goal ${result.goal_cps}), ${result.median_calls_per_agent_cpu_s} calls per agent CPU second; wrote bench/results/sip-stack.json`);
+console.log(
+  `best clean call rate ${result.best_clean_cps} cps (goal ${result.goal_cps}), ${result.median_calls_per_agent_cpu_s} calls per agent CPU second; wrote bench/results/sip-stack.json`,
+);

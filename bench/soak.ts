@@ -34,7 +34,15 @@ const CONFIG = { type: 'config', input_format: 'pcm_16000', output_format: 'pcm_
 
 type Scenario = 'whole' | 'early_close' | 'early_drop' | 'reconnect' | 'nul_config' | 'cancel' | 'say_flood';
 /** How often each scenario is picked (relative weights). */
-const WEIGHTS: Record<Scenario, number> = { whole: 30, early_close: 10, early_drop: 10, reconnect: 15, nul_config: 10, cancel: 15, say_flood: 10 };
+const WEIGHTS: Record<Scenario, number> = {
+  whole: 30,
+  early_close: 10,
+  early_drop: 10,
+  reconnect: 15,
+  nul_config: 10,
+  cancel: 15,
+  say_flood: 10,
+};
 const SAY_FLOOD = 200;
 
 /** 8 kHz prompt as 16 kHz frames (each sample twice: only its loudness matters here). */
@@ -63,8 +71,12 @@ async function stream(client: TestClient, ms: number): Promise<void> {
   for (let i = 0; i < frames; i++) {
     if (client.ws.readyState !== client.ws.OPEN) return;
     const off = from + i * FRAME_SAMPLES;
-    const frame = off + FRAME_SAMPLES <= speech.length ? speech.subarray(off, off + FRAME_SAMPLES) : new Int16Array(FRAME_SAMPLES);
-    client.send({ type: 'audio_chunk', audio: Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('base64') });
+    const frame =
+      off + FRAME_SAMPLES <= speech.length ? speech.subarray(off, off + FRAME_SAMPLES) : new Int16Array(FRAME_SAMPLES);
+    client.send({
+      type: 'audio_chunk',
+      audio: Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('base64'),
+    });
     const wait = start + (i + 1) * FRAME_MS - performance.now();
     if (wait > 0) await sleep(wait);
   }
@@ -77,7 +89,9 @@ interface Tally {
   errors: Record<string, number>;
 }
 
-const tallies = Object.fromEntries(Object.keys(WEIGHTS).map((s) => [s, { runs: 0, unexpected: 0, errors: {} }])) as Record<Scenario, Tally>;
+const tallies = Object.fromEntries(
+  Object.keys(WEIGHTS).map((s) => [s, { runs: 0, unexpected: 0, errors: {} }]),
+) as Record<Scenario, Tally>;
 const unexpectedSamples: string[] = [];
 
 function note(s: Scenario, ok: boolean, why: string, client?: TestClient): void {
@@ -100,8 +114,15 @@ async function open(wsUrl: string, path = '/v1/sts/ws'): Promise<TestClient> {
 /** Config sent; resolves with the conversation id once ready (null when refused, with the error code). */
 async function started(client: TestClient, extra: Record<string, unknown> = {}): Promise<string | null> {
   client.send({ ...CONFIG, ...extra });
-  await client.until(() => client.events('ready_to_start_conversation').length > 0 || client.events('error').length > 0 || client.ws.readyState > 1);
-  return client.events('ready_to_start_conversation').length > 0 ? String(client.events('conversation_created')[0]?.conversation_id) : null;
+  await client.until(
+    () =>
+      client.events('ready_to_start_conversation').length > 0 ||
+      client.events('error').length > 0 ||
+      client.ws.readyState > 1,
+  );
+  return client.events('ready_to_start_conversation').length > 0
+    ? String(client.events('conversation_created')[0]?.conversation_id)
+    : null;
 }
 
 async function run(node: { url: string; wsUrl: string }, s: Scenario): Promise<void> {
@@ -146,17 +167,30 @@ async function run(node: { url: string; wsUrl: string }, s: Scenario): Promise<v
         client.send({ ...CONFIG, [field]: `bad \u0000 value` });
         const closed = await client.closed;
         const refused = client.events('error').length > 0 && client.events('conversation_created').length === 0;
-        return note(s, refused && closed.code === 1008, `closed ${closed.code}, ${client.events('error').length} errors`, client);
+        return note(
+          s,
+          refused && closed.code === 1008,
+          `closed ${closed.code}, ${client.events('error').length} errors`,
+          client,
+        );
       }
       case 'cancel': {
         const id = await started(client);
         if (!id) return note(s, false, 'not started', client);
         const streaming = stream(client, 10_000);
         await sleep(500 + Math.random() * 2000);
-        const res = await fetch(`${node.url}/v1/conversations/${id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` } });
+        const res = await fetch(`${node.url}/v1/conversations/${id}/cancel`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${KEY}` },
+        });
         const closed = await client.closed;
         await streaming;
-        return note(s, res.status === 200 && closed.reason === 'user_canceled', `cancel ${res.status}, closed ${closed.code} ${closed.reason}`, client);
+        return note(
+          s,
+          res.status === 200 && closed.reason === 'user_canceled',
+          `cancel ${res.status}, closed ${closed.code} ${closed.reason}`,
+          client,
+        );
       }
       case 'say_flood': {
         const id = await started(client);
@@ -165,7 +199,12 @@ async function run(node: { url: string; wsUrl: string }, s: Scenario): Promise<v
         await client.until(() => client.events('error').length > 0 || client.ws.readyState > 1);
         client.ws.terminate();
         await client.closed;
-        return note(s, client.events('error').some((e) => (e.error as { code: string }).code === 'queue_full'), 'no queue_full', client);
+        return note(
+          s,
+          client.events('error').some((e) => (e.error as { code: string }).code === 'queue_full'),
+          'no queue_full',
+          client,
+        );
       }
     }
   } catch (err) {
@@ -202,11 +241,13 @@ async function main(): Promise<void> {
     const started = Date.now();
     const progress = setInterval(() => {
       const unexpected = Object.values(tallies).reduce((n, t) => n + t.unexpected, 0);
-      process.stdout.write(`soak: ${Math.round((Date.now() - started) / 1000)} s, ${conversations} conversations, ${unexpected} unexpected, rss ${rssMb(node.pid)} MB\n`);
+      process.stdout.write(
+        `soak: ${Math.round((Date.now() - started) / 1000)} s, ${conversations} conversations, ${unexpected} unexpected, rss ${rssMb(node.pid)} MB\n`,
+      );
     }, 30_000);
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async (_, slot) => {
-        await sleep((slot * 1000) / CONCURRENCY * 5); // a 5 s ramp
+        await sleep(((slot * 1000) / CONCURRENCY) * 5); // a 5 s ramp
         while (Date.now() < deadline) {
           conversations++;
           await run(node, scenario());
@@ -220,7 +261,9 @@ async function main(): Promise<void> {
     let open = -1;
     for (let i = 0; i < IDLE_POLLS; i++) {
       [{ leases }] = await sql<{ leases: number }[]>`select count(*)::int as leases from conversation_leases`;
-      [{ open }] = await sql<{ open: number }[]>`select count(*)::int as open from conversations where state <> 'ended'`;
+      [{ open }] = await sql<
+        { open: number }[]
+      >`select count(*)::int as open from conversations where state <> 'ended'`;
       if (leases === 0 && open === 0) break;
       await sleep(1000);
     }
@@ -230,7 +273,9 @@ async function main(): Promise<void> {
     rss.end = rssMb(node.pid);
     rss.peak = Math.max(rss.peak, rss.end);
     const [{ total }] = await sql<{ total: number }[]>`select count(*)::int as total from conversations`;
-    const byEnd = await sql<{ ended_by: string; n: number }[]>`select ended_by, count(*)::int as n from conversations group by ended_by order by n desc`;
+    const byEnd = await sql<
+      { ended_by: string; n: number }[]
+    >`select ended_by, count(*)::int as n from conversations group by ended_by order by n desc`;
     const result = {
       bench: 'soak',
       date: new Date().toISOString(),
@@ -253,7 +298,9 @@ async function main(): Promise<void> {
     };
     mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
     writeFileSync(new URL('./results/soak.json', import.meta.url), `${JSON.stringify(result, null, 2)}\n`);
-    process.stdout.write(`${JSON.stringify({ conversations, at_idle: result.at_idle, rss_mb: rss, unexpected: Object.fromEntries(Object.entries(tallies).map(([k, v]) => [k, `${v.unexpected}/${v.runs}`])) })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ conversations, at_idle: result.at_idle, rss_mb: rss, unexpected: Object.fromEntries(Object.entries(tallies).map(([k, v]) => [k, `${v.unexpected}/${v.runs}`])) })}\n`,
+    );
   } finally {
     node.kill('SIGTERM');
     await node.exited;

@@ -40,7 +40,8 @@ function promptFrames(path: string): ArrayBuffer[] {
   const at = wav.indexOf('data');
   const data = wav.subarray(at + 8, at + 8 + wav.readUInt32LE(at + 4));
   const frames: ArrayBuffer[] = [];
-  for (let off = 0; off + FRAME_BYTES <= data.length; off += FRAME_BYTES) frames.push(data.buffer.slice(data.byteOffset + off, data.byteOffset + off + FRAME_BYTES));
+  for (let off = 0; off + FRAME_BYTES <= data.length; off += FRAME_BYTES)
+    frames.push(data.buffer.slice(data.byteOffset + off, data.byteOffset + off + FRAME_BYTES));
   return frames;
 }
 
@@ -155,11 +156,31 @@ async function main(): Promise<void> {
     post: () => undefined,
     log,
     newConversation: (client, origin) =>
-      new Conversation({ client, store, engineFor, timers, pacing, log, dataDir, allowPrivateEndpoints: false, fetch: globalThis.fetch, nodeId: null }, origin),
+      new Conversation(
+        {
+          client,
+          store,
+          engineFor,
+          timers,
+          pacing,
+          log,
+          dataDir,
+          allowPrivateEndpoints: false,
+          fetch: globalThis.fetch,
+          nodeId: null,
+        },
+        origin,
+      ),
   });
   const auth: Auth = { kind: 'api_key', orgId: 'org_bench', apiKeyId: 'key_bench' };
   const config = new TextEncoder().encode(
-    JSON.stringify({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true, vad_min_silence_duration_ms: 500 }),
+    JSON.stringify({
+      type: 'config',
+      input_format: 'pcm_8000',
+      output_format: 'pcm_8000',
+      binary_audio: true,
+      vad_min_silence_duration_ms: 500,
+    }),
   ).buffer;
 
   interface Client {
@@ -223,13 +244,17 @@ async function main(): Promise<void> {
     cpu_ms_per_conversation_second: Math.round(perConvSec * 1000) / 1000,
     /** The same cost as a share of one core for 500 real-time conversations (the goal: at most 2x the floor). */
     core_pct_at_500: Math.round(perConvSec * 500 * 10) / 100,
-    us_per_inbound_frame: Math.round((cpuMs * 1000) / (N * (MEASURE_SEC * 1000) / FRAME_MS) * 10) / 10,
+    us_per_inbound_frame: Math.round(((cpuMs * 1000) / ((N * (MEASURE_SEC * 1000)) / FRAME_MS)) * 10) / 10,
     user_ms: Math.round(cpu.user / 1000),
     system_ms: Math.round(cpu.system / 1000),
     wall_ms: Math.round(wallMs),
     assistant_frames_out: audioOut,
     /** Clock ticks between user_finished_speaking and the reply's first frame: 0 = sent within the same 20 ms. */
-    turn_latency_frames: { p50: quantile(turnLatencyFrames, 0.5), p99: quantile(turnLatencyFrames, 0.99), samples: turnLatencyFrames.length },
+    turn_latency_frames: {
+      p50: quantile(turnLatencyFrames, 0.5),
+      p99: quantile(turnLatencyFrames, 0.99),
+      samples: turnLatencyFrames.length,
+    },
     items_written: store.items,
     heap_used_mb: Math.round(mem.heapUsed / 1048576),
     external_mb: Math.round(mem.external / 1048576),
@@ -250,11 +275,12 @@ async function main(): Promise<void> {
     ...result,
     end_wall_ms: Math.round(performance.now() - endWall0),
     /** CPU (all threads) to end and save one conversation of WARMUP + MEASURE seconds. */
-    end_cpu_ms_per_conversation: Math.round((endCpu.user + endCpu.system) / 1000 / N * 10) / 10,
+    end_cpu_ms_per_conversation: Math.round(((endCpu.user + endCpu.system) / 1000 / N) * 10) / 10,
     end_event_loop_delay_max_ms: Math.round(lag.max / 1e6),
   };
   console.log(JSON.stringify(endResult));
-  if (process.env.COST_WRITE === '1') writeFileSync(new URL('./results/sts-cost.json', import.meta.url), JSON.stringify(endResult, null, 2) + '\n');
+  if (process.env.COST_WRITE === '1')
+    writeFileSync(new URL('./results/sts-cost.json', import.meta.url), JSON.stringify(endResult, null, 2) + '\n');
   rmSync(dataDir, { recursive: true, force: true });
   process.exit(0);
 }

@@ -31,7 +31,7 @@ const SELF = fileURLToPath(import.meta.url);
 const HOST = '127.0.0.1';
 const FRAME_MS = 20;
 const RATE = 8000;
-const FRAME_BYTES = (RATE * FRAME_MS) / 1000 * 2; // pcm_8000, 16-bit
+const FRAME_BYTES = ((RATE * FRAME_MS) / 1000) * 2; // pcm_8000, 16-bit
 const PROMPTS = ['tt-weasels', 'vm-goodbye', 'agent-pass', 'demo-congrats'].map(soundFile);
 const MIN_SILENCE_MS = 500; // vad_min_silence_duration_ms sent in config
 const NS = (process.env.STS_N ?? '100,250,500,1000').split(',').map(Number);
@@ -140,7 +140,8 @@ function wavFrames(path: string): Buffer[] {
   const at = wav.indexOf('data');
   const data = wav.subarray(at + 8, at + 8 + wav.readUInt32LE(at + 4));
   const frames: Buffer[] = [];
-  for (let off = 0; off + FRAME_BYTES <= data.length; off += FRAME_BYTES) frames.push(clientFrame(0x2, data.subarray(off, off + FRAME_BYTES)));
+  for (let off = 0; off + FRAME_BYTES <= data.length; off += FRAME_BYTES)
+    frames.push(clientFrame(0x2, data.subarray(off, off + FRAME_BYTES)));
   return frames;
 }
 
@@ -251,7 +252,8 @@ class Conn {
       this.awaitingFirst = false;
       if (this.g.measuring) this.g.turnLatency.push(now - this.finishedAt);
     }
-    if (this.speakingAssistant && this.lastAudioAt > 0 && this.g.measuring) this.g.jitter.push(Math.abs(now - this.lastAudioAt - FRAME_MS));
+    if (this.speakingAssistant && this.lastAudioAt > 0 && this.g.measuring)
+      this.g.jitter.push(Math.abs(now - this.lastAudioAt - FRAME_MS));
     this.lastAudioAt = now;
     this.assistantFrames++;
   }
@@ -270,7 +272,8 @@ class Conn {
       case 'user_finished_speaking':
         this.finishedAt = now;
         this.awaitingFirst = true;
-        if (this.g.measuring && this.lastVoicedAt > 0) this.g.vadDelay.push(now - this.lastVoicedAt - FRAME_MS - MIN_SILENCE_MS);
+        if (this.g.measuring && this.lastVoicedAt > 0)
+          this.g.vadDelay.push(now - this.lastVoicedAt - FRAME_MS - MIN_SILENCE_MS);
         this.lastVoicedAt = 0;
         return;
       case 'assistant_started_speaking':
@@ -414,7 +417,8 @@ function rssKb(pid: number): number {
  * the sizes is the pause on the isolate's thread; a Mark-Compact line also gives the wall time since marking began
  * (the stretch in which the marking threads share core 0 with the worker).
  */
-const GC_LINE = /^\[\d+:(0x[0-9a-f]+)\].*: (Scavenge|Mark-Compact|Minor Mark-Compact)[^,]*, ([\d.]+) \/ [\d.]+ ms(?:.*walltime since start of marking (\d+) ms)?/;
+const GC_LINE =
+  /^\[\d+:(0x[0-9a-f]+)\].*: (Scavenge|Mark-Compact|Minor Mark-Compact)[^,]*, ([\d.]+) \/ [\d.]+ ms(?:.*walltime since start of marking (\d+) ms)?/;
 
 interface GcTally {
   scavenges: number;
@@ -472,7 +476,11 @@ interface Server {
 
 async function startServer(mode: 'parley' | 'floor'): Promise<Server> {
   const extra = mode === 'parley' ? ['--trace-gc', ...PARLEY_NODE_ARGS] : [];
-  const child = spawn('taskset', ['-c', '0', process.execPath, ...extra, ...process.execArgv, SELF, `--serve-${mode}`], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(
+    'taskset',
+    ['-c', '0', process.execPath, ...extra, ...process.execArgv, SELF, `--serve-${mode}`],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const server: Server = { child, port: 0, apiKey: '', gc: null };
   // Line by line: the port line (the first that starts with {"port"), --trace-gc lines (tallied while measuring),
   // and the rest (errors: PARLEY_LOG_LEVEL=error) to our stderr.
@@ -569,7 +577,11 @@ async function runOne(mode: 'parley' | 'floor', n: number): Promise<Record<strin
     turns: g.turns,
     barge_ins: g.barges,
     input_cancelled: g.cancelled,
-    turn_latency_ms: { p50: quantile(g.turnLatency, 0.5), p99: quantile(g.turnLatency, 0.99), samples: g.turnLatency.length },
+    turn_latency_ms: {
+      p50: quantile(g.turnLatency, 0.5),
+      p99: quantile(g.turnLatency, 0.99),
+      samples: g.turnLatency.length,
+    },
     end_of_turn_after_last_voiced_plus_silence_ms: { p50: quantile(g.vadDelay, 0.5), p99: quantile(g.vadDelay, 0.99) },
     outbound_jitter_ms: { p50: quantile(g.jitter, 0.5), p99: quantile(g.jitter, 0.99), samples: g.jitter.length },
     generator_lateness_ms: { p50: quantile(g.lateness, 0.5), p99: lateP99, max: quantile(g.lateness, 1) },

@@ -53,7 +53,9 @@ function upsample2(x: Int16Array): Int16Array {
 
 /** The corpus at `rate` as 20 ms chunk views, one list per prompt (made once: the timed loop allocates nothing). */
 function corpus(rate: number): Int16Array[][] {
-  const names = readdirSync(SOUNDS_DIR).filter((f) => f.endsWith('.wav')).sort();
+  const names = readdirSync(SOUNDS_DIR)
+    .filter((f) => f.endsWith('.wav'))
+    .sort();
   const chunk = rate / 50;
   return names.map((f) => {
     const x8 = loadPrompt(f.slice(0, -4));
@@ -96,7 +98,12 @@ function measure(rate: number): Result {
   // One call is a pass over the corpus: per hop is per call / hops.
   const opts = { warmup: 1, frames: 1, runs: RUNS, heapWindow: 0, perCall: hops };
   const cost = measurePerFrame(step, opts);
-  const result: Result = { rateHz: rate, hopsPerPass: hops, nsPerHop: Math.round(median(cost.runsNs)), runsNs: cost.runsNs.map(Math.round) };
+  const result: Result = {
+    rateHz: rate,
+    hopsPerPass: hops,
+    nsPerHop: Math.round(median(cost.runsNs)),
+    runsNs: cost.runsNs.map(Math.round),
+  };
   if (COMPARE) {
     const other = createRequire(import.meta.url)(COMPARE) as OtherAddon;
     const handle = other.createTimeStretch(rate, rate / 50, SPEED);
@@ -148,7 +155,12 @@ writeFileSync(
     {
       benchmark: 'time-stretch',
       date: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavgBefore: loadBefore, loadavgAfter: os.loadavg() },
+      machine: {
+        cpus: os.cpus().length,
+        model: os.cpus()[0]?.model,
+        loadavgBefore: loadBefore,
+        loadavgAfter: os.loadavg(),
+      },
       method:
         `CPU time (user+sys) per synthesis hop, median of ${RUNS} passes over every en_US_f_Allison prompt (20 ms ` +
         `chunks, a flush per prompt) at speed ${SPEED}, after one warm-up pass`,

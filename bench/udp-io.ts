@@ -35,7 +35,14 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
-import { MAX_BATCH, NativeUdpGroup, NativeUdpSocket, SharedUdpSocket, ipv4ToUint32, type UdpHandle } from '../src/media/udp-native.js';
+import {
+  MAX_BATCH,
+  NativeUdpGroup,
+  NativeUdpSocket,
+  SharedUdpSocket,
+  ipv4ToUint32,
+  type UdpHandle,
+} from '../src/media/udp-native.js';
 
 export type UdpMode =
   | 'dgram'
@@ -146,7 +153,10 @@ function nativeIo(calls: number, onReceive: (n: number) => void, mode: UdpMode):
     peer: async (ports) => {
       for (let i = 0; i < calls; i++) sockets[i].setTx(0, 0, PACKET_BYTES, loopback, ports[i]);
     },
-    sendAll: group?.backend === 'io_uring' ? () => group.sendMany(ids, counts, sent) : () => NativeUdpSocket.sendMany(handles, counts, sent),
+    sendAll:
+      group?.backend === 'io_uring'
+        ? () => group.sendMany(ids, counts, sent)
+        : () => NativeUdpSocket.sendMany(handles, counts, sent),
     close: () => {
       for (const s of sockets) s.close();
       group?.close();
@@ -285,9 +295,13 @@ async function side(calls: number, mode: UdpMode): Promise<void> {
 
 function startSide(core: number, calls: number, mode: UdpMode): ChildProcess {
   const file = fileURLToPath(import.meta.url);
-  return spawn('taskset', ['-c', String(core), process.execPath, '--import', 'tsx', file, '--side', String(calls), mode], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  return spawn(
+    'taskset',
+    ['-c', String(core), process.execPath, '--import', 'tsx', file, '--side', String(calls), mode],
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  );
 }
 
 function next<T extends Msg['type']>(p: ChildProcess, type: T): Promise<Extract<Msg, { type: T }>> {
@@ -367,8 +381,8 @@ export async function runOnce(calls: number, windowMs: number, mode: UdpMode = '
       wallMs: r.wallMs,
       receivedPerSec: r.received / sec,
       sentPerSec: r.sent / sec,
-      usPerTxPacket: (tx.cpuUserMs + tx.cpuSystemMs) * 1000 / Math.max(1, tx.sent),
-      usPerRxPacket: (rx.cpuUserMs + rx.cpuSystemMs) * 1000 / Math.max(1, rx.received),
+      usPerTxPacket: ((tx.cpuUserMs + tx.cpuSystemMs) * 1000) / Math.max(1, tx.sent),
+      usPerRxPacket: ((rx.cpuUserMs + rx.cpuSystemMs) * 1000) / Math.max(1, rx.received),
       txUserFraction: tx.cpuUserMs / (tx.cpuUserMs + tx.cpuSystemMs),
       rxUserFraction: rx.cpuUserMs / (rx.cpuUserMs + rx.cpuSystemMs),
     };
@@ -434,14 +448,20 @@ function summarize(mode: UdpMode, calls: number, rs: UdpRun[], windowSec: number
     medianUserFraction: median(rs.map((r) => r.userMs / (r.userMs + r.systemMs))),
     medianCpuUsPerCallPerSec: (frac * 1e6) / calls,
     medianUsPerPacket: usPerPacket,
-    medianMainUserUsPerPacket: median(rs.map((r) => (r.mainUserMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000)))),
-    medianMainSystemUsPerPacket: median(rs.map((r) => (r.mainSystemMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000)))),
+    medianMainUserUsPerPacket: median(
+      rs.map((r) => (r.mainUserMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000))),
+    ),
+    medianMainSystemUsPerPacket: median(
+      rs.map((r) => (r.mainSystemMs * 1000) / ((r.receivedPerSec + r.sentPerSec) * (r.wallMs / 1000))),
+    ),
     medianSwitchesPerPacket: median(rs.map((r) => r.contextSwitchesPerSec / (r.receivedPerSec + r.sentPerSec))),
     medianUsPerTxPacket: median(rs.map((r) => r.usPerTxPacket)),
     medianUsPerRxPacket: median(rs.map((r) => r.usPerRxPacket)),
     medianTxUserFraction: median(rs.map((r) => r.txUserFraction)),
     medianRxUserFraction: median(rs.map((r) => r.rxUserFraction)),
-    projectedDuplexCoreFraction: ((median(rs.map((r) => r.usPerTxPacket)) + median(rs.map((r) => r.usPerRxPacket))) * calls * PACKETS_PER_SEC) / 1e6,
+    projectedDuplexCoreFraction:
+      ((median(rs.map((r) => r.usPerTxPacket)) + median(rs.map((r) => r.usPerRxPacket))) * calls * PACKETS_PER_SEC) /
+      1e6,
     nominalPacketsPerSec: nominal,
     deliveredFraction: pps / nominal,
     projectedCoreFraction: (usPerPacket * nominal) / 1e6,
@@ -470,7 +490,10 @@ export async function measureUdpIo(
 export const NATIVE_IO_THRESHOLD_CORE_FRACTION = 1 / 3;
 
 async function main(): Promise<void> {
-  const args = process.argv.slice(2).map(Number).filter((n) => n > 0);
+  const args = process.argv
+    .slice(2)
+    .map(Number)
+    .filter((n) => n > 0);
   const callCounts = args.length ? args : [250, 500, 1000];
   const runs = Number(process.env.UDP_RUNS ?? 5);
   const windowSec = Number(process.env.UDP_WINDOW_SEC ?? 5);
@@ -480,7 +503,8 @@ async function main(): Promise<void> {
   for (const calls of callCounts) {
     // Modes interleaved run by run, so a change in the machine's load hits both alike.
     const byMode = new Map<UdpMode, UdpRun[]>(modes.map((m) => [m, []]));
-    for (let i = 0; i < runs; i++) for (const m of modes) byMode.get(m)!.push(await runOnce(calls, windowSec * 1000, m));
+    for (let i = 0; i < runs; i++)
+      for (const m of modes) byMode.get(m)!.push(await runOnce(calls, windowSec * 1000, m));
     for (const m of modes) results.push(summarize(m, calls, byMode.get(m)!, windowSec));
   }
   for (const r of results) {
@@ -497,13 +521,15 @@ async function main(): Promise<void> {
     const u = results.find((r) => r.calls === calls && r.mode === 'native-uring');
     if (!d || !u) return [];
     const oneWay = (x: UdpSummary) => x.medianUsPerTxPacket + x.medianUsPerRxPacket;
-    return [{
-      calls,
-      usPerPacketDgramOverUring: d.medianUsPerPacket / u.medianUsPerPacket,
-      usPerPacketPollOverUring: p ? p.medianUsPerPacket / u.medianUsPerPacket : null,
-      oneWayDgramOverUring: oneWay(d) / oneWay(u),
-      oneWayPollOverUring: p ? oneWay(p) / oneWay(u) : null,
-    }];
+    return [
+      {
+        calls,
+        usPerPacketDgramOverUring: d.medianUsPerPacket / u.medianUsPerPacket,
+        usPerPacketPollOverUring: p ? p.medianUsPerPacket / u.medianUsPerPacket : null,
+        oneWayDgramOverUring: oneWay(d) / oneWay(u),
+        oneWayPollOverUring: p ? oneWay(p) / oneWay(u) : null,
+      },
+    ];
   });
   // Shared socket against a socket per call: per packet, both ways, gateway CPU.
   const sharedRatios = callCounts.flatMap((calls) => {
@@ -521,11 +547,15 @@ async function main(): Promise<void> {
       const x = at(a);
       const y = at(b);
       if (!x || !y) return [];
-      return [{ calls, ratio: `${a}/${b}`, duplex: x.medianUsPerPacket / y.medianUsPerPacket, oneWay: oneWay(x) / oneWay(y) }];
+      return [
+        { calls, ratio: `${a}/${b}`, duplex: x.medianUsPerPacket / y.medianUsPerPacket, oneWay: oneWay(x) / oneWay(y) },
+      ];
     });
   });
   for (const r of sharedRatios) {
-    console.log(`${r.calls} calls: ${r.ratio} per packet: duplex ${r.duplex.toFixed(2)}x, one way tx+rx ${r.oneWay.toFixed(2)}x`);
+    console.log(
+      `${r.calls} calls: ${r.ratio} per packet: duplex ${r.duplex.toFixed(2)}x, one way tx+rx ${r.oneWay.toFixed(2)}x`,
+    );
   }
   for (const r of ratios) {
     console.log(
@@ -535,7 +565,8 @@ async function main(): Promise<void> {
   }
   const at500 = results.find((r) => r.calls === 500 && r.mode === 'dgram');
   const verdict = at500
-    ? Math.max(at500.medianCoreFraction, at500.projectedCoreFraction, at500.projectedDuplexCoreFraction) > NATIVE_IO_THRESHOLD_CORE_FRACTION
+    ? Math.max(at500.medianCoreFraction, at500.projectedCoreFraction, at500.projectedDuplexCoreFraction) >
+      NATIVE_IO_THRESHOLD_CORE_FRACTION
       ? 'move socket I/O into the native addon (recvmmsg/sendmmsg)'
       : 'keep node:dgram'
     : 'n/a (dgram at 500 calls not measured)';
@@ -557,13 +588,18 @@ async function main(): Promise<void> {
         generatorMode: GENERATOR_MODE,
         gatewayModes: {
           dgram: 'one connected dgram socket per call, one send() per packet',
-          'native-uring': 'one native socket per call in a NativeUdpGroup on io_uring: multishot receives, one io_uring_enter and one JS dispatch per loop iteration; one io_uring_enter per tick for all sends',
-          'native-poll': 'one native socket per call in a NativeUdpGroup on the poll backend: one uv_poll and recvmmsg per readable socket, one JS dispatch per loop iteration; one sendMany() per tick, one sendmmsg per socket',
+          'native-uring':
+            'one native socket per call in a NativeUdpGroup on io_uring: multishot receives, one io_uring_enter and one JS dispatch per loop iteration; one io_uring_enter per tick for all sends',
+          'native-poll':
+            'one native socket per call in a NativeUdpGroup on the poll backend: one uv_poll and recvmmsg per readable socket, one JS dispatch per loop iteration; one sendMany() per tick, one sendmmsg per socket',
           'native-ungrouped': 'as native-poll, but one JS callback per socket per received batch',
-          'shared-uring': 'one SharedUdpSocket (io_uring) for all calls: one multishot receive, every packet demultiplexed by source address:port in JS; one table of all calls sent per tick with one io_uring_enter; the generator keeps a socket per call',
+          'shared-uring':
+            'one SharedUdpSocket (io_uring) for all calls: one multishot receive, every packet demultiplexed by source address:port in JS; one table of all calls sent per tick with one io_uring_enter; the generator keeps a socket per call',
           'shared-poll': 'as shared-uring on the poll backend: recvmmsg of up to 1024 per wake, one sendmmsg per tick',
-          'shared-uring-both': 'as shared-uring, and the generator also one shared socket (every packet from one address:port)',
-          'native-uring-fixed': 'as native-uring, sockets registered in the rings (IORING_REGISTER_FILES, IOSQE_FIXED_FILE)',
+          'shared-uring-both':
+            'as shared-uring, and the generator also one shared socket (every packet from one address:port)',
+          'native-uring-fixed':
+            'as native-uring, sockets registered in the rings (IORING_REGISTER_FILES, IOSQE_FIXED_FILE)',
           'shared-uring-fixed': 'as shared-uring, the socket registered in the rings (IOSQE_FIXED_FILE)',
         },
         sharedRatios,

@@ -120,11 +120,10 @@ if (process.argv.includes('--child')) {
 } else {
   const loadBefore = os.loadavg();
   // Pinned to core 1 (the machine has 2 cores shared with others) with --expose-gc for the allocation figures.
-  const child = spawnSync(
-    'taskset',
-    ['-c', '1', process.execPath, '--expose-gc', '--import', 'tsx', SELF, '--child'],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const child = spawnSync('taskset', ['-c', '1', process.execPath, '--expose-gc', '--import', 'tsx', SELF, '--child'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   if (child.status !== 0) throw new Error(`benchmark child failed: ${child.status}`);
   const results = JSON.parse(child.stdout) as Result[];
   for (const r of results) {
@@ -146,7 +145,12 @@ if (process.argv.includes('--child')) {
       {
         benchmark: 'vad',
         date: new Date().toISOString(),
-        machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavgBefore: loadBefore, loadavgAfter: os.loadavg() },
+        machine: {
+          cpus: os.cpus().length,
+          model: os.cpus()[0]?.model,
+          loadavgBefore: loadBefore,
+          loadavgAfter: os.loadavg(),
+        },
         method:
           `CPU time (user+sys) per Vad.process() of one 20 ms frame, median of ${RUNS} runs of ${FRAMES} frames after ` +
           `${WARMUP_FRAMES} warm-up frames, pinned to core 1; speech-like bursts in white noise; heap bytes per frame over GC-free windows`,

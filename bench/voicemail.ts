@@ -11,10 +11,19 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import {
-  ANSWERING_MACHINE_DEFAULTS, AnsweringMachineDetector, type AnsweringMachineOptions,
+  ANSWERING_MACHINE_DEFAULTS,
+  AnsweringMachineDetector,
+  type AnsweringMachineOptions,
 } from '../src/media/answering-machine.js';
 import {
-  type CaseOutcome, type SetCase, type Split, loadManifest, percentiles, renderCase, runCase, scoreOutcomes,
+  type CaseOutcome,
+  type SetCase,
+  type Split,
+  loadManifest,
+  percentiles,
+  renderCase,
+  runCase,
+  scoreOutcomes,
 } from '../test/fixtures/voicemail/labelled-set.js';
 import { measurePerFrame, median } from './measure.js';
 
@@ -41,7 +50,11 @@ function runAll(cases: typeof set, options: Partial<AnsweringMachineOptions> = {
 
 const outcomes = runAll(set);
 const bySplit = (split: Split | 'all') => outcomes.filter((o) => split === 'all' || o.split === split);
-const scores = { all: scoreOutcomes(bySplit('all')), tune: scoreOutcomes(bySplit('tune')), holdout: scoreOutcomes(bySplit('holdout')) };
+const scores = {
+  all: scoreOutcomes(bySplit('all')),
+  tune: scoreOutcomes(bySplit('tune')),
+  holdout: scoreOutcomes(bySplit('holdout')),
+};
 
 // Per group: how many were right, when they were decided, and for people the silence after their first utterance.
 const caseById = new Map<string, SetCase>(manifest.cases.map((c) => [c.id, c]));
@@ -59,7 +72,9 @@ const groups = [...new Set(manifest.cases.map((c) => `${c.label}/${c.group}`))].
   };
 });
 const humanSilence = percentiles(
-  outcomes.filter((o) => o.label === 'human' && o.result === 'human').map((o) => o.decidedAtMs - caseById.get(o.id)!.truth.firstUtteranceEndMs!),
+  outcomes
+    .filter((o) => o.label === 'human' && o.result === 'human')
+    .map((o) => o.decidedAtMs - caseById.get(o.id)!.truth.firstUtteranceEndMs!),
 );
 
 // The trade-off, on the tune half only (the holdout half stays unseen by the choice of thresholds).
@@ -84,16 +99,24 @@ const sweep = SWEEP_HUMAN_SILENCE_MS.flatMap((humanSilenceMs) =>
 // one deciding humans soonest (p95, then p50). Precision does not separate the points: its misses on the tune half
 // are people talking on past MACHINE_GREETING_MS, whatever the silence thresholds.
 const CHOICE_MIN_RECALL = 0.95;
-const at = (b: number, k: number) => sweep.find((r) => r.humanSilenceMs === SWEEP_HUMAN_SILENCE_MS[b] && r.silencePerSpeech === SWEEP_SILENCE_PER_SPEECH[k]);
+const at = (b: number, k: number) =>
+  sweep.find(
+    (r) => r.humanSilenceMs === SWEEP_HUMAN_SILENCE_MS[b] && r.silencePerSpeech === SWEEP_SILENCE_PER_SPEECH[k],
+  );
 const robust = sweep.filter((r) => {
   const b = SWEEP_HUMAN_SILENCE_MS.indexOf(r.humanSilenceMs);
   const k = SWEEP_SILENCE_PER_SPEECH.indexOf(r.silencePerSpeech);
   const around = [at(b, k), at(b - 1, k), at(b + 1, k), at(b, k - 1), at(b, k + 1)].filter((x) => x !== undefined);
   return around.every((x) => x.machineRecall >= CHOICE_MIN_RECALL);
 });
-const chosen = [...robust].sort((x, y) => x.humanDecisionP95Ms! - y.humanDecisionP95Ms! || x.humanDecisionP50Ms! - y.humanDecisionP50Ms!)[0] ?? null;
+const chosen =
+  [...robust].sort(
+    (x, y) => x.humanDecisionP95Ms! - y.humanDecisionP95Ms! || x.humanDecisionP50Ms! - y.humanDecisionP50Ms!,
+  )[0] ?? null;
 const chosenIsDefault =
-  chosen !== null && chosen.humanSilenceMs === ANSWERING_MACHINE_DEFAULTS.humanSilenceMs && chosen.silencePerSpeech === ANSWERING_MACHINE_DEFAULTS.silencePerSpeech;
+  chosen !== null &&
+  chosen.humanSilenceMs === ANSWERING_MACHINE_DEFAULTS.humanSilenceMs &&
+  chosen.silencePerSpeech === ANSWERING_MACHINE_DEFAULTS.silencePerSpeech;
 const fastest = [...sweep].sort((x, y) => x.humanDecisionP95Ms! - y.humanDecisionP95Ms!)[0]!;
 
 // CPU and heap per frame: the whole set's frames pushed in turn, a detector reset after each case.
@@ -120,7 +143,9 @@ function round3(x: number): number {
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const ms = (p: { p50: number | null; p95: number | null }) => `p50 ${p.p50} ms, p95 ${p.p95} ms`;
-console.log(`voicemail detection: ${manifest.cases.length} cases rendered in ${renderMs.toFixed(0)} ms, thresholds ${JSON.stringify(ANSWERING_MACHINE_DEFAULTS)}\n`);
+console.log(
+  `voicemail detection: ${manifest.cases.length} cases rendered in ${renderMs.toFixed(0)} ms, thresholds ${JSON.stringify(ANSWERING_MACHINE_DEFAULTS)}\n`,
+);
 for (const [name, s] of Object.entries(scores)) {
   console.log(
     `${name.padEnd(8)} machine precision ${pct(s.machine.precision)} recall ${pct(s.machine.recall)}, human accuracy ${pct(s.human.accuracy)}; ` +
@@ -147,9 +172,15 @@ console.log(
     (chosen === null ? 'none' : `base ${chosen.humanSilenceMs} ms, x${chosen.silencePerSpeech}`) +
     (chosenIsDefault ? ' = the defaults' : ' (NOT the defaults)'),
 );
-console.log(`fastest point of the grid: base ${fastest.humanSilenceMs} ms, x${fastest.silencePerSpeech}: human p95 ${fastest.humanDecisionP95Ms} ms at machine recall ${pct(fastest.machineRecall)}`);
-console.log(`\ncost: ${median(cost.runsNs).toFixed(0)} ns CPU per 20 ms frame, ${cost.bytesPerFrame ?? '-'} heap bytes per frame (run with --expose-gc)`);
-if (process.argv.includes('--errors')) for (const e of scores.all.errors) console.log(`${e.id} (${caseById.get(e.id)!.description}): ${e.result} by ${e.reason} at ${e.decidedAtMs} ms`);
+console.log(
+  `fastest point of the grid: base ${fastest.humanSilenceMs} ms, x${fastest.silencePerSpeech}: human p95 ${fastest.humanDecisionP95Ms} ms at machine recall ${pct(fastest.machineRecall)}`,
+);
+console.log(
+  `\ncost: ${median(cost.runsNs).toFixed(0)} ns CPU per 20 ms frame, ${cost.bytesPerFrame ?? '-'} heap bytes per frame (run with --expose-gc)`,
+);
+if (process.argv.includes('--errors'))
+  for (const e of scores.all.errors)
+    console.log(`${e.id} (${caseById.get(e.id)!.description}): ${e.result} by ${e.reason} at ${e.decidedAtMs} ms`);
 
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(
@@ -160,7 +191,12 @@ writeFileSync(
       date: new Date().toISOString(),
       node: process.version,
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, loadavg: os.loadavg() },
-      set: { manifest: 'test/fixtures/voicemail/manifest.json', seed: manifest.seed, cases: manifest.cases.length, renderMs: Math.round(renderMs) },
+      set: {
+        manifest: 'test/fixtures/voicemail/manifest.json',
+        seed: manifest.seed,
+        cases: manifest.cases.length,
+        renderMs: Math.round(renderMs),
+      },
       method:
         'each case fed in 20 ms frames to a fresh detector from the answer on, then silence until it is done; ' +
         'decision times from the answer; percentiles nearest-rank; thresholds chosen on the tune half, holdout never used to choose',
@@ -171,11 +207,16 @@ writeFileSync(
       sweepOnTune: sweep,
       choice: {
         rule: `tune-half machine recall >= ${CHOICE_MIN_RECALL} at the point and its grid neighbours, then the lowest human decision p95, then p50`,
-        chosen: chosen === null ? null : { humanSilenceMs: chosen.humanSilenceMs, silencePerSpeech: chosen.silencePerSpeech },
+        chosen:
+          chosen === null ? null : { humanSilenceMs: chosen.humanSilenceMs, silencePerSpeech: chosen.silencePerSpeech },
         chosenIsDefault,
         fastestPoint: fastest,
       },
-      cost: { nsPerFrame: Math.round(median(cost.runsNs)), runsNs: cost.runsNs.map(Math.round), bytesPerFrame: cost.bytesPerFrame },
+      cost: {
+        nsPerFrame: Math.round(median(cost.runsNs)),
+        runsNs: cost.runsNs.map(Math.round),
+        bytesPerFrame: cost.bytesPerFrame,
+      },
     },
     null,
     2,

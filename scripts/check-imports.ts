@@ -57,7 +57,8 @@ function specifiers(file: string): string[] {
     else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
       literal(node.moduleReference.expression);
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) literal(node.argument.literal);
-    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) literal(node.arguments[0]);
+    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword)
+      literal(node.arguments[0]);
     ts.forEachChild(node, visit);
   };
   visit(source);
@@ -124,7 +125,9 @@ for (const file of LAYERED.flatMap(tsFiles)) {
     const target = resolveSpecifier(file, spec);
     const selfContained = SELF_CONTAINED.find((f) => under(file, f));
     if (selfContained && (target ? !under(target, selfContained) : spec.startsWith('/'))) {
-      violations.push(`${file}: imports ${spec}: ${selfContained} imports only its own files, node: builtins and npm packages`);
+      violations.push(
+        `${file}: imports ${spec}: ${selfContained} imports only its own files, node: builtins and npm packages`,
+      );
     }
     if (!target) continue;
     if (!existsSync(join(ROOT, target))) {
@@ -134,7 +137,9 @@ for (const file of LAYERED.flatMap(tsFiles)) {
     edges.add(target);
     const targetAdapter = adapterOf(target);
     if (targetAdapter === 'src/api/' && adapter !== 'src/api/' && !COMPOSERS.has(file)) {
-      violations.push(`${file}: imports ${target}: only src/api (and the composition root) may import the HTTP adapter`);
+      violations.push(
+        `${file}: imports ${target}: only src/api (and the composition root) may import the HTTP adapter`,
+      );
     } else if (adapter && targetAdapter && adapter !== targetAdapter && !COMPOSERS.has(file)) {
       violations.push(`${file}: imports ${target}: adapters (${ADAPTERS.join(', ')}) do not import each other`);
     }
@@ -145,10 +150,14 @@ for (const file of LAYERED.flatMap(tsFiles)) {
       violations.push(`${file}: imports ${target}: the store imports neither the domain nor an adapter`);
     }
     if (under(file, 'src/workers/') && targetAdapter && !COMPOSERS.has(file)) {
-      violations.push(`${file}: imports ${target}: the worker plumbing (protocol, pool, main's answers) imports no adapter; only the worker entry composes them`);
+      violations.push(
+        `${file}: imports ${target}: the worker plumbing (protocol, pool, main's answers) imports no adapter; only the worker entry composes them`,
+      );
     }
     if (under(file, 'src/conversation/') && targetAdapter) {
-      violations.push(`${file}: imports ${target}: the conversation engine imports no adapter (its host implements host.ts)`);
+      violations.push(
+        `${file}: imports ${target}: the conversation engine imports no adapter (its host implements host.ts)`,
+      );
     }
   }
 }

@@ -48,15 +48,24 @@ export function runtimeSpecifiers(source: string, fileName = 'file.ts'): string[
       // `import type {...}` is erased; so is an import whose every named binding is `type`.
       const clause = node.importClause;
       const named = clause?.namedBindings;
-      const allTypes = !!clause && !clause.name && !!named && ts.isNamedImports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
-      if (!clause?.isTypeOnly && !allTypes && ts.isStringLiteral(node.moduleSpecifier)) out.push(node.moduleSpecifier.text);
+      const allTypes =
+        !!clause &&
+        !clause.name &&
+        !!named &&
+        ts.isNamedImports(named) &&
+        named.elements.length > 0 &&
+        named.elements.every((e) => e.isTypeOnly);
+      if (!clause?.isTypeOnly && !allTypes && ts.isStringLiteral(node.moduleSpecifier))
+        out.push(node.moduleSpecifier.text);
     } else if (ts.isExportDeclaration(node)) {
-      if (!node.isTypeOnly && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) out.push(node.moduleSpecifier.text);
+      if (!node.isTypeOnly && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier))
+        out.push(node.moduleSpecifier.text);
     } else if (ts.isCallExpression(node) && node.arguments.length > 0 && ts.isStringLiteralLike(node.arguments[0])) {
       const callee = node.expression;
       const isDynamicImport = callee.kind === ts.SyntaxKind.ImportKeyword;
       const isRequire = ts.isIdentifier(callee) && callee.text === 'require';
-      const isMetaResolve = ts.isPropertyAccessExpression(callee) && callee.name.text === 'resolve' && ts.isMetaProperty(callee.expression);
+      const isMetaResolve =
+        ts.isPropertyAccessExpression(callee) && callee.name.text === 'resolve' && ts.isMetaProperty(callee.expression);
       if (isDynamicImport || isRequire || isMetaResolve) out.push(node.arguments[0].text);
     }
     ts.forEachChild(node, visit);
@@ -101,7 +110,10 @@ export function runtimeDependencyProblems(root: string = ROOT): string[] {
     }
     const entry = lock.packages[`node_modules/${name}`];
     if (!entry) problems.push(`${file}: loads '${name}', which package-lock.json does not install (run npm install)`);
-    else if (entry.dev || entry.devOptional) problems.push(`${file}: loads '${name}', which package-lock.json marks dev-only: npm ci --omit=dev leaves it out`);
+    else if (entry.dev || entry.devOptional)
+      problems.push(
+        `${file}: loads '${name}', which package-lock.json marks dev-only: npm ci --omit=dev leaves it out`,
+      );
   }
   return problems;
 }

@@ -26,7 +26,9 @@ const host: ts.FormatDiagnosticsHost = {
   getNewLine: () => '\n',
 };
 if (diagnostics.length > 0) {
-  process.stderr.write((process.stderr.isTTY ? ts.formatDiagnosticsWithColorAndContext : ts.formatDiagnostics)(diagnostics, host));
+  process.stderr.write(
+    (process.stderr.isTTY ? ts.formatDiagnosticsWithColorAndContext : ts.formatDiagnostics)(diagnostics, host),
+  );
   process.stderr.write(`\n${diagnostics.length} error(s) with noUncheckedIndexedAccess under ${ROOTS.join(', ')}\n`);
   process.exit(1);
 }

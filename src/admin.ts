@@ -86,7 +86,9 @@ const commands: Record<string, Command> = {
     const bad = numbers.find((n) => !E164_PATTERN.test(n));
     if (bad) throw new AdminError(`'${bad}' is not an E.164 number`);
     const added = await addToInventory(sql, orgId, numbers);
-    out(`added ${added.length} of ${numbers.length} numbers${added.length < numbers.length ? ' (others were already in the inventory)' : ''}`);
+    out(
+      `added ${added.length} of ${numbers.length} numbers${added.length < numbers.length ? ' (others were already in the inventory)' : ''}`,
+    );
   },
 
   async 'list-numbers'(sql) {
@@ -96,7 +98,8 @@ const commands: Record<string, Command> = {
   async 'set-feature'(sql, [ws, flag, value]) {
     const orgId = await workspaceId(sql, ws);
     if (!flag || !/^[a-z][a-z0-9_]*$/.test(flag)) throw new AdminError('set-feature needs a flag name (snake_case)');
-    if (value !== 'unset' && value !== 'on' && value !== 'off') throw new AdminError('set-feature needs on, off or unset');
+    if (value !== 'unset' && value !== 'on' && value !== 'off')
+      throw new AdminError('set-feature needs on, off or unset');
     await setFeatureFlag(sql, orgId, flag, value === 'unset' ? null : value === 'on');
     out(`${flag} ${value}`);
   },

@@ -19,7 +19,10 @@ export const settingsSchema = z.object({
   PARLEY_WS_PORT: port.default(3001),
   PARLEY_SIP_PORT: port.default(5060),
   /** Address put in SDP c= and Contact (where peers send RTP and requests); default PARLEY_HOST. */
-  PARLEY_SIP_PUBLIC_ADDRESS: z.string().refine((v) => isIP(v) !== 0, 'must be an IPv4 or IPv6 address').optional(),
+  PARLEY_SIP_PUBLIC_ADDRESS: z
+    .string()
+    .refine((v) => isIP(v) !== 0, 'must be an IPv4 or IPv6 address')
+    .optional(),
   /** JSON file of SIP trunks (docs/telephony.md); unset: one implicit trunk trusting loopback callers only. */
   PARLEY_TRUNKS_FILE: z.string().min(1).optional(),
   /** Token bucket per source address of inbound INVITEs: refill per second and burst (503 + Retry-After past it). */
@@ -76,11 +79,19 @@ export const settingsSchema = z.object({
     .string()
     .default('')
     .refine(
-      (v) => v.split(',').map((s) => s.trim()).filter(Boolean).every((n) => /^\+[1-9]\d{1,14}$/.test(n)),
+      (v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+          .every((n) => /^\+[1-9]\d{1,14}$/.test(n)),
       'must be comma-separated E.164 numbers (e.g. +14155550100,+14155550101)',
     ),
   /** SIP URI of the outbound trunk (e.g. sip:carrier.example:5060); outbound calls need it. */
-  PARLEY_OUTBOUND_TRUNK: z.string().regex(/^sips?:/, 'must be a sip: URI').optional(),
+  PARLEY_OUTBOUND_TRUNK: z
+    .string()
+    .regex(/^sips?:/, 'must be a sip: URI')
+    .optional(),
   /** JSON file: an array of voices replacing the shipped catalog (README, "Voices"). */
   PARLEY_VOICES_FILE: z.string().min(1).optional(),
   /** Speech engine of conversations whose agent names no `vendor_model` (README, "Speech engines"). */
@@ -92,7 +103,10 @@ export const settingsSchema = z.object({
   /** JSON script of the `scripted` engine (README, "Speech engines"). */
   PARLEY_SCRIPTED_ENGINE_FILE: z.string().min(1).optional(),
   /** OpenAI Realtime WebSocket endpoint (e.g. wss://host/v1/realtime) of the `openai-realtime` engine. */
-  PARLEY_REALTIME_URL: z.string().regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL').optional(),
+  PARLEY_REALTIME_URL: z
+    .string()
+    .regex(/^wss?:\/\//, 'must be a ws:// or wss:// URL')
+    .optional(),
   PARLEY_REALTIME_API_KEY: z.string().min(1).optional(),
   PARLEY_REALTIME_MODEL: z.string().min(1).optional(),
   /** OpenAI-compatible speech-to-text and text-to-speech bases (ending in /v1) of the `cascade` engine. */
@@ -141,7 +155,9 @@ function readConfigFile(path: string): Record<string, string> {
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
-    throw new ConfigError([{ setting: 'PARLEY_CONFIG_FILE', message: `cannot read ${path}: ${(err as Error).message}` }]);
+    throw new ConfigError([
+      { setting: 'PARLEY_CONFIG_FILE', message: `cannot read ${path}: ${(err as Error).message}` },
+    ]);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new ConfigError([{ setting: 'PARLEY_CONFIG_FILE', message: `${path} must hold a JSON object of settings` }]);
@@ -176,10 +192,14 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   }
   // RFC 3550 11: RTP on an even port, RTCP on the odd one above it; the range must hold one such pair.
   if (s.PARLEY_RTP_PORT_MIN % 2 === 1 && s.PARLEY_RTP_PORT_MIN + 1 >= s.PARLEY_RTP_PORT_MAX) {
-    throw new ConfigError([{ setting: 'PARLEY_RTP_PORT_MIN', message: 'the range must hold an even RTP port and the RTCP port above it' }]);
+    throw new ConfigError([
+      { setting: 'PARLEY_RTP_PORT_MIN', message: 'the range must hold an even RTP port and the RTCP port above it' },
+    ]);
   }
   if (s.PARLEY_METRICS_HOST !== undefined && s.PARLEY_METRICS_PORT === undefined) {
-    throw new ConfigError([{ setting: 'PARLEY_METRICS_HOST', message: 'needs PARLEY_METRICS_PORT (the metrics listener\'s port)' }]);
+    throw new ConfigError([
+      { setting: 'PARLEY_METRICS_HOST', message: "needs PARLEY_METRICS_PORT (the metrics listener's port)" },
+    ]);
   }
   return s;
 }

@@ -62,7 +62,12 @@ async function start(settings: Settings, log: Logger): Promise<RunningNode> {
     await migrate(store.sql, log);
     // Post-call work (src/jobs/): runs until shutdown, stopped before the store closes.
     // Jobs call customer URLs (webhooks, buckets) through the guarded client, as conversations do.
-    const jobs = createNodeJobQueue({ sql: store.sql, settings, log, fetch: createGuardedFetch({ allowPrivate: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS }) });
+    const jobs = createNodeJobQueue({
+      sql: store.sql,
+      settings,
+      log,
+      fetch: createGuardedFetch({ allowPrivate: settings.PARLEY_ALLOW_PRIVATE_ENDPOINTS }),
+    });
     await jobs.start();
     closers.push(() => jobs.stop());
     const first = await bootstrap(store.sql, settings.PARLEY_BOOTSTRAP_API_KEY);
@@ -91,7 +96,7 @@ async function start(settings: Settings, log: Logger): Promise<RunningNode> {
       onWorkerLost: (workerId) => {
         workerLost = true;
         void (telephony?.workerLost(workerId) ?? Promise.resolve())
-          .catch((err: Error) => log.error({ err, workerId }, 'ending the lost worker\'s calls failed'))
+          .catch((err: Error) => log.error({ err, workerId }, "ending the lost worker's calls failed"))
           .finally(() => process.kill(process.pid, 'SIGTERM'));
       },
     });
@@ -137,12 +142,24 @@ async function start(settings: Settings, log: Logger): Promise<RunningNode> {
         const host = settings.PARLEY_METRICS_HOST ?? settings.PARLEY_HOST;
         let metricsListener: MetricsListener;
         try {
-          metricsListener = await listenForMetrics(nodeMetrics, { host, port: settings.PARLEY_METRICS_PORT, token: settings.PARLEY_METRICS_TOKEN });
+          metricsListener = await listenForMetrics(nodeMetrics, {
+            host,
+            port: settings.PARLEY_METRICS_PORT,
+            token: settings.PARLEY_METRICS_TOKEN,
+          });
         } catch (err) {
-          throw new ConfigError([{ setting: 'PARLEY_METRICS_PORT', message: `cannot listen for metrics on ${host}:${settings.PARLEY_METRICS_PORT}: ${(err as Error).message}` }]);
+          throw new ConfigError([
+            {
+              setting: 'PARLEY_METRICS_PORT',
+              message: `cannot listen for metrics on ${host}:${settings.PARLEY_METRICS_PORT}: ${(err as Error).message}`,
+            },
+          ]);
         }
         closers.push(() => metricsListener.close());
-        log.info({ url: `http://${host.includes(':') ? `[${host}]` : host}:${metricsListener.port}/metrics` }, 'metrics listening');
+        log.info(
+          { url: `http://${host.includes(':') ? `[${host}]` : host}:${metricsListener.port}/metrics` },
+          'metrics listening',
+        );
       }
     }
     await app.listen({ host: settings.PARLEY_HOST, port: settings.PARLEY_HTTP_PORT });
@@ -175,7 +192,10 @@ function drain(node: RunningNode, timeoutMs: number, log: Logger, onEndNow: (end
       done = true;
       clearTimeout(deadline);
       clearInterval(poll);
-      log[level]({ why, live: node.live() }, why === 'idle' ? 'drained: nothing runs any more' : 'drain cut short: ending what still runs');
+      log[level](
+        { why, live: node.live() },
+        why === 'idle' ? 'drained: nothing runs any more' : 'drain cut short: ending what still runs',
+      );
       resolve();
     };
     const deadline = setTimeout(() => finish('timeout', 'warn'), timeoutMs);
@@ -234,7 +254,10 @@ const stop = (signal: string) => {
   signalled = true;
   nodeReadiness.markDraining();
   const timeoutMs = settings.PARLEY_DRAIN_TIMEOUT_SEC * MS_PER_SEC;
-  log.info({ signal, drainTimeoutSec: settings.PARLEY_DRAIN_TIMEOUT_SEC }, 'draining: admitting nothing new, letting live conversations finish');
+  log.info(
+    { signal, drainTimeoutSec: settings.PARLEY_DRAIN_TIMEOUT_SEC },
+    'draining: admitting nothing new, letting live conversations finish',
+  );
   startup
     .then(async (node) => {
       await drain(node, endNowAsked ? 0 : timeoutMs, log, (end) => (endDrainNow = end));

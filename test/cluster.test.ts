@@ -12,7 +12,15 @@ import t from 'tap';
 import WebSocket from 'ws';
 import { createTempDatabase } from './helpers/temp-database.js';
 import { until } from './helpers/wait.js';
-import { FIXTURES_DIR, fillTemplate, listening, Peer, runSipp as runSippStats, startKamailio, tempDir } from './sip/peers/peers.js';
+import {
+  FIXTURES_DIR,
+  fillTemplate,
+  listening,
+  Peer,
+  runSipp as runSippStats,
+  startKamailio,
+  tempDir,
+} from './sip/peers/peers.js';
 import { freeUdpPort, runSipp } from './telephony/sipp-scenario.js';
 import { spawnNode, type SpawnedNode } from './realtime/node-process.js';
 
@@ -69,9 +77,16 @@ async function startHaproxy(nodes: ClusterNode[]): Promise<{ peer: Peer; apiPort
     WS_SERVERS: nodes.map((n) => `    server ${n.id} 127.0.0.1:${n.wsPort} cookie ${n.id}`).join('\n'),
   });
   writeFileSync(join(dir, 'haproxy.cfg'), cfg);
-  const peer = new Peer('haproxy', spawn('haproxy', ['-db', '-f', join(dir, 'haproxy.cfg')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const peer = new Peer(
+    'haproxy',
+    spawn('haproxy', ['-db', '-f', join(dir, 'haproxy.cfg')], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
   try {
-    await peer.waitUntil(() => listening(apiPort, 'tcp') && listening(wsPort, 'tcp'), 5000, `listening on tcp ports ${apiPort} and ${wsPort}`);
+    await peer.waitUntil(
+      () => listening(apiPort, 'tcp') && listening(wsPort, 'tcp'),
+      5000,
+      `listening on tcp ports ${apiPort} and ${wsPort}`,
+    );
   } catch (err) {
     await peer.stop();
     throw err;
@@ -170,7 +185,11 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
   const haproxy = await startHaproxy(nodes);
   t.teardown(() => haproxy.peer.stop());
   const kamailioPort = await freeUdpPort();
-  const kamailio = await startKamailio(kamailioPort, nodes.map((n) => `sip:127.0.0.1:${n.sipPort}`), 'kamailio/cluster.cfg');
+  const kamailio = await startKamailio(
+    kamailioPort,
+    nodes.map((n) => `sip:127.0.0.1:${n.sipPort}`),
+    'kamailio/cluster.cfg',
+  );
   t.teardown(() => kamailio.stop());
   const apiBase = `http://127.0.0.1:${haproxy.apiPort}`;
   const stsUrl = `ws://127.0.0.1:${haproxy.wsPort}/v1/sts/ws`;
@@ -182,12 +201,21 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
     });
     return { status: res.status, node: res.headers.get('x-parley-node'), body: (await res.json()) as any };
   };
-  const conversations = () => sql<ConversationRow[]>`select id, node_id, state, ended_by, origin from conversations order by created_at`;
+  const conversations = () =>
+    sql<ConversationRow[]>`select id, node_id, state, ended_by, origin from conversations order by created_at`;
   const [project] = await sql<{ id: string }[]>`select id from projects`;
-  t.equal((await sql`select 1 from organizations`).length, 1, 'one workspace, though both nodes started on the empty database');
+  t.equal(
+    (await sql`select 1 from organizations`).length,
+    1,
+    'one workspace, though both nodes started on the empty database',
+  );
 
   t.test('the HTTP API through HAProxy is served by both nodes', async (t) => {
-    const upsert = await apiCall('PUT', '/v1/agents/upsert', { name: 'phone', phone_number: 'custom', custom_phone_numbers: [NUMBER] });
+    const upsert = await apiCall('PUT', '/v1/agents/upsert', {
+      name: 'phone',
+      phone_number: 'custom',
+      custom_phone_numbers: [NUMBER],
+    });
     t.equal(upsert.status, 200, 'an agent with a number, through the balancer');
     const served = new Set<string | null>([upsert.node]);
     for (let i = 0; i < 3; i++) {
@@ -203,12 +231,23 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
     t.teardown(() => sql`update projects set max_active_conversations = null where id = ${project!.id}`);
     const clients = [await StsClient.open(stsUrl), await StsClient.open(stsUrl)];
     const ids = await Promise.all(clients.map((c) => c.start()));
-    t.ok(ids.every((id) => id !== null), 'two conversations admitted');
+    t.ok(
+      ids.every((id) => id !== null),
+      'two conversations admitted',
+    );
     const rows = await sql<{ node_id: string; lease: string }[]>`
       select c.node_id, l.node_id as lease from conversations c join conversation_leases l on l.conversation_id = c.id
       where c.id in ${sql(ids as string[])} order by c.node_id`;
-    t.same(rows.map((r) => r.node_id), [...NODE_IDS], 'one conversation on each node (its record names its node)');
-    t.same(rows.map((r) => r.lease), [...NODE_IDS], 'each held by a lease of its node');
+    t.same(
+      rows.map((r) => r.node_id),
+      [...NODE_IDS],
+      'one conversation on each node (its record names its node)',
+    );
+    t.same(
+      rows.map((r) => r.lease),
+      [...NODE_IDS],
+      'each held by a lease of its node',
+    );
 
     // A third conversation is refused whichever node it reaches: each node asked directly.
     for (const node of nodes) {
@@ -218,12 +257,21 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
       await third.closed;
     }
     // And a call through Kamailio, whichever node it reaches.
-    const call = await runSipp({ scenario: 'uac_refused.xml', target: `127.0.0.1:${kamailioPort}`, service: NUMBER, keys: PCMU });
+    const call = await runSipp({
+      scenario: 'uac_refused.xml',
+      target: `127.0.0.1:${kamailioPort}`,
+      service: NUMBER,
+      keys: PCMU,
+    });
     const final = call.statuses.filter((s) => s >= 200);
     t.same(final, [486], 'a call at the cap is refused with 486 Busy Here', { output: call.output.slice(-1500) });
 
     for (const c of clients) c.ws.close(1000);
-    await until(async () => (await sql`select 1 from conversations where state <> 'ended'`).length === 0, { what: 'both conversations to end', timeoutMs: 30_000, intervalMs: 100 });
+    await until(async () => (await sql`select 1 from conversations where state <> 'ended'`).length === 0, {
+      what: 'both conversations to end',
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from conversation_leases`;
     t.equal(n, 0, 'their leases are freed');
   });
@@ -248,22 +296,61 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
     // Two long calls through Kamailio (round robin: one per node) and one STS conversation per node.
     const sippPort = await freeUdpPort();
     const calls = runSippStats(
-      ['-sf', `${FIXTURES_DIR}sipp/uac_long_call.xml`, '-i', '127.0.0.1', '-p', `${sippPort}`, '-mp', `${await freeUdpPort()}`,
-        '-s', NUMBER, '-key', 'caller', CALLER, '-m', '2', '-l', '2', '-r', '10', '-d', `${CALL_MS}`,
-        '-max_non_invite_retrans', '3', '-timeout', '60s', `127.0.0.1:${kamailioPort}`],
+      [
+        '-sf',
+        `${FIXTURES_DIR}sipp/uac_long_call.xml`,
+        '-i',
+        '127.0.0.1',
+        '-p',
+        `${sippPort}`,
+        '-mp',
+        `${await freeUdpPort()}`,
+        '-s',
+        NUMBER,
+        '-key',
+        'caller',
+        CALLER,
+        '-m',
+        '2',
+        '-l',
+        '2',
+        '-r',
+        '10',
+        '-d',
+        `${CALL_MS}`,
+        '-max_non_invite_retrans',
+        '3',
+        '-timeout',
+        '60s',
+        `127.0.0.1:${kamailioPort}`,
+      ],
       { timeoutMs: 90_000 },
     );
     const sts = [await StsClient.open(stsUrl), await StsClient.open(stsUrl)];
     const stsIds = await Promise.all(sts.map((c) => c.start()));
     const live = async () => (await conversations()).filter((c) => c.state !== 'ended');
-    await until(async () => (await live()).length === 4, { what: 'two calls and two STS conversations in progress', timeoutMs: 30_000, intervalMs: 100 });
+    await until(async () => (await live()).length === 4, {
+      what: 'two calls and two STS conversations in progress',
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
     const before = await live();
     const onA = before.filter((c) => c.node_id === a.id);
     const onB = before.filter((c) => c.node_id === b.id);
-    t.same(onA.map((c) => c.origin).sort(), ['direct', 'telephony-inbound'], 'node-a has a call and an STS conversation');
-    t.same(onB.map((c) => c.origin).sort(), ['direct', 'telephony-inbound'], 'node-b has a call and an STS conversation');
+    t.same(
+      onA.map((c) => c.origin).sort(),
+      ['direct', 'telephony-inbound'],
+      'node-a has a call and an STS conversation',
+    );
+    t.same(
+      onB.map((c) => c.origin).sort(),
+      ['direct', 'telephony-inbound'],
+      'node-b has a call and an STS conversation',
+    );
 
-    const leases = await sql<{ conversation_id: string; node_id: string }[]>`select conversation_id, node_id from conversation_leases`;
+    const leases = await sql<
+      { conversation_id: string; node_id: string }[]
+    >`select conversation_id, node_id from conversation_leases`;
     t.same(
       Object.fromEntries(leases.map((l) => [l.conversation_id, l.node_id])),
       Object.fromEntries(before.map((c) => [c.id, c.node_id])),
@@ -274,18 +361,33 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
       select max(expires_at) as latest, now() as killed_at from conversation_leases where node_id = ${a.id}`;
     a.kill('SIGKILL');
     t.equal(await a.exited, 'SIGKILL', 'node-a was killed');
-    t.ok(latest.getTime() <= killed_at.getTime() + LEASE_TTL_SEC * 1000, 'its leases lapse within the lease TTL of its death');
+    t.ok(
+      latest.getTime() <= killed_at.getTime() + LEASE_TTL_SEC * 1000,
+      'its leases lapse within the lease TTL of its death',
+    );
 
     // The survivor's sweep ends node-a's conversations, saved, as not finished on their own.
     const ids = onA.map((c) => c.id);
-    await until(async () => (await sql`select 1 from conversations where id in ${sql(ids)} and state = 'ended'`).length === ids.length, {
-      what: "node-a's conversations to be ended by node-b",
-      timeoutMs: 60_000,
-      intervalMs: 200,
-    });
-    const ended = await sql<ConversationRow[]>`select id, node_id, state, ended_by, origin from conversations where id in ${sql(ids)}`;
-    t.same(ended.map((c) => c.ended_by), ['error', 'error'], 'ended_by error');
-    const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from conversation_leases where node_id = ${a.id}`;
+    await until(
+      async () =>
+        (await sql`select 1 from conversations where id in ${sql(ids)} and state = 'ended'`).length === ids.length,
+      {
+        what: "node-a's conversations to be ended by node-b",
+        timeoutMs: 60_000,
+        intervalMs: 200,
+      },
+    );
+    const ended = await sql<
+      ConversationRow[]
+    >`select id, node_id, state, ended_by, origin from conversations where id in ${sql(ids)}`;
+    t.same(
+      ended.map((c) => c.ended_by),
+      ['error', 'error'],
+      'ended_by error',
+    );
+    const [{ n }] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from conversation_leases where node_id = ${a.id}`;
     t.equal(n, 0, "node-a's leases are gone");
     t.match(b.output(), /recovery: a conversation left in progress by a node that died was ended/, 'node-b did it');
 
@@ -301,22 +403,65 @@ t.test('two nodes behind Kamailio and HAProxy on one database', async (t) => {
       await next.closed;
     }
     const newCall = await runSippStats(
-      ['-sf', `${FIXTURES_DIR}sipp/uac_long_call.xml`, '-i', '127.0.0.1', '-p', `${await freeUdpPort()}`, '-mp', `${await freeUdpPort()}`,
-        '-s', NUMBER, '-key', 'caller', CALLER, '-m', '2', '-l', '1', '-r', '1', '-d', '500', '-timeout', '30s', `127.0.0.1:${kamailioPort}`],
+      [
+        '-sf',
+        `${FIXTURES_DIR}sipp/uac_long_call.xml`,
+        '-i',
+        '127.0.0.1',
+        '-p',
+        `${await freeUdpPort()}`,
+        '-mp',
+        `${await freeUdpPort()}`,
+        '-s',
+        NUMBER,
+        '-key',
+        'caller',
+        CALLER,
+        '-m',
+        '2',
+        '-l',
+        '1',
+        '-r',
+        '1',
+        '-d',
+        '500',
+        '-timeout',
+        '30s',
+        `127.0.0.1:${kamailioPort}`,
+      ],
       { timeoutMs: 40_000 },
     );
-    t.equal(Number(newCall.stats['SuccessfulCall(C)']), 2, 'new calls through Kamailio are answered', { errors: newCall.errors.slice(-1500), kamailio: kamailio.log.slice(-2000) });
-    const newest = await sql<ConversationRow[]>`select id, node_id, state, ended_by, origin from conversations where origin = 'telephony-inbound' order by created_at desc limit 2`;
-    t.same(newest.map((c) => c.node_id), [b.id, b.id], 'by node-b');
+    t.equal(Number(newCall.stats['SuccessfulCall(C)']), 2, 'new calls through Kamailio are answered', {
+      errors: newCall.errors.slice(-1500),
+      kamailio: kamailio.log.slice(-2000),
+    });
+    const newest = await sql<
+      ConversationRow[]
+    >`select id, node_id, state, ended_by, origin from conversations where origin = 'telephony-inbound' order by created_at desc limit 2`;
+    t.same(
+      newest.map((c) => c.node_id),
+      [b.id, b.id],
+      'by node-b',
+    );
 
     // The long calls: node-b's completes (its BYE answered); node-a's BYE finds no one.
     const done = await calls;
-    t.equal(Number(done.stats['SuccessfulCall(C)']), 1, "node-b's call completed", { errors: done.errors.slice(-1500) });
+    t.equal(Number(done.stats['SuccessfulCall(C)']), 1, "node-b's call completed", {
+      errors: done.errors.slice(-1500),
+    });
     t.equal(Number(done.stats['FailedCall(C)']), 1, "node-a's call could not be hung up");
     bSts.ws.close(1000);
-    await until(async () => (await sql`select 1 from conversations where state <> 'ended'`).length === 0, { what: 'every conversation to end', timeoutMs: 30_000, intervalMs: 100 });
-    const survivors = await sql<ConversationRow[]>`select id, node_id, state, ended_by, origin from conversations where id in ${sql(onB.map((c) => c.id))}`;
-    t.notOk(survivors.some((c) => c.ended_by === 'error'), `node-b's conversations ended on their own (${survivors.map((c) => c.ended_by).join(', ')})`);
+    await until(async () => (await sql`select 1 from conversations where state <> 'ended'`).length === 0, {
+      what: 'every conversation to end',
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
+    const survivors = await sql<
+      ConversationRow[]
+    >`select id, node_id, state, ended_by, origin from conversations where id in ${sql(onB.map((c) => c.id))}`;
+    t.notOk(
+      survivors.some((c) => c.ended_by === 'error'),
+      `node-b's conversations ended on their own (${survivors.map((c) => c.ended_by).join(', ')})`,
+    );
   });
 });
-

@@ -15,7 +15,11 @@ t.test('defaults apply when nothing is set', async (t) => {
 });
 
 t.test('environment values are parsed and typed', async (t) => {
-  const s = loadSettings({ PARLEY_HTTP_PORT: '8080', PARLEY_ALLOW_PRIVATE_ENDPOINTS: '1', DATABASE_URL: 'postgres://x@h/db' });
+  const s = loadSettings({
+    PARLEY_HTTP_PORT: '8080',
+    PARLEY_ALLOW_PRIVATE_ENDPOINTS: '1',
+    DATABASE_URL: 'postgres://x@h/db',
+  });
   t.equal(s.PARLEY_HTTP_PORT, 8080);
   t.equal(s.PARLEY_ALLOW_PRIVATE_ENDPOINTS, true);
   t.equal(s.DATABASE_URL, 'postgres://x@h/db');

@@ -68,7 +68,14 @@ function dockerignore(text: string): (path: string) => boolean {
       const glob = posix.normalize(negate ? p.slice(1) : p).replace(/^\/+/, '');
       const re = glob
         .split('/')
-        .map((seg) => (seg === '**' ? '.*' : seg.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')))
+        .map((seg) =>
+          seg === '**'
+            ? '.*'
+            : seg
+                .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+                .replace(/\*/g, '[^/]*')
+                .replace(/\?/g, '[^/]'),
+        )
         .join('/')
         .replace(/\.\*\//g, '(?:.*/)?');
       // A pattern matching a folder excludes everything under it.
@@ -88,10 +95,30 @@ const defaults = loadSettings({});
 
 t.test('.dockerignore keeps local installs, builds, data and the repository out of the context', async (t) => {
   const ignored = dockerignore(read('.dockerignore'));
-  for (const path of ['node_modules', 'node_modules/fastify/package.json', 'native/build', 'native/build/Release/parley_dsp.node', 'data', 'data/parley.lock', '.git', '.git/HEAD', 'server.log', 'src/x.log', '.env', 'bench/results/sts.json']) {
+  for (const path of [
+    'node_modules',
+    'node_modules/fastify/package.json',
+    'native/build',
+    'native/build/Release/parley_dsp.node',
+    'data',
+    'data/parley.lock',
+    '.git',
+    '.git/HEAD',
+    'server.log',
+    'src/x.log',
+    '.env',
+    'bench/results/sts.json',
+  ]) {
     t.ok(ignored(path), `${path} is not sent to the build`);
   }
-  for (const path of ['package.json', 'package-lock.json', 'native/binding.gyp', 'native/src/addon.cc', 'src/main.ts', 'sip/index.ts']) {
+  for (const path of [
+    'package.json',
+    'package-lock.json',
+    'native/binding.gyp',
+    'native/src/addon.cc',
+    'src/main.ts',
+    'sip/index.ts',
+  ]) {
     t.notOk(ignored(path), `${path} is sent to the build`);
   }
 });
@@ -99,10 +126,22 @@ t.test('.dockerignore keeps local installs, builds, data and the repository out 
 t.test('the Dockerfile: a build stage, then a slim runtime stage running node as a non-root user', async (t) => {
   t.ok(dockerfile.stages.length >= 2, `multi-stage (${dockerfile.stages.length} stages)`);
   const build = dockerfile.instructions.filter((i) => i.stage < finalStage);
-  t.ok(build.some((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args)), 'the build stage installs with npm ci');
-  t.ok(build.some((i) => i.op === 'RUN' && /npm prune --omit=dev|npm ci [^&]*--omit=dev/.test(i.args)), 'and drops the dev dependencies');
-  t.ok(build.some((i) => i.op === 'RUN' && /\bg\+\+/.test(i.args)), 'the compiler is in the build stage');
-  t.notOk(inFinal('RUN').some((i) => /\bg\+\+|build-essential/.test(i.args)), 'and not in the runtime stage');
+  t.ok(
+    build.some((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args)),
+    'the build stage installs with npm ci',
+  );
+  t.ok(
+    build.some((i) => i.op === 'RUN' && /npm prune --omit=dev|npm ci [^&]*--omit=dev/.test(i.args)),
+    'and drops the dev dependencies',
+  );
+  t.ok(
+    build.some((i) => i.op === 'RUN' && /\bg\+\+/.test(i.args)),
+    'the compiler is in the build stage',
+  );
+  t.notOk(
+    inFinal('RUN').some((i) => /\bg\+\+|build-essential/.test(i.args)),
+    'and not in the runtime stage',
+  );
   t.match(dockerfile.stages[finalStage], /-slim\b/, 'the runtime stage is a slim image');
 
   const users = inFinal('USER');
@@ -117,7 +156,10 @@ t.test('the Dockerfile: a build stage, then a slim runtime stage running node as
   const argv = [...(entrypoint ?? []), ...(cmd ?? [])];
   t.match(argv[0], /(^|\/)(tini|node)$/, `PID 1 is tini or node (${argv[0]})`);
   if (/tini$/.test(argv[0] ?? '')) {
-    t.ok(inFinal('RUN').some((i) => /\btini\b/.test(i.args)), 'tini is installed');
+    t.ok(
+      inFinal('RUN').some((i) => /\btini\b/.test(i.args)),
+      'tini is installed',
+    );
     t.equal(argv[1], '--', 'tini passes the rest as the command');
   }
   const nodeAt = argv.findIndex((a) => /(^|\/)node$/.test(a));
@@ -131,26 +173,49 @@ t.test('the Dockerfile: a build stage, then a slim runtime stage running node as
   }
 });
 
-t.test('the runtime stage has what the server loads: sources, pruned modules, the built addon, espeak-ng', async (t) => {
-  const copies = inFinal('COPY').map((i) => i.args.split(/\s+/));
-  const fromContext = copies.filter((c) => !c.some((a) => a.startsWith('--from=')));
-  const fromBuild = copies.filter((c) => c.some((a) => a.startsWith('--from=')));
-  const copied = (path: string) => fromContext.some((c) => c.slice(0, -1).filter((a) => !a.startsWith('--')).some((src) => posix.normalize(src) === path));
-  for (const path of ['src', 'sip', 'package.json', 'tsconfig.json']) t.ok(copied(path), `${path} is copied from the context`);
-  t.ok(fromBuild.some((c) => c.includes('/app/node_modules')), 'node_modules comes from the build stage');
-  // The addon's path as src/media/native/addon.ts loads it, relative to the app's root.
-  const addon = /ADDON_PATH = '([^']+)'/.exec(read('src/media/native/addon.ts'))?.[1] ?? '';
-  const addonFromRoot = posix.normalize(posix.join('src/media/native', addon));
-  t.equal(addonFromRoot, 'native/build/Release/parley_dsp.node');
-  t.ok(fromBuild.some((c) => c.some((a) => a.endsWith(addonFromRoot))), `the built addon (${addonFromRoot}) comes from the build stage`);
-  t.ok(inFinal('RUN').some((i) => /\bespeak-ng\b/.test(i.args)), 'espeak-ng (the offline engines\' speech, voice samples) is installed');
-  t.match(read('src/engines/local-tts.ts'), /espeak-ng/, 'the local speech still runs espeak-ng');
+t.test(
+  'the runtime stage has what the server loads: sources, pruned modules, the built addon, espeak-ng',
+  async (t) => {
+    const copies = inFinal('COPY').map((i) => i.args.split(/\s+/));
+    const fromContext = copies.filter((c) => !c.some((a) => a.startsWith('--from=')));
+    const fromBuild = copies.filter((c) => c.some((a) => a.startsWith('--from=')));
+    const copied = (path: string) =>
+      fromContext.some((c) =>
+        c
+          .slice(0, -1)
+          .filter((a) => !a.startsWith('--'))
+          .some((src) => posix.normalize(src) === path),
+      );
+    for (const path of ['src', 'sip', 'package.json', 'tsconfig.json'])
+      t.ok(copied(path), `${path} is copied from the context`);
+    t.ok(
+      fromBuild.some((c) => c.includes('/app/node_modules')),
+      'node_modules comes from the build stage',
+    );
+    // The addon's path as src/media/native/addon.ts loads it, relative to the app's root.
+    const addon = /ADDON_PATH = '([^']+)'/.exec(read('src/media/native/addon.ts'))?.[1] ?? '';
+    const addonFromRoot = posix.normalize(posix.join('src/media/native', addon));
+    t.equal(addonFromRoot, 'native/build/Release/parley_dsp.node');
+    t.ok(
+      fromBuild.some((c) => c.some((a) => a.endsWith(addonFromRoot))),
+      `the built addon (${addonFromRoot}) comes from the build stage`,
+    );
+    t.ok(
+      inFinal('RUN').some((i) => /\bespeak-ng\b/.test(i.args)),
+      "espeak-ng (the offline engines' speech, voice samples) is installed",
+    );
+    t.match(read('src/engines/local-tts.ts'), /espeak-ng/, 'the local speech still runs espeak-ng');
 
-  // Everything copied from the context is sent to the build.
-  const ignored = dockerignore(read('.dockerignore'));
-  const everyCopy = dockerfile.instructions.filter((i) => i.op === 'COPY' && !/--from=/.test(i.args)).map((i) => i.args.split(/\s+/));
-  for (const c of everyCopy) for (const src of c.slice(0, -1).filter((a) => !a.startsWith('--'))) t.notOk(ignored(posix.normalize(src)), `${src} is not excluded by .dockerignore`);
-});
+    // Everything copied from the context is sent to the build.
+    const ignored = dockerignore(read('.dockerignore'));
+    const everyCopy = dockerfile.instructions
+      .filter((i) => i.op === 'COPY' && !/--from=/.test(i.args))
+      .map((i) => i.args.split(/\s+/));
+    for (const c of everyCopy)
+      for (const src of c.slice(0, -1).filter((a) => !a.startsWith('--')))
+        t.notOk(ignored(posix.normalize(src)), `${src} is not excluded by .dockerignore`);
+  },
+);
 
 t.test('the Dockerfile states the ports, the data volume, the health check and the listening address', async (t) => {
   const env = Object.fromEntries(
@@ -161,13 +226,19 @@ t.test('the Dockerfile states the ports, the data volume, the health check and t
   t.ok(dataDir, 'PARLEY_DATA_DIR is set');
   const volumes = inFinal('VOLUME').flatMap((i) => execForm(i.args) ?? i.args.split(/\s+/));
   t.ok(volumes.includes(dataDir!), `the data directory ${dataDir} is a volume`);
-  t.ok(inFinal('RUN').some((i) => new RegExp(`chown [^ ]+ ${dataDir}`).test(i.args)), 'and owned by the process\'s user');
+  t.ok(
+    inFinal('RUN').some((i) => new RegExp(`chown [^ ]+ ${dataDir}`).test(i.args)),
+    "and owned by the process's user",
+  );
 
   const exposed = inFinal('EXPOSE').flatMap((i) => i.args.split(/\s+/));
   const port = (name: 'PARLEY_HTTP_PORT' | 'PARLEY_WS_PORT' | 'PARLEY_SIP_PORT') => Number(env[name] ?? defaults[name]);
   t.ok(exposed.includes(`${port('PARLEY_HTTP_PORT')}/tcp`), 'the HTTP API port');
   t.ok(exposed.includes(`${port('PARLEY_WS_PORT')}/tcp`), 'the realtime port');
-  t.ok(exposed.includes(`${port('PARLEY_SIP_PORT')}/udp`) && exposed.includes(`${port('PARLEY_SIP_PORT')}/tcp`), 'SIP over UDP and TCP');
+  t.ok(
+    exposed.includes(`${port('PARLEY_SIP_PORT')}/udp`) && exposed.includes(`${port('PARLEY_SIP_PORT')}/tcp`),
+    'SIP over UDP and TCP',
+  );
   const rtp = `${env.PARLEY_RTP_PORT_MIN ?? defaults.PARLEY_RTP_PORT_MIN}-${env.PARLEY_RTP_PORT_MAX ?? defaults.PARLEY_RTP_PORT_MAX}/udp`;
   t.ok(exposed.includes(rtp), `the RTP range ${rtp}`);
 
@@ -182,10 +253,19 @@ t.test('the Dockerfile states the ports, the data volume, the health check and t
 
 t.test('compose.yaml: Parley on PostgreSQL, started once the database is healthy, its ports and volumes', async (t) => {
   const compose = parseYaml(read('compose.yaml')) as {
-    services: Record<string, {
-      image?: string; build?: unknown; environment?: Record<string, string>; ports?: string[]; volumes?: string[];
-      healthcheck?: { test: string[] }; depends_on?: Record<string, { condition: string }>; stop_grace_period?: string;
-    }>;
+    services: Record<
+      string,
+      {
+        image?: string;
+        build?: unknown;
+        environment?: Record<string, string>;
+        ports?: string[];
+        volumes?: string[];
+        healthcheck?: { test: string[] };
+        depends_on?: Record<string, { condition: string }>;
+        stop_grace_period?: string;
+      }
+    >;
     volumes?: Record<string, unknown>;
   };
   const pg = compose.services.postgres;
@@ -193,15 +273,24 @@ t.test('compose.yaml: Parley on PostgreSQL, started once the database is healthy
   t.ok(pg && parley, 'services postgres and parley');
   t.match(pg!.image, /^postgres:\d+/, 'PostgreSQL from its official image');
   t.ok(pg!.healthcheck?.test.includes('pg_isready'), 'PostgreSQL has a health check');
-  t.ok(pg!.volumes?.some((v) => v.endsWith(':/var/lib/postgresql/data')), 'its data on a volume');
+  t.ok(
+    pg!.volumes?.some((v) => v.endsWith(':/var/lib/postgresql/data')),
+    'its data on a volume',
+  );
   t.equal(parley!.depends_on?.postgres?.condition, 'service_healthy', 'Parley waits for a healthy database');
   t.equal(parley!.build, '.', 'Parley is built from this Dockerfile');
   const env = parley!.environment ?? {};
   t.match(env.DATABASE_URL, /^postgres:\/\/[^@]+@postgres:5432\//, 'DATABASE_URL names the postgres service');
   t.ok(env.PARLEY_NODE_ID, 'a stable PARLEY_NODE_ID (a restart ends what a crash left in progress)');
   t.ok(env.PARLEY_SIP_PUBLIC_ADDRESS, 'PARLEY_SIP_PUBLIC_ADDRESS is asked for');
-  t.ok(parley!.volumes?.some((v) => v.endsWith(':/data')), 'the data directory on a volume');
-  for (const name of (parley!.volumes ?? []).concat(pg!.volumes ?? []).map((v) => v.split(':')[0]!).filter((n) => !n.startsWith('.'))) {
+  t.ok(
+    parley!.volumes?.some((v) => v.endsWith(':/data')),
+    'the data directory on a volume',
+  );
+  for (const name of (parley!.volumes ?? [])
+    .concat(pg!.volumes ?? [])
+    .map((v) => v.split(':')[0]!)
+    .filter((n) => !n.startsWith('.'))) {
     t.ok(compose.volumes && name in compose.volumes, `named volume ${name} is declared`);
   }
   const ports = parley!.ports ?? [];
@@ -210,7 +299,10 @@ t.test('compose.yaml: Parley on PostgreSQL, started once the database is healthy
   t.ok(published('5060:5060/udp') && published('5060:5060/tcp'), 'SIP over UDP and TCP');
   const range = `${env.PARLEY_RTP_PORT_MIN}-${env.PARLEY_RTP_PORT_MAX}`;
   t.ok(published(`${range}:${range}/udp`), `the RTP range it configures (${range}) is published as UDP`);
-  const settings = loadSettings({ PARLEY_RTP_PORT_MIN: env.PARLEY_RTP_PORT_MIN!, PARLEY_RTP_PORT_MAX: env.PARLEY_RTP_PORT_MAX! });
+  const settings = loadSettings({
+    PARLEY_RTP_PORT_MIN: env.PARLEY_RTP_PORT_MIN!,
+    PARLEY_RTP_PORT_MAX: env.PARLEY_RTP_PORT_MAX!,
+  });
   t.ok(settings.PARLEY_RTP_PORT_MIN < settings.PARLEY_RTP_PORT_MAX, 'a range the settings accept');
   t.ok(parley!.stop_grace_period, 'a stop grace period for saving live conversations');
 
@@ -219,12 +311,23 @@ t.test('compose.yaml: Parley on PostgreSQL, started once the database is healthy
   const v2 = spawnSync('docker', ['compose', 'version'], { encoding: 'utf8' }).status === 0;
   const [cmd, ...pre] = v2 ? ['docker', 'compose'] : ['docker-compose'];
   const validate = (extra: Record<string, string>) =>
-    spawnSync(cmd!, [...pre, '-f', join(ROOT, 'compose.yaml'), 'config'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, POSTGRES_PASSWORD: '', PARLEY_SIP_PUBLIC_ADDRESS: '', ...extra } });
+    spawnSync(cmd!, [...pre, '-f', join(ROOT, 'compose.yaml'), 'config'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, POSTGRES_PASSWORD: '', PARLEY_SIP_PUBLIC_ADDRESS: '', ...extra },
+    });
   const config = validate({ POSTGRES_PASSWORD: 'example', PARLEY_SIP_PUBLIC_ADDRESS: '192.0.2.10' });
-  if (config.error) throw new Error(`${cmd} is needed to validate compose.yaml (Debian: docker-compose; .ci/run installs it): ${config.error.message}`);
+  if (config.error)
+    throw new Error(
+      `${cmd} is needed to validate compose.yaml (Debian: docker-compose; .ci/run installs it): ${config.error.message}`,
+    );
   t.equal(config.status, 0, `${v2 ? 'docker compose' : 'docker-compose'} config accepts it`, { stderr: config.stderr });
   const resolved = parseYaml(config.stdout) as { services: Record<string, { environment: Record<string, string> }> };
-  t.equal(resolved.services.parley?.environment.DATABASE_URL, 'postgres://parley:example@postgres:5432/parley', 'the password reaches DATABASE_URL');
+  t.equal(
+    resolved.services.parley?.environment.DATABASE_URL,
+    'postgres://parley:example@postgres:5432/parley',
+    'the password reaches DATABASE_URL',
+  );
   const missing = validate({ PARLEY_SIP_PUBLIC_ADDRESS: '192.0.2.10' });
   t.not(missing.status, 0, 'without POSTGRES_PASSWORD it refuses to start');
   t.match(missing.stderr, /POSTGRES_PASSWORD/, 'naming it');
@@ -238,11 +341,26 @@ t.test('the production install (npm ci --omit=dev) has every package the server 
   const fake = mkdtempSync(join(tmpdir(), 'parley-deps-'));
   t.teardown(() => rmSync(fake, { recursive: true, force: true }));
   mkdirSync(join(fake, 'src'));
-  writeFileSync(join(fake, 'src', 'a.ts'), "import type { X } from 'typeonly';\nimport tap from 'tap';\nconst m = await import('postgres');\nexport { tap, m };\n");
-  writeFileSync(join(fake, 'package.json'), JSON.stringify({ dependencies: { postgres: '1' }, devDependencies: { tap: '1', typeonly: '1' } }));
-  writeFileSync(join(fake, 'package-lock.json'), JSON.stringify({ packages: { 'node_modules/postgres': {}, 'node_modules/tap': { dev: true } } }));
-  t.same(runtimeDependencyProblems(fake), ["src/a.ts: loads 'tap' at run time, which is a devDependency: move it to dependencies"]);
-  t.same(runtimeSpecifiers("const r = import.meta.resolve('tsx/esm/api'); require('x'); export * from './y.js';"), ['tsx/esm/api', 'x', './y.js']);
+  writeFileSync(
+    join(fake, 'src', 'a.ts'),
+    "import type { X } from 'typeonly';\nimport tap from 'tap';\nconst m = await import('postgres');\nexport { tap, m };\n",
+  );
+  writeFileSync(
+    join(fake, 'package.json'),
+    JSON.stringify({ dependencies: { postgres: '1' }, devDependencies: { tap: '1', typeonly: '1' } }),
+  );
+  writeFileSync(
+    join(fake, 'package-lock.json'),
+    JSON.stringify({ packages: { 'node_modules/postgres': {}, 'node_modules/tap': { dev: true } } }),
+  );
+  t.same(runtimeDependencyProblems(fake), [
+    "src/a.ts: loads 'tap' at run time, which is a devDependency: move it to dependencies",
+  ]);
+  t.same(runtimeSpecifiers("const r = import.meta.resolve('tsx/esm/api'); require('x'); export * from './y.js';"), [
+    'tsx/esm/api',
+    'x',
+    './y.js',
+  ]);
 
   // npm's own view of the production tree: nothing missing or invalid once the dev dependencies are left out.
   const ls = spawnSync('npm', ['ls', '--omit=dev', '--all', '--offline'], { cwd: ROOT, encoding: 'utf8' });
@@ -259,13 +377,33 @@ function noRuntime(): string | null {
 }
 
 const skipBuild = noRuntime();
-t.test('the image builds and runs as a non-root user with a health check (needs a container runtime)', { skip: skipBuild ?? false }, async (t) => {
-  const tag = `parley-test:${process.pid}`;
-  t.teardown(() => void spawnSync('docker', ['image', 'rm', '-f', tag]));
-  const build = spawnSync('docker', ['build', '-t', tag, ROOT], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  t.equal(build.status, 0, 'docker build succeeds', { output: (build.stdout + build.stderr).slice(-3000) });
-  const inspect = spawnSync('docker', ['image', 'inspect', tag, '--format', '{{.Config.User}} {{json .Config.Healthcheck.Test}}'], { encoding: 'utf8' });
-  t.match(inspect.stdout, /^node \[/, 'runs as node, with a health check');
-  const run = spawnSync('docker', ['run', '--rm', '--entrypoint', 'node', tag, '-e', "require('/app/native/build/Release/parley_dsp.node'); require('@discordjs/opus'); process.stdout.write(require('node:child_process').execFileSync('espeak-ng', ['--version']).toString())"], { encoding: 'utf8' });
-  t.equal(run.status, 0, 'the addon, Opus and espeak-ng load in the image', { stderr: run.stderr });
-});
+t.test(
+  'the image builds and runs as a non-root user with a health check (needs a container runtime)',
+  { skip: skipBuild ?? false },
+  async (t) => {
+    const tag = `parley-test:${process.pid}`;
+    t.teardown(() => void spawnSync('docker', ['image', 'rm', '-f', tag]));
+    const build = spawnSync('docker', ['build', '-t', tag, ROOT], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    t.equal(build.status, 0, 'docker build succeeds', { output: (build.stdout + build.stderr).slice(-3000) });
+    const inspect = spawnSync(
+      'docker',
+      ['image', 'inspect', tag, '--format', '{{.Config.User}} {{json .Config.Healthcheck.Test}}'],
+      { encoding: 'utf8' },
+    );
+    t.match(inspect.stdout, /^node \[/, 'runs as node, with a health check');
+    const run = spawnSync(
+      'docker',
+      [
+        'run',
+        '--rm',
+        '--entrypoint',
+        'node',
+        tag,
+        '-e',
+        "require('/app/native/build/Release/parley_dsp.node'); require('@discordjs/opus'); process.stdout.write(require('node:child_process').execFileSync('espeak-ng', ['--version']).toString())",
+      ],
+      { encoding: 'utf8' },
+    );
+    t.equal(run.status, 0, 'the addon, Opus and espeak-ng load in the image', { stderr: run.stderr });
+  },
+);

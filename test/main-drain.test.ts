@@ -50,14 +50,24 @@ async function startNode(t: Test, env: Record<string, string>): Promise<Node> {
   const call = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
-    return { status: res.status, body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text };
+    return {
+      status: res.status,
+      body: text && res.headers.get('content-type')?.includes('json') ? JSON.parse(text) : text,
+    };
   };
   return {
-    main, sql, base, stsUrl: `ws://127.0.0.1:${ws.port}/v1/sts/ws`, sipPort: sip.port as number,
+    main,
+    sql,
+    base,
+    stsUrl: `ws://127.0.0.1:${ws.port}/v1/sts/ws`,
+    sipPort: sip.port as number,
     get: (path) => call('GET', path),
     post: (path, body) => call('POST', path, body),
   };
@@ -89,13 +99,24 @@ t.test('a drain lets the live conversation and call finish and refuses new ones'
 
   const live = await conversation(node);
   // A caller that stays 10 s in the call, then hangs up.
-  const caller = runSipp({ scenario: 'uac_talks.xml', target: `127.0.0.1:${node.sipPort}`, service: NUMBER, pauseMs: 10_000, timeoutMs: 60_000 });
+  const caller = runSipp({
+    scenario: 'uac_talks.xml',
+    target: `127.0.0.1:${node.sipPort}`,
+    service: NUMBER,
+    pauseMs: 10_000,
+    timeoutMs: 60_000,
+  });
   let callId = '';
-  await until(async () => {
-    const [row] = await node.sql<{ id: string }[]>`select id from conversations where origin = 'telephony-inbound' and ended_by is null`;
-    callId = row?.id ?? '';
-    return callId !== '';
-  }, { timeoutMs: 20_000, what: 'the call in progress' });
+  await until(
+    async () => {
+      const [row] = await node.sql<
+        { id: string }[]
+      >`select id from conversations where origin = 'telephony-inbound' and ended_by is null`;
+      callId = row?.id ?? '';
+      return callId !== '';
+    },
+    { timeoutMs: 20_000, what: 'the call in progress' },
+  );
   const unconfigured = await TestClient.open(node.stsUrl, { authorization: `Bearer ${KEY}` });
 
   node.main.kill('SIGTERM');
@@ -105,14 +126,30 @@ t.test('a drain lets the live conversation and call finish and refuses new ones'
   t.same(ready.body.not_ready, ['drain']);
   t.equal((await node.get('/healthz')).status, 200, '/healthz still 200');
 
-  t.same(await unconfigured.closed, { code: 1012, reason: 'restarting' }, 'a socket not configured yet is closed 1012 restarting');
+  t.same(
+    await unconfigured.closed,
+    { code: 1012, reason: 'restarting' },
+    'a socket not configured yet is closed 1012 restarting',
+  );
   const late = await TestClient.open(node.stsUrl, { authorization: `Bearer ${KEY}` });
   t.same(await late.closed, { code: 1012, reason: 'restarting' }, 'a new STS socket is closed 1012 restarting');
   const options = await runSipp({ scenario: 'options.xml', target: `127.0.0.1:${node.sipPort}` });
   t.same(options.statuses, [503], 'OPTIONS: 503 while draining');
-  const invite = await runSipp({ scenario: 'uac_refused.xml', target: `127.0.0.1:${node.sipPort}`, service: NUMBER, keys: { pt: '0', rtpmap: '0 PCMU/8000' } });
-  t.same(invite.statuses.filter((s) => s >= 200), [503], 'a new INVITE: 503 while draining');
-  const outbound = await node.post('/v1/conversations/outbound_call', { to_phone_number: '+14155550199', config: { agent: 'sales' } });
+  const invite = await runSipp({
+    scenario: 'uac_refused.xml',
+    target: `127.0.0.1:${node.sipPort}`,
+    service: NUMBER,
+    keys: { pt: '0', rtpmap: '0 PCMU/8000' },
+  });
+  t.same(
+    invite.statuses.filter((s) => s >= 200),
+    [503],
+    'a new INVITE: 503 while draining',
+  );
+  const outbound = await node.post('/v1/conversations/outbound_call', {
+    to_phone_number: '+14155550199',
+    config: { agent: 'sales' },
+  });
   t.equal(outbound.status, 503, 'a new outbound call: 503 while draining');
   t.equal(outbound.body.error?.code, 'unavailable');
 

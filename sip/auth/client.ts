@@ -4,7 +4,13 @@
 
 import { randomBytes } from 'node:crypto';
 import {
-  DIGEST_ALGORITHMS, QOP_AUTH, computeResponse, formatCredentials, formatNonceCount, hashOf, parseChallenge,
+  DIGEST_ALGORITHMS,
+  QOP_AUTH,
+  computeResponse,
+  formatCredentials,
+  formatNonceCount,
+  hashOf,
+  parseChallenge,
   type DigestChallenge,
 } from './digest.js';
 
@@ -87,12 +93,29 @@ export class DigestClient {
     state.nc += 1;
     const nc = qop !== null ? formatNonceCount(state.nc) : null;
     const ha1Base = hashOf(challenge.algorithm, `${this.#user.username}:${challenge.realm}:${this.#user.password}`);
-    const response = computeResponse({ algorithm: challenge.algorithm, ha1Base, nonce: challenge.nonce, method, uri, qop, nc, cnonce });
+    const response = computeResponse({
+      algorithm: challenge.algorithm,
+      ha1Base,
+      nonce: challenge.nonce,
+      method,
+      uri,
+      qop,
+      nc,
+      cnonce,
+    });
     return {
       name: state.proxy ? 'Proxy-Authorization' : 'Authorization',
       value: formatCredentials({
-        username: this.#user.username, realm: challenge.realm, nonce: challenge.nonce, uri, response,
-        algorithm: challenge.algorithm, cnonce, opaque: challenge.opaque, qop, nc,
+        username: this.#user.username,
+        realm: challenge.realm,
+        nonce: challenge.nonce,
+        uri,
+        response,
+        algorithm: challenge.algorithm,
+        cnonce,
+        opaque: challenge.opaque,
+        qop,
+        nc,
       }),
     };
   }

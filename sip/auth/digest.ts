@@ -93,7 +93,12 @@ export function parseChallenge(value: string): DigestChallenge | null {
     nonce: params.nonce,
     opaque: params.opaque ?? null,
     algorithm,
-    qop: params.qop ? params.qop.split(',').map((q) => q.trim()).filter((q) => q.length > 0) : [],
+    qop: params.qop
+      ? params.qop
+          .split(',')
+          .map((q) => q.trim())
+          .filter((q) => q.length > 0)
+      : [],
     stale: (params.stale ?? '').toLowerCase() === 'true',
   };
 }
@@ -124,11 +129,20 @@ export function parseCredentials(value: string): DigestCredentials | null {
 }
 
 export function hashOf(algorithm: DigestAlgorithm, text: string): string {
-  return createHash(algorithm.startsWith('SHA-256') ? 'sha256' : 'md5').update(text, 'utf8').digest('hex');
+  return createHash(algorithm.startsWith('SHA-256') ? 'sha256' : 'md5')
+    .update(text, 'utf8')
+    .digest('hex');
 }
 
 /** RFC 7616 3.4.2: A1 = username:realm:password, hashed; for "-sess", H(H(A1):nonce:cnonce). */
-export function ha1Of(algorithm: DigestAlgorithm, username: string, realm: string, password: string, nonce: string, cnonce: string | null): string {
+export function ha1Of(
+  algorithm: DigestAlgorithm,
+  username: string,
+  realm: string,
+  password: string,
+  nonce: string,
+  cnonce: string | null,
+): string {
   const base = hashOf(algorithm, `${username}:${realm}:${password}`);
   if (!algorithm.endsWith('-sess')) return base;
   if (cnonce === null) throw new DigestFormatError(`${algorithm} needs a cnonce`);
@@ -150,7 +164,9 @@ export interface ResponseInput {
 /** RFC 7616 3.4.1 (RFC 2617 3.2.2.1 when qop is absent): the request-digest. */
 export function computeResponse(input: ResponseInput): string {
   const { algorithm, nonce, method, uri, qop, nc, cnonce } = input;
-  const ha1 = algorithm.endsWith('-sess') ? hashOf(algorithm, `${input.ha1Base}:${nonce}:${cnonce ?? ''}`) : input.ha1Base;
+  const ha1 = algorithm.endsWith('-sess')
+    ? hashOf(algorithm, `${input.ha1Base}:${nonce}:${cnonce ?? ''}`)
+    : input.ha1Base;
   const ha2 = hashOf(algorithm, `${method}:${uri}`); // RFC 7616 3.4.3, qop=auth
   if (qop === null) return hashOf(algorithm, `${ha1}:${nonce}:${ha2}`);
   return hashOf(algorithm, `${ha1}:${nonce}:${nc}:${cnonce}:${qop}:${ha2}`);
@@ -163,8 +179,12 @@ function quoted(v: string): string {
 /** RFC 7616 3.4: algorithm, qop and nc are never quoted; the rest are quoted strings. */
 export function formatCredentials(c: DigestCredentials): string {
   const parts = [
-    `username=${quoted(c.username)}`, `realm=${quoted(c.realm)}`, `nonce=${quoted(c.nonce)}`, `uri=${quoted(c.uri)}`,
-    `response=${quoted(c.response)}`, `algorithm=${c.algorithm}`,
+    `username=${quoted(c.username)}`,
+    `realm=${quoted(c.realm)}`,
+    `nonce=${quoted(c.nonce)}`,
+    `uri=${quoted(c.uri)}`,
+    `response=${quoted(c.response)}`,
+    `algorithm=${c.algorithm}`,
   ];
   if (c.cnonce !== null) parts.push(`cnonce=${quoted(c.cnonce)}`);
   if (c.opaque !== null) parts.push(`opaque=${quoted(c.opaque)}`);

@@ -5,8 +5,14 @@
 
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import {
-  QOP_AUTH, computeResponse, formatChallenge, hashOf, parseCredentials, DigestFormatError,
-  type DigestAlgorithm, type DigestCredentials,
+  QOP_AUTH,
+  computeResponse,
+  formatChallenge,
+  hashOf,
+  parseCredentials,
+  DigestFormatError,
+  type DigestAlgorithm,
+  type DigestCredentials,
 } from './digest.js';
 
 export const DEFAULT_NONCE_TTL_MS = 300_000; // RFC 7616 5.5: a nonce lives minutes, not hours
@@ -14,7 +20,10 @@ const NONCE_MAC_BYTES = 16;
 const NONCE_TIME_BYTES = 8;
 
 /** H(username:realm:password) for the algorithm, or the password itself; null for an unknown user. */
-export type PasswordLookup = (username: string, realm: string) => { password: string } | { ha1: Partial<Record<'MD5' | 'SHA-256', string>> } | null;
+export type PasswordLookup = (
+  username: string,
+  realm: string,
+) => { password: string } | { ha1: Partial<Record<'MD5' | 'SHA-256', string>> } | null;
 
 export interface DigestServerOptions {
   realm: string;
@@ -28,7 +37,11 @@ export interface DigestServerOptions {
 
 export type VerifyResult =
   | { ok: true; username: string }
-  | { ok: false; reason: 'missing' | 'malformed' | 'unknown_user' | 'bad_response' | 'stale' | 'replay' | 'foreign_nonce'; challenges: string[] };
+  | {
+      ok: false;
+      reason: 'missing' | 'malformed' | 'unknown_user' | 'bad_response' | 'stale' | 'replay' | 'foreign_nonce';
+      challenges: string[];
+    };
 
 export class DigestServer {
   readonly realm: string;
@@ -52,7 +65,9 @@ export class DigestServer {
   /** WWW-Authenticate (or Proxy-Authenticate) values, one per algorithm, all sharing one fresh nonce. */
   challenges(stale = false): string[] {
     const nonce = this.#newNonce();
-    return this.#algorithms.map((algorithm) => formatChallenge({ realm: this.realm, nonce, opaque: null, algorithm, qop: [QOP_AUTH], stale }));
+    return this.#algorithms.map((algorithm) =>
+      formatChallenge({ realm: this.realm, nonce, opaque: null, algorithm, qop: [QOP_AUTH], stale }),
+    );
   }
 
   /** Check the Authorization values of a request whose method and Request-URI are given. */
@@ -62,7 +77,10 @@ export class DigestServer {
     try {
       for (const v of authorizationValues) {
         const c = parseCredentials(v);
-        if (c && c.realm === this.realm) { creds = c; break; }
+        if (c && c.realm === this.realm) {
+          creds = c;
+          break;
+        }
       }
     } catch (err) {
       if (!(err instanceof DigestFormatError)) throw err;
@@ -77,12 +95,25 @@ export class DigestServer {
     const user = this.#lookup(creds.username, this.realm);
     if (user === null) return this.#fail('unknown_user');
     const family = creds.algorithm.startsWith('SHA-256') ? 'SHA-256' : 'MD5';
-    const ha1Base = 'password' in user ? hashOf(creds.algorithm, `${creds.username}:${this.realm}:${user.password}`) : user.ha1[family];
+    const ha1Base =
+      'password' in user
+        ? hashOf(creds.algorithm, `${creds.username}:${this.realm}:${user.password}`)
+        : user.ha1[family];
     if (ha1Base === undefined) return this.#fail('unknown_user');
     const qop = creds.qop === null ? null : creds.qop.toLowerCase();
     if (qop !== null && qop !== QOP_AUTH) return this.#fail('malformed');
-    if (qop !== null && (creds.nc === null || creds.cnonce === null || !/^[0-9a-f]{8}$/i.test(creds.nc))) return this.#fail('malformed');
-    const expected = computeResponse({ algorithm: creds.algorithm, ha1Base, nonce: creds.nonce, method, uri: creds.uri, qop, nc: creds.nc, cnonce: creds.cnonce });
+    if (qop !== null && (creds.nc === null || creds.cnonce === null || !/^[0-9a-f]{8}$/i.test(creds.nc)))
+      return this.#fail('malformed');
+    const expected = computeResponse({
+      algorithm: creds.algorithm,
+      ha1Base,
+      nonce: creds.nonce,
+      method,
+      uri: creds.uri,
+      qop,
+      nc: creds.nc,
+      cnonce: creds.cnonce,
+    });
     if (!equalHex(expected, creds.response)) return this.#fail('bad_response');
     // Right credentials: an expired nonce is "stale" (RFC 7616 3.3), so the client retries silently.
     const now = this.#now();

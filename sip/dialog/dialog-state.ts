@@ -204,4 +204,3 @@ export function keyOfResponse(response: SipResponse): string | null {
   if (!to || !from || !callId) return null;
   return dialogKey(callId, tagOf(parseNameAddr(from)) ?? '', tagOf(parseNameAddr(to)) ?? '');
 }
-

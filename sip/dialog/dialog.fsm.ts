@@ -19,10 +19,16 @@ export type DialogInput =
 /** What the caller does with the input: go ahead, or refuse the request with 491 / 481. */
 export type DialogVerdict = 'ok' | 'reject_491' | 'reject_481' | 'ignore';
 
-export function dialogTransition(state: DialogFsmState, input: DialogInput): { next: DialogFsmState; verdict: DialogVerdict } {
+export function dialogTransition(
+  state: DialogFsmState,
+  input: DialogInput,
+): { next: DialogFsmState; verdict: DialogVerdict } {
   if (state === 'terminated') {
     // RFC 3261 15.1.2: after BYE, requests on the dialog get 481; late ACKs and timers do nothing.
-    return { next: state, verdict: input === 'send_reinvite' || input === 'receive_reinvite' ? 'reject_481' : 'ignore' };
+    return {
+      next: state,
+      verdict: input === 'send_reinvite' || input === 'receive_reinvite' ? 'reject_481' : 'ignore',
+    };
   }
   switch (input) {
     case 'bye':

@@ -9,10 +9,24 @@ import type { NameAddr, SipMessage, SipRequest, SipResponse, Uri } from '../mess
 import { SipError } from '../errors.js';
 import { parseSdp, serializeSdp, SdpParseError } from '../sdp/parse.js';
 import { acceptAnswer, answerOffer, createOffer, type LocalMedia, type NegotiatedMedia } from '../sdp/offer-answer.js';
-import { acceptRemoteCSeq, buildInDialogRequest, dialogKey, nextHop, refreshRemoteTarget, type DialogData } from './dialog-state.js';
 import {
-  REFER_EVENT, SIPFRAG, parseDtmfRelay, parseReferTo, parseSipfrag, parseSubscriptionState, referNotifierTransition,
-  type ReferNotifierState, type SubscriptionState,
+  acceptRemoteCSeq,
+  buildInDialogRequest,
+  dialogKey,
+  nextHop,
+  refreshRemoteTarget,
+  type DialogData,
+} from './dialog-state.js';
+import {
+  REFER_EVENT,
+  SIPFRAG,
+  parseDtmfRelay,
+  parseReferTo,
+  parseSipfrag,
+  parseSubscriptionState,
+  referNotifierTransition,
+  type ReferNotifierState,
+  type SubscriptionState,
 } from './refer.js';
 import { sessionTimerDeadlineMs, uasSessionTimer, type SessionTimer } from './session-timer.js';
 import { DEFAULT_TIMERS, setTimer, type Clock, type TimerHandle, type TimerValues } from './timers.js';
@@ -33,7 +47,11 @@ export interface DialogSender {
 }
 
 /** How an in-dialog request received is answered (by its server transaction). */
-export type Respond = (status: number, reason: string, opts?: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string }) => void;
+export type Respond = (
+  status: number,
+  reason: string,
+  opts?: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string },
+) => void;
 
 export type EndReason = 'bye_received' | 'bye_sent' | 'ack_timeout' | 'session_expired' | 'refresh_failed';
 
@@ -233,18 +251,25 @@ export class Dialog extends EventEmitter<DialogEvents> {
   /** An ACK for our 2xx (RFC 3261 13.3.1.4); it may carry the SDP answer to an offer we put in the 2xx. */
   handleAck(ack: SipRequest): void {
     this.#on2xxInput('ack');
-    if (ack.body.length > 0 && (header(ack, 'Content-Type') ?? '').toLowerCase().startsWith(SDP) && this.#pendingOffer) {
+    if (
+      ack.body.length > 0 &&
+      (header(ack, 'Content-Type') ?? '').toLowerCase().startsWith(SDP) &&
+      this.#pendingOffer
+    ) {
       this.#applyAnswer(this.#pendingOffer, ack.body.toString('utf8'));
       this.#pendingOffer = null;
     }
   }
 
-
   // ---- requests we send ----
 
   /** Send any request inside the dialog; resolves with its final response (non-2xx included). */
-  async request(method: string, opts: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string } = {}): Promise<SipResponse> {
-    if (this.state === 'terminated' && method !== 'BYE') throw new SipError(481, 'Call/Transaction Does Not Exist', 'dialog terminated');
+  async request(
+    method: string,
+    opts: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string } = {},
+  ): Promise<SipResponse> {
+    if (this.state === 'terminated' && method !== 'BYE')
+      throw new SipError(481, 'Call/Transaction Does Not Exist', 'dialog terminated');
     const req = buildInDialogRequest(this.data, method, opts);
     return this.#sender.request(req, nextHop(this.data));
   }
@@ -255,7 +280,8 @@ export class Dialog extends EventEmitter<DialogEvents> {
     this.#terminate('bye_sent');
     const res = await this.#sender.request(buildInDialogRequest(this.data, 'BYE'), nextHop(this.data));
     // RFC 3261 15.1.1: the session and dialog end whatever the BYE's final response.
-    if (res.status >= 300 && res.status !== 481 && res.status !== 408) throw new SipError(res.status, res.reason, `BYE answered ${res.status}`);
+    if (res.status >= 300 && res.status !== 481 && res.status !== 408)
+      throw new SipError(res.status, res.reason, `BYE answered ${res.status}`);
   }
 
   /**
@@ -267,7 +293,7 @@ export class Dialog extends EventEmitter<DialogEvents> {
     let local = this.#localMedia;
     if (typeof sdp === 'string') offerText = sdp;
     else {
-      if (local === null) throw new Error('reinvite without SDP needs the dialog\'s localMedia');
+      if (local === null) throw new Error("reinvite without SDP needs the dialog's localMedia");
       local = { ...local, direction: sdp?.direction ?? local.direction, sessionVersion: ++this.#sessionVersion };
       offerText = serializeSdp(createOffer(local));
     }
@@ -275,8 +301,14 @@ export class Dialog extends EventEmitter<DialogEvents> {
     if (verdict === 'reject_491') throw new SipError(491, 'Request Pending', 'an INVITE transaction is in progress');
     if (verdict === 'reject_481') throw new SipError(481, 'Call/Transaction Does Not Exist', 'dialog terminated');
     try {
-      const res = await this.request('INVITE', { body: Buffer.from(offerText), contentType: SDP, headers: this.#sessionTimerHeaders() });
-      const ack = buildInDialogRequest(this.data, 'ACK', { cseq: parseCSeq(res.headers.get('CSeq') ?? '0 INVITE').seq });
+      const res = await this.request('INVITE', {
+        body: Buffer.from(offerText),
+        contentType: SDP,
+        headers: this.#sessionTimerHeaders(),
+      });
+      const ack = buildInDialogRequest(this.data, 'ACK', {
+        cseq: parseCSeq(res.headers.get('CSeq') ?? '0 INVITE').seq,
+      });
       if (res.status >= 200 && res.status < 300) {
         this.#sender.sendAck(ack, nextHop(this.data));
         refreshRemoteTarget(this.data, res);
@@ -303,7 +335,10 @@ export class Dialog extends EventEmitter<DialogEvents> {
    * RFC 3515 2.4.1: ask the peer to call `target`. Resolves with the REFER's final response (202 when
    * accepted); the transfer's progress arrives as `notify` events with a sipfrag.
    */
-  async refer(target: string, opts: { referredBy?: string; headers?: Array<[string, string]> } = {}): Promise<SipResponse> {
+  async refer(
+    target: string,
+    opts: { referredBy?: string; headers?: Array<[string, string]> } = {},
+  ): Promise<SipResponse> {
     const headers: Array<[string, string]> = [['Refer-To', target.startsWith('<') ? target : `<${target}>`]];
     if (opts.referredBy) headers.push(['Referred-By', opts.referredBy]); // RFC 3892
     return this.request('REFER', { headers: [...headers, ...(opts.headers ?? [])] });
@@ -331,7 +366,12 @@ export class Dialog extends EventEmitter<DialogEvents> {
       case 'NOTIFY':
         return this.#handleNotify(req, respond);
       case 'OPTIONS':
-        return respond(200, 'OK', { headers: [['Allow', ALLOW], ['Accept', SDP]] });
+        return respond(200, 'OK', {
+          headers: [
+            ['Allow', ALLOW],
+            ['Accept', SDP],
+          ],
+        });
       default:
         // RFC 3261 8.2.1: a method we do not support inside a dialog.
         return respond(405, 'Method Not Allowed', { headers: [['Allow', ALLOW]] });
@@ -343,16 +383,22 @@ export class Dialog extends EventEmitter<DialogEvents> {
       return respond(491, 'Request Pending'); // RFC 3261 14.2: glare
     }
     const st = uasSessionTimer(req.headers);
-    if (st.kind === 'reject') return respond(422, 'Session Interval Too Small', { headers: [['Min-SE', `${st.minSeSec}`]] });
+    if (st.kind === 'reject')
+      return respond(422, 'Session Interval Too Small', { headers: [['Min-SE', `${st.minSeSec}`]] });
     refreshRemoteTarget(this.data, req);
-    const extra: Array<[string, string]> = [['Contact', serializeNameAddr(this.data.localContact)], ...(st.kind === 'accept' ? st.responseHeaders : [])];
+    const extra: Array<[string, string]> = [
+      ['Contact', serializeNameAddr(this.data.localContact)],
+      ...(st.kind === 'accept' ? st.responseHeaders : []),
+    ];
     if (st.kind === 'accept') this.#sessionTimer = st.timer;
     this.#armSessionTimer();
     const hasSdp = req.body.length > 0 && (header(req, 'Content-Type') ?? '').toLowerCase().startsWith(SDP);
     if (!hasSdp) {
       if (req.method === 'UPDATE') return respond(200, 'OK', { headers: extra }); // a session refresh only
       // RFC 3264 / RFC 3261 14.2: offer in our 2xx, answer in the ACK.
-      const offer = this.#localMedia ? serializeSdp(createOffer({ ...this.#localMedia, sessionVersion: ++this.#sessionVersion })) : this.localSdp;
+      const offer = this.#localMedia
+        ? serializeSdp(createOffer({ ...this.#localMedia, sessionVersion: ++this.#sessionVersion }))
+        : this.localSdp;
       this.#pendingOffer = offer;
       return this.#answerInvite(respond, offer, extra);
     }
@@ -368,7 +414,8 @@ export class Dialog extends EventEmitter<DialogEvents> {
         return respond(488, 'Not Acceptable Here', { headers: [['Warning', `399 parley "${err.message}"`]] });
       }
       const result = answerOffer(offer, { ...this.#localMedia, sessionVersion: this.#sessionVersion + 1 });
-      if (!result.ok) return respond(488, 'Not Acceptable Here', { headers: [['Warning', `304 parley "${result.reason}"`]] }); // RFC 3264 6
+      if (!result.ok)
+        return respond(488, 'Not Acceptable Here', { headers: [['Warning', `304 parley "${result.reason}"`]] }); // RFC 3264 6
       this.#sessionVersion += 1;
       answerText = serializeSdp(result.answer);
       media = result.media;
@@ -395,7 +442,11 @@ export class Dialog extends EventEmitter<DialogEvents> {
   #handleInfo(req: SipRequest, respond: Respond): void {
     const contentType = mediaTypeOf(header(req, 'Content-Type'));
     respond(200, 'OK');
-    this.emit('info', { contentType, body: req.body, dtmf: contentType === DTMF_RELAY ? parseDtmfRelay(req.body) : null });
+    this.emit('info', {
+      contentType,
+      body: req.body,
+      dtmf: contentType === DTMF_RELAY ? parseDtmfRelay(req.body) : null,
+    });
   }
 
   #handleRefer(req: SipRequest, respond: Respond): void {
@@ -420,7 +471,10 @@ export class Dialog extends EventEmitter<DialogEvents> {
       if (!step.notify) return;
       const res = await this.request('NOTIFY', {
         // RFC 3515 2.4.6: Event: refer;id=<CSeq of the REFER>
-        headers: [['Event', `${REFER_EVENT};id=${cseq}`], ['Subscription-State', step.notify.subscriptionState]],
+        headers: [
+          ['Event', `${REFER_EVENT};id=${cseq}`],
+          ['Subscription-State', step.notify.subscriptionState],
+        ],
         body: step.notify.body,
         contentType: SIPFRAG,
       });
@@ -462,7 +516,12 @@ export class Dialog extends EventEmitter<DialogEvents> {
 
   #sessionTimerHeaders(): Array<[string, string]> {
     const t = this.#sessionTimer;
-    return t ? [['Session-Expires', `${t.intervalSec};refresher=${t.refresher}`], ['Supported', 'timer']] : [];
+    return t
+      ? [
+          ['Session-Expires', `${t.intervalSec};refresher=${t.refresher}`],
+          ['Supported', 'timer'],
+        ]
+      : [];
   }
 
   #armSessionTimer(): void {
@@ -496,7 +555,9 @@ export class Dialog extends EventEmitter<DialogEvents> {
   #byeInBackground(reason: EndReason, input: DialogInput = 'bye'): void {
     if (this.state === 'terminated') return;
     this.#terminate(reason, input);
-    this.#sender.request(buildInDialogRequest(this.data, 'BYE'), nextHop(this.data)).catch((err: Error) => this.#backgroundFailure(err));
+    this.#sender
+      .request(buildInDialogRequest(this.data, 'BYE'), nextHop(this.data))
+      .catch((err: Error) => this.#backgroundFailure(err));
   }
 }
 

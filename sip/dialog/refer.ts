@@ -30,12 +30,14 @@ export function parseSipfrag(body: Buffer | string): { status: number; reason: s
   return m?.status !== undefined ? { status: Number(m.status), reason: (m.reason ?? '').trim() } : null;
 }
 
-export type SubscriptionState = { state: 'active' | 'pending'; expiresSec: number | null } | { state: 'terminated'; reason: string | null };
+export type SubscriptionState =
+  { state: 'active' | 'pending'; expiresSec: number | null } | { state: 'terminated'; reason: string | null };
 
 export function parseSubscriptionState(value: string | undefined): SubscriptionState | null {
   if (value === undefined) return null;
   const [head = '', ...params] = value.split(';').map((s) => s.trim());
-  const param = (name: string) => params.find((p) => p.toLowerCase().startsWith(name + '='))?.slice(name.length + 1) ?? null;
+  const param = (name: string) =>
+    params.find((p) => p.toLowerCase().startsWith(name + '='))?.slice(name.length + 1) ?? null;
   const state = head.toLowerCase();
   if (state === 'terminated') return { state, reason: param('reason') };
   if (state === 'active' || state === 'pending') {
@@ -63,13 +65,25 @@ export interface ReferNotify {
 }
 
 /** RFC 3515 2.4.5: provisional progress keeps the subscription active; a final status ends it. */
-export function referNotifierTransition(state: ReferNotifierState, input: ReferNotifierInput): { state: ReferNotifierState; notify: ReferNotify | null } {
+export function referNotifierTransition(
+  state: ReferNotifierState,
+  input: ReferNotifierInput,
+): { state: ReferNotifierState; notify: ReferNotify | null } {
   if (state.name === 'terminated') return { state, notify: null };
   if (input.kind === 'expired') {
-    return { state: { name: 'terminated', finalStatus: 0 }, notify: { subscriptionState: 'terminated;reason=timeout', body: sipfrag(100, 'Trying') } };
+    return {
+      state: { name: 'terminated', finalStatus: 0 },
+      notify: { subscriptionState: 'terminated;reason=timeout', body: sipfrag(100, 'Trying') },
+    };
   }
   if (input.status < 200) {
-    return { state, notify: { subscriptionState: formatSubscriptionState({ state: 'active', expiresSec: REFER_SUBSCRIPTION_SEC }), body: sipfrag(input.status, input.reason) } };
+    return {
+      state,
+      notify: {
+        subscriptionState: formatSubscriptionState({ state: 'active', expiresSec: REFER_SUBSCRIPTION_SEC }),
+        body: sipfrag(input.status, input.reason),
+      },
+    };
   }
   return {
     state: { name: 'terminated', finalStatus: input.status },

@@ -14,16 +14,23 @@ export interface SessionTimer {
 }
 
 /** Parse "1800;refresher=uac" (RFC 4028 4). Null when absent or malformed. */
-export function parseSessionExpires(value: string | undefined): { intervalSec: number; refresher: Refresher | null } | null {
+export function parseSessionExpires(
+  value: string | undefined,
+): { intervalSec: number; refresher: Refresher | null } | null {
   if (value === undefined) return null;
   const m = /^\s*(?<interval>\d+)\s*(?<params>(?:;.*)?)$/.exec(value)?.groups;
   if (m?.interval === undefined) return null;
   const refresher = /;\s*refresher\s*=\s*(?<who>uac|uas)\b/i.exec(m.params ?? '')?.groups?.who;
-  return { intervalSec: Number(m.interval), refresher: refresher === undefined ? null : (refresher.toLowerCase() as Refresher) };
+  return {
+    intervalSec: Number(m.interval),
+    refresher: refresher === undefined ? null : (refresher.toLowerCase() as Refresher),
+  };
 }
 
 function supportsTimer(headers: Headers): boolean {
-  return [...headers.getAll('Supported'), ...headers.getAll('Require')].some((t) => t.trim().toLowerCase() === OPTION_TAG);
+  return [...headers.getAll('Supported'), ...headers.getAll('Require')].some(
+    (t) => t.trim().toLowerCase() === OPTION_TAG,
+  );
 }
 
 export type UasSessionTimerDecision =
@@ -58,7 +65,10 @@ export function uacSessionTimer(response: Headers): SessionTimer | null {
  * RFC 4028 10: the refresher sends a refresh at half the interval; the other side sends BYE when no
  * refresh came by interval - min(32, interval / 3).
  */
-export function sessionTimerDeadlineMs(timer: SessionTimer, role: 'uac' | 'uas'): { kind: 'refresh' | 'expire'; inMs: number } {
+export function sessionTimerDeadlineMs(
+  timer: SessionTimer,
+  role: 'uac' | 'uas',
+): { kind: 'refresh' | 'expire'; inMs: number } {
   if (timer.refresher === role) return { kind: 'refresh', inMs: (timer.intervalSec * 1000) / 2 };
   return { kind: 'expire', inMs: (timer.intervalSec - Math.min(32, timer.intervalSec / 3)) * 1000 };
 }

@@ -12,16 +12,21 @@ export type Uas2xxState =
 export type Uas2xxInput = 'ack' | 'timer_2xx_retransmit' | 'timer_2xx_timeout';
 
 export type Uas2xxAction =
-  | { kind: 'retransmit'; nextMs: number }
-  | { kind: 'stop_timers' }
-  | { kind: 'send_bye' }
-  | { kind: 'none' };
+  { kind: 'retransmit'; nextMs: number } | { kind: 'stop_timers' } | { kind: 'send_bye' } | { kind: 'none' };
 
 export function initialUas2xx(t: TimerValues): { state: Uas2xxState; retransmitInMs: number; timeoutInMs: number } {
-  return { state: { name: 'waiting_ack', intervalMs: t.T1, elapsedMs: 0 }, retransmitInMs: t.T1, timeoutInMs: ackWaitMs(t) };
+  return {
+    state: { name: 'waiting_ack', intervalMs: t.T1, elapsedMs: 0 },
+    retransmitInMs: t.T1,
+    timeoutInMs: ackWaitMs(t),
+  };
 }
 
-export function uas2xxTransition(state: Uas2xxState, input: Uas2xxInput, t: TimerValues): { state: Uas2xxState; action: Uas2xxAction } {
+export function uas2xxTransition(
+  state: Uas2xxState,
+  input: Uas2xxInput,
+  t: TimerValues,
+): { state: Uas2xxState; action: Uas2xxAction } {
   if (state.name !== 'waiting_ack') return { state, action: { kind: 'none' } }; // ACK retransmissions, late timers
   switch (input) {
     case 'ack':
@@ -29,7 +34,10 @@ export function uas2xxTransition(state: Uas2xxState, input: Uas2xxInput, t: Time
     case 'timer_2xx_retransmit': {
       // RFC 3261 13.3.1.4: the interval doubles until it reaches T2.
       const next = Math.min(state.intervalMs * 2, t.T2);
-      return { state: { name: 'waiting_ack', intervalMs: next, elapsedMs: state.elapsedMs + state.intervalMs }, action: { kind: 'retransmit', nextMs: next } };
+      return {
+        state: { name: 'waiting_ack', intervalMs: next, elapsedMs: state.elapsedMs + state.intervalMs },
+        action: { kind: 'retransmit', nextMs: next },
+      };
     }
     case 'timer_2xx_timeout':
       return { state: { name: 'ack_timeout' }, action: { kind: 'send_bye' } };

@@ -29,7 +29,8 @@ export function parseNameAddr(value: string): NameAddr {
       const words = s.slice(0, lt).trim();
       if (words.length > 0) {
         // RFC 3261 25.1: display-name = *(token LWS) / quoted-string
-        for (const w of words.split(/[ \t\r\n]+/)) if (!isToken(w)) throw new SipParseError(`bad display name "${words}"`);
+        for (const w of words.split(/[ \t\r\n]+/))
+          if (!isToken(w)) throw new SipParseError(`bad display name "${words}"`);
         displayName = words;
       }
       i = lt;
@@ -57,7 +58,8 @@ export function parseNameAddr(value: string): NameAddr {
 export function serializeNameAddr(na: NameAddr): string {
   if (na.wildcard) return '*';
   let out = '';
-  if (na.displayName !== undefined) out += isDisplayTokens(na.displayName) ? na.displayName + ' ' : quote(na.displayName) + ' ';
+  if (na.displayName !== undefined)
+    out += isDisplayTokens(na.displayName) ? na.displayName + ' ' : quote(na.displayName) + ' ';
   out += '<' + serializeUri(na.uri) + '>';
   return out + serializeParams(na.params);
 }
@@ -72,7 +74,8 @@ export function tagOf(na: NameAddr): string | undefined {
 }
 
 // RFC 3261 25.1: sent-protocol = protocol-name SLASH protocol-version SLASH transport; SLASH = SWS "/" SWS
-const SENT_PROTOCOL = /^(?<protocol>[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*(?<version>[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*(?<transport>[A-Za-z0-9\-.!%*_+`'~]+)\s+/;
+const SENT_PROTOCOL =
+  /^(?<protocol>[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*(?<version>[A-Za-z0-9\-.!%*_+`'~]+)\s*\/\s*(?<transport>[A-Za-z0-9\-.!%*_+`'~]+)\s+/;
 const VIA_HOST = /(?<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9\-.]*[A-Za-z0-9.])?)/y;
 
 /** Parse one Via value (one element of the comma list). Throws SipParseError. */
@@ -80,7 +83,8 @@ export function parseVia(value: string): Via {
   const s = value.trim();
   const m = SENT_PROTOCOL.exec(s);
   const { protocol, version, transport } = m?.groups ?? {};
-  if (!m || protocol === undefined || version === undefined || transport === undefined) throw new SipParseError(`bad Via "${value}"`);
+  if (!m || protocol === undefined || version === undefined || transport === undefined)
+    throw new SipParseError(`bad Via "${value}"`);
   let i = m[0].length;
   VIA_HOST.lastIndex = i;
   const host = VIA_HOST.exec(s)?.groups?.host;
@@ -111,7 +115,8 @@ export function branchOf(via: Via): string | undefined {
 
 /** Parse a CSeq value: `1*DIGIT LWS Method` with the number below 2**31 (RFC 3261 8.1.1.5). */
 export function parseCSeq(value: string): CSeq {
-  const { number, method } = /^\s*(?<number>[0-9]{1,10})\s+(?<method>[A-Za-z0-9\-.!%*_+`'~]+)\s*$/.exec(value)?.groups ?? {};
+  const { number, method } =
+    /^\s*(?<number>[0-9]{1,10})\s+(?<method>[A-Za-z0-9\-.!%*_+`'~]+)\s*$/.exec(value)?.groups ?? {};
   if (number === undefined || method === undefined) throw new SipParseError(`bad CSeq "${value}"`);
   const seq = Number(number);
   if (seq > MAX_CSEQ) throw new SipParseError(`CSeq number ${number} out of range`);

@@ -56,7 +56,8 @@ export class StreamFramer {
       const value = CONTENT_LENGTH.exec(head)?.groups?.value;
       if (value === undefined) return this.fail(new SipParseError('Content-Length is mandatory on stream transports'));
       const text = value.trim();
-      if (!/^[0-9]{1,9}$/.test(text) || Number(text) > MAX_CONTENT_LENGTH) return this.fail(new SipParseError(`bad Content-Length "${text}"`));
+      if (!/^[0-9]{1,9}$/.test(text) || Number(text) > MAX_CONTENT_LENGTH)
+        return this.fail(new SipParseError(`bad Content-Length "${text}"`));
       const total = end.at + end.len + Number(text);
       if (total > buf.length) break;
       const one = buf.subarray(at, total);

@@ -18,9 +18,31 @@ export { serializeMessage, serializeHead } from './serializer.js';
 export { StreamFramer, MAX_HEAD_BYTES, type FramerHandlers } from './framer.js';
 export { validateRequest, validateResponse, type Rejection, type ValidateOptions } from './validate.js';
 export { parseUri, serializeUri, uriEquals, isSipUri, unescapeUriPart, sipUri } from './uri.js';
-export { parseNameAddr, serializeNameAddr, tagOf, parseVia, serializeVia, branchOf, parseCSeq, serializeCSeq } from './address.js';
+export {
+  parseNameAddr,
+  serializeNameAddr,
+  tagOf,
+  parseVia,
+  serializeVia,
+  branchOf,
+  parseCSeq,
+  serializeCSeq,
+} from './address.js';
 export { quote, unquoteParam, parseParams, serializeParams, isToken } from './syntax.js';
 export {
-  topVia, viasOf, fromOf, toOf, callIdOf, cseqOf, contactsOf, newBranch, newTag, newCallId,
-  createRequest, createResponse, REASON_PHRASES, type RequestInit, type ResponseOptions,
+  topVia,
+  viasOf,
+  fromOf,
+  toOf,
+  callIdOf,
+  cseqOf,
+  contactsOf,
+  newBranch,
+  newTag,
+  newCallId,
+  createRequest,
+  createResponse,
+  REASON_PHRASES,
+  type RequestInit,
+  type ResponseOptions,
 } from './access.js';

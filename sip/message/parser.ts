@@ -62,7 +62,8 @@ export function parseMessage(input: Buffer | string, opts: ParseOptions = {}): S
   const [first] = lengths;
   let length: number;
   if (first === undefined) {
-    if (opts.stream) throw new SipParseError('Content-Length is mandatory on stream transports', 400, 'Bad Request', msg);
+    if (opts.stream)
+      throw new SipParseError('Content-Length is mandatory on stream transports', 400, 'Bad Request', msg);
     length = buf.length - bodyStart;
   } else {
     const distinct = new Set(lengths.map((v) => v.trim()));
@@ -70,9 +71,11 @@ export function parseMessage(input: Buffer | string, opts: ParseOptions = {}): S
     const text = first.trim();
     if (!/^[0-9]{1,9}$/.test(text)) throw new SipParseError(`bad Content-Length "${text}"`, 400, 'Bad Request', msg);
     length = Number(text);
-    if (length > MAX_CONTENT_LENGTH) throw new SipParseError('Content-Length too large', 413, 'Request Entity Too Large', msg);
+    if (length > MAX_CONTENT_LENGTH)
+      throw new SipParseError('Content-Length too large', 413, 'Request Entity Too Large', msg);
     // RFC 3261 18.3: a datagram shorter than Content-Length is discarded or answered 400.
-    if (bodyStart + length > buf.length) throw new SipParseError('message shorter than its Content-Length', 400, 'Bad Request', msg);
+    if (bodyStart + length > buf.length)
+      throw new SipParseError('message shorter than its Content-Length', 400, 'Bad Request', msg);
   }
   // RFC 3261 18.3: octets past Content-Length in a datagram are discarded (RFC 4475 3.1.1.8).
   msg.body = buf.subarray(bodyStart, bodyStart + length);
@@ -89,7 +92,14 @@ function parseStartLine(line: string, headers: Headers): SipMessage {
     if (!VERSION.test(version)) throw new SipParseError(`bad SIP version "${version}"`);
     if (!STATUS.test(code)) throw new SipParseError(`bad status code "${code}"`);
     const reason = sp2 < 0 ? '' : line.slice(sp2 + 1);
-    const res: SipResponse = { kind: 'response', version: version.toUpperCase(), status: Number(code), reason, headers, body: EMPTY };
+    const res: SipResponse = {
+      kind: 'response',
+      version: version.toUpperCase(),
+      status: Number(code),
+      reason,
+      headers,
+      body: EMPTY,
+    };
     return res;
   }
   // RFC 3261 7.1: Request-Line = Method SP Request-URI SP SIP-Version CRLF (exactly one SP each;
@@ -100,9 +110,14 @@ function parseStartLine(line: string, headers: Headers): SipMessage {
     // Keep what a 400 needs when the line is recognisably a request (method first, version last).
     const [looseMethod, ...rest] = line.trim().split(/[ \t]+/);
     const looseVersion = rest.pop();
-    const partial = looseMethod !== undefined && looseVersion !== undefined && rest.length > 0 && isToken(looseMethod) && VERSION.test(looseVersion)
-      ? request(looseMethod, rest.join(' '), looseVersion, headers)
-      : undefined;
+    const partial =
+      looseMethod !== undefined &&
+      looseVersion !== undefined &&
+      rest.length > 0 &&
+      isToken(looseMethod) &&
+      VERSION.test(looseVersion)
+        ? request(looseMethod, rest.join(' '), looseVersion, headers)
+        : undefined;
     throw new SipParseError(`malformed Request-Line "${line}"`, 400, 'Bad Request', partial);
   }
   if (!isToken(method)) throw new SipParseError(`bad method "${method}"`);
@@ -111,7 +126,8 @@ function parseStartLine(line: string, headers: Headers): SipMessage {
   try {
     partial.uri = parseUri(uriText);
   } catch (err) {
-    if (err instanceof SipParseError) throw new SipParseError(`bad Request-URI: ${err.message}`, 400, 'Bad Request', partial);
+    if (err instanceof SipParseError)
+      throw new SipParseError(`bad Request-URI: ${err.message}`, 400, 'Bad Request', partial);
     throw err;
   }
   return partial;
@@ -121,7 +137,14 @@ const EMPTY = Buffer.alloc(0);
 
 /** A request whose Request-URI is not parsed yet (kept opaque). */
 function request(method: string, uriText: string, version: string, headers: Headers): SipRequest {
-  return { kind: 'request', method, uri: { scheme: 'invalid', opaque: uriText }, version: version.toUpperCase(), headers, body: EMPTY };
+  return {
+    kind: 'request',
+    method,
+    uri: { scheme: 'invalid', opaque: uriText },
+    version: version.toUpperCase(),
+    headers,
+    body: EMPTY,
+  };
 }
 
 function parseHeaderLines(head: string, i: number, headers: Headers): void {
@@ -139,7 +162,8 @@ function parseHeaderLines(head: string, i: number, headers: Headers): void {
     } else {
       if (name !== '') headers.addCanonical(name, trimLws(value));
       const colon = head.indexOf(':', i);
-      if (colon < 0 || colon > lineEnd) throw new SipParseError(`header line without colon: "${head.slice(i, lineEnd)}"`);
+      if (colon < 0 || colon > lineEnd)
+        throw new SipParseError(`header line without colon: "${head.slice(i, lineEnd)}"`);
       // RFC 3261 25.1: HCOLON = *( SP / HTAB ) ":" SWS
       let nameEnd = colon;
       while (nameEnd > i && (head.charCodeAt(nameEnd - 1) === SP || head.charCodeAt(nameEnd - 1) === HTAB)) nameEnd--;

@@ -5,9 +5,10 @@ import { serializeUri } from './uri.js';
 
 /** The start line and headers, ending with the blank line, with Content-Length set from the body. */
 export function serializeHead(msg: SipMessage): string {
-  let out = msg.kind === 'request'
-    ? `${msg.method} ${serializeUri(msg.uri)} ${msg.version}\r\n`
-    : `${msg.version} ${msg.status} ${msg.reason}\r\n`;
+  let out =
+    msg.kind === 'request'
+      ? `${msg.method} ${serializeUri(msg.uri)} ${msg.version}\r\n`
+      : `${msg.version} ${msg.status} ${msg.reason}\r\n`;
   let lengthWritten = false;
   for (const [name, value] of msg.headers.entries()) {
     if (name === 'Content-Length') {

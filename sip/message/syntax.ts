@@ -5,7 +5,8 @@ import type { Params } from './types.js';
 // RFC 3261 25.1: token = 1*(alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~")
 // A lookup table, built once: the parser asks this for every character of every name.
 const TOKEN_TABLE = new Uint8Array(128);
-for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.!%*_+`'~") TOKEN_TABLE[c.charCodeAt(0)] = 1;
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.!%*_+`'~")
+  TOKEN_TABLE[c.charCodeAt(0)] = 1;
 
 export function isTokenCode(code: number): boolean {
   return code < 128 && TOKEN_TABLE[code] === 1;

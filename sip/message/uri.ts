@@ -138,7 +138,10 @@ export function unescapeUriPart(s: string): string {
 }
 
 /** A SIP URI from its parts, for building requests. */
-export function sipUri(host: string, opts: { user?: string; port?: number; scheme?: 'sip' | 'sips'; params?: Record<string, string | null> } = {}): SipUri {
+export function sipUri(
+  host: string,
+  opts: { user?: string; port?: number; scheme?: 'sip' | 'sips'; params?: Record<string, string | null> } = {},
+): SipUri {
   return {
     scheme: opts.scheme ?? 'sip',
     user: opts.user,
@@ -161,7 +164,8 @@ export function uriEquals(a: Uri, b: Uri): boolean {
   if (unescapeUriPart(a.password ?? '') !== unescapeUriPart(b.password ?? '')) return false;
   if (a.host.toLowerCase() !== b.host.toLowerCase() || a.port !== b.port) return false;
   for (const k of ['transport', 'user', 'ttl', 'method', 'maddr']) {
-    if ((a.params.has(k) || b.params.has(k)) && a.params.get(k)?.toLowerCase() !== b.params.get(k)?.toLowerCase()) return false;
+    if ((a.params.has(k) || b.params.has(k)) && a.params.get(k)?.toLowerCase() !== b.params.get(k)?.toLowerCase())
+      return false;
   }
   for (const [k, v] of a.params) {
     if (b.params.has(k) && (b.params.get(k) ?? '').toLowerCase() !== (v ?? '').toLowerCase()) return false;

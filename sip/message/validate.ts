@@ -37,7 +37,8 @@ const MAX_DELTA_SECONDS = 2 ** 32 - 1;
 // RFC 3261 25.1: callid = word [ "@" word ]; word = 1*(alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~" / "(" / ")" / "<" / ">" / ":" / "\" / DQUOTE / "/" / "[" / "]" / "?" / "{" / "}")
 const CALL_ID = /^[A-Za-z0-9\-.!%*_+`'~()<>:\\"/[\]?{}]+(?:@[A-Za-z0-9\-.!%*_+`'~()<>:\\"/[\]?{}]+)?$/;
 // RFC 3261 20.17, 25.1: rfc1123-date with "GMT"
-const DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$/;
+const DATE =
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$/;
 
 function bad(detail: string): Rejection {
   return { status: 400, reason: 'Bad Request', detail };
@@ -78,7 +79,9 @@ export function validateRequest(req: SipRequest, opts: ValidateOptions = {}): Re
   const callId = req.headers.get('Call-ID')!.trim();
   if (!CALL_ID.test(callId)) return bad(`bad Call-ID "${callId}"`);
   let cseqMethod = '';
-  const cseqErr = tryParse(() => { cseqMethod = parseCSeq(req.headers.get('CSeq')!).method; });
+  const cseqErr = tryParse(() => {
+    cseqMethod = parseCSeq(req.headers.get('CSeq')!).method;
+  });
   if (cseqErr) return bad(cseqErr);
   // RFC 3261 8.1.1.5 / RFC 4475 3.1.2.17-18: the CSeq method matches the request method.
   if (cseqMethod !== req.method) return bad(`CSeq method ${cseqMethod} does not match ${req.method}`);
@@ -107,7 +110,8 @@ export function validateRequest(req: SipRequest, opts: ValidateOptions = {}): Re
   if (req.method !== 'ACK' && req.method !== 'CANCEL') {
     const supported = new Set((opts.supported ?? []).map((s) => s.toLowerCase()));
     const unsupported = req.headers.getAll('Require').filter((t) => t !== '' && !supported.has(t.toLowerCase()));
-    if (unsupported.length > 0) return { status: 420, reason: 'Bad Extension', detail: unsupported.join(', '), unsupported };
+    if (unsupported.length > 0)
+      return { status: 420, reason: 'Bad Extension', detail: unsupported.join(', '), unsupported };
   }
   // RFC 3261 8.2.3: a body of a type we do not understand.
   if (opts.acceptedContentTypes && req.body.length > 0) {
@@ -147,7 +151,8 @@ export function validateResponse(res: SipResponse): string | null {
   for (const w of res.headers.getAll('Warning')) {
     // RFC 3261 20.43: warn-code = 3DIGIT
     const { code, agent } = /^(?<code>[0-9]+)\s+(?<agent>\S+)\s+"/.exec(w)?.groups ?? {};
-    if (code?.length !== 3 || agent === undefined || !isToken(agent.replace(/[:[\]]/g, ''))) return `bad Warning "${w}"`;
+    if (code?.length !== 3 || agent === undefined || !isToken(agent.replace(/[:[\]]/g, '')))
+      return `bad Warning "${w}"`;
   }
   const callId = res.headers.get('Call-ID')!.trim();
   if (!CALL_ID.test(callId)) return `bad Call-ID "${callId}"`;

@@ -28,7 +28,11 @@ export function codecsOf(media: MediaDescription): Codec[] {
     // RFC 4566 6: a=rtpmap:<payload type> <encoding name>/<clock rate>[/<encoding parameters>]
     const m = /^(?<pt>\d+)\s+(?<name>[^/\s]+)\/(?<rate>\d+)(?:\/(?<channels>\d+))?/.exec(value)?.groups;
     if (m?.pt && m.name && m.rate) {
-      rtpmap.set(Number(m.pt), { name: m.name, clockRate: Number(m.rate), channels: m.channels ? Number(m.channels) : 1 });
+      rtpmap.set(Number(m.pt), {
+        name: m.name,
+        clockRate: Number(m.rate),
+        channels: m.channels ? Number(m.channels) : 1,
+      });
     }
   }
   const fmtp = new Map<number, string>();
@@ -43,7 +47,13 @@ export function codecsOf(media: MediaDescription): Codec[] {
     const known = STATIC_PAYLOAD_TYPES[pt];
     const mapped = rtpmap.get(pt) ?? (known ? { ...known, channels: 1 } : null);
     if (!mapped) continue;
-    codecs.push({ payloadType: pt, name: mapped.name, clockRate: mapped.clockRate, channels: mapped.channels, fmtp: fmtp.get(pt) ?? null });
+    codecs.push({
+      payloadType: pt,
+      name: mapped.name,
+      clockRate: mapped.clockRate,
+      channels: mapped.channels,
+      fmtp: fmtp.get(pt) ?? null,
+    });
   }
   return codecs;
 }
@@ -51,7 +61,8 @@ export function codecsOf(media: MediaDescription): Codec[] {
 /** RFC 4566 6: a media-level direction attribute wins over the session-level one; default sendrecv. */
 export function directionOf(media: MediaDescription, session: SessionDescription): Direction {
   for (const a of media.attributes) if ((DIRECTIONS as readonly string[]).includes(a.name)) return a.name as Direction;
-  for (const a of session.attributes) if ((DIRECTIONS as readonly string[]).includes(a.name)) return a.name as Direction;
+  for (const a of session.attributes)
+    if ((DIRECTIONS as readonly string[]).includes(a.name)) return a.name as Direction;
   return 'sendrecv';
 }
 

@@ -3,9 +3,18 @@
 // stream is rejected with a typed result the UA turns into 488 Not Acceptable Here.
 
 import {
-  DEFAULT_PTIME_MS, TELEPHONE_EVENT, TELEPHONE_EVENT_DEFAULT_EVENTS,
-  codecsOf, connectionAddress, effectiveRemoteDirection, formatEventList, intersectDirection, isHold,
-  parseEventList, ptimeOf, reverseDirection,
+  DEFAULT_PTIME_MS,
+  TELEPHONE_EVENT,
+  TELEPHONE_EVENT_DEFAULT_EVENTS,
+  codecsOf,
+  connectionAddress,
+  effectiveRemoteDirection,
+  formatEventList,
+  intersectDirection,
+  isHold,
+  parseEventList,
+  ptimeOf,
+  reverseDirection,
 } from './media.js';
 import type { AddrType, Attribute, Codec, Direction, MediaDescription, SessionDescription } from './types.js';
 
@@ -110,7 +119,13 @@ function audioMedia(port: number, codecs: Codec[], ptimeMs: number, direction: D
 export function createOffer(local: LocalMedia): SessionDescription {
   const codecs: Codec[] = local.codecs.map((name) => ({ ...STATIC_AUDIO[name], name, channels: 1, fmtp: null }));
   if (local.telephoneEvent) {
-    codecs.push({ payloadType: TELEPHONE_EVENT_PT, name: TELEPHONE_EVENT, clockRate: 8000, channels: 1, fmtp: SUPPORTED_EVENTS });
+    codecs.push({
+      payloadType: TELEPHONE_EVENT_PT,
+      name: TELEPHONE_EVENT,
+      clockRate: 8000,
+      channels: 1,
+      fmtp: SUPPORTED_EVENTS,
+    });
   }
   const session = baseSession(local);
   session.media.push(audioMedia(local.port, codecs, local.ptimeMs ?? DEFAULT_PTIME_MS, local.direction ?? 'sendrecv'));
@@ -144,7 +159,9 @@ function rejected(m: MediaDescription): MediaDescription {
 }
 
 function isUsable(m: MediaDescription, session: SessionDescription): boolean {
-  return m.media === 'audio' && m.port !== 0 && m.proto.toUpperCase() === RTP_AVP && connectionAddress(m, session) !== null;
+  return (
+    m.media === 'audio' && m.port !== 0 && m.proto.toUpperCase() === RTP_AVP && connectionAddress(m, session) !== null
+  );
 }
 
 /**
@@ -162,7 +179,9 @@ export function answerOffer(offer: SessionDescription, local: LocalMedia): Answe
       continue;
     }
     const offered = codecsOf(m);
-    const common = offered.filter((c) => isAudioCodec(c, local.codecs)).map((c) => ({ ...c, name: c.name.toUpperCase() }));
+    const common = offered
+      .filter((c) => isAudioCodec(c, local.codecs))
+      .map((c) => ({ ...c, name: c.name.toUpperCase() }));
     const [first] = common;
     if (first === undefined) {
       reason = `no common codec (offered ${offered.map((c) => c.name).join(', ') || 'none'})`;
@@ -198,13 +217,19 @@ export function answerOffer(offer: SessionDescription, local: LocalMedia): Answe
 export function acceptAnswer(offer: SessionDescription, answer: SessionDescription, local: LocalMedia): AcceptResult {
   // RFC 3264 6: the answer has exactly as many m= lines as the offer.
   if (answer.media.length !== offer.media.length) {
-    return { ok: false, status: 488, reason: `answer has ${answer.media.length} m= lines, offer had ${offer.media.length}` };
+    return {
+      ok: false,
+      status: 488,
+      reason: `answer has ${answer.media.length} m= lines, offer had ${offer.media.length}`,
+    };
   }
   for (const [i, m] of answer.media.entries()) {
     const offered = offer.media[i];
     if (offered === undefined || offered.media !== 'audio' || !isUsable(m, answer)) continue;
     const offeredCodecs = codecsOf(offered);
-    const common = codecsOf(m).filter((c) => isAudioCodec(c, local.codecs) && offeredCodecs.some((o) => o.name.toUpperCase() === c.name.toUpperCase()));
+    const common = codecsOf(m).filter(
+      (c) => isAudioCodec(c, local.codecs) && offeredCodecs.some((o) => o.name.toUpperCase() === c.name.toUpperCase()),
+    );
     const [first] = common;
     if (first === undefined) continue;
     const te = local.telephoneEvent ? matchTelephoneEvent(codecsOf(m), first.clockRate) : null;

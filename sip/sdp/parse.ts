@@ -5,7 +5,10 @@ import type { AddrType, Attribute, Connection, MediaDescription, Origin, Session
 
 /** A description that cannot be read; the UA answers 400 (or 488 in an offer/answer exchange). */
 export class SdpParseError extends Error {
-  constructor(message: string, readonly line: number) {
+  constructor(
+    message: string,
+    readonly line: number,
+  ) {
     super(`SDP line ${line}: ${message}`);
     this.name = 'SdpParseError';
   }
@@ -88,7 +91,8 @@ export function parseSdp(text: string): SessionDescription {
   let current: MediaDescription | null = null;
   for (const [i, raw] of lines.entries()) {
     if (raw.length === 0) continue;
-    if (!LINE.test(raw)) throw new SdpParseError(`not a "<type>=<value>" line: ${JSON.stringify(raw.slice(0, 40))}`, i + 1);
+    if (!LINE.test(raw))
+      throw new SdpParseError(`not a "<type>=<value>" line: ${JSON.stringify(raw.slice(0, 40))}`, i + 1);
     const type = raw.charAt(0);
     const value = raw.slice(2);
     switch (type) {
@@ -149,7 +153,8 @@ export function serializeSdp(s: SessionDescription): string {
     `o=${o.username} ${o.sessionId} ${o.sessionVersion} ${o.netType} ${o.addrType} ${o.address}`,
     `s=${s.sessionName}`,
   ];
-  for (const line of s.otherLines) if (line[0] !== 'b' && line[0] !== 'z' && line[0] !== 'k' && line[0] !== 'r') out.push(line);
+  for (const line of s.otherLines)
+    if (line[0] !== 'b' && line[0] !== 'z' && line[0] !== 'k' && line[0] !== 'r') out.push(line);
   if (s.connection) out.push(connectionLine(s.connection));
   for (const line of s.otherLines) if (line[0] === 'b') out.push(line);
   for (const t of s.timing.length > 0 ? s.timing : ['0 0']) out.push(`t=${t}`);

@@ -4,8 +4,13 @@
 export type ClientInviteState = 'calling' | 'proceeding' | 'completed' | 'accepted' | 'terminated';
 
 export type ClientInviteInput =
-  | 'timer_a' | 'timer_b' | 'timer_d' | 'timer_m'
-  | 'response_1xx' | 'response_2xx' | 'response_300_699'
+  | 'timer_a'
+  | 'timer_b'
+  | 'timer_d'
+  | 'timer_m'
+  | 'response_1xx'
+  | 'response_2xx'
+  | 'response_300_699'
   | 'transport_error';
 
 export type ClientInviteAction =
@@ -28,21 +33,38 @@ type A = ClientInviteAction;
 const toCompleted: Step<S, A> = {
   // 17.1.1.2: a 300-699 response: ACK it, pass it up, wait Timer D for retransmissions.
   next: 'completed',
-  actions: [{ do: 'cancel', timer: 'A' }, { do: 'cancel', timer: 'B' }, { do: 'pass_to_tu' }, { do: 'send_ack' }, { do: 'start', timer: 'D' }],
+  actions: [
+    { do: 'cancel', timer: 'A' },
+    { do: 'cancel', timer: 'B' },
+    { do: 'pass_to_tu' },
+    { do: 'send_ack' },
+    { do: 'start', timer: 'D' },
+  ],
 };
 const toAccepted: Step<S, A> = {
   // RFC 6026 7.2: a 2xx moves to Accepted and starts Timer M; the TU sends the ACK.
   next: 'accepted',
-  actions: [{ do: 'cancel', timer: 'A' }, { do: 'cancel', timer: 'B' }, { do: 'pass_to_tu' }, { do: 'start', timer: 'M' }],
+  actions: [
+    { do: 'cancel', timer: 'A' },
+    { do: 'cancel', timer: 'B' },
+    { do: 'pass_to_tu' },
+    { do: 'start', timer: 'M' },
+  ],
 };
-const failed: Step<S, A> = { next: 'terminated', actions: [{ do: 'cancel', timer: 'A' }, { do: 'cancel', timer: 'B' }, { do: 'transport_failed' }] };
+const failed: Step<S, A> = {
+  next: 'terminated',
+  actions: [{ do: 'cancel', timer: 'A' }, { do: 'cancel', timer: 'B' }, { do: 'transport_failed' }],
+};
 
 const TABLE: Record<S, Partial<Record<ClientInviteInput, Step<S, A>>>> = {
   // RFC 3261 17.1.1.2: Calling - retransmit on A (UDP), give up on B.
   calling: {
     timer_a: { next: 'calling', actions: [{ do: 'retransmit' }] },
     timer_b: { next: 'terminated', actions: [{ do: 'cancel', timer: 'A' }, { do: 'timeout' }] },
-    response_1xx: { next: 'proceeding', actions: [{ do: 'cancel', timer: 'A' }, { do: 'cancel', timer: 'B' }, { do: 'pass_to_tu' }] },
+    response_1xx: {
+      next: 'proceeding',
+      actions: [{ do: 'cancel', timer: 'A' }, { do: 'cancel', timer: 'B' }, { do: 'pass_to_tu' }],
+    },
     response_2xx: toAccepted,
     response_300_699: toCompleted,
     transport_error: failed,

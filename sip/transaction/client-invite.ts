@@ -6,7 +6,12 @@ import { Headers } from '../message/headers.js';
 import { serializeMessage } from '../message/serializer.js';
 import { SIP_VERSION, type SipRequest, type SipResponse } from '../message/types.js';
 import type { Target } from '../transport/types.js';
-import { clientInviteTransition, type ClientInviteAction, type ClientInviteInput, type ClientInviteState } from './client-invite.fsm.js';
+import {
+  clientInviteTransition,
+  type ClientInviteAction,
+  type ClientInviteInput,
+  type ClientInviteState,
+} from './client-invite.fsm.js';
 import { ClientMachine, type ClientTransactionHandlers } from './client-machine.js';
 import type { TransactionContext } from './machine.js';
 import { backoff, initialDuration } from './timers.js';
@@ -20,7 +25,13 @@ export class ClientInviteTransaction extends ClientMachine<ClientInviteState, Cl
   /** Called on the first provisional response (CANCEL waits for it, RFC 3261 9.1). */
   onProvisional: (() => void) | undefined;
 
-  constructor(ctx: TransactionContext, key: string, request: SipRequest, target: Target, handlers: ClientTransactionHandlers) {
+  constructor(
+    ctx: TransactionContext,
+    key: string,
+    request: SipRequest,
+    target: Target,
+    handlers: ClientTransactionHandlers,
+  ) {
     super('calling', ctx, key, request, target, handlers);
   }
 

@@ -4,9 +4,7 @@ import type { Step } from './client-invite.fsm.js';
 export type ClientNonInviteState = 'trying' | 'proceeding' | 'completed' | 'terminated';
 
 export type ClientNonInviteInput =
-  | 'timer_e' | 'timer_f' | 'timer_k'
-  | 'response_1xx' | 'response_2xx' | 'response_300_699'
-  | 'transport_error';
+  'timer_e' | 'timer_f' | 'timer_k' | 'response_1xx' | 'response_2xx' | 'response_300_699' | 'transport_error';
 
 export type ClientNonInviteAction =
   | { do: 'retransmit'; interval: 'backoff' | 'T2' } // resend; E doubles up to T2 (Trying) or is T2 (Proceeding)
@@ -22,10 +20,18 @@ type A = ClientNonInviteAction;
 // 17.1.2.2: any final response: pass it up and absorb retransmissions for Timer K.
 const toCompleted: Step<S, A> = {
   next: 'completed',
-  actions: [{ do: 'cancel', timer: 'E' }, { do: 'cancel', timer: 'F' }, { do: 'pass_to_tu' }, { do: 'start', timer: 'K' }],
+  actions: [
+    { do: 'cancel', timer: 'E' },
+    { do: 'cancel', timer: 'F' },
+    { do: 'pass_to_tu' },
+    { do: 'start', timer: 'K' },
+  ],
 };
 const timedOut: Step<S, A> = { next: 'terminated', actions: [{ do: 'cancel', timer: 'E' }, { do: 'timeout' }] };
-const failed: Step<S, A> = { next: 'terminated', actions: [{ do: 'cancel', timer: 'E' }, { do: 'cancel', timer: 'F' }, { do: 'transport_failed' }] };
+const failed: Step<S, A> = {
+  next: 'terminated',
+  actions: [{ do: 'cancel', timer: 'E' }, { do: 'cancel', timer: 'F' }, { do: 'transport_failed' }],
+};
 
 const TABLE: Record<S, Partial<Record<ClientNonInviteInput, Step<S, A>>>> = {
   // RFC 3261 17.1.2.2: Trying.

@@ -5,15 +5,30 @@ import { TransactionTimeoutError } from '../errors.js';
 import type { SipRequest } from '../message/types.js';
 import type { Target } from '../transport/types.js';
 import { ClientMachine, type ClientTransactionHandlers } from './client-machine.js';
-import { clientNonInviteTransition, type ClientNonInviteAction, type ClientNonInviteInput, type ClientNonInviteState } from './client-non-invite.fsm.js';
+import {
+  clientNonInviteTransition,
+  type ClientNonInviteAction,
+  type ClientNonInviteInput,
+  type ClientNonInviteState,
+} from './client-non-invite.fsm.js';
 import type { TransactionContext } from './machine.js';
 import { backoff, initialDuration } from './timers.js';
 
-export class ClientNonInviteTransaction extends ClientMachine<ClientNonInviteState, ClientNonInviteInput, ClientNonInviteAction> {
+export class ClientNonInviteTransaction extends ClientMachine<
+  ClientNonInviteState,
+  ClientNonInviteInput,
+  ClientNonInviteAction
+> {
   readonly kind = 'client-non-invite' as const;
   private intervalE = 0;
 
-  constructor(ctx: TransactionContext, key: string, request: SipRequest, target: Target, handlers: ClientTransactionHandlers) {
+  constructor(
+    ctx: TransactionContext,
+    key: string,
+    request: SipRequest,
+    target: Target,
+    handlers: ClientTransactionHandlers,
+  ) {
     super('trying', ctx, key, request, target, handlers);
   }
 

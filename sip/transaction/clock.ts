@@ -81,7 +81,8 @@ export class ManualClock implements Clock {
     const end = this.time + ms;
     for (;;) {
       let next: Pending | undefined;
-      for (const p of this.pending) if (p.at <= end && (!next || p.at < next.at || (p.at === next.at && p.seq < next.seq))) next = p;
+      for (const p of this.pending)
+        if (p.at <= end && (!next || p.at < next.at || (p.at === next.at && p.seq < next.seq))) next = p;
       if (!next) break;
       this.pending = this.pending.filter((p) => p !== next);
       this.time = next.at;

@@ -13,16 +13,36 @@
 // before the TU sees them; CANCEL is answered 200 (+487 to the INVITE) or 481 (9.2).
 // Timers come from T1/T2/T4 in timers.ts through an injected Clock (ManualClock for tests).
 // Errors: TransactionTimeoutError (B, F, H), TransportError, from sip/errors.ts.
-export { TransactionLayer, type LayerHandlers, type LayerOptions, type ClientTransaction, type ServerTransaction } from './layer.js';
+export {
+  TransactionLayer,
+  type LayerHandlers,
+  type LayerOptions,
+  type ClientTransaction,
+  type ServerTransaction,
+} from './layer.js';
 export { ClientInviteTransaction, buildAck, type ClientTransactionHandlers } from './client-invite.js';
 export { ClientNonInviteTransaction } from './client-non-invite.js';
 export { ServerInviteTransaction } from './server-invite.js';
 export type { ServerTransactionHandlers } from './server-machine.js';
 export { ServerNonInviteTransaction } from './server-non-invite.js';
-export { clientInviteTransition, type ClientInviteState, type ClientInviteInput, type ClientInviteAction, type Step } from './client-invite.fsm.js';
-export { clientNonInviteTransition, type ClientNonInviteState, type ClientNonInviteInput } from './client-non-invite.fsm.js';
+export {
+  clientInviteTransition,
+  type ClientInviteState,
+  type ClientInviteInput,
+  type ClientInviteAction,
+  type Step,
+} from './client-invite.fsm.js';
+export {
+  clientNonInviteTransition,
+  type ClientNonInviteState,
+  type ClientNonInviteInput,
+} from './client-non-invite.fsm.js';
 export { serverInviteTransition, type ServerInviteState, type ServerInviteInput } from './server-invite.fsm.js';
-export { serverNonInviteTransition, type ServerNonInviteState, type ServerNonInviteInput } from './server-non-invite.fsm.js';
+export {
+  serverNonInviteTransition,
+  type ServerNonInviteState,
+  type ServerNonInviteInput,
+} from './server-non-invite.fsm.js';
 export { clientKey, serverKey, responseKey, buildCancel, toTagOf } from './keys.js';
 export { DEFAULT_TIMERS, initialDuration, backoff, TimerSet, type TimerValues, type TimerName } from './timers.js';
 export { ManualClock, systemClock, type Clock, type TimerHandle } from './clock.js';

@@ -59,7 +59,15 @@ export function serverKey(req: SipRequest, asMethod?: string): ServerKey {
     return { key: `${branch}|${sentBy}|${method}`, rfc3261: true };
   }
   const sentBy = `${via.transport}/${via.host.toLowerCase()}:${via.port ?? ''};${branch ?? ''}`;
-  const key = ['2543', serializeUri(req.uri), tagOfHeader(req.headers.get('From')) ?? '', (req.headers.get('Call-ID') ?? '').trim(), cseq.seq, sentBy, method].join('|');
+  const key = [
+    '2543',
+    serializeUri(req.uri),
+    tagOfHeader(req.headers.get('From')) ?? '',
+    (req.headers.get('Call-ID') ?? '').trim(),
+    cseq.seq,
+    sentBy,
+    method,
+  ].join('|');
   return { key, rfc3261: false };
 }
 

@@ -84,9 +84,10 @@ export class TransactionLayer {
     if (req.method === 'ACK') throw new TypeError('ACK is sent without a transaction (RFC 3261 17.1.1.3, 13.2.2.4)');
     const branch = this.ensureBranch(req, target);
     const key = clientKey(branch, req.method);
-    const tx = req.method === 'INVITE'
-      ? new ClientInviteTransaction(this.ctx, key, req, target, handlers)
-      : new ClientNonInviteTransaction(this.ctx, key, req, target, handlers);
+    const tx =
+      req.method === 'INVITE'
+        ? new ClientInviteTransaction(this.ctx, key, req, target, handlers)
+        : new ClientNonInviteTransaction(this.ctx, key, req, target, handlers);
     this.clients.set(key, tx);
     tx.start();
     return tx;
@@ -97,8 +98,13 @@ export class TransactionLayer {
    * at once if a provisional response arrived, else when the first one does; not after a final response.
    * Returns false when it is too late to cancel.
    */
-  cancel(invite: ClientInviteTransaction, handlers: ClientTransactionHandlers = { response: () => undefined }): boolean {
-    const send = () => { this.sendRequest(buildCancel(invite.request), invite.sentTo, handlers); };
+  cancel(
+    invite: ClientInviteTransaction,
+    handlers: ClientTransactionHandlers = { response: () => undefined },
+  ): boolean {
+    const send = () => {
+      this.sendRequest(buildCancel(invite.request), invite.sentTo, handlers);
+    };
     if (invite.state === 'proceeding') {
       send();
       return true;
@@ -127,7 +133,11 @@ export class TransactionLayer {
   receiveInvalid(err: SipParseError, source: Source): void {
     const partial = err.partial;
     if (partial?.kind === 'request' && partial.method !== 'ACK') {
-      this.respondStateless(createResponse(partial, err.status, { reason: err.reason, toTag: newTag() }), source, err.message);
+      this.respondStateless(
+        createResponse(partial, err.status, { reason: err.reason, toTag: newTag() }),
+        source,
+        err.message,
+      );
     } else this.handlers.dropped?.(`unparseable message: ${err.message}`, source);
   }
 
@@ -135,7 +145,8 @@ export class TransactionLayer {
     const problem = validateResponse(res);
     if (problem !== null) return this.handlers.dropped?.(`response dropped: ${problem}`, source);
     // RFC 3261 8.1.3.3: a response with more than one Via is discarded by a UAC.
-    if (res.headers.getAll('Via').length !== 1) return this.handlers.dropped?.('response with more than one Via', source);
+    if (res.headers.getAll('Via').length !== 1)
+      return this.handlers.dropped?.('response with more than one Via', source);
     let key: string;
     try {
       key = responseKey(res);
@@ -156,7 +167,11 @@ export class TransactionLayer {
     } catch (err) {
       if (!(err instanceof SipParseError)) throw err;
       if (req.method === 'ACK') return this.handlers.dropped?.(`ACK dropped: ${err.message}`, source);
-      return this.respondStateless(createResponse(req, 400, { reason: 'Bad Request', toTag: newTag() }), source, err.message);
+      return this.respondStateless(
+        createResponse(req, 400, { reason: 'Bad Request', toTag: newTag() }),
+        source,
+        err.message,
+      );
     }
     const existing = this.servers.get(key);
     if (existing && this.matchesTags(existing, req)) {
@@ -176,14 +191,17 @@ export class TransactionLayer {
       this.handlers.request(req, undefined, source);
       return;
     }
-    const tx = req.method === 'INVITE'
-      ? new ServerInviteTransaction(this.ctx, key, req, source)
-      : new ServerNonInviteTransaction(this.ctx, key, req, source);
+    const tx =
+      req.method === 'INVITE'
+        ? new ServerInviteTransaction(this.ctx, key, req, source)
+        : new ServerNonInviteTransaction(this.ctx, key, req, source);
     this.servers.set(key, tx);
     if (this.validate !== false) {
       const rejection = validateRequest(req, this.validate);
       if (rejection !== null) {
-        const headers: Array<[string, string]> = rejection.unsupported ? [['Unsupported', rejection.unsupported.join(', ')]] : [];
+        const headers: Array<[string, string]> = rejection.unsupported
+          ? [['Unsupported', rejection.unsupported.join(', ')]]
+          : [];
         tx.respond(createResponse(req, rejection.status, { reason: rejection.reason, toTag: newTag(), headers }));
         this.handlers.dropped?.(`${req.method} answered ${rejection.status}: ${rejection.detail}`, source);
         return;

@@ -7,8 +7,13 @@ export type ServerInviteState = 'proceeding' | 'completed' | 'confirmed' | 'acce
 export type ServerInviteInput =
   | 'request' // a retransmission of the INVITE
   | 'ack' // an ACK matching this transaction
-  | 'tu_1xx' | 'tu_2xx' | 'tu_300_699' // a response from the TU
-  | 'timer_g' | 'timer_h' | 'timer_i' | 'timer_l'
+  | 'tu_1xx'
+  | 'tu_2xx'
+  | 'tu_300_699' // a response from the TU
+  | 'timer_g'
+  | 'timer_h'
+  | 'timer_i'
+  | 'timer_l'
   | 'transport_error';
 
 export type ServerInviteAction =
@@ -24,7 +29,10 @@ export type ServerInviteAction =
 type S = ServerInviteState;
 type A = ServerInviteAction;
 
-const failed: Step<S, A> = { next: 'terminated', actions: [{ do: 'cancel', timer: 'G' }, { do: 'cancel', timer: 'H' }, { do: 'transport_failed' }] };
+const failed: Step<S, A> = {
+  next: 'terminated',
+  actions: [{ do: 'cancel', timer: 'G' }, { do: 'cancel', timer: 'H' }, { do: 'transport_failed' }],
+};
 
 const TABLE: Record<S, Partial<Record<ServerInviteInput, Step<S, A>>>> = {
   // RFC 3261 17.2.1: Proceeding - retransmitted INVITEs get the last provisional response again.
@@ -34,14 +42,24 @@ const TABLE: Record<S, Partial<Record<ServerInviteInput, Step<S, A>>>> = {
     // RFC 6026 7.1: a 2xx moves to Accepted with Timer L (the TU retransmits the 2xx itself).
     tu_2xx: { next: 'accepted', actions: [{ do: 'send_response' }, { do: 'start', timer: 'L' }] },
     // 17.2.1: 300-699: Completed, Timer G (unreliable only) and Timer H.
-    tu_300_699: { next: 'completed', actions: [{ do: 'send_response' }, { do: 'start', timer: 'G' }, { do: 'start', timer: 'H' }] },
+    tu_300_699: {
+      next: 'completed',
+      actions: [{ do: 'send_response' }, { do: 'start', timer: 'G' }, { do: 'start', timer: 'H' }],
+    },
     transport_error: failed,
   },
   // RFC 3261 17.2.1: Completed - resend the final response on G and on every retransmitted INVITE until ACK.
   completed: {
     request: { next: 'completed', actions: [{ do: 'resend_response' }] },
     timer_g: { next: 'completed', actions: [{ do: 'retransmit_final' }] },
-    ack: { next: 'confirmed', actions: [{ do: 'cancel', timer: 'G' }, { do: 'cancel', timer: 'H' }, { do: 'start', timer: 'I' }] },
+    ack: {
+      next: 'confirmed',
+      actions: [
+        { do: 'cancel', timer: 'G' },
+        { do: 'cancel', timer: 'H' },
+        { do: 'start', timer: 'I' },
+      ],
+    },
     timer_h: { next: 'terminated', actions: [{ do: 'cancel', timer: 'G' }, { do: 'timeout' }] },
     transport_error: failed,
   },

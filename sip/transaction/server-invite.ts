@@ -6,7 +6,12 @@ import type { SipRequest } from '../message/types.js';
 import type { Source } from '../transport/types.js';
 import type { TransactionContext } from './machine.js';
 import { ServerMachine, type ServerTransactionHandlers } from './server-machine.js';
-import { serverInviteTransition, type ServerInviteAction, type ServerInviteInput, type ServerInviteState } from './server-invite.fsm.js';
+import {
+  serverInviteTransition,
+  type ServerInviteAction,
+  type ServerInviteInput,
+  type ServerInviteState,
+} from './server-invite.fsm.js';
 import { backoff, initialDuration } from './timers.js';
 
 export class ServerInviteTransaction extends ServerMachine<ServerInviteState, ServerInviteInput, ServerInviteAction> {

@@ -5,15 +5,14 @@ export type ServerNonInviteState = 'trying' | 'proceeding' | 'completed' | 'term
 
 export type ServerNonInviteInput =
   | 'request' // a retransmission of the request
-  | 'tu_1xx' | 'tu_2xx' | 'tu_300_699'
+  | 'tu_1xx'
+  | 'tu_2xx'
+  | 'tu_300_699'
   | 'timer_j'
   | 'transport_error';
 
 export type ServerNonInviteAction =
-  | { do: 'send_response' }
-  | { do: 'resend_response' }
-  | { do: 'start'; timer: 'J' }
-  | { do: 'transport_failed' };
+  { do: 'send_response' } | { do: 'resend_response' } | { do: 'start'; timer: 'J' } | { do: 'transport_failed' };
 
 type S = ServerNonInviteState;
 type A = ServerNonInviteAction;

@@ -5,10 +5,19 @@ import type { SipRequest } from '../message/types.js';
 import type { Source } from '../transport/types.js';
 import type { TransactionContext } from './machine.js';
 import { ServerMachine, type ServerTransactionHandlers } from './server-machine.js';
-import { serverNonInviteTransition, type ServerNonInviteAction, type ServerNonInviteInput, type ServerNonInviteState } from './server-non-invite.fsm.js';
+import {
+  serverNonInviteTransition,
+  type ServerNonInviteAction,
+  type ServerNonInviteInput,
+  type ServerNonInviteState,
+} from './server-non-invite.fsm.js';
 import { initialDuration } from './timers.js';
 
-export class ServerNonInviteTransaction extends ServerMachine<ServerNonInviteState, ServerNonInviteInput, ServerNonInviteAction> {
+export class ServerNonInviteTransaction extends ServerMachine<
+  ServerNonInviteState,
+  ServerNonInviteInput,
+  ServerNonInviteAction
+> {
   readonly kind = 'server-non-invite' as const;
   handlers: Pick<ServerTransactionHandlers, 'transportError' | 'terminated'> = {};
 

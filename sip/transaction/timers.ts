@@ -23,18 +23,30 @@ const TIMER_D_UNRELIABLE_MS = 32_000;
  */
 export function initialDuration(timer: TimerName, t: TimerValues, reliable: boolean): number {
   switch (timer) {
-    case 'A': return t.T1; // 17.1.1.2: initially T1, doubles
-    case 'B': return 64 * t.T1; // 17.1.1.2: 64*T1
-    case 'D': return reliable ? 0 : Math.max(TIMER_D_UNRELIABLE_MS, 64 * t.T1); // 17.1.1.2: >32 s UDP, 0 reliable
-    case 'E': return t.T1; // 17.1.2.2: initially T1, doubles up to T2
-    case 'F': return 64 * t.T1; // 17.1.2.2: 64*T1
-    case 'G': return t.T1; // 17.2.1: initially T1, doubles up to T2
-    case 'H': return 64 * t.T1; // 17.2.1: 64*T1
-    case 'I': return reliable ? 0 : t.T4; // 17.2.1: T4 UDP, 0 reliable
-    case 'J': return reliable ? 0 : 64 * t.T1; // 17.2.2: 64*T1 UDP, 0 reliable
-    case 'K': return reliable ? 0 : t.T4; // 17.1.2.2: T4 UDP, 0 reliable
-    case 'L': return 64 * t.T1; // RFC 6026 8.7: 64*T1
-    case 'M': return 64 * t.T1; // RFC 6026 8.4: 64*T1
+    case 'A':
+      return t.T1; // 17.1.1.2: initially T1, doubles
+    case 'B':
+      return 64 * t.T1; // 17.1.1.2: 64*T1
+    case 'D':
+      return reliable ? 0 : Math.max(TIMER_D_UNRELIABLE_MS, 64 * t.T1); // 17.1.1.2: >32 s UDP, 0 reliable
+    case 'E':
+      return t.T1; // 17.1.2.2: initially T1, doubles up to T2
+    case 'F':
+      return 64 * t.T1; // 17.1.2.2: 64*T1
+    case 'G':
+      return t.T1; // 17.2.1: initially T1, doubles up to T2
+    case 'H':
+      return 64 * t.T1; // 17.2.1: 64*T1
+    case 'I':
+      return reliable ? 0 : t.T4; // 17.2.1: T4 UDP, 0 reliable
+    case 'J':
+      return reliable ? 0 : 64 * t.T1; // 17.2.2: 64*T1 UDP, 0 reliable
+    case 'K':
+      return reliable ? 0 : t.T4; // 17.1.2.2: T4 UDP, 0 reliable
+    case 'L':
+      return 64 * t.T1; // RFC 6026 8.7: 64*T1
+    case 'M':
+      return 64 * t.T1; // RFC 6026 8.4: 64*T1
   }
 }
 
@@ -50,14 +62,20 @@ export function backoff(timer: 'A' | 'E' | 'G', current: number, t: TimerValues)
 export class TimerSet<N extends string> {
   private readonly handles = new Map<N, TimerHandle>();
 
-  constructor(private readonly clock: Clock, private readonly fire: (name: N) => void) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly fire: (name: N) => void,
+  ) {}
 
   start(name: N, ms: number): void {
     this.cancel(name);
-    this.handles.set(name, this.clock.setTimeout(() => {
-      this.handles.delete(name);
-      this.fire(name);
-    }, ms));
+    this.handles.set(
+      name,
+      this.clock.setTimeout(() => {
+        this.handles.delete(name);
+        this.fire(name);
+      }, ms),
+    );
   }
 
   cancel(name: N): void {

@@ -63,7 +63,9 @@ class Connection {
         socket.destroy(err);
       },
       // RFC 5626 3.5.1: answer a double-CRLF ping with a single CRLF pong.
-      ping: () => { socket.write(PONG); },
+      ping: () => {
+        socket.write(PONG);
+      },
       pong: () => {
         const waiters = this.pongWaiters;
         this.pongWaiters = [];
@@ -159,7 +161,9 @@ export class TcpSide {
     // never finishes is closed when idle like a silent one.
     socket.on('data', (chunk: Buffer) => conn.framer.push(chunk));
     let failure: Error | undefined;
-    socket.on('error', (err) => { failure = err; });
+    socket.on('error', (err) => {
+      failure = err;
+    });
     socket.on('close', () => {
       conn.stopTimers();
       if (this.byKey.get(key) === conn) this.byKey.delete(key);
@@ -251,7 +255,9 @@ export class TcpSide {
         return;
       }
       conn.lastActivity = Date.now();
-      conn.socket.write(bytes, (err) => (err ? reject(new TransportError(`TCP send to ${conn.key} failed: ${err.message}`, err)) : resolve()));
+      conn.socket.write(bytes, (err) =>
+        err ? reject(new TransportError(`TCP send to ${conn.key} failed: ${err.message}`, err)) : resolve(),
+      );
     });
   }
 

@@ -11,8 +11,16 @@ import { serializeMessage } from '../message/serializer.js';
 import type { SipMessage, SipRequest, SipResponse } from '../message/types.js';
 import { TcpSide } from './tcp.js';
 import {
-  KEEPALIVE_PONG_TIMEOUT_MS, MAX_DATAGRAM, MAX_TCP_CONNECTIONS_PER_ADDRESS, TCP_IDLE_TIMEOUT_MS, UDP_SIZE_LIMIT,
-  type Source, type Target, type TransportHandlers, type TransportName, type TransportOptions,
+  KEEPALIVE_PONG_TIMEOUT_MS,
+  MAX_DATAGRAM,
+  MAX_TCP_CONNECTIONS_PER_ADDRESS,
+  TCP_IDLE_TIMEOUT_MS,
+  UDP_SIZE_LIMIT,
+  type Source,
+  type Target,
+  type TransportHandlers,
+  type TransportName,
+  type TransportOptions,
 } from './types.js';
 import { bareAddress, responseDestination, stampReceived } from './via.js';
 
@@ -61,23 +69,27 @@ export class SipTransport {
         if (err.partial?.kind === 'request') stampReceived(err.partial, source);
         handlers.invalid?.(err, source);
       };
-      const tcp = new TcpSide(server, {
-        keepAliveIntervalMs: options.keepAliveIntervalMs ?? 0,
-        keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? KEEPALIVE_PONG_TIMEOUT_MS,
-        idleTimeoutMs: options.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS,
-        maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? MAX_TCP_CONNECTIONS_PER_ADDRESS,
-        localAddress: host,
-      }, {
-        message: (msg, source) => {
-          if (msg.kind === 'request' && source.connection !== undefined) {
-            stampReceived(msg, source);
-            aliasFromVia(tcp, msg, source);
-          }
-          handlers.message(msg, source);
+      const tcp = new TcpSide(
+        server,
+        {
+          keepAliveIntervalMs: options.keepAliveIntervalMs ?? 0,
+          keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? KEEPALIVE_PONG_TIMEOUT_MS,
+          idleTimeoutMs: options.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS,
+          maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? MAX_TCP_CONNECTIONS_PER_ADDRESS,
+          localAddress: host,
         },
-        invalid,
-        closed: (key, err) => handlers.connectionClosed?.(key, err),
-      });
+        {
+          message: (msg, source) => {
+            if (msg.kind === 'request' && source.connection !== undefined) {
+              stampReceived(msg, source);
+              aliasFromVia(tcp, msg, source);
+            }
+            handlers.message(msg, source);
+          },
+          invalid,
+          closed: (key, err) => handlers.connectionClosed?.(key, err),
+        },
+      );
       udp.on('message', (data, rinfo) => {
         // RFC 5626 4.4.2 / common practice: a bare CRLF (or CRLFCRLF) datagram is a keep-alive, not a message.
         if (data.length <= 4 && data.every((b) => b === 0x0d || b === 0x0a)) return;
@@ -140,7 +152,10 @@ export class SipTransport {
     if (target.transport === 'TCP') return this.tcp.send(target.address, target.port, bytes);
     await new Promise<void>((resolve, reject) => {
       this.udp.send(bytes, target.port, bareAddress(target.address), (err) =>
-        err ? reject(new TransportError(`UDP send to ${target.address}:${target.port} failed: ${err.message}`, err)) : resolve());
+        err
+          ? reject(new TransportError(`UDP send to ${target.address}:${target.port} failed: ${err.message}`, err))
+          : resolve(),
+      );
     });
   }
 
@@ -223,7 +238,8 @@ export async function resolveHost(host: string): Promise<string> {
 
 function listenTcp(server: net.Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(new TransportError(`TCP listen ${host}:${port} failed: ${err.message}`, err));
+    const onError = (err: Error) =>
+      reject(new TransportError(`TCP listen ${host}:${port} failed: ${err.message}`, err));
     server.once('error', onError);
     server.listen({ host, port, exclusive: true }, () => {
       server.off('error', onError);

@@ -57,6 +57,9 @@ export function responseDestination(via: Via): ResponseDestination {
   const host = bareAddress(received ?? via.host);
   const rport = via.params.get('rport');
   const rportNumber = rport ? Number(rport) : NaN;
-  const port = Number.isInteger(rportNumber) && rportNumber > 0 && rportNumber <= 65535 ? rportNumber : (via.port ?? DEFAULT_SIP_PORT);
+  const port =
+    Number.isInteger(rportNumber) && rportNumber > 0 && rportNumber <= 65535
+      ? rportNumber
+      : (via.port ?? DEFAULT_SIP_PORT);
   return { transport, host, port };
 }

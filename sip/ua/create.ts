@@ -48,14 +48,22 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
   let layer: TransactionLayer | null = null;
   let ua: UserAgent | null = null;
   const early: Array<() => void> = [];
-  const transport = await SipTransport.listen({
-    message: (msg, source) => {
-      opts.observer?.received(msg);
-      if (layer) layer.receive(msg, source);
-      else early.push(() => layer!.receive(msg, source));
+  const transport = await SipTransport.listen(
+    {
+      message: (msg, source) => {
+        opts.observer?.received(msg);
+        if (layer) layer.receive(msg, source);
+        else early.push(() => layer!.receive(msg, source));
+      },
+      invalid: (err, source) => layer?.receiveInvalid(err, source),
     },
-    invalid: (err, source) => layer?.receiveInvalid(err, source),
-  }, { host: opts.host ?? '127.0.0.1', port: opts.port ?? 0, advertisedHost: opts.advertisedHost, idleTimeoutMs: opts.tcpIdleTimeoutMs });
+    {
+      host: opts.host ?? '127.0.0.1',
+      port: opts.port ?? 0,
+      advertisedHost: opts.advertisedHost,
+      idleTimeoutMs: opts.tcpIdleTimeoutMs,
+    },
+  );
   const timers: TimerValues = { ...DEFAULT_TIMERS, ...opts.timers };
   const observer = opts.observer;
   const layerTransport = observer
@@ -75,14 +83,18 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
         },
       }
     : transport;
-  layer = new TransactionLayer(layerTransport, {
-    request: (req, tx, source) => {
-      if (tx instanceof ServerInviteTransaction) tx.handlers.cancelled = () => ua!.cancelled(req);
-      ua!.request(req, source, tx ?? null);
+  layer = new TransactionLayer(
+    layerTransport,
+    {
+      request: (req, tx, source) => {
+        if (tx instanceof ServerInviteTransaction) tx.handlers.cancelled = () => ua!.cancelled(req);
+        ua!.request(req, source, tx ?? null);
+      },
+      strayResponse: (res, source) => ua!.strayResponse(res, source),
+      dropped: opts.onDropped,
     },
-    strayResponse: (res, source) => ua!.strayResponse(res, source),
-    dropped: opts.onDropped,
-  }, { clock: opts.clock, timers });
+    { clock: opts.clock, timers },
+  );
   const l = layer;
   const tx: TxLayer = {
     send(req, target, handlers): ClientTx {
@@ -91,14 +103,26 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
         response: (res: SipResponse) => {
           if (res.status < 200) return handlers.provisional?.(res);
           // RFC 6026 7.2: every 2xx reaches the TU; the ones after the first are retransmissions to ACK again.
-          if (finalSeen) return ua!.strayResponse(res, { transport: target.transport, address: target.address, port: target.port });
+          if (finalSeen)
+            return ua!.strayResponse(res, { transport: target.transport, address: target.address, port: target.port });
           finalSeen = true;
           handlers.final(res);
         },
-        timeout: (err) => { if (!finalSeen) handlers.error(err); },
-        transportError: (err) => { if (!finalSeen) { finalSeen = true; handlers.error(err); } },
+        timeout: (err) => {
+          if (!finalSeen) handlers.error(err);
+        },
+        transportError: (err) => {
+          if (!finalSeen) {
+            finalSeen = true;
+            handlers.error(err);
+          }
+        },
       });
-      return { cancel: () => { if (ct.kind === 'client-invite') l.cancel(ct); } };
+      return {
+        cancel: () => {
+          if (ct.kind === 'client-invite') l.cancel(ct);
+        },
+      };
     },
     sendStateless(req: SipRequest, target) {
       l.sendStateless(req, target).catch((err: Error) => ua!.reportBackgroundError(err));
@@ -117,8 +141,15 @@ export async function createUserAgent(opts: CreateUserAgentOptions = {}): Promis
   };
   const transports: TransportName[] = (opts.transports ?? ['udp', 'tcp']).map((t) => (t === 'tcp' ? 'TCP' : 'UDP'));
   ua = new UserAgent({
-    tx, host: opts.advertisedHost ?? transport.host, port: transport.port, transports, clock: opts.clock, timers,
-    auth: opts.auth, userAgent: opts.userAgent, minSessionExpiresSec: opts.minSessionExpiresSec,
+    tx,
+    host: opts.advertisedHost ?? transport.host,
+    port: transport.port,
+    transports,
+    clock: opts.clock,
+    timers,
+    auth: opts.auth,
+    userAgent: opts.userAgent,
+    minSessionExpiresSec: opts.minSessionExpiresSec,
   });
   for (const run of early) run();
   return ua;

@@ -5,7 +5,14 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { parseNameAddr, serializeNameAddr } from '../message/address.js';
 import { Headers } from '../message/headers.js';
-import { BRANCH_MAGIC_COOKIE, SIP_VERSION, type NameAddr, type SipRequest, type SipResponse, type Uri } from '../message/types.js';
+import {
+  BRANCH_MAGIC_COOKIE,
+  SIP_VERSION,
+  type NameAddr,
+  type SipRequest,
+  type SipResponse,
+  type Uri,
+} from '../message/types.js';
 import { isSipUri, parseUri } from '../message/uri.js';
 import { resolveHost } from '../transport/transport.js';
 import { bareAddress } from '../transport/via.js';
@@ -36,10 +43,16 @@ export interface ResponseOptions {
 }
 
 /** RFC 3261 8.2.6.2: a response copies Via, From, Call-ID, CSeq and To (with our tag) from the request. */
-export function buildResponse(req: SipRequest, status: number, reason: string, opts: ResponseOptions = {}): SipResponse {
+export function buildResponse(
+  req: SipRequest,
+  status: number,
+  reason: string,
+  opts: ResponseOptions = {},
+): SipResponse {
   const headers = new Headers();
   for (const v of req.headers.getFields('Via')) headers.add('Via', v);
-  if (status >= 180 || status === 101) for (const v of req.headers.getFields('Record-Route')) headers.add('Record-Route', v); // RFC 3261 12.1.1
+  if (status >= 180 || status === 101)
+    for (const v of req.headers.getFields('Record-Route')) headers.add('Record-Route', v); // RFC 3261 12.1.1
   headers.add('From', req.headers.get('From') ?? '');
   let to = req.headers.get('To') ?? '';
   if (opts.toTag && status > 100 && !/;\s*tag=/i.test(to)) to += `;tag=${opts.toTag}`;

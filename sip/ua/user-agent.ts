@@ -12,7 +12,15 @@ import { parseSdp, serializeSdp, SdpParseError } from '../sdp/parse.js';
 import { acceptAnswer, answerOffer, createOffer, type LocalMedia, type NegotiatedMedia } from '../sdp/offer-answer.js';
 import { DigestClient, type DigestUser } from '../auth/client.js';
 import type { DigestServer } from '../auth/server.js';
-import { buildInDialogRequest, createUacDialog, createUasDialog, dialogKey, keyOfIncomingRequest, newTag, nextHop } from '../dialog/dialog-state.js';
+import {
+  buildInDialogRequest,
+  createUacDialog,
+  createUasDialog,
+  dialogKey,
+  keyOfIncomingRequest,
+  newTag,
+  nextHop,
+} from '../dialog/dialog-state.js';
 import { ALLOW, Dialog, type DialogSender } from '../dialog/dialog.js';
 import { DEFAULT_MIN_SE_SEC, uacSessionTimer, uasSessionTimer } from '../dialog/session-timer.js';
 import { DEFAULT_TIMERS, setTimer, systemClock, type Clock, type TimerValues } from '../dialog/timers.js';
@@ -31,7 +39,11 @@ export interface InviteRequest extends SipRequest {
 
 /** How an incoming INVITE is answered short of accepting it: provisional responses or a rejection. */
 export interface InviteResponder {
-  send(status: number, reason?: string, opts?: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string }): void;
+  send(
+    status: number,
+    reason?: string,
+    opts?: { headers?: Array<[string, string]>; body?: Buffer; contentType?: string },
+  ): void;
   /** Resolves when the caller CANCELs (the UA has already answered 487). */
   readonly cancelled: Promise<void>;
   readonly isCancelled: boolean;
@@ -165,8 +177,18 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       case 'INVITE':
         return this.#incomingInvite(r, tx);
       case 'OPTIONS':
-        if (!this.acceptingCalls) return tx.respond(buildResponse(req, 503, 'Service Unavailable', { toTag: newTag() }));
-        return tx.respond(buildResponse(req, 200, 'OK', { toTag: newTag(), headers: [['Allow', ALLOW], ['Accept', SDP], ['User-Agent', this.#userAgent]] }));
+        if (!this.acceptingCalls)
+          return tx.respond(buildResponse(req, 503, 'Service Unavailable', { toTag: newTag() }));
+        return tx.respond(
+          buildResponse(req, 200, 'OK', {
+            toTag: newTag(),
+            headers: [
+              ['Allow', ALLOW],
+              ['Accept', SDP],
+              ['User-Agent', this.#userAgent],
+            ],
+          }),
+        );
       case 'BYE':
       case 'NOTIFY':
       case 'INFO':
@@ -176,10 +198,14 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
         return tx.respond(buildResponse(req, 481, 'Call/Transaction Does Not Exist', { toTag: newTag() }));
       default:
         if (this.listenerCount('request') > 0) {
-          this.emit('request', r, (status, reason) => tx.respond(buildResponse(req, status, reason, { toTag: newTag() })));
+          this.emit('request', r, (status, reason) =>
+            tx.respond(buildResponse(req, status, reason, { toTag: newTag() })),
+          );
           return;
         }
-        return tx.respond(buildResponse(req, 405, 'Method Not Allowed', { toTag: newTag(), headers: [['Allow', ALLOW]] }));
+        return tx.respond(
+          buildResponse(req, 405, 'Method Not Allowed', { toTag: newTag(), headers: [['Allow', ALLOW]] }),
+        );
     }
   }
 
@@ -227,17 +253,29 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     if (this.#auth) {
       const check = this.#auth.verify('INVITE', serializeUri(req.uri), req.headers.getAll('Authorization'));
       if (!check.ok) {
-        return tx.respond(buildResponse(req, 401, 'Unauthorized', { toTag: newTag(), headers: check.challenges.map((c) => ['WWW-Authenticate', c] as [string, string]) }));
+        return tx.respond(
+          buildResponse(req, 401, 'Unauthorized', {
+            toTag: newTag(),
+            headers: check.challenges.map((c) => ['WWW-Authenticate', c] as [string, string]),
+          }),
+        );
       }
     }
     // RFC 4028 9: a Session-Expires below our Min-SE is answered 422.
     const st = uasSessionTimer(req.headers, this.#minSe);
     if (st.kind === 'reject') {
-      return tx.respond(buildResponse(req, 422, 'Session Interval Too Small', { toTag: newTag(), headers: [['Min-SE', `${st.minSeSec}`]] }));
+      return tx.respond(
+        buildResponse(req, 422, 'Session Interval Too Small', {
+          toTag: newTag(),
+          headers: [['Min-SE', `${st.minSeSec}`]],
+        }),
+      );
     }
     // RFC 3261 17.2.1: the transaction layer has already sent 100 Trying.
     let cancel!: () => void;
-    const cancelled = new Promise<void>((resolve) => { cancel = resolve; });
+    const cancelled = new Promise<void>((resolve) => {
+      cancel = resolve;
+    });
     const pending: PendingInvite = { req, tx, toTag: newTag(), answered: false, cancelled: false, onCancel: cancel };
     this.#pending.set(callId, pending);
     const responder: InviteResponder = {
@@ -250,7 +288,9 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
         tx.respond(buildResponse(req, status, reason ?? defaultReason(status), { toTag: pending.toTag, ...opts }));
       },
       cancelled,
-      get isCancelled() { return pending.cancelled; },
+      get isCancelled() {
+        return pending.cancelled;
+      },
     };
     if (this.listenerCount('invite') === 0) return responder.send(480, 'Temporarily Unavailable');
     this.emit('invite', req, responder);
@@ -264,7 +304,12 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
   async createUAS(req: SipRequest, opts: UasOptions): Promise<Dialog> {
     const callId = req.headers.get('Call-ID') ?? '';
     const pending = this.#pending.get(callId);
-    if (!pending || pending.req !== req) throw new SipError(481, 'Call/Transaction Does Not Exist', 'no pending INVITE for this request (answered or cancelled)');
+    if (!pending || pending.req !== req)
+      throw new SipError(
+        481,
+        'Call/Transaction Does Not Exist',
+        'no pending INVITE for this request (answered or cancelled)',
+      );
     const remoteSdp = req.body.toString('utf8');
     let localSdp = opts.localSdp;
     let media: NegotiatedMedia | null = null;
@@ -287,16 +332,33 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     const contact = this.#contact(transport);
     const st = uasSessionTimer(req.headers, this.#minSe);
     const headers: Array<[string, string]> = [
-      ['Contact', serializeNameAddr(contact)], ['Allow', ALLOW], ['Supported', 'timer'], ['User-Agent', this.#userAgent],
-      ...(st.kind === 'accept' ? st.responseHeaders : []), ...(opts.headers ?? []),
+      ['Contact', serializeNameAddr(contact)],
+      ['Allow', ALLOW],
+      ['Supported', 'timer'],
+      ['User-Agent', this.#userAgent],
+      ...(st.kind === 'accept' ? st.responseHeaders : []),
+      ...(opts.headers ?? []),
     ];
-    const res = buildResponse(req, 200, 'OK', { toTag: pending.toTag, headers, body: Buffer.from(localSdp), contentType: SDP });
+    const res = buildResponse(req, 200, 'OK', {
+      toTag: pending.toTag,
+      headers,
+      body: Buffer.from(localSdp),
+      contentType: SDP,
+    });
     pending.answered = true;
     this.#pending.delete(callId);
     const data = createUasDialog(req, pending.toTag, contact);
     const dialog = new Dialog({
-      data, sender: this.#sender(transport), clock: this.#clock, timers: this.#timers, localMedia: opts.media ?? null,
-      localSdp, remoteSdp, media, sessionTimer: st.kind === 'accept' ? st.timer : null, pendingOffer,
+      data,
+      sender: this.#sender(transport),
+      clock: this.#clock,
+      timers: this.#timers,
+      localMedia: opts.media ?? null,
+      localSdp,
+      remoteSdp,
+      media,
+      sessionTimer: st.kind === 'accept' ? st.timer : null,
+      pendingOffer,
       unheardError: (err) => this.reportBackgroundError(err),
     });
     this.#track(dialog, pending.req.source);
@@ -319,7 +381,10 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     dialog.once('ended', () => {
       releaseConnection();
       // Keep the dialog long enough to answer a retransmitted BYE, then forget it.
-      setTimer(this.#clock, ACK_KEEP_FACTOR * this.#timers.T1, () => { this.dialogs.delete(key); this.#acks.delete(key); });
+      setTimer(this.#clock, ACK_KEEP_FACTOR * this.#timers.T1, () => {
+        this.dialogs.delete(key);
+        this.#acks.delete(key);
+      });
     });
     this.emit('dialog', dialog);
   }
@@ -334,11 +399,14 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
         });
       },
       sendAck: (ack, hop) => {
-        resolveTarget(hop, transport).then((target) => {
-          addVia(ack, this.#tx.sentBy, target.transport);
-          this.#acks.set(keyOfAck(ack), { ack, target });
-          this.#tx.sendStateless(ack, target);
-        }, (err: Error) => this.reportBackgroundError(err));
+        resolveTarget(hop, transport).then(
+          (target) => {
+            addVia(ack, this.#tx.sentBy, target.transport);
+            this.#acks.set(keyOfAck(ack), { ack, target });
+            this.#tx.sendStateless(ack, target);
+          },
+          (err: Error) => this.reportBackgroundError(err),
+        );
       },
       retransmitResponse: (res) => this.#tx.resendResponse(res),
     };
@@ -378,16 +446,35 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     let attempts = 0;
     for (;;) {
       const invite = buildRequest({
-        method: 'INVITE', uri: requestUri, from, to, contact, callId, cseq,
-        headers: [['Allow', ALLOW], ['Supported', 'timer'], ['User-Agent', this.#userAgent], ...authHeaders, ...(opts.headers ?? [])],
-        body: Buffer.from(offerText), contentType: offerText.length > 0 ? SDP : undefined,
+        method: 'INVITE',
+        uri: requestUri,
+        from,
+        to,
+        contact,
+        callId,
+        cseq,
+        headers: [
+          ['Allow', ALLOW],
+          ['Supported', 'timer'],
+          ['User-Agent', this.#userAgent],
+          ...authHeaders,
+          ...(opts.headers ?? []),
+        ],
+        body: Buffer.from(offerText),
+        contentType: offerText.length > 0 ? SDP : undefined,
       });
       addVia(invite, this.#tx.sentBy, target.transport);
       const res = await this.#sendInvite(invite, target, opts.onProvisional, opts.signal);
-      if (res.status >= 200 && res.status < 300) return this.#confirmUac(invite, res, contact, target, offerText, opts.media ?? null);
+      if (res.status >= 200 && res.status < 300)
+        return this.#confirmUac(invite, res, contact, target, offerText, opts.media ?? null);
       if ((res.status === 401 || res.status === 407) && digest) {
         const header = res.status === 401 ? 'WWW-Authenticate' : 'Proxy-Authenticate';
-        const answer = digest.respond(res.status, res.headers.getAll(header).length > 0 ? res.headers.getFields(header) : [], 'INVITE', serializeUri(requestUri));
+        const answer = digest.respond(
+          res.status,
+          res.headers.getAll(header).length > 0 ? res.headers.getFields(header) : [],
+          'INVITE',
+          serializeUri(requestUri),
+        );
         // A stale nonce is retried freely; otherwise at most MAX_AUTH_ATTEMPTS answers per call.
         if (answer && (answer.stale || ++attempts <= MAX_AUTH_ATTEMPTS)) {
           // RFC 3261 22.2: same Call-ID and From tag, CSeq + 1, new branch, credentials added.
@@ -400,21 +487,40 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     }
   }
 
-  #sendInvite(invite: SipRequest, target: Target, onProvisional?: (res: SipResponse) => void, signal?: AbortSignal): Promise<SipResponse> {
-    if (signal?.aborted) return Promise.reject(new SipError(487, 'Request Terminated', 'aborted before the INVITE was sent'));
+  #sendInvite(
+    invite: SipRequest,
+    target: Target,
+    onProvisional?: (res: SipResponse) => void,
+    signal?: AbortSignal,
+  ): Promise<SipResponse> {
+    if (signal?.aborted)
+      return Promise.reject(new SipError(487, 'Request Terminated', 'aborted before the INVITE was sent'));
     return new Promise<SipResponse>((resolve, reject) => {
       const onAbort = () => ct.cancel();
       const done = () => signal?.removeEventListener('abort', onAbort);
       const ct: ClientTx = this.#tx.send(invite, target, {
         provisional: (res) => onProvisional?.(res),
-        final: (res) => { done(); resolve(res); },
-        error: (err) => { done(); reject(err); }, // TransactionTimeoutError (Timer B) or TransportError
+        final: (res) => {
+          done();
+          resolve(res);
+        },
+        error: (err) => {
+          done();
+          reject(err);
+        }, // TransactionTimeoutError (Timer B) or TransportError
       });
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
-  #confirmUac(invite: SipRequest, res: SipResponse, contact: NameAddr, target: Target, offerText: string, media: LocalMedia | null): Dialog {
+  #confirmUac(
+    invite: SipRequest,
+    res: SipResponse,
+    contact: NameAddr,
+    target: Target,
+    offerText: string,
+    media: LocalMedia | null,
+  ): Dialog {
     const data = createUacDialog(invite, res, contact);
     const transport = target.transport;
     const sender = this.#sender(transport);
@@ -424,7 +530,10 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
     if (offerText.length === 0 && media) {
       // Late offer: the 2xx holds the peer's offer; the ACK carries our answer (RFC 3264 5, RFC 3261 13.2.2.4).
       const remoteOffer = answerText;
-      const r = remoteOffer.length > 0 ? negotiate(remoteOffer, media) : { ok: false as const, reason: '2xx without an SDP offer' };
+      const r =
+        remoteOffer.length > 0
+          ? negotiate(remoteOffer, media)
+          : { ok: false as const, reason: '2xx without an SDP offer' };
       if (r.ok) {
         negotiated = r.media;
         offerText = r.answer; // our side of the session from now on
@@ -440,12 +549,24 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
       }
     }
     const dialog = new Dialog({
-      data, sender, clock: this.#clock, timers: this.#timers, localMedia: media, localSdp: offerText, remoteSdp: answerText,
-      media: negotiated, sessionTimer: uacSessionTimer(res.headers), unheardError: (err) => this.reportBackgroundError(err),
+      data,
+      sender,
+      clock: this.#clock,
+      timers: this.#timers,
+      localMedia: media,
+      localSdp: offerText,
+      remoteSdp: answerText,
+      media: negotiated,
+      sessionTimer: uacSessionTimer(res.headers),
+      unheardError: (err) => this.reportBackgroundError(err),
     });
     this.#track(dialog, target);
     // RFC 3261 13.2.2.4: the ACK to a 2xx is a new transaction-less request with the INVITE's CSeq.
-    const ack = buildInDialogRequest(data, 'ACK', { cseq: data.localSeq, body: ackBody, contentType: ackBody ? SDP : undefined });
+    const ack = buildInDialogRequest(data, 'ACK', {
+      cseq: data.localSeq,
+      body: ackBody,
+      contentType: ackBody ? SDP : undefined,
+    });
     sender.sendAck(ack, nextHop(data));
     if (media && negotiated === null) {
       // RFC 3261 13.2.2.4 / RFC 3264: an unusable answer: ACK, then end the call.
@@ -462,10 +583,17 @@ export class UserAgent extends EventEmitter<UserAgentEvents> implements TxUser {
 }
 
 function keyOfAck(ack: SipRequest): string {
-  return dialogKey(ack.headers.get('Call-ID') ?? '', tagOf(parseNameAddr(ack.headers.get('From') ?? '')) ?? '', tagOf(parseNameAddr(ack.headers.get('To') ?? '')) ?? '');
+  return dialogKey(
+    ack.headers.get('Call-ID') ?? '',
+    tagOf(parseNameAddr(ack.headers.get('From') ?? '')) ?? '',
+    tagOf(parseNameAddr(ack.headers.get('To') ?? '')) ?? '',
+  );
 }
 
-function negotiate(remoteSdp: string, media: LocalMedia): { ok: true; answer: string; media: NegotiatedMedia } | { ok: false; reason: string } {
+function negotiate(
+  remoteSdp: string,
+  media: LocalMedia,
+): { ok: true; answer: string; media: NegotiatedMedia } | { ok: false; reason: string } {
   try {
     const r = answerOffer(parseSdp(remoteSdp), media);
     return r.ok ? { ok: true, answer: serializeSdp(r.answer), media: r.media } : { ok: false, reason: r.reason };
@@ -487,8 +615,17 @@ function stripUriParams(uri: Uri): Uri {
 }
 
 const REASONS: Record<number, string> = {
-  180: 'Ringing', 183: 'Session Progress', 200: 'OK', 403: 'Forbidden', 404: 'Not Found', 480: 'Temporarily Unavailable',
-  486: 'Busy Here', 488: 'Not Acceptable Here', 500: 'Server Internal Error', 503: 'Service Unavailable', 603: 'Decline',
+  180: 'Ringing',
+  183: 'Session Progress',
+  200: 'OK',
+  403: 'Forbidden',
+  404: 'Not Found',
+  480: 'Temporarily Unavailable',
+  486: 'Busy Here',
+  488: 'Not Acceptable Here',
+  500: 'Server Internal Error',
+  503: 'Service Unavailable',
+  603: 'Decline',
 };
 function defaultReason(status: number): string {
   return REASONS[status] ?? 'Unknown';

@@ -53,7 +53,13 @@ export const agentRoutes: RoutePlugin = async (app, ctx) => {
 
   app.get(
     '/agents',
-    { schema: { tags: ['agents'], querystring: projectQuery, response: { 200: z.object({ agents: z.array(agentRecord) }) } } },
+    {
+      schema: {
+        tags: ['agents'],
+        querystring: projectQuery,
+        response: { 200: z.object({ agents: z.array(agentRecord) }) },
+      },
+    },
     async (req) => ({ agents: await listAgentRecords(sql, req.auth.orgId, req.query.project) }),
   );
 

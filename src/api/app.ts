@@ -68,7 +68,9 @@ function refuseUnsafeInput(app: ApiApp): void {
       const problem = jsonProblem(request[part]);
       if (!problem) continue;
       const field = problem.path.length > 0 ? problem.path.join('.') : part === 'query' ? 'querystring' : part;
-      throw new ApiError(400, `invalid parameter ${field}: ${problem.message}`, { paramErrors: { [field]: problem.message } });
+      throw new ApiError(400, `invalid parameter ${field}: ${problem.message}`, {
+        paramErrors: { [field]: problem.message },
+      });
     }
   });
 }

@@ -31,7 +31,11 @@ export function installAuth(scope: FastifyInstance, ctx: AppContext): void {
 
   scope.addHook('onRequest', async (request: FastifyRequest, reply) => {
     const xff = request.headers['x-forwarded-for'];
-    request.clientIp = clientAddress(request.socket.remoteAddress ?? '', Array.isArray(xff) ? xff.join(',') : xff, trusted);
+    request.clientIp = clientAddress(
+      request.socket.remoteAddress ?? '',
+      Array.isArray(xff) ? xff.join(',') : xff,
+      trusted,
+    );
     if (request.routeOptions.config.public) return;
     try {
       const secret = bearerSecret(request.headers.authorization);

@@ -41,7 +41,10 @@ function fieldsTable(schema: Json | undefined): string {
   if (!props) return schema ? `<p>${esc(describe(schema))}</p>` : '';
   const required = new Set((schema!.required as string[] | undefined) ?? []);
   const rows = Object.entries(props)
-    .map(([name, s]) => `<tr><td><code>${esc(name)}</code></td><td>${required.has(name) ? 'yes' : ''}</td><td>${esc(describe(s))}${s.description ? `<br>${esc(s.description)}` : ''}</td></tr>`)
+    .map(
+      ([name, s]) =>
+        `<tr><td><code>${esc(name)}</code></td><td>${required.has(name) ? 'yes' : ''}</td><td>${esc(describe(s))}${s.description ? `<br>${esc(s.description)}` : ''}</td></tr>`,
+    )
     .join('');
   return `<table><tr><th>field</th><th>required</th><th>type and rules</th></tr>${rows}</table>`;
 }
@@ -49,12 +52,17 @@ function fieldsTable(schema: Json | undefined): string {
 function operation(method: string, path: string, op: Json): string {
   const params = (op.parameters as Json[] | undefined) ?? [];
   const paramRows = params
-    .map((p) => `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${p.required ? 'yes' : ''}</td><td>${esc(describe(p.schema as Json))}${p.description ? `<br>${esc(p.description)}` : ''}</td></tr>`)
+    .map(
+      (p) =>
+        `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${p.required ? 'yes' : ''}</td><td>${esc(describe(p.schema as Json))}${p.description ? `<br>${esc(p.description)}` : ''}</td></tr>`,
+    )
     .join('');
-  const body = ((op.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as Json | undefined;
+  const body = ((op.requestBody as Json | undefined)?.content as Json | undefined)?.['application/json'] as
+    Json | undefined;
   const responses = Object.entries((op.responses as Record<string, Json>) ?? {})
     .map(([status, r]) => {
-      const schema = ((r.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
+      const schema = ((r.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as
+        Json | undefined;
       const what = r.description && r.description !== 'Default Response' ? ` ${esc(r.description)}` : '';
       return `<p><b>${esc(status)}</b>${what}</p>${schema ? `<details><summary>body</summary><pre>${esc(JSON.stringify(schema, null, 2))}</pre></details>` : ''}`;
     })

@@ -43,20 +43,26 @@ const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
 export const RETRY_AFTER_SEC = 2;
 
 /** The database could not be reached: the same request may succeed shortly. */
-const DATABASE_UNAVAILABLE = new DomainError('unavailable', 'the database is unavailable: try again shortly', { code: 'database_unavailable' });
+const DATABASE_UNAVAILABLE = new DomainError('unavailable', 'the database is unavailable: try again shortly', {
+  code: 'database_unavailable',
+});
 
 /** A domain error as this adapter answers it. */
 export function fromDomain(err: DomainError): ApiError {
-  return new ApiError(STATUS_OF_KIND[err.kind], err.message, err.paramErrors ? { paramErrors: err.paramErrors } : { code: err.code });
+  return new ApiError(
+    STATUS_OF_KIND[err.kind],
+    err.message,
+    err.paramErrors ? { paramErrors: err.paramErrors } : { code: err.code },
+  );
 }
 
 export const forbidden = (message: string, code = 'forbidden') => new ApiError(403, message, { code });
 export const unauthorized = (message: string) => new ApiError(401, message, { code: 'unauthorized' });
-export const notFound = (what: string, nameOrId: string) => new ApiError(404, `${what} '${nameOrId}' not found`, { code: 'not_found' });
+export const notFound = (what: string, nameOrId: string) =>
+  new ApiError(404, `${what} '${nameOrId}' not found`, { code: 'not_found' });
 
 export type ErrorBody =
-  | { error: { message: string; code?: string } }
-  | { error: { message: string }; param_errors: Record<string, string> };
+  { error: { message: string; code?: string } } | { error: { message: string }; param_errors: Record<string, string> };
 
 export function errorBody(err: ApiError): ErrorBody {
   if (err.paramErrors) return { error: { message: err.message }, param_errors: err.paramErrors };
@@ -90,24 +96,39 @@ export function installErrorHandler(app: FastifyInstance): void {
       const context = (err as FastifyError).validationContext;
       for (const issue of err.validation) {
         const root = context === 'body' ? undefined : context;
-        const unknownKeys = issue.keyword === 'unrecognized_keys' ? (issue.params as { keys?: string[] }).keys : undefined;
+        const unknownKeys =
+          issue.keyword === 'unrecognized_keys' ? (issue.params as { keys?: string[] }).keys : undefined;
         if (unknownKeys?.length) {
           // Each unknown parameter is named by its own path (`a.b.extra`), not by its parent object.
-          for (const k of unknownKeys) paramErrors[paramPath(`${issue.instancePath}/${k}`, root)] ??= 'unknown parameter';
+          for (const k of unknownKeys)
+            paramErrors[paramPath(`${issue.instancePath}/${k}`, root)] ??= 'unknown parameter';
           continue;
         }
         paramErrors[paramPath(issue.instancePath, root)] ??= issue.message ?? 'invalid';
       }
       const first = Object.keys(paramErrors)[0] ?? 'body';
-      return reply.status(400).send(errorBody(new ApiError(400, `invalid parameter ${first}: ${paramErrors[first]}`, { paramErrors })));
+      return reply
+        .status(400)
+        .send(errorBody(new ApiError(400, `invalid parameter ${first}: ${paramErrors[first]}`, { paramErrors })));
     }
     const fe = err as FastifyError;
-    if (!isResponseSerializationError(err) && typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    if (
+      !isResponseSerializationError(err) &&
+      typeof fe.statusCode === 'number' &&
+      fe.statusCode >= 400 &&
+      fe.statusCode < 500
+    ) {
       // Fastify's own client errors (malformed JSON, unsupported media type, body too large).
-      if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || fe.statusCode === 400) {
+      if (
+        fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+        fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+        fe.statusCode === 400
+      ) {
         return reply.status(400).send(errorBody(new ApiError(400, fe.message, { paramErrors: { body: fe.message } })));
       }
-      return reply.status(fe.statusCode).send(errorBody(new ApiError(fe.statusCode, fe.message, { code: fe.code?.toLowerCase() })));
+      return reply
+        .status(fe.statusCode)
+        .send(errorBody(new ApiError(fe.statusCode, fe.message, { code: fe.code?.toLowerCase() })));
     }
     request.log.error({ err }, 'internal error');
     return reply.status(500).send(errorBody(new ApiError(500, 'internal error', { code: 'internal_error' })));
@@ -116,7 +137,11 @@ export function installErrorHandler(app: FastifyInstance): void {
 
 /** The answer to an unknown path: 404 naming the method and path. */
 export function routeNotFound(request: FastifyRequest, reply: FastifyReply): void {
-  reply.status(404).send(errorBody(new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`, { code: 'not_found' })));
+  reply
+    .status(404)
+    .send(
+      errorBody(new ApiError(404, `no route ${request.method} ${request.url.split('?')[0]}`, { code: 'not_found' })),
+    );
 }
 
 /**

@@ -24,7 +24,14 @@ export const externalStoragePolicyRoutes: RoutePlugin = async (app, ctx) => {
 
   app.post(
     '/external_storage_policies',
-    { schema: { tags, querystring: projectQuery, body: schemas.create, response: { 201: createdExternalStoragePolicyBody } } },
+    {
+      schema: {
+        tags,
+        querystring: projectQuery,
+        body: schemas.create,
+        response: { 201: createdExternalStoragePolicyBody },
+      },
+    },
     async (req, reply) => reply.status(201).send(await createPolicy(sql, req.auth.orgId, req.query.project, req.body)),
   );
 
@@ -36,13 +43,25 @@ export const externalStoragePolicyRoutes: RoutePlugin = async (app, ctx) => {
 
   app.get(
     '/external_storage_policies/:nameOrId',
-    { schema: { tags, params: nameOrIdParams, querystring: projectQuery, response: { 200: externalStoragePolicyBody } } },
-    async (req) => ({ external_storage_policy: await getPolicyRecord(sql, req.auth.orgId, req.params.nameOrId, req.query.project) }),
+    {
+      schema: { tags, params: nameOrIdParams, querystring: projectQuery, response: { 200: externalStoragePolicyBody } },
+    },
+    async (req) => ({
+      external_storage_policy: await getPolicyRecord(sql, req.auth.orgId, req.params.nameOrId, req.query.project),
+    }),
   );
 
   app.patch(
     '/external_storage_policies/:nameOrId',
-    { schema: { tags, params: nameOrIdParams, querystring: projectQuery, body: schemas.update, response: { 200: successBody } } },
+    {
+      schema: {
+        tags,
+        params: nameOrIdParams,
+        querystring: projectQuery,
+        body: schemas.update,
+        response: { 200: successBody },
+      },
+    },
     async (req) => {
       await updatePolicy(ctx, req.auth.orgId, req.params.nameOrId, req.query.project, req.body);
       return { success: true };

@@ -24,8 +24,16 @@ export const extractionSchemaRoutes: RoutePlugin = async (app, ctx) => {
 
   app.post(
     '/extraction_schemas',
-    { schema: { tags, querystring: projectQuery, body: createExtractionSchemaBody, response: { 201: createdExtractionSchemaBody } } },
-    async (req, reply) => reply.status(201).send(await createExtractionSchema(sql, req.auth.orgId, req.query.project, req.body)),
+    {
+      schema: {
+        tags,
+        querystring: projectQuery,
+        body: createExtractionSchemaBody,
+        response: { 201: createdExtractionSchemaBody },
+      },
+    },
+    async (req, reply) =>
+      reply.status(201).send(await createExtractionSchema(sql, req.auth.orgId, req.query.project, req.body)),
   );
 
   app.get(
@@ -37,13 +45,21 @@ export const extractionSchemaRoutes: RoutePlugin = async (app, ctx) => {
   app.get(
     '/extraction_schemas/:nameOrId',
     { schema: { tags, params: nameOrIdParams, querystring: projectQuery, response: { 200: extractionSchemaBody } } },
-    async (req) => ({ extraction_schema: await getExtractionSchema(sql, req.auth.orgId, req.params.nameOrId, req.query.project) }),
+    async (req) => ({
+      extraction_schema: await getExtractionSchema(sql, req.auth.orgId, req.params.nameOrId, req.query.project),
+    }),
   );
 
   app.patch(
     '/extraction_schemas/:nameOrId',
     {
-      schema: { tags, params: nameOrIdParams, querystring: projectQuery, body: updateExtractionSchemaBody, response: { 200: successBody } },
+      schema: {
+        tags,
+        params: nameOrIdParams,
+        querystring: projectQuery,
+        body: updateExtractionSchemaBody,
+        response: { 200: successBody },
+      },
     },
     async (req) => {
       await updateExtractionSchema(ctx, req.auth.orgId, req.params.nameOrId, req.query.project, req.body);

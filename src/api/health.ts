@@ -25,7 +25,13 @@ async function databaseReachable(ctx: AppContext): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), READINESS_DATABASE_TIMEOUT_MS)));
   try {
-    return await Promise.race([pingDatabase(ctx.sql).then(() => true, () => false), timeout]);
+    return await Promise.race([
+      pingDatabase(ctx.sql).then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -43,17 +49,25 @@ export async function readinessReport(ctx: AppContext): Promise<ReadinessReport>
 }
 
 export const healthRoutes: RoutePlugin = async (app, ctx) => {
-  app.get('/healthz', { schema: { hide: true } }, async (_req, reply) => reply.header('cache-control', 'no-store').send({ status: 'ok' }));
+  app.get('/healthz', { schema: { hide: true } }, async (_req, reply) =>
+    reply.header('cache-control', 'no-store').send({ status: 'ok' }),
+  );
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     const report = await readinessReport(ctx);
-    return reply.code(report.status === 'ready' ? 200 : 503).header('cache-control', 'no-store').send(report);
+    return reply
+      .code(report.status === 'ready' ? 200 : 503)
+      .header('cache-control', 'no-store')
+      .send(report);
   });
   const token = ctx.settings.PARLEY_METRICS_TOKEN;
   // Off unless a token protects it here; with a separate metrics listener it is served there only.
   if (!metricsExposed(ctx.settings) || ctx.settings.PARLEY_METRICS_PORT !== undefined || token === undefined) return;
   app.get(METRICS_PATH, { schema: { hide: true } }, async (req, reply) => {
     if (!bearerMatches(req.headers.authorization, token)) {
-      return reply.code(401).header('www-authenticate', 'Bearer').send({ error: { message: 'a valid metrics token is required', code: 'unauthorized' } });
+      return reply
+        .code(401)
+        .header('www-authenticate', 'Bearer')
+        .send({ error: { message: 'a valid metrics token is required', code: 'unauthorized' } });
     }
     const { contentType, body } = await nodeMetrics.scrape();
     return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);

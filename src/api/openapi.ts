@@ -20,7 +20,11 @@ const validationError = {
   type: 'object',
   properties: {
     error: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
-    param_errors: { type: 'object', additionalProperties: { type: 'string' }, description: 'parameter path (a.b.0) -> message' },
+    param_errors: {
+      type: 'object',
+      additionalProperties: { type: 'string' },
+      description: 'parameter path (a.b.0) -> message',
+    },
   },
   required: ['error', 'param_errors'],
 };
@@ -30,7 +34,10 @@ const ERROR_RESPONSES = {
   401: { description: 'authentication missing, invalid or unsupported', ...basicError },
   403: { description: 'another organization, or not allowed for these credentials', ...basicError },
   404: { description: 'not found', ...basicError },
-  409: { description: 'conflict (a name conflict on external storage policies has the validation body)', ...basicError },
+  409: {
+    description: 'conflict (a name conflict on external storage policies has the validation body)',
+    ...basicError,
+  },
   500: { description: 'internal error', ...basicError },
 };
 
@@ -53,7 +60,8 @@ export function registerOpenApi(app: ApiApp, ctx: AppContext): void {
       const out = jsonSchemaTransform(route);
       const schema = out.schema as { response?: Record<string, unknown>; hide?: boolean };
       // Document the error bodies beside each route's own answers (not used for serialization).
-      if (!schema.hide && route.url.startsWith(`${API_PREFIX}/`)) schema.response = { ...schema.response, ...ERROR_RESPONSES };
+      if (!schema.hide && route.url.startsWith(`${API_PREFIX}/`))
+        schema.response = { ...schema.response, ...ERROR_RESPONSES };
       return out;
     },
     transformObject: jsonSchemaTransformObject,

@@ -24,7 +24,9 @@ export const outboundCallRoutes: RoutePlugin = async (app, ctx) => {
       const call = await resolveOutboundCall(ctx, req.auth.orgId, config, { dryRun, outboundTrunk: calls?.hasTrunk });
       if (dryRun) return reply.status(200).send({ conversation_id: null, dry_run: true });
       if (!calls) {
-        throw new DomainError('unavailable', 'this node places no calls: its SIP service is not running', { code: 'outbound_unavailable' });
+        throw new DomainError('unavailable', 'this node places no calls: its SIP service is not running', {
+          code: 'outbound_unavailable',
+        });
       }
       // The client going away before the outcome cancels the call (its response is closed unsent).
       const gone = new AbortController();

@@ -3,7 +3,12 @@ import { z } from 'zod';
 
 /** The `project` query parameter: a project name (default `main`) or id. */
 export const projectQuery = z.object({
-  project: z.string().min(1).max(200).default('main').describe('project name or id; applies when a resource is addressed by name'),
+  project: z
+    .string()
+    .min(1)
+    .max(200)
+    .default('main')
+    .describe('project name or id; applies when a resource is addressed by name'),
 });
 
 /** A resource named in the path by name or id. */

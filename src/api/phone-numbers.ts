@@ -22,7 +22,13 @@ export const phoneNumberRoutes: RoutePlugin = async (app, ctx) => {
     {
       // Session tokens reach the route so that they get its 401 (requireApiKeyOr401), not the hook's 403.
       config: { allowSessionToken: true },
-      schema: { tags: ['agents'], params: nameOrIdParams, querystring: projectQuery, body: updateBody, response: { 200: successBody } },
+      schema: {
+        tags: ['agents'],
+        params: nameOrIdParams,
+        querystring: projectQuery,
+        body: updateBody,
+        response: { 200: successBody },
+      },
     },
     async (req) => {
       requireApiKeyOr401(req.auth, WHO);
@@ -36,11 +42,23 @@ export const phoneNumberRoutes: RoutePlugin = async (app, ctx) => {
     '/agents/:nameOrId/custom-phone-numbers',
     {
       config: { allowSessionToken: true },
-      schema: { tags: ['agents'], params: nameOrIdParams, querystring: projectQuery, body: deleteBody, response: { 200: successBody } },
+      schema: {
+        tags: ['agents'],
+        params: nameOrIdParams,
+        querystring: projectQuery,
+        body: deleteBody,
+        response: { 200: successBody },
+      },
     },
     async (req) => {
       requireApiKeyOr401(req.auth, WHO);
-      await releaseCustomPhoneNumber(ctx, req.auth.orgId, req.query.project, req.params.nameOrId, req.body.phone_number);
+      await releaseCustomPhoneNumber(
+        ctx,
+        req.auth.orgId,
+        req.query.project,
+        req.params.nameOrId,
+        req.body.phone_number,
+      );
       return { success: true };
     },
   );

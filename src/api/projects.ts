@@ -1,12 +1,12 @@
 // Projects: GET, POST /v1/projects and GET, PATCH, DELETE /v1/projects/{nameOrId}.
-import { createProject, deleteProject, getProjectRecord, listProjectRecords, updateProject } from '../domain/projects.js';
 import {
-  createProjectBody,
-  projectBody,
-  projectParams,
-  projectsBody,
-  updateProjectBody,
-} from '../schemas/projects.js';
+  createProject,
+  deleteProject,
+  getProjectRecord,
+  listProjectRecords,
+  updateProject,
+} from '../domain/projects.js';
+import { createProjectBody, projectBody, projectParams, projectsBody, updateProjectBody } from '../schemas/projects.js';
 import { successBody } from '../schemas/common.js';
 import type { RoutePlugin } from './types.js';
 

@@ -6,14 +6,21 @@ import { pipeline } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { z } from 'zod';
 import { recordingPath } from '../media/recording.js';
-import { AUDIO_CONTAINERS, RECORDING_SIDES, type AudioContainer, type RecordingSide } from '../schemas/conversations.js';
+import {
+  AUDIO_CONTAINERS,
+  RECORDING_SIDES,
+  type AudioContainer,
+  type RecordingSide,
+} from '../schemas/conversations.js';
 import { storedRecording } from '../domain/conversations.js';
 import type { RecordingRow } from '../store/conversations.js';
 import type { AppContext } from './context.js';
 import { forbidden, notFound } from './errors.js';
 import { API_PREFIX, type RoutePlugin } from './types.js';
 
-const FILE_PATTERN = new RegExp(`^(${RECORDING_SIDES.join('|')})\\.(${AUDIO_CONTAINERS.map((c) => c.replace('.', '\\.')).join('|')})$`);
+const FILE_PATTERN = new RegExp(
+  `^(${RECORDING_SIDES.join('|')})\\.(${AUDIO_CONTAINERS.map((c) => c.replace('.', '\\.')).join('|')})$`,
+);
 
 const CONTENT_TYPE: Record<AudioContainer, string> = { wav: 'audio/wav', 'wav.gz': 'application/gzip' };
 

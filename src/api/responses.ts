@@ -51,7 +51,9 @@ export const responsesRoutes: RoutePlugin = async (app, ctx) => {
             .status(429)
             .send(
               toErrorBody(
-                new ApiError(429, `rate limit exceeded: retry in ${take.retryAfterSec} s`, { code: 'rate_limit_exceeded' }),
+                new ApiError(429, `rate limit exceeded: retry in ${take.retryAfterSec} s`, {
+                  code: 'rate_limit_exceeded',
+                }),
               ),
             );
         }

@@ -34,7 +34,11 @@ function forSerializer(schema: unknown, inUnion: boolean): unknown {
   const anyOf = schema.anyOf;
   if (Array.isArray(anyOf) && anyOf.length === 2 && anyOf.some(isNull)) {
     const other: unknown = anyOf.find((s: unknown) => !isNull(s));
-    if (isSchema(other) && typeof other.type === 'string' && !('nullable' in other || 'anyOf' in other || 'oneOf' in other || 'allOf' in other)) {
+    if (
+      isSchema(other) &&
+      typeof other.type === 'string' &&
+      !('nullable' in other || 'anyOf' in other || 'oneOf' in other || 'allOf' in other)
+    ) {
       const { anyOf: _, ...siblings } = schema;
       return { ...(forSerializer({ ...siblings, ...other }, inUnion) as JsonSchema), nullable: true };
     }
@@ -65,7 +69,13 @@ function forSerializer(schema: unknown, inUnion: boolean): unknown {
 /** The JSON Schema of a response schema as fast-json-stringify takes it, or null when it cannot state it. */
 export function responseJsonSchema(schema: $ZodType): object | null {
   try {
-    const json = z.toJSONSchema(schema, { io: 'output', target: 'draft-7', unrepresentable: 'throw', cycles: 'throw', reused: 'inline' });
+    const json = z.toJSONSchema(schema, {
+      io: 'output',
+      target: 'draft-7',
+      unrepresentable: 'throw',
+      cycles: 'throw',
+      reused: 'inline',
+    });
     return forSerializer(json, false) as object;
   } catch {
     return null;

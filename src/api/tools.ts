@@ -30,13 +30,26 @@ export const toolRoutes: RoutePlugin = async (app, ctx) => {
 
   app.get(
     '/tools',
-    { schema: { tags: ['tools'], querystring: projectQuery, response: { 200: z.object({ tools: z.array(toolRecord) }) } } },
+    {
+      schema: {
+        tags: ['tools'],
+        querystring: projectQuery,
+        response: { 200: z.object({ tools: z.array(toolRecord) }) },
+      },
+    },
     async (req) => ({ tools: await listToolRecords(sql, req.auth.orgId, req.query.project) }),
   );
 
   app.get(
     '/tools/:nameOrId',
-    { schema: { tags: ['tools'], params: nameOrIdParams, querystring: projectQuery, response: { 200: z.object({ tool: toolRecord }) } } },
+    {
+      schema: {
+        tags: ['tools'],
+        params: nameOrIdParams,
+        querystring: projectQuery,
+        response: { 200: z.object({ tool: toolRecord }) },
+      },
+    },
     async (req) => ({ tool: await getToolRecord(sql, req.auth.orgId, req.query.project, req.params.nameOrId) }),
   );
 
@@ -53,7 +66,10 @@ export const toolRoutes: RoutePlugin = async (app, ctx) => {
     },
     async (req) => {
       requireApiKey(req.auth, 'update tools');
-      return { success: true, tool: await updateTool(ctx, req.auth.orgId, req.query.project, req.params.nameOrId, req.body) };
+      return {
+        success: true,
+        tool: await updateTool(ctx, req.auth.orgId, req.query.project, req.params.nameOrId, req.body),
+      };
     },
   );
 

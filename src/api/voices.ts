@@ -98,11 +98,15 @@ export const voiceRoutes: RoutePlugin = async (app, ctx) => {
     voices: catalog.map(record),
   }));
 
-  app.get('/voices/:id', { schema: { tags: ['voices'], params: voiceParams, response: { 200: voiceBody } } }, async (req) => {
-    const v = byId.get(req.params.id);
-    if (!v) throw notFound('voice', req.params.id);
-    return { voice: record(v) };
-  });
+  app.get(
+    '/voices/:id',
+    { schema: { tags: ['voices'], params: voiceParams, response: { 200: voiceBody } } },
+    async (req) => {
+      const v = byId.get(req.params.id);
+      if (!v) throw notFound('voice', req.params.id);
+      return { voice: record(v) };
+    },
+  );
 };
 
 /** The sample audio at a voice's signed link, outside /v1. */

@@ -42,24 +42,46 @@ export const webhookRoutes: RoutePlugin = async (app, { sql, settings }) => {
     { schema: { tags, querystring: projectQuery, body: createBody, response: { 201: createdWebhookBody } } },
     async (req, reply) => {
       const { url, description, events } = req.body;
-      const { endpoint, secret } = await createWebhook(sql, req.auth.orgId, req.query.project, { url, description, events });
+      const { endpoint, secret } = await createWebhook(sql, req.auth.orgId, req.query.project, {
+        url,
+        description,
+        events,
+      });
       return reply.status(201).send({ webhook: record(endpoint), secret });
     },
   );
 
-  app.get('/webhooks', { schema: { tags, querystring: projectQuery, response: { 200: webhooksBody } } }, async (req) => ({
-    webhooks: (await listWebhooks(sql, req.auth.orgId, req.query.project)).map(record),
-  }));
+  app.get(
+    '/webhooks',
+    { schema: { tags, querystring: projectQuery, response: { 200: webhooksBody } } },
+    async (req) => ({
+      webhooks: (await listWebhooks(sql, req.auth.orgId, req.query.project)).map(record),
+    }),
+  );
 
-  app.delete('/webhooks/:id', { schema: { tags, params: webhookParams, response: { 200: successBody } } }, async (req) => ({
-    success: await deleteWebhook(sql, req.auth.orgId, req.params.id),
-  }));
+  app.delete(
+    '/webhooks/:id',
+    { schema: { tags, params: webhookParams, response: { 200: successBody } } },
+    async (req) => ({
+      success: await deleteWebhook(sql, req.auth.orgId, req.params.id),
+    }),
+  );
 
   app.get(
     '/webhooks/:id/deliveries',
-    { schema: { tags, params: webhookParams, querystring: webhookDeliveriesQuery, response: { 200: webhookDeliveriesBody } } },
+    {
+      schema: {
+        tags,
+        params: webhookParams,
+        querystring: webhookDeliveriesQuery,
+        response: { 200: webhookDeliveriesBody },
+      },
+    },
     async (req) => {
-      const page = await webhookDeliveries(sql, req.auth.orgId, req.params.id, { limit: req.query.limit, after: req.query.after });
+      const page = await webhookDeliveries(sql, req.auth.orgId, req.params.id, {
+        limit: req.query.limit,
+        after: req.query.after,
+      });
       return { deliveries: page.deliveries.map(deliveryRecord), pagination: { next_cursor: page.nextCursor } };
     },
   );

@@ -27,7 +27,12 @@ export function lookupCredential(sql: Sql, secret: string, now: Date): Promise<C
 }
 
 /** lookupCredential for a secret already hashed (hashSecret): one indexed query. */
-export async function lookupCredentialByDigest(sql: Sql, digest: string, sessionToken: boolean, now: Date): Promise<Credential | null> {
+export async function lookupCredentialByDigest(
+  sql: Sql,
+  digest: string,
+  sessionToken: boolean,
+  now: Date,
+): Promise<Credential | null> {
   if (sessionToken) {
     const row = await sessionTokenByDigest(sql, digest, now);
     if (!row) return null;
@@ -40,7 +45,12 @@ export async function lookupCredentialByDigest(sql: Sql, digest: string, session
   }
   const row = await apiKeyByDigest(sql, digest);
   if (!row) return null;
-  return { auth: { kind: 'api_key', orgId: row.org_id, apiKeyId: row.id }, ipAllowlist: row.ip_allowlist, expiresAt: null, issuedByKeyId: null };
+  return {
+    auth: { kind: 'api_key', orgId: row.org_id, apiKeyId: row.id },
+    ipAllowlist: row.ip_allowlist,
+    expiresAt: null,
+    issuedByKeyId: null,
+  };
 }
 
 /** `Authorization: Bearer <secret>` -> the secret, or null when the header is missing or of another scheme. */

@@ -119,7 +119,8 @@ export class CredentialCache {
 /** Cached credentials are shared by every request that presents the secret: none may change one. */
 function freeze(credential: Credential): void {
   Object.freeze(credential.ipAllowlist);
-  if (credential.auth.kind === 'session_token' && credential.auth.conversationIds) Object.freeze(credential.auth.conversationIds);
+  if (credential.auth.kind === 'session_token' && credential.auth.conversationIds)
+    Object.freeze(credential.auth.conversationIds);
   Object.freeze(credential.auth);
   Object.freeze(credential);
 }

@@ -15,7 +15,8 @@ export interface UrlSigner {
 }
 
 export function createSigner(secret: string): UrlSigner {
-  const mac = (path: string, expires: string) => createHmac('sha256', secret).update(`${path}\n${expires}`).digest('hex');
+  const mac = (path: string, expires: string) =>
+    createHmac('sha256', secret).update(`${path}\n${expires}`).digest('hex');
   return {
     sign(path, ttlSeconds, now) {
       const expires = String(Math.floor(now.getTime() / 1000) + ttlSeconds);

@@ -71,7 +71,10 @@ export class AssistantSpeech {
     this.playout?.destroy(); // a playout replaced gives its queued blocks back to the pool
     this.playout = new Playout<Utterance>({
       ...options,
-      sink: { frame: (u, pcm, encoded, playedEnd) => this.frame(u, pcm, encoded, playedEnd), drained: (u) => this.drained(u) },
+      sink: {
+        frame: (u, pcm, encoded, playedEnd) => this.frame(u, pcm, encoded, playedEnd),
+        drained: (u) => this.drained(u),
+      },
     });
   }
 

@@ -45,11 +45,22 @@ export async function callConfigurationEndpoint(
     } catch (err) {
       // The guarded client's refusals (an address or redirect not allowed, too large an answer) are endpoint
       // errors with their own message; its deadline is a timeout like ours.
-      if (timedOut) return { ok: false, endedBy: 'configuration_endpoint_timed_out', message: `no answer within ${endpoint.timeout_ms} ms` };
-      if (err instanceof GuardedFetchError && err.kind === 'timeout') return { ok: false, endedBy: 'configuration_endpoint_timed_out', message: err.message };
+      if (timedOut)
+        return {
+          ok: false,
+          endedBy: 'configuration_endpoint_timed_out',
+          message: `no answer within ${endpoint.timeout_ms} ms`,
+        };
+      if (err instanceof GuardedFetchError && err.kind === 'timeout')
+        return { ok: false, endedBy: 'configuration_endpoint_timed_out', message: err.message };
       return { ok: false, endedBy: 'configuration_endpoint_error', message: (err as Error).message };
     }
-    if (timedOut) return { ok: false, endedBy: 'configuration_endpoint_timed_out', message: `no answer within ${endpoint.timeout_ms} ms` };
+    if (timedOut)
+      return {
+        ok: false,
+        endedBy: 'configuration_endpoint_timed_out',
+        message: `no answer within ${endpoint.timeout_ms} ms`,
+      };
     if (!res.ok) return { ok: false, endedBy: 'configuration_endpoint_error', message: `HTTP ${res.status}` };
     let body: unknown;
     try {
@@ -58,15 +69,28 @@ export async function callConfigurationEndpoint(
       return { ok: false, endedBy: 'configuration_endpoint_invalid_response', message: 'the response is not JSON' };
     }
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      return { ok: false, endedBy: 'configuration_endpoint_invalid_response', message: 'the response is not a JSON object' };
+      return {
+        ok: false,
+        endedBy: 'configuration_endpoint_invalid_response',
+        message: 'the response is not a JSON object',
+      };
     }
     // Text the record could not store (NUL, unpaired surrogates) is refused like any invalid override.
     const unsafe = jsonProblem(body);
-    if (unsafe) return { ok: false, endedBy: 'configuration_endpoint_invalid_response', message: `${unsafe.path.join('.') || 'body'}: ${unsafe.message}` };
+    if (unsafe)
+      return {
+        ok: false,
+        endedBy: 'configuration_endpoint_invalid_response',
+        message: `${unsafe.path.join('.') || 'body'}: ${unsafe.message}`,
+      };
     const parsed = overridesSchema(deps.rules).safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      return { ok: false, endedBy: 'configuration_endpoint_invalid_response', message: `${issue.path.join('.')}: ${issue.message}` };
+      return {
+        ok: false,
+        endedBy: 'configuration_endpoint_invalid_response',
+        message: `${issue.path.join('.')}: ${issue.message}`,
+      };
     }
     return { ok: true, overrides: parsed.data };
   } finally {

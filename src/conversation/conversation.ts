@@ -69,8 +69,18 @@ export const CLIENT_LIMITS = {
 /** What a client is told when the conversation could not start, by the store's error (never the error's own text). */
 function startFailure(err: unknown): { message: string; code: string; close: number } {
   const status = (err as { status?: unknown }).status;
-  if (storeUnavailable(err)) return { message: 'the database is unavailable: try again shortly', code: 'database_unavailable', close: CLOSE_TRY_AGAIN_LATER };
-  if (status === 400) return { message: 'the configuration holds a value that cannot be stored', code: 'invalid_config', close: CLOSE_POLICY };
+  if (storeUnavailable(err))
+    return {
+      message: 'the database is unavailable: try again shortly',
+      code: 'database_unavailable',
+      close: CLOSE_TRY_AGAIN_LATER,
+    };
+  if (status === 400)
+    return {
+      message: 'the configuration holds a value that cannot be stored',
+      code: 'invalid_config',
+      close: CLOSE_POLICY,
+    };
   return { message: 'the conversation could not be started', code: 'internal_error', close: CLOSE_ERROR };
 }
 
@@ -85,8 +95,12 @@ const DTMF_ENTRY_END_KEY = '#';
 /** The system message telling the engine who answered an outbound call, before it first speaks. */
 export function answeredByMessage(a: AnsweredBy): string {
   if (a.result === 'human') return 'answering_machine: human. A person answered the call.';
-  if (a.result === 'unknown') return 'answering_machine: unknown. It could not be told whether a person or a machine answered.';
-  const beep = a.beep_at_ms === null ? 'no beep was heard' : `its beep sounded ${Math.round(a.beep_at_ms)} ms after the answer and is over`;
+  if (a.result === 'unknown')
+    return 'answering_machine: unknown. It could not be told whether a person or a machine answered.';
+  const beep =
+    a.beep_at_ms === null
+      ? 'no beep was heard'
+      : `its beep sounded ${Math.round(a.beep_at_ms)} ms after the answer and is over`;
   return `answering_machine: machine. A voicemail greeting answered the call; ${beep}: leave your message now.`;
 }
 
@@ -170,7 +184,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.client = deps.client;
     this.fetch = deps.fetch;
     this.ended = new Promise((r) => (this.resolveEnded = r));
-    this.record = new ConversationRecord(deps.store, deps.log, { compressor: deps.recordingCompressor, externalStorage: deps.externalStorage });
+    this.record = new ConversationRecord(deps.store, deps.log, {
+      compressor: deps.recordingCompressor,
+      externalStorage: deps.externalStorage,
+    });
     this.speech = new AssistantSpeech(
       {
         emit: (e) => this.emit(e),
@@ -255,7 +272,7 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // A phone call was admitted by main (before it answered) under the id it gives.
     const id = start.kind === 'call' ? start.call.conversationId : newId('conv');
     this.concealsLoss = start.kind === 'call';
-    this.answeredBy = start.kind === 'call' ? start.call.answeredBy ?? null : null;
+    this.answeredBy = start.kind === 'call' ? (start.call.answeredBy ?? null) : null;
     this.recordPhase = this.admitAndCreate(start.kind !== 'call', id, externalId);
     if (!(await this.recordPhase)) return;
     // Ended while the record was being made (the client left): end() finishes it.
@@ -265,16 +282,24 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     await this.writeState('configuring');
     const endpoint = this.settings.configuration_endpoint;
     if (endpoint) {
-      const outcome = await callConfigurationEndpoint(endpoint, this.endpointContext(), { fetch: this.fetch, timers: this.deps.timers, rules });
+      const outcome = await callConfigurationEndpoint(endpoint, this.endpointContext(), {
+        fetch: this.fetch,
+        timers: this.deps.timers,
+        rules,
+      });
       if (this.state !== 'configuring') return;
       if (!outcome.ok) {
-        this.emit({ type: 'error', error: { message: `configuration endpoint: ${outcome.message}`, code: outcome.endedBy } });
+        this.emit({
+          type: 'error',
+          error: { message: `configuration endpoint: ${outcome.message}`, code: outcome.endedBy },
+        });
         return void (await this.end(outcome.endedBy));
       }
       this.settings = applyConfig(this.settings, outcome.overrides);
     }
     const names = storedToolNames(this.settings.tools).filter((n) => !storedTools.some((t) => t.name === n));
-    if (names.length > 0) storedTools = storedTools.concat(await store.resolveTools(this.who.orgId, this.projectId, names));
+    if (names.length > 0)
+      storedTools = storedTools.concat(await store.resolveTools(this.who.orgId, this.projectId, names));
     await this.openEngine(storedTools);
   }
 
@@ -290,7 +315,9 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       const admission = await store.admit(this.who.orgId, this.projectId, id);
       if (!admission.admitted) {
         this.refuse(
-          admission.reason === 'at_capacity' ? `the project is at its limit of ${admission.cap} active conversations` : 'project not found',
+          admission.reason === 'at_capacity'
+            ? `the project is at its limit of ${admission.cap} active conversations`
+            : 'project not found',
           admission.reason === 'at_capacity' ? 'max_active_conversations_reached' : 'not_found',
         );
         return false;
@@ -348,7 +375,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       );
     } catch (err) {
       this.deps.log.error({ err, conversationId: this.id }, 'engine failed to open');
-      this.emit({ type: 'error', error: { message: `speech engine: ${(err as Error).message}`, code: 'engine_error' } });
+      this.emit({
+        type: 'error',
+        error: { message: `speech engine: ${(err as Error).message}`, code: 'engine_error' },
+      });
       return void (await this.end('error'));
     }
     if (this.state !== 'configuring') {
@@ -360,7 +390,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const vad = new Vad(rate, vadOptions(s));
     const inInfo = formatInfo(s.inputFormat);
     this.maxChunkBytes = inInfo.bytesPerFrame > 0 ? inInfo.bytesPerFrame * 3 : Number.MAX_SAFE_INTEGER;
-    this.maxClientChunkBytes = inInfo.bytesPerFrame > 0 ? (inInfo.bytesPerFrame * CLIENT_LIMITS.chunk_ms) / FRAME_MS : Number.MAX_SAFE_INTEGER;
+    this.maxClientChunkBytes =
+      inInfo.bytesPerFrame > 0 ? (inInfo.bytesPerFrame * CLIENT_LIMITS.chunk_ms) / FRAME_MS : Number.MAX_SAFE_INTEGER;
     this.pcmInput = inInfo.encoding === 'pcm';
     this.msPerInputByte = inInfo.bytesPerFrame > 0 ? FRAME_MS / inInfo.bytesPerFrame : 0;
     this.inbound = new InboundAudio({
@@ -401,7 +432,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       timers: this.deps.timers,
       record: this.record,
       silence: this.silence,
-      assistant: { speaking: () => this.speech.speaking(), backchannel: (text) => void this.speech.track(session.speak(text), 'backchannel', false) },
+      assistant: {
+        speaking: () => this.speech.speaking(),
+        backchannel: (text) => void this.speech.track(session.speak(text), 'backchannel', false),
+      },
       emit: (e) => this.emit(e),
       userStarted: () => this.toolHost.userSpoke(),
     });
@@ -432,7 +466,11 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     if (s.listen_only_inbound_enabled && s.listen_only_inbound_message) {
       this.speech.track(session.speak(this.resolve(s.listen_only_inbound_message)), 'welcome', false);
     } else if (s.generate_welcome_message) {
-      this.speech.track(session.createResponse('Greet the user and open the conversation.'), 'welcome', s.is_welcome_message_interruptible);
+      this.speech.track(
+        session.createResponse('Greet the user and open the conversation.'),
+        'welcome',
+        s.is_welcome_message_interruptible,
+      );
     } else if (s.welcome_message) {
       this.speech.track(session.speak(this.resolve(s.welcome_message)), 'welcome', s.is_welcome_message_interruptible);
     } else {
@@ -441,7 +479,12 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   }
 
   /** Refused before a record exists: an error event, then the client is closed. false (a no-op) once ending. */
-  private refuse(message: string, code: string, closeCode = CLOSE_POLICY, endedBy: EndedBy = 'user_validation_failed'): boolean {
+  private refuse(
+    message: string,
+    code: string,
+    closeCode = CLOSE_POLICY,
+    endedBy: EndedBy = 'user_validation_failed',
+  ): boolean {
     if (!this.step('end')) return false;
     this.emit({ type: 'error', error: { message, code } });
     this.step('saved');
@@ -467,7 +510,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     this.record.flushUserItem();
     const session = this.session;
     this.session = null;
-    if (session) await session.close().catch((err: unknown) => this.deps.log.warn({ err, conversationId: this.id }, 'engine close failed'));
+    if (session)
+      await session
+        .close()
+        .catch((err: unknown) => this.deps.log.warn({ err, conversationId: this.id }, 'engine close failed'));
     await Promise.all(this.speech.pendingTools());
     // A record being created as it ended is finished too (admitAndCreate); one that failed to be created has none.
     if (this.recordPhase) await this.recordPhase.catch(() => false);
@@ -505,7 +551,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
         return this.turns!.unmute();
       case 'tool_call_output':
         if (!this.tools.answer(message.tool_call_id, message.output ?? null)) {
-          this.emit({ type: 'warning', warning: { message: `no pending tool call ${message.tool_call_id}`, code: 'unknown_tool_call' } });
+          this.emit({
+            type: 'warning',
+            warning: { message: `no pending tool call ${message.tool_call_id}`, code: 'unknown_tool_call' },
+          });
         }
         return;
       case 'set_external_id':
@@ -522,7 +571,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       case 'add_system_message':
         if (!this.takeSystemToken()) {
           const { system_messages_burst: burst, system_message_interval_ms: every } = CLIENT_LIMITS;
-          return this.refuseMessage(`add_system_message: at most ${burst} at once, then one every ${every} ms; this one was dropped`, 'queue_full');
+          return this.refuseMessage(
+            `add_system_message: at most ${burst} at once, then one every ${every} ms; this one was dropped`,
+            'queue_full',
+          );
         }
         return session.updateSession({ systemMessage: message.system_message });
       case 'update_tools_subset': {
@@ -531,7 +583,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       }
       case 'generate_reply': {
         if (!this.replyFits(message.type)) return;
-        const parts = [message.system_message, message.user_message ? `The user said: ${message.user_message}` : null].filter(Boolean);
+        const parts = [
+          message.system_message,
+          message.user_message ? `The user said: ${message.user_message}` : null,
+        ].filter(Boolean);
         this.speech.track(session.createResponse(parts.length ? parts.join('\n') : undefined), 'reply', true);
         return;
       }
@@ -548,7 +603,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   /** A `say` or `generate_reply` may queue one more reply (CLIENT_LIMITS.queued_replies); told to the client when not. */
   private replyFits(type: 'say' | 'generate_reply'): boolean {
     if (this.speech.activeCount < CLIENT_LIMITS.queued_replies) return true;
-    this.refuseMessage(`${type}: at most ${CLIENT_LIMITS.queued_replies} replies may be queued or speaking at once; this one was dropped`, 'queue_full');
+    this.refuseMessage(
+      `${type}: at most ${CLIENT_LIMITS.queued_replies} replies may be queued or speaking at once; this one was dropped`,
+      'queue_full',
+    );
     return false;
   }
 
@@ -556,7 +614,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const now = this.deps.timers.now();
     const burst = CLIENT_LIMITS.system_messages_burst;
     if (this.systemRefilledAtMs !== 0) {
-      this.systemTokens = Math.min(burst, this.systemTokens + (now - this.systemRefilledAtMs) / CLIENT_LIMITS.system_message_interval_ms);
+      this.systemTokens = Math.min(
+        burst,
+        this.systemTokens + (now - this.systemRefilledAtMs) / CLIENT_LIMITS.system_message_interval_ms,
+      );
     }
     this.systemRefilledAtMs = now;
     if (this.systemTokens < 1) return false;
@@ -577,22 +638,32 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private clientChunkFits(length: number): boolean {
     if (!isLive(this.state) || !this.inbound) return false;
     if (length > this.maxClientChunkBytes) {
-      this.refuseMessage(`an audio chunk holds at most ${CLIENT_LIMITS.chunk_ms} ms: ${this.maxClientChunkBytes} bytes of ${this.settings!.inputFormat}; ${length} bytes dropped`, 'invalid_audio');
+      this.refuseMessage(
+        `an audio chunk holds at most ${CLIENT_LIMITS.chunk_ms} ms: ${this.maxClientChunkBytes} bytes of ${this.settings!.inputFormat}; ${length} bytes dropped`,
+        'invalid_audio',
+      );
       return false;
     }
     if (this.pcmInput && (length & 1) !== 0) {
-      this.refuseMessage(`${this.settings!.inputFormat} is 16-bit PCM: a chunk holds whole samples (an even number of bytes); ${length} bytes dropped`, 'invalid_audio');
+      this.refuseMessage(
+        `${this.settings!.inputFormat} is 16-bit PCM: a chunk holds whole samples (an even number of bytes); ${length} bytes dropped`,
+        'invalid_audio',
+      );
       return false;
     }
     const now = this.deps.timers.now();
     const ahead = CLIENT_LIMITS.audio_ahead_ms;
-    if (this.audioRefilledAtMs !== 0) this.audioCreditMs = Math.min(ahead, this.audioCreditMs + (now - this.audioRefilledAtMs));
+    if (this.audioRefilledAtMs !== 0)
+      this.audioCreditMs = Math.min(ahead, this.audioCreditMs + (now - this.audioRefilledAtMs));
     this.audioRefilledAtMs = now;
     const ms = this.msPerInputByte > 0 ? length * this.msPerInputByte : FRAME_MS;
     if (ms > this.audioCreditMs) {
       if (!this.audioRefusing) {
         this.audioRefusing = true;
-        this.refuseMessage(`audio more than ${ahead} ms ahead of real time is dropped: send it as it is spoken`, 'audio_ahead_of_real_time');
+        this.refuseMessage(
+          `audio more than ${ahead} ms ahead of real time is dropped: send it as it is spoken`,
+          'audio_ahead_of_real_time',
+        );
       }
       return false;
     }
@@ -646,7 +717,13 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   private clientAudioTooEarly(): void {
     if (this.toldAudioTooEarly) return;
     this.toldAudioTooEarly = true;
-    this.emit({ type: 'warning', warning: { message: 'audio before ready_to_start_conversation is dropped: stream it from then on', code: 'audio_before_ready' } });
+    this.emit({
+      type: 'warning',
+      warning: {
+        message: 'audio before ready_to_start_conversation is dropped: stream it from then on',
+        code: 'audio_before_ready',
+      },
+    });
   }
 
   /**
@@ -658,7 +735,11 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const early = this.early;
     this.early = null;
     if (early === null) return;
-    if (early.dropped > 0) this.deps.log.warn({ conversationId: this.id, dropped: early.dropped }, 'call audio before the conversation was live beyond what is kept: dropped');
+    if (early.dropped > 0)
+      this.deps.log.warn(
+        { conversationId: this.id, dropped: early.dropped },
+        'call audio before the conversation was live beyond what is kept: dropped',
+      );
     early.replay(
       (bytes, offset, length) => this.pushAudio(bytes, offset, length),
       () => this.pushLost(),
@@ -674,7 +755,6 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     if (this.state !== 'active') this.step('activity');
     return !this.turns!.isMuted;
   }
-
 
   pushDtmf(digits: string): void {
     if (digits.length === 0) return;
@@ -732,7 +812,11 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     const session = this.session;
     if (!answer || !session || !isLive(this.state)) return;
     if (this.settings!.listen_only_inbound_enabled) return this.silence.nobodySpeaking();
-    this.speech.track(session.createResponse(`The caller pressed the keys ${digits} on the phone keypad.`), 'reply', true);
+    this.speech.track(
+      session.createResponse(`The caller pressed the keys ${digits} on the phone keypad.`),
+      'reply',
+      true,
+    );
   }
 
   clientDropped(): void {
@@ -776,7 +860,8 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
   onVad(events: number): void {
     this.turns!.vad(events);
     // Listen-only: no reply re-arms the silence limit after a user turn, so its end does.
-    if ((events & VAD_SPEECH_END) !== 0 && this.settings!.listen_only_inbound_enabled && !this.turns!.userSpeaking) this.silence.nobodySpeaking();
+    if ((events & VAD_SPEECH_END) !== 0 && this.settings!.listen_only_inbound_enabled && !this.turns!.userSpeaking)
+      this.silence.nobodySpeaking();
   }
 
   // ---- assistant speech ----
@@ -819,7 +904,9 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     // Listen-only speaks nothing after its message.
     if (!session || this.turns!.userSpeaking || s.listen_only_inbound_enabled) return;
     const id = s.generate_no_input_poke_text
-      ? session.createResponse('The user has not said anything for a while: check, briefly, whether they are still there.')
+      ? session.createResponse(
+          'The user has not said anything for a while: check, briefly, whether they are still there.',
+        )
       : session.speak(this.resolve(s.no_input_poke_text));
     this.speech.track(id, 'poke', true);
   }
@@ -880,7 +967,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
       this.turns?.setVadOptions(vadOptions(next));
     } catch (err) {
       if (!(err instanceof RangeError)) throw err;
-      this.deps.log.warn({ err, conversationId: this.id, agent: agentName }, 'transfer: the agent has VAD settings out of range');
+      this.deps.log.warn(
+        { err, conversationId: this.id, agent: agentName },
+        'transfer: the agent has VAD settings out of range',
+      );
       return `agent ${agentName} has VAD settings out of range`;
     }
     const s = this.settings!;
@@ -916,7 +1006,10 @@ export class Conversation implements LiveConversation, InboundSink, PacedStream 
     });
     // An engine that cannot change voice mid-session keeps the old one: the items record the voice the user hears.
     if (session.voiceId !== undefined && session.voiceId !== s.voice_id) {
-      this.deps.log.warn({ conversationId: this.id, asked: s.voice_id, kept: session.voiceId }, 'transfer: the engine keeps its voice');
+      this.deps.log.warn(
+        { conversationId: this.id, asked: s.voice_id, kept: session.voiceId },
+        'transfer: the engine keeps its voice',
+      );
       s.voice_id = session.voiceId;
     }
     return null;

@@ -187,7 +187,6 @@ export interface CallStart {
   answeredBy?: Promise<AnsweredBy> | null;
 }
 
-
 export type { AnsweredBy };
 
 /** How the conversation is configured: an STS `config` message, or a phone call. */

@@ -76,13 +76,18 @@ export class Playout<U extends PlayoutOwner> implements PacedStream {
     this.frame = new Int16Array(this.frameSamples);
     this.heldPcm = new Int16Array(this.frameSamples);
     this.chunkSamples = (rate * STRETCH_CHUNK_MS) / 1000;
-    this.stretch = opts.speed === 1 ? null : new TimeStretch({ sampleRate: rate, maxInput: this.chunkSamples, speed: opts.speed });
+    this.stretch =
+      opts.speed === 1 ? null : new TimeStretch({ sampleRate: rate, maxInput: this.chunkSamples, speed: opts.speed });
     // Room for one piece's output or for a flush (which may exceed a piece's).
     this.stretchOut = new Int16Array(this.stretch ? this.stretch.maxOutput(this.chunkSamples) * 2 : 0);
     this.queued = new PlayoutQueue<U>(audioBlockPool(rate));
-    this.noise = opts.noise && opts.noise.level > 0 ? new NoiseMix({ bed: opts.noise.bed, sampleRate: rate, level: opts.noise.level }) : null;
+    this.noise =
+      opts.noise && opts.noise.level > 0
+        ? new NoiseMix({ bed: opts.noise.bed, sampleRate: rate, level: opts.noise.level })
+        : null;
     const out = formatInfo(opts.outputFormat);
-    this.resampler = out.sampleRate === rate ? null : new Resampler(rate, out.sampleRate as ResamplerRate, this.frameSamples);
+    this.resampler =
+      out.sampleRate === rate ? null : new Resampler(rate, out.sampleRate as ResamplerRate, this.frameSamples);
     this.resampled = this.resampler ? new Int16Array(this.resampler.maxOutput(this.frameSamples)) : this.frame;
     this.encoder = createEncoder(opts.outputFormat);
     this.encoded = new Uint8Array(Math.max(4000, this.resampled.length * 2));

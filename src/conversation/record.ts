@@ -140,7 +140,10 @@ export class ConversationRecord {
 
   private async startDelivery(storage: ExternalStorage, policyName: string, sampleRate: number): Promise<void> {
     if (!this.retainNothing) {
-      this.log.warn({ conversationId: this.id, policy: policyName }, 'external storage requires zero data retention: the conversation retains nothing');
+      this.log.warn(
+        { conversationId: this.id, policy: policyName },
+        'external storage requires zero data retention: the conversation retains nothing',
+      );
       this.keepNothing();
     }
     this.delivery = await storage.start(this.id!, policyName, sampleRate);
@@ -152,9 +155,15 @@ export class ConversationRecord {
     const path = recorder.wavPath;
     try {
       await recorder.abort();
-      this.log.info({ conversationId: this.id, path }, 'zero data retention from now on: the recording stopped and its file removed');
+      this.log.info(
+        { conversationId: this.id, path },
+        'zero data retention from now on: the recording stopped and its file removed',
+      );
     } catch (err) {
-      this.log.error({ err, conversationId: this.id, path }, 'throwing away the recording of a zero data retention conversation failed: its file may stay on disk');
+      this.log.error(
+        { err, conversationId: this.id, path },
+        'throwing away the recording of a zero data retention conversation failed: its file may stay on disk',
+      );
     }
   }
 
@@ -197,7 +206,10 @@ export class ConversationRecord {
     if (!this.id) return;
     this.keepForDelivery(item);
     const id = this.id;
-    const kept = { ...(this.retainNothing ? { ...item, live_transcript: null } : item), id: item.id ?? newId('conv_item') };
+    const kept = {
+      ...(this.retainNothing ? { ...item, live_transcript: null } : item),
+      id: item.id ?? newId('conv_item'),
+    };
     this.write(() => this.appendItem(id, kept));
   }
 
@@ -242,7 +254,11 @@ export class ConversationRecord {
       };
       this.keepForDelivery(full);
       if (!this.retainNothing) return full;
-      return { ...full, live_transcript: null, tool_calls: u.toolCalls.map((c) => ({ ...c, request_body: null, response_body: null })) };
+      return {
+        ...full,
+        live_transcript: null,
+        tool_calls: u.toolCalls.map((c) => ({ ...c, request_body: null, response_body: null })),
+      };
     };
     const id = this.id;
     if (!id) return;
@@ -257,7 +273,9 @@ export class ConversationRecord {
 
   /** Another store write, after those already queued; failures are logged. */
   write(fn: () => Promise<unknown>): void {
-    this.writes = this.writes.then(fn).catch((err: unknown) => this.log.error({ err, conversationId: this.id }, 'store write failed'));
+    this.writes = this.writes
+      .then(fn)
+      .catch((err: unknown) => this.log.error({ err, conversationId: this.id }, 'store write failed'));
   }
 
   /**
@@ -278,21 +296,38 @@ export class ConversationRecord {
     if (recorder instanceof StreamedRecorder) {
       const r = recorder.finish();
       if (r.droppedMs > 0) {
-        this.log.warn({ conversationId: this.id, droppedMs: r.droppedMs }, "recording: audio that ran too far ahead of the call's clock was left out");
+        this.log.warn(
+          { conversationId: this.id, droppedMs: r.droppedMs },
+          "recording: audio that ran too far ahead of the call's clock was left out",
+        );
       }
     } else if (recorder) {
       try {
         const r = await recorder.finish();
         if (r.droppedMs > 0) {
-          this.log.warn({ conversationId: this.id, droppedMs: r.droppedMs }, "recording: audio that ran too far ahead of the call's clock was left out");
+          this.log.warn(
+            { conversationId: this.id, droppedMs: r.droppedMs },
+            "recording: audio that ran too far ahead of the call's clock was left out",
+          );
         }
         if (r.incomplete) {
-          this.log.error({ err: r.incomplete, conversationId: this.id, keptMs: r.durationMs }, 'recording incomplete: a write failed mid-call; the audio before it is kept');
+          this.log.error(
+            { err: r.incomplete, conversationId: this.id, keptMs: r.durationMs },
+            'recording incomplete: a write failed mid-call; the audio before it is kept',
+          );
         }
         const path = relative(this.recordingsDir, r.path);
         compress = r.wanted === 'wav.gz';
         // compress_to: the intent survives a shutdown or crash before the gzip lands (resumed at the next start).
-        recordings.push({ side: 'both', path, format: r.format, sample_rate: r.sampleRate, channels: 2, bytes: r.bytes, compress_to: compress ? 'wav.gz' : null });
+        recordings.push({
+          side: 'both',
+          path,
+          format: r.format,
+          sample_rate: r.sampleRate,
+          channels: 2,
+          bytes: r.bytes,
+          compress_to: compress ? 'wav.gz' : null,
+        });
       } catch (err) {
         this.log.error({ err, conversationId: this.id }, 'recording failed');
       }
@@ -330,20 +365,35 @@ export class ConversationRecord {
       return await this.store.finishConversation(id, finish, recordings);
     } catch (err) {
       if (storeUnavailable(err)) {
-        this.log.error({ err, conversationId: id }, 'finishing the record failed: the database is unavailable; trying again');
+        this.log.error(
+          { err, conversationId: id },
+          'finishing the record failed: the database is unavailable; trying again',
+        );
         return null;
       }
-      this.log.error({ err, conversationId: id }, 'finishing the record was refused: finishing it without its transcript');
+      this.log.error(
+        { err, conversationId: id },
+        'finishing the record was refused: finishing it without its transcript',
+      );
     }
     try {
       return await this.store.finishConversation(id, { ...finish, live_transcript: null }, recordings);
     } catch (err) {
-      this.log.error({ err, conversationId: id }, 'finishing the record without its transcript failed too; trying again');
+      this.log.error(
+        { err, conversationId: id },
+        'finishing the record without its transcript failed too; trying again',
+      );
       return null;
     }
   }
 
-  private async finishInBackground(id: string, endedBy: EndedBy, finish: Finish, recordings: NewRecording[], compress: boolean): Promise<void> {
+  private async finishInBackground(
+    id: string,
+    endedBy: EndedBy,
+    finish: Finish,
+    recordings: NewRecording[],
+    compress: boolean,
+  ): Promise<void> {
     const { min_ms: min, max_ms: max } = this.opts.finishRetry ?? FINISH_RETRY;
     for (let delay = min; ; delay = Math.min(delay * 2, max)) {
       // Unref'd: a worker that stops is not held up by it (start-up recovery ends what it leaves).
@@ -356,18 +406,32 @@ export class ConversationRecord {
   }
 
   /** After the store answered the finish: refused recordings' files removed, stored `wav.gz` ones queued for gzip. */
-  private async finished(id: string, endedBy: EndedBy, outcome: FinishOutcome, recordings: NewRecording[], compress: boolean): Promise<void> {
+  private async finished(
+    id: string,
+    endedBy: EndedBy,
+    outcome: FinishOutcome,
+    recordings: NewRecording[],
+    compress: boolean,
+  ): Promise<void> {
     if (!outcome.ended) {
-      this.log.info({ conversationId: id, endedBy, recordingsStored: outcome.recordingsStored }, 'record had ended already (canceled): filled in');
+      this.log.info(
+        { conversationId: id, endedBy, recordingsStored: outcome.recordingsStored },
+        'record had ended already (canceled): filled in',
+      );
     }
     if (recordings.length > 0 && !outcome.recordingsStored) {
-      await this.removeFiles(id, recordings, 'refused by the store (deleted, not retained, or the conversation is gone)');
+      await this.removeFiles(
+        id,
+        recordings,
+        'refused by the store (deleted, not retained, or the conversation is gone)',
+      );
       return;
     }
     // Stored (also after a cancel): the row points at the .wav, so the compressor can move it to the .wav.gz.
     const compressor = this.opts.compressor;
     if (!compress || !outcome.recordingsStored || !compressor) return;
-    for (const r of recordings) compressor.enqueue({ conversationId: id, side: r.side, dir: this.recordingsDir, wav: r.path });
+    for (const r of recordings)
+      compressor.enqueue({ conversationId: id, side: r.side, dir: this.recordingsDir, wav: r.path });
   }
 
   /** Completes a delivery (its outcomes go to the store) and lets go of the content kept for it. */
@@ -402,7 +466,10 @@ export class ConversationRecord {
           this.log.info({ conversationId, path }, `recording ${why}: its file was already gone`);
           continue;
         }
-        this.log.error({ err, conversationId, path }, `removing the file of a recording ${why} failed: it stays on disk`);
+        this.log.error(
+          { err, conversationId, path },
+          `removing the file of a recording ${why} failed: it stays on disk`,
+        );
       }
     }
   }

@@ -16,7 +16,11 @@ export type ResolvedStart =
     }
   | { ok: false; message: string; code: 'not_found' | 'agent_disabled' };
 
-export async function resolveStart(store: ConversationStore, orgId: string, start: ConversationStart): Promise<ResolvedStart> {
+export async function resolveStart(
+  store: ConversationStore,
+  orgId: string,
+  start: ConversationStart,
+): Promise<ResolvedStart> {
   if (start.kind === 'call') {
     const a = start.call.agent;
     return {
@@ -34,10 +38,18 @@ export async function resolveStart(store: ConversationStore, orgId: string, star
   if (!cfg.agent) {
     const project = await store.resolveProject(orgId, projectName);
     if (!project) return { ok: false, message: `project ${projectName} not found`, code: 'not_found' };
-    return { ok: true, settings: applyConfig(baseSettings(null), cfg), agent: null, project, storedTools: [], externalId };
+    return {
+      ok: true,
+      settings: applyConfig(baseSettings(null), cfg),
+      agent: null,
+      project,
+      storedTools: [],
+      externalId,
+    };
   }
   const resolved = await store.resolveAgent(orgId, projectName, cfg.agent);
-  if (!resolved) return { ok: false, message: `agent ${cfg.agent} not found in project ${projectName}`, code: 'not_found' };
+  if (!resolved)
+    return { ok: false, message: `agent ${cfg.agent} not found in project ${projectName}`, code: 'not_found' };
   if (!resolved.agent.enabled) return { ok: false, message: `agent ${cfg.agent} is disabled`, code: 'agent_disabled' };
   return {
     ok: true,

@@ -3,7 +3,13 @@
 import { type z } from 'zod';
 import { agentDefaults, type AgentConfig } from '../schemas/agents.js';
 import type { VadOptions } from '../media/native/vad.js';
-import { configMessage, STS_DEFAULT_AUDIO_FORMAT, type ConfigMessage, type InlineWebSocketTool, type StsAudioFormat } from '../schemas/sts.js';
+import {
+  configMessage,
+  STS_DEFAULT_AUDIO_FORMAT,
+  type ConfigMessage,
+  type InlineWebSocketTool,
+  type StsAudioFormat,
+} from '../schemas/sts.js';
 import type { UrlRules } from '../schemas/common.js';
 
 /**
@@ -52,12 +58,26 @@ export function vadOptions(s: LiveSettings): VadOptions {
 }
 
 /** The playout's background noise the settings give (null: none); at the start and on a transfer. */
-export function playoutNoise(s: LiveSettings): { bed: NonNullable<LiveSettings['background_noise']>; level: number } | null {
+export function playoutNoise(
+  s: LiveSettings,
+): { bed: NonNullable<LiveSettings['background_noise']>; level: number } | null {
   return s.background_noise ? { bed: s.background_noise, level: s.background_noise_level } : null;
 }
 
 /** Fields of `config` that are not agent settings. */
-const NOT_SETTINGS = new Set(['type', 'agent', 'project', 'model', 'input_format', 'output_format', 'binary_audio', 'tools', 'template_variables', 'external_id', 'scripted_engine']);
+const NOT_SETTINGS = new Set([
+  'type',
+  'agent',
+  'project',
+  'model',
+  'input_format',
+  'output_format',
+  'binary_audio',
+  'tools',
+  'template_variables',
+  'external_id',
+  'scripted_engine',
+]);
 
 export const DEFAULT_MODEL = 'merritt';
 
@@ -88,7 +108,8 @@ export function applyConfig(base: LiveSettings, config: Partial<ConfigMessage>):
   if (config.output_format) out.outputFormat = config.output_format;
   if (config.binary_audio !== undefined) out.binaryAudio = config.binary_audio;
   if (config.model) out.model = config.model;
-  if (config.scripted_engine !== undefined) out.engineSettings = { ...out.engineSettings, scripted_engine: config.scripted_engine };
+  if (config.scripted_engine !== undefined)
+    out.engineSettings = { ...out.engineSettings, scripted_engine: config.scripted_engine };
   if (config.template_variables) out.templateValues = { ...out.templateValues, ...config.template_variables };
   if (config.tools) {
     out.tools = config.tools.filter((t): t is string => typeof t === 'string');

@@ -9,7 +9,10 @@ import { ownedTimer, slidingTimer, type OwnedTimer } from './timer.js';
 
 const MS_PER_SEC = 1000;
 
-export type SilenceSettings = Pick<LiveSettings, 'websocket_timeout_sec' | 'no_input_poke_sec' | 'no_input_end_conversation_sec'>;
+export type SilenceSettings = Pick<
+  LiveSettings,
+  'websocket_timeout_sec' | 'no_input_poke_sec' | 'no_input_end_conversation_sec'
+>;
 
 export interface SilenceActions {
   /** websocket_timeout_sec passed without client input. */
@@ -21,8 +24,16 @@ export interface SilenceActions {
 }
 
 /** Before the settings are final: every timer disabled. */
-const DISABLED: SilenceSettings = { websocket_timeout_sec: 0, no_input_poke_sec: null, no_input_end_conversation_sec: 0 };
-const NO_ACTIONS: SilenceActions = { clientIdle: () => undefined, poke: () => undefined, silenceLimit: () => undefined };
+const DISABLED: SilenceSettings = {
+  websocket_timeout_sec: 0,
+  no_input_poke_sec: null,
+  no_input_end_conversation_sec: 0,
+};
+const NO_ACTIONS: SilenceActions = {
+  clientIdle: () => undefined,
+  poke: () => undefined,
+  silenceLimit: () => undefined,
+};
 
 const secToMs = (sec: number | null): number | null => (sec === null ? null : sec * MS_PER_SEC);
 /** ownedTimer's rule: null or <= 0 is disabled. */
@@ -55,7 +66,11 @@ export class SilenceTimers {
 
   private build(s: SilenceSettings): void {
     const { timers, actions } = this;
-    this.settings = { websocket_timeout_sec: s.websocket_timeout_sec, no_input_poke_sec: s.no_input_poke_sec, no_input_end_conversation_sec: s.no_input_end_conversation_sec };
+    this.settings = {
+      websocket_timeout_sec: s.websocket_timeout_sec,
+      no_input_poke_sec: s.no_input_poke_sec,
+      no_input_end_conversation_sec: s.no_input_end_conversation_sec,
+    };
     // Re-armed by every audio frame: a sliding deadline, not a clear and a set per frame.
     this.idle = slidingTimer(timers, secToMs(s.websocket_timeout_sec), () => actions.clientIdle());
     this.pokeTimer = ownedTimer(timers, secToMs(s.no_input_poke_sec), () => actions.poke());

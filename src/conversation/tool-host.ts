@@ -122,7 +122,9 @@ export class ConversationToolHost implements ToolHost {
     const flight: CallInFlight = { call, owner, landing: owner, settled: null };
     const p = (tool && rules ? this.run(runner, tool, rules, flight) : runner.run(call, () => this.replyAfter(owner)))
       .then((entry) => void flight.landing.toolCalls.push(entry))
-      .catch((err: unknown) => this.log.error({ err, conversationId: this.target.conversationId() }, 'tool call failed'))
+      .catch((err: unknown) =>
+        this.log.error({ err, conversationId: this.target.conversationId() }, 'tool call failed'),
+      )
       .finally(() => {
         owner.pendingTools.delete(p);
         flight.landing.pendingTools.delete(p);
@@ -134,8 +136,18 @@ export class ConversationToolHost implements ToolHost {
   /** The speech rules of one call, then the call itself (or its refusal). */
   private async run(runner: ToolRunner, tool: LiveTool, rules: ToolRules, flight: CallInFlight): Promise<NewToolCall> {
     const { call, owner } = flight;
-    if (owner.speechOnly) return runner.refuse(call, tool, 'a speech-only response calls no tool (after a tool that allows no chaining, or the line before a call)');
-    if (rules.forbidCallAfterSpeech && owner.hasSpeech) return runner.refuse(call, tool, 'called after the assistant spoke in this response (forbid_tool_call_after_speech)');
+    if (owner.speechOnly)
+      return runner.refuse(
+        call,
+        tool,
+        'a speech-only response calls no tool (after a tool that allows no chaining, or the line before a call)',
+      );
+    if (rules.forbidCallAfterSpeech && owner.hasSpeech)
+      return runner.refuse(
+        call,
+        tool,
+        'called after the assistant spoke in this response (forbid_tool_call_after_speech)',
+      );
     if (rules.speechBefore === 'suppressed') this.speech.silence(owner.responseId);
     const release = rules.uninterruptible ? this.speech.holdBargeIn() : null;
     try {
@@ -173,7 +185,11 @@ export class ConversationToolHost implements ToolHost {
       line = this.speech.untilPlayed(owner, Infinity).then(() => {
         const session = this.target.session();
         if (!session) return null;
-        const u = this.speech.track(session.createResponse(speechBeforeInstructions(toolName), { speechOnly: true }), 'reply', true);
+        const u = this.speech.track(
+          session.createResponse(speechBeforeInstructions(toolName), { speechOnly: true }),
+          'reply',
+          true,
+        );
         u.speechOnly = true;
         return u;
       });
@@ -202,7 +218,11 @@ export class ConversationToolHost implements ToolHost {
   replyWithResult(speechOnly: boolean): void {
     const session = this.target.session();
     if (!session) return;
-    const u = this.speech.track(session.createResponse(undefined, speechOnly ? { speechOnly: true } : undefined), 'reply', true);
+    const u = this.speech.track(
+      session.createResponse(undefined, speechOnly ? { speechOnly: true } : undefined),
+      'reply',
+      true,
+    );
     u.speechOnly = speechOnly;
   }
 

@@ -170,7 +170,13 @@ export class TurnTaking {
     this.o.record.flushUserItem();
     this.o.silence.userSpeaking();
     this.o.userStarted();
-    const turn: UserTurn = { startedAtMs: this.o.timers.now(), transcript: '', words: 0, bargeInPending: null, sinceBackchannel: 0 };
+    const turn: UserTurn = {
+      startedAtMs: this.o.timers.now(),
+      transcript: '',
+      words: 0,
+      bargeInPending: null,
+      sinceBackchannel: 0,
+    };
     this.turn = turn;
     this.o.emit({ type: 'user_started_speaking' });
     const n = vad.readPrebuffer(this.prebuffer);
@@ -220,7 +226,8 @@ export class TurnTaking {
     turn.sinceBackchannel += samples;
     const a = s.assistant_backchannel_aggressiveness;
     const intervalMs = BACKCHANNEL_MAX_INTERVAL_MS - a * (BACKCHANNEL_MAX_INTERVAL_MS - BACKCHANNEL_MIN_INTERVAL_MS);
-    if ((turn.sinceBackchannel * MS_PER_SEC) / this.session.sampleRate < intervalMs || this.o.assistant.speaking()) return;
+    if ((turn.sinceBackchannel * MS_PER_SEC) / this.session.sampleRate < intervalMs || this.o.assistant.speaking())
+      return;
     turn.sinceBackchannel = 0;
     this.o.assistant.backchannel(BACKCHANNEL_TEXT);
   }

@@ -98,7 +98,8 @@ export class Utterance {
   /** Text to send with a frame that plays samples up to `end` (each delta is sent once). */
   takeTextUpTo(end: number): string {
     let out = '';
-    while (this.textSent < this.texts.length && this.texts[this.textSent].at < end) out += this.texts[this.textSent++].text;
+    while (this.textSent < this.texts.length && this.texts[this.textSent].at < end)
+      out += this.texts[this.textSent++].text;
     return out;
   }
 

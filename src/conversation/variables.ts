@@ -49,7 +49,10 @@ export function systemVariables(at: Date, timeZone: string): Record<string, stri
 }
 
 /** The values in force: the agent's defaults, overridden by those the conversation was given. */
-export function templateValues(definitions: TemplateDefinitions, given: Record<string, string>): Record<string, string> {
+export function templateValues(
+  definitions: TemplateDefinitions,
+  given: Record<string, string>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, def] of Object.entries(definitions)) out[name] = def.default_value;
   return Object.assign(out, given);

@@ -35,8 +35,12 @@ export async function requireCapacity(
 ): Promise<void> {
   const capacity = await checkCapacity(sql, policy, project.id);
   if (!capacity.ok) {
-    throw new DomainError('limit_reached', `project '${project.name}' is at its limit of ${capacity.cap} concurrent conversations`, {
-      code: 'concurrency_limit_reached',
-    });
+    throw new DomainError(
+      'limit_reached',
+      `project '${project.name}' is at its limit of ${capacity.cap} concurrent conversations`,
+      {
+        code: 'concurrency_limit_reached',
+      },
+    );
   }
 }

@@ -51,7 +51,8 @@ const UNIQUE_VIOLATION = '23505';
 /** Maps the store's "busy" and a lost race on a unique key to conflict `agent_busy` (retry); other errors pass. */
 function busyOr(err: unknown): unknown {
   if (err instanceof AgentBusyError) return conflict('the agent is being updated; retry', 'agent_busy');
-  if ((err as { code?: string }).code === UNIQUE_VIOLATION) return conflict('a concurrent write took this name or number; retry', 'agent_busy');
+  if ((err as { code?: string }).code === UNIQUE_VIOLATION)
+    return conflict('a concurrent write took this name or number; retry', 'agent_busy');
   return err;
 }
 
@@ -59,7 +60,11 @@ function busyOr(err: unknown): unknown {
  * Runs a write of one agent in a transaction under its lock, given the agent's version as locked (null: gone).
  * Another write of the agent in flight is a conflict `agent_busy` at once, not a wait.
  */
-export async function withAgentLock<T>(ctx: DomainContext, agentId: string, fn: (tx: Tx, lockedVersion: number | null) => Promise<T>): Promise<T> {
+export async function withAgentLock<T>(
+  ctx: DomainContext,
+  agentId: string,
+  fn: (tx: Tx, lockedVersion: number | null) => Promise<T>,
+): Promise<T> {
   try {
     return await agentWriteLocks(ctx).run(ctx.sql, agentId, fn);
   } catch (err) {
@@ -93,7 +98,10 @@ function planPhones(current: PhoneRow[], body: AgentUpdateBody, issues: Record<s
       return keep.length > 0 ? keep : [{ number: null, kind: 'auto' }];
     case undefined:
       if (custom === undefined) return keep;
-      return [...keep.filter((p) => p.kind === 'auto'), ...custom.map((number) => ({ number, kind: 'custom' as const }))];
+      return [
+        ...keep.filter((p) => p.kind === 'auto'),
+        ...custom.map((number) => ({ number, kind: 'custom' as const })),
+      ];
   }
 }
 
@@ -129,7 +137,8 @@ function sameJson(a: unknown, b: unknown): boolean {
   const aKeys = Object.keys(a);
   if (aKeys.length !== Object.keys(b).length) return false;
   for (const k of aKeys) {
-    if (!Object.hasOwn(b, k) || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k])) return false;
+    if (!Object.hasOwn(b, k) || !sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+      return false;
   }
   return true;
 }
@@ -172,11 +181,13 @@ async function storeIssues(
   if (custom.length > 0) {
     const known = await existingToolNames(sql, projectId, custom);
     w.config.tools.forEach((t, i) => {
-      if (!builtIn.includes(t) && !known.has(t)) issues[`tools.${i}`] = `no built-in or custom tool named '${t}' in this project`;
+      if (!builtIn.includes(t) && !known.has(t))
+        issues[`tools.${i}`] = `no built-in or custom tool named '${t}' in this project`;
     });
   }
   for (const key of Object.keys(w.config.built_in_tool_configs)) {
-    if (!builtIn.includes(key)) issues[`built_in_tool_configs.${key}`] = `'${key}' is not a built-in tool (${builtIn.join(', ')})`;
+    if (!builtIn.includes(key))
+      issues[`built_in_tool_configs.${key}`] = `'${key}' is not a built-in tool (${builtIn.join(', ')})`;
   }
   const policy = w.config.external_storage_policy;
   if (w.sent.external_storage_policy != null && policy !== null && !(await policyExists(sql, projectId, policy))) {
@@ -185,7 +196,8 @@ async function storeIssues(
   for (const [i, p] of w.phones.entries()) {
     if (p.number === null) continue;
     const owner = await phoneOwner(sql, p.number);
-    if (owner && owner.agent_id !== selfId) issues[`custom_phone_numbers.${i}`] = `${p.number} is already assigned to another agent`;
+    if (owner && owner.agent_id !== selfId)
+      issues[`custom_phone_numbers.${i}`] = `${p.number} is already assigned to another agent`;
   }
 }
 
@@ -240,13 +252,18 @@ export async function writeAgent(
 
   // The numbers the write removes (gone, or changing kind) and those it adds or draws.
   const target = new Set(phones.filter((p) => p.number !== null).map((p) => p.number as string));
-  const gone = current.filter((p) => !target.has(p.number) || phones.find((q) => q.number === p.number)?.kind !== p.kind);
+  const gone = current.filter(
+    (p) => !target.has(p.number) || phones.find((q) => q.number === p.number)?.kind !== p.kind,
+  );
   const kept = current.filter((p) => !gone.includes(p));
   const have = new Set(kept.map((p) => p.number));
   const added = phones.filter((p) => p.number === null || !have.has(p.number));
-  const configChanged = existing !== undefined && !(name === existing.name && slug === existing.slug && sameJson(cfg, existing.config));
+  const configChanged =
+    existing !== undefined && !(name === existing.name && slug === existing.slug && sameJson(cfg, existing.config));
 
-  const configured = settings.PARLEY_PHONE_NUMBERS.split(',').map((s) => s.trim()).filter(Boolean);
+  const configured = settings.PARLEY_PHONE_NUMBERS.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const apply = async (tx: Tx, lockedVersion: number | null = null): Promise<WriteOutcome> => {
     let row: AgentRow;
     let inserted = false;
@@ -260,7 +277,11 @@ export async function writeAgent(
       checkLockedVersion(existing, lockedVersion);
       row = existing;
     }
-    await removePhones(tx, row.id, gone.map((p) => p.number));
+    await removePhones(
+      tx,
+      row.id,
+      gone.map((p) => p.number),
+    );
     const after = [...kept];
     for (const p of added) {
       const number = p.number ?? (await drawFreeNumber(tx, orgId, configured));

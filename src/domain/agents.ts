@@ -71,7 +71,10 @@ export async function getAgentRecord(sql: Sql, orgId: string, project: string, n
 export async function listAgentRecords(sql: Sql, orgId: string, project: string): Promise<AgentRecord[]> {
   const p = await resolveProject(sql, orgId, project);
   const rows = await listAgents(sql, p.id);
-  const phones = await phonesOf(sql, rows.map((r) => r.id));
+  const phones = await phonesOf(
+    sql,
+    rows.map((r) => r.id),
+  );
   const ref = { id: p.id, name: p.name };
   return rows.map((r) => toAgentRecord(r, phones.get(r.id) ?? [], ref));
 }

@@ -53,7 +53,12 @@ export async function renameApiKey(sql: Sql, orgId: string, id: string, name: st
 }
 
 /** Deletes the key and the session tokens it minted; conflict `last_api_key` for the workspace's last key. */
-export async function deleteApiKey(sql: Sql, revocations: CredentialRevocations, orgId: string, id: string): Promise<void> {
+export async function deleteApiKey(
+  sql: Sql,
+  revocations: CredentialRevocations,
+  orgId: string,
+  id: string,
+): Promise<void> {
   const row = await ownedKey(sql, orgId, id);
   if (!(await deleteApiKeyUnlessLast(sql, row.org_id, row.id))) {
     throw conflict('the last API key of a workspace cannot be deleted', 'last_api_key');

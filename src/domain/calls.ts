@@ -12,7 +12,13 @@ import { DomainError, notFound } from './errors.js';
  * Takes the lease of a call's conversation in the project. Throws limit_reached `concurrency_limit_reached` when
  * the project is at its cap, not_found when the project is gone (or another workspace's).
  */
-export async function admitCall(sql: Sql, policy: LeasePolicy, orgId: string, projectId: string, conversationId: string): Promise<void> {
+export async function admitCall(
+  sql: Sql,
+  policy: LeasePolicy,
+  orgId: string,
+  projectId: string,
+  conversationId: string,
+): Promise<void> {
   const admission = await admitConversation(sql, policy, orgId, projectId, conversationId);
   if (admission.admitted) return;
   if (admission.reason === 'no_project') throw notFound('project', projectId);
@@ -30,7 +36,11 @@ export async function releaseCall(sql: Sql, conversationId: string): Promise<voi
  * Ends the record of a call whose media worker died (`ended_by: error`, its duration counted from `startedAt`) and
  * frees its lease. A record that was never made is left absent; one already ended keeps its ending.
  */
-export async function finishLostCall(sql: Sql, conversationId: string, at: { startedAt: Date; endedAt: Date }): Promise<void> {
+export async function finishLostCall(
+  sql: Sql,
+  conversationId: string,
+  at: { startedAt: Date; endedAt: Date },
+): Promise<void> {
   const durationMs = Math.max(0, at.endedAt.getTime() - at.startedAt.getTime());
   await finishConversation(sql, conversationId, { ended_by: 'error', ended_at: at.endedAt, duration_ms: durationMs });
 }
@@ -39,6 +49,10 @@ export async function finishLostCall(sql: Sql, conversationId: string, at: { sta
  * Merges keys into a live call's record metadata (the others it holds stay): what telephony learns of the call on
  * main, such as the transfers the peer asked for. false when the record does not exist or has ended.
  */
-export async function recordCallMetadata(sql: Sql, conversationId: string, metadata: Record<string, unknown>): Promise<boolean> {
+export async function recordCallMetadata(
+  sql: Sql,
+  conversationId: string,
+  metadata: Record<string, unknown>,
+): Promise<boolean> {
   return updateConversation(sql, conversationId, { metadata });
 }

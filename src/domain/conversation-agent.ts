@@ -29,7 +29,11 @@ export const toolOf = (t: ToolRow): ResolvedAgent['tools'][number] => ({
 });
 
 /** What a conversation of `row` (an agent of `project`) needs: its config and the definitions of its custom tools. */
-export async function resolvedAgent(sql: Sql, row: AgentRow, project: { id: string; name: string }): Promise<ResolvedAgent> {
+export async function resolvedAgent(
+  sql: Sql,
+  row: AgentRow,
+  project: { id: string; name: string },
+): Promise<ResolvedAgent> {
   const tools = await toolsByNames(sql, project.id, row.config.tools ?? []);
   return {
     orgId: row.org_id,
@@ -51,19 +55,33 @@ async function orNull<T>(lookup: Promise<T>): Promise<T | null> {
 }
 
 /** The agent `agent` (name or id) of the project `project` (name or id) names in the workspace, or null. */
-export async function resolveAgentForConversation(sql: Sql, orgId: string, project: string, agent: string): Promise<ResolvedAgent | null> {
+export async function resolveAgentForConversation(
+  sql: Sql,
+  orgId: string,
+  project: string,
+  agent: string,
+): Promise<ResolvedAgent | null> {
   const found = await orNull(findAgent(sql, orgId, project, agent));
   return found ? resolvedAgent(sql, found.row, found.project) : null;
 }
 
 /** The project `project` (name or id) names in the workspace, or null. */
-export async function resolveProjectForConversation(sql: Sql, orgId: string, project: string): Promise<{ id: string; name: string } | null> {
+export async function resolveProjectForConversation(
+  sql: Sql,
+  orgId: string,
+  project: string,
+): Promise<{ id: string; name: string } | null> {
   const p = await orNull(resolveProject(sql, orgId, project));
   return p ? { id: p.id, name: p.name } : null;
 }
 
 /** The workspace's tools of the project among `names` (an inline configuration's custom tools); unknown names are left out. */
-export async function toolsForConversation(sql: Sql, orgId: string, projectId: string, names: string[]): Promise<ResolvedAgent['tools']> {
+export async function toolsForConversation(
+  sql: Sql,
+  orgId: string,
+  projectId: string,
+  names: string[],
+): Promise<ResolvedAgent['tools']> {
   const rows = await toolsByNames(sql, projectId, names);
   return rows.filter((t) => t.org_id === orgId).map(toolOf);
 }

@@ -36,7 +36,8 @@ export async function ownedConversation(sql: Sql, orgId: string, id: string): Pr
  */
 export async function rerunConversationExtraction(sql: Sql, orgId: string, id: string): Promise<void> {
   const c = await ownedConversation(sql, orgId, id);
-  if (c.state !== 'ended') throw conflict('the conversation is in progress: extraction runs once it ends', 'conversation_in_progress');
+  if (c.state !== 'ended')
+    throw conflict('the conversation is in progress: extraction runs once it ends', 'conversation_in_progress');
   await rerunExtraction(sql, id);
 }
 
@@ -75,7 +76,8 @@ export async function deleteConversationContent(ctx: DomainContext, orgId: strin
   await ownedConversation(ctx.sql, orgId, id);
   const out = await deleteStoredContent(ctx.sql, id);
   if (out.kind === 'not_found') throw notFound('conversation', id);
-  if (out.kind === 'in_progress') throw conflict('the conversation is in progress: cancel it first', 'conversation_in_progress');
+  if (out.kind === 'in_progress')
+    throw conflict('the conversation is in progress: cancel it first', 'conversation_in_progress');
   await removeRecordingFiles(ctx.settings, out.recordings);
 }
 
@@ -83,7 +85,11 @@ export async function deleteConversationContent(ctx: DomainContext, orgId: strin
  * The stored recording of one side of a conversation, or null. No workspace check: its caller holds a link the
  * control plane signed for it.
  */
-export async function storedRecording(sql: Sql, conversationId: string, side: RecordingSide): Promise<RecordingRow | null> {
+export async function storedRecording(
+  sql: Sql,
+  conversationId: string,
+  side: RecordingSide,
+): Promise<RecordingRow | null> {
   return getRecording(sql, conversationId, side);
 }
 

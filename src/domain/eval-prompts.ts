@@ -4,7 +4,12 @@ import { insertEvalPrompt, listEvalPrompts } from '../store/eval-prompts.js';
 import { resolveProject } from './projects.js';
 
 /** Creates a prompt of the project `project` (name or id) names; its new id. */
-export async function createEvalPrompt(sql: Sql, orgId: string, project: string, prompt: { name: string; prompt: string }): Promise<string> {
+export async function createEvalPrompt(
+  sql: Sql,
+  orgId: string,
+  project: string,
+  prompt: { name: string; prompt: string },
+): Promise<string> {
   const p = await resolveProject(sql, orgId, project);
   return insertEvalPrompt(sql, p.org_id, p.id, prompt);
 }

@@ -48,14 +48,16 @@ function recordOf(r: PolicyRow): PolicyRecord {
 }
 
 /** A name conflict answers in the validation shape (on `name`). */
-const nameTaken = (name: string) => invalidParam('name', `an external storage policy named '${name}' already exists`, 'conflict');
+const nameTaken = (name: string) =>
+  invalidParam('name', `an external storage policy named '${name}' already exists`, 'conflict');
 
 /**
  * The policy `nameOrId` names: by id in any project of the workspace, else by name in the project `project` names.
  * Throws not_found or forbidden (another workspace's).
  */
 export async function findPolicy(sql: Sql, orgId: string, nameOrId: string, project: string): Promise<PolicyRow> {
-  if (isId(POLICY_ID_PREFIX, nameOrId)) return ownedBy(await policyById(sql, nameOrId), orgId, 'external storage policy', nameOrId);
+  if (isId(POLICY_ID_PREFIX, nameOrId))
+    return ownedBy(await policyById(sql, nameOrId), orgId, 'external storage policy', nameOrId);
   const p = await resolveProject(sql, orgId, project);
   const row = await policyByName(sql, p.id, nameOrId);
   if (!row) throw notFound('external storage policy', nameOrId);
@@ -63,7 +65,12 @@ export async function findPolicy(sql: Sql, orgId: string, nameOrId: string, proj
 }
 
 /** Creates a policy of the project; conflict (on `name`) when the project has one of that name. */
-export async function createPolicy(sql: Sql, orgId: string, project: string, fields: PolicyFields): Promise<{ id: string; name: string }> {
+export async function createPolicy(
+  sql: Sql,
+  orgId: string,
+  project: string,
+  fields: PolicyFields,
+): Promise<{ id: string; name: string }> {
   const p = await resolveProject(sql, orgId, project);
   const out = await insertPolicy(sql, p.org_id, p.id, fields);
   if (out === 'name_taken') throw nameTaken(fields.name);
@@ -77,7 +84,12 @@ export async function listPolicyRecords(sql: Sql, orgId: string, project: string
 }
 
 /** The record of the policy `nameOrId` names (findPolicy's errors). */
-export async function getPolicyRecord(sql: Sql, orgId: string, nameOrId: string, project: string): Promise<PolicyRecord> {
+export async function getPolicyRecord(
+  sql: Sql,
+  orgId: string,
+  nameOrId: string,
+  project: string,
+): Promise<PolicyRecord> {
   return recordOf(await findPolicy(sql, orgId, nameOrId, project));
 }
 

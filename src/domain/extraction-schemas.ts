@@ -19,17 +19,29 @@ import { invalidParam, notFound } from './errors.js';
 import { ownedBy } from './ownership.js';
 import { resolveProject } from './projects.js';
 
-const recordOf = (r: ExtractionSchemaRow): ExtractionSchema => ({ id: r.id, name: r.name, prompt: r.prompt, fields: r.fields });
+const recordOf = (r: ExtractionSchemaRow): ExtractionSchema => ({
+  id: r.id,
+  name: r.name,
+  prompt: r.prompt,
+  fields: r.fields,
+});
 
 /** A name conflict answers in the validation shape (on `name`). */
-const nameTaken = (name: string) => invalidParam('name', `an extraction schema named '${name}' already exists`, 'conflict');
+const nameTaken = (name: string) =>
+  invalidParam('name', `an extraction schema named '${name}' already exists`, 'conflict');
 
 /**
  * The live schema `nameOrId` names: by id in any project of the workspace, else by name in the project `project`
  * names. Throws not_found or forbidden (another workspace's).
  */
-export async function findExtractionSchema(sql: Sql, orgId: string, nameOrId: string, project: string): Promise<ExtractionSchemaRow> {
-  if (isId(EXTRACTION_SCHEMA_ID_PREFIX, nameOrId)) return ownedBy(await liveSchemaById(sql, nameOrId), orgId, 'extraction schema', nameOrId);
+export async function findExtractionSchema(
+  sql: Sql,
+  orgId: string,
+  nameOrId: string,
+  project: string,
+): Promise<ExtractionSchemaRow> {
+  if (isId(EXTRACTION_SCHEMA_ID_PREFIX, nameOrId))
+    return ownedBy(await liveSchemaById(sql, nameOrId), orgId, 'extraction schema', nameOrId);
   const p = await resolveProject(sql, orgId, project);
   const row = await liveSchemaByName(sql, p.id, nameOrId);
   if (!row) throw notFound('extraction schema', nameOrId);
@@ -56,7 +68,12 @@ export async function listExtractionSchemas(sql: Sql, orgId: string, project: st
 }
 
 /** The record of the live schema `nameOrId` names (findExtractionSchema's errors). */
-export async function getExtractionSchema(sql: Sql, orgId: string, nameOrId: string, project: string): Promise<ExtractionSchema> {
+export async function getExtractionSchema(
+  sql: Sql,
+  orgId: string,
+  nameOrId: string,
+  project: string,
+): Promise<ExtractionSchema> {
   return recordOf(await findExtractionSchema(sql, orgId, nameOrId, project));
 }
 
@@ -69,12 +86,21 @@ export async function updateExtractionSchema(
   changes: Partial<ExtractionSchemaFields>,
 ): Promise<void> {
   const row = await findExtractionSchema(ctx.sql, orgId, nameOrId, project);
-  const fields = { name: changes.name ?? row.name, prompt: changes.prompt ?? row.prompt, fields: changes.fields ?? row.fields };
+  const fields = {
+    name: changes.name ?? row.name,
+    prompt: changes.prompt ?? row.prompt,
+    fields: changes.fields ?? row.fields,
+  };
   if ((await updateSchema(ctx.sql, row.id, fields, ctx.now())) === 'name_taken') throw nameTaken(fields.name);
 }
 
 /** Deletes the schema, keeping its row for the extractions made from it. */
-export async function deleteExtractionSchema(ctx: DomainContext, orgId: string, nameOrId: string, project: string): Promise<void> {
+export async function deleteExtractionSchema(
+  ctx: DomainContext,
+  orgId: string,
+  nameOrId: string,
+  project: string,
+): Promise<void> {
   const row = await findExtractionSchema(ctx.sql, orgId, nameOrId, project);
   await markSchemaDeleted(ctx.sql, row.id, ctx.now());
 }

@@ -1,7 +1,11 @@
 // An outbound call before it is dialled: everything it needs is resolved and checked (project, agent, voice, tools,
 // the outbound trunk, the project's concurrency cap), so the HTTP request's dry run and telephony placing the
 // call judge it by the same rules.
-import { OUTBOUND_CALL_DEFAULTS, resolveOutboundCallConfig, type OutboundCallConfig } from '../schemas/outbound-call.js';
+import {
+  OUTBOUND_CALL_DEFAULTS,
+  resolveOutboundCallConfig,
+  type OutboundCallConfig,
+} from '../schemas/outbound-call.js';
 import { agentByName } from '../store/agents.js';
 import { leasePolicy } from '../store/leases.js';
 import { toolsByNames } from '../store/tools.js';
@@ -64,9 +68,13 @@ export async function resolveOutboundCall(
   }
 
   if (!opts.dryRun && !(opts.outboundTrunk ?? Boolean(settings.PARLEY_OUTBOUND_TRUNK))) {
-    throw new DomainError('invalid', 'outbound calls need an outbound trunk: PARLEY_OUTBOUND_TRUNK is not set, nor a trunk with an outbound section in PARLEY_TRUNKS_FILE', {
-      code: 'outbound_trunk_not_configured',
-    });
+    throw new DomainError(
+      'invalid',
+      'outbound calls need an outbound trunk: PARLEY_OUTBOUND_TRUNK is not set, nor a trunk with an outbound section in PARLEY_TRUNKS_FILE',
+      {
+        code: 'outbound_trunk_not_configured',
+      },
+    );
   }
 
   await requireCapacity(sql, leasePolicy(settings), project);

@@ -41,7 +41,8 @@ export const OUTBOUND_CALL_FAILURE = {
 } as const;
 export type OutboundCallFailure = (typeof OUTBOUND_CALL_FAILURE)[keyof typeof OUTBOUND_CALL_FAILURE];
 
-export const outboundCallFailed = (code: OutboundCallFailure, message: string) => new DomainError('conflict', message, { code });
+export const outboundCallFailed = (code: OutboundCallFailure, message: string) =>
+  new DomainError('conflict', message, { code });
 
 /** Fields of a call config that name the call's agent, not its settings. */
 const NOT_OVERRIDES = new Set(['agent', 'project']);

@@ -2,7 +2,15 @@
 // release one. Both run under the agent's write lock, so a concurrent write of the agent is a conflict (retry)
 // rather than a wait, and each change is a new version of the agent.
 import type { ConfigurationEndpoint } from '../schemas/agents.js';
-import { addPhone, bumpVersion, phoneOwner, phonesOf, recordVersion, removePhones, setPhoneEndpoint } from '../store/agents.js';
+import {
+  addPhone,
+  bumpVersion,
+  phoneOwner,
+  phonesOf,
+  recordVersion,
+  removePhones,
+  setPhoneEndpoint,
+} from '../store/agents.js';
 import { agentDisabled, withAgentLock } from './agent-write.js';
 import { findAgent } from './agents.js';
 import type { DomainContext } from './context.js';
@@ -31,7 +39,13 @@ export async function assignPhoneNumber(
       });
     }
     if (!owner) {
-      await addPhone(tx, { number, agentId: row.id, orgId: row.org_id, kind: 'custom', configurationEndpoint: endpoint ?? null });
+      await addPhone(tx, {
+        number,
+        agentId: row.id,
+        orgId: row.org_id,
+        kind: 'custom',
+        configurationEndpoint: endpoint ?? null,
+      });
     } else if (endpoint !== undefined) {
       await setPhoneEndpoint(tx, number, endpoint);
     } else {
@@ -65,14 +79,22 @@ export async function releaseCustomPhoneNumber(
     }
     if (owner.kind !== 'custom') {
       throw new DomainError('invalid', `invalid parameter phone_number: ${number} is not a custom number`, {
-        paramErrors: { phone_number: `${number} was assigned automatically, not a custom number (release it with phone_number null)` },
+        paramErrors: {
+          phone_number: `${number} was assigned automatically, not a custom number (release it with phone_number null)`,
+        },
       });
     }
     const left = ((await phonesOf(tx, [row.id])).get(row.id) ?? []).length - 1;
     if (left === 0 && row.config.inbound_rollout < 1) {
-      throw new DomainError('invalid', 'invalid parameter phone_number: the agent needs a number while inbound_rollout is below 1.0', {
-        paramErrors: { phone_number: 'is the last number of an agent whose inbound_rollout is below 1.0 (set it to 1 first)' },
-      });
+      throw new DomainError(
+        'invalid',
+        'invalid parameter phone_number: the agent needs a number while inbound_rollout is below 1.0',
+        {
+          paramErrors: {
+            phone_number: 'is the last number of an agent whose inbound_rollout is below 1.0 (set it to 1 first)',
+          },
+        },
+      );
     }
     await removePhones(tx, row.id, [number]);
     await recordVersion(tx, await bumpVersion(tx, row.id));

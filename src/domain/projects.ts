@@ -97,8 +97,12 @@ export async function updateProject(
   }
   const fields = {
     name: changes.name ?? row.name,
-    max_active_conversations: changes.max_active_conversations === undefined ? row.max_active_conversations : changes.max_active_conversations,
-    default_agent_id: changes.default_agent === undefined ? row.default_agent_id : await defaultAgentId(sql, row.id, changes.default_agent),
+    max_active_conversations:
+      changes.max_active_conversations === undefined ? row.max_active_conversations : changes.max_active_conversations,
+    default_agent_id:
+      changes.default_agent === undefined
+        ? row.default_agent_id
+        : await defaultAgentId(sql, row.id, changes.default_agent),
   };
   if ((await updateProjectRow(sql, row.id, fields)) === 'name_taken') {
     throw invalidParam('name', `a project named '${fields.name}' already exists`, 'conflict');

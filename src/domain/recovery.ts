@@ -76,8 +76,12 @@ export async function repairWav(path: string): Promise<RepairedWav | null> {
     const { bytesRead } = await file.read(head, 0, WAV_HEADER_BYTES, 0);
     if (bytesRead < WAV_HEADER_BYTES) return null;
     const ours =
-      head.toString('ascii', 0, 4) === 'RIFF' && head.toString('ascii', 8, 12) === 'WAVE' && head.toString('ascii', 12, 16) === 'fmt ' &&
-      head.readUInt16LE(22) === 2 && head.readUInt16LE(34) === 16 && head.toString('ascii', 36, 40) === 'data';
+      head.toString('ascii', 0, 4) === 'RIFF' &&
+      head.toString('ascii', 8, 12) === 'WAVE' &&
+      head.toString('ascii', 12, 16) === 'fmt ' &&
+      head.readUInt16LE(22) === 2 &&
+      head.readUInt16LE(34) === 16 &&
+      head.toString('ascii', 36, 40) === 'data';
     if (!ours) return null;
     const sampleRate = head.readUInt32LE(24);
     const { size } = await file.stat();
@@ -88,7 +92,11 @@ export async function repairWav(path: string): Promise<RepairedWav | null> {
     head.writeUInt32LE(dataBytes, 40);
     await file.write(head, 0, WAV_HEADER_BYTES, 0);
     await file.sync();
-    return { sampleRate, bytes: WAV_HEADER_BYTES + dataBytes, durationMs: (dataBytes / BYTES_PER_PAIR / sampleRate) * 1000 };
+    return {
+      sampleRate,
+      bytes: WAV_HEADER_BYTES + dataBytes,
+      durationMs: (dataBytes / BYTES_PER_PAIR / sampleRate) * 1000,
+    };
   } finally {
     await file.close();
   }
@@ -109,7 +117,13 @@ async function ownRecording(deps: RecoveryDeps, id: string): Promise<string | nu
   }
 }
 
-async function removeFile(deps: RecoveryDeps, path: string, conversationId: string, why: string, report: RecoveryReport): Promise<void> {
+async function removeFile(
+  deps: RecoveryDeps,
+  path: string,
+  conversationId: string,
+  why: string,
+  report: RecoveryReport,
+): Promise<void> {
   try {
     await unlink(path);
     report.removed++;
@@ -129,7 +143,8 @@ async function attachRecording(deps: RecoveryDeps, id: string, path: string, rep
     // Only a header (the conversation ended before its first second of audio was written), or not ours.
     const { size } = await stat(path);
     if (size <= WAV_HEADER_BYTES) await removeFile(deps, path, id, 'no audio reached it', report);
-    else deps.log.warn({ conversationId: id, path }, 'recovery: a recording file that is not a WAV of ours: left alone');
+    else
+      deps.log.warn({ conversationId: id, path }, 'recovery: a recording file that is not a WAV of ours: left alone');
     return;
   }
   const recording: NewRecording = {
@@ -146,21 +161,32 @@ async function attachRecording(deps: RecoveryDeps, id: string, path: string, rep
   const outcome = await finishConversation(deps.sql, id, { ended_by: 'error', ended_at: new Date() }, [recording]);
   if (outcome.recordingsStored) {
     report.attached++;
-    deps.log.info({ conversationId: id, path, durationMs: wav.durationMs }, 'recovery: recording repaired and attached');
+    deps.log.info(
+      { conversationId: id, path, durationMs: wav.durationMs },
+      'recovery: recording repaired and attached',
+    );
     return;
   }
   await removeFile(deps, path, id, 'the record does not keep it (deleted, zero data retention, or it has one)', report);
 }
 
 /** Ends one abandoned conversation; with this node's recording file, its length counts and the file is attached. */
-async function recoverOne(deps: RecoveryDeps, c: AbandonedConversation, ownLeases: string | null, report: RecoveryReport): Promise<void> {
+async function recoverOne(
+  deps: RecoveryDeps,
+  c: AbandonedConversation,
+  ownLeases: string | null,
+  report: RecoveryReport,
+): Promise<void> {
   const mine = c.node_id === deps.nodeId;
   const path = mine ? await ownRecording(deps, c.id) : null;
   const wav = path ? await repairWav(path) : null;
   const ending = await endAbandonedConversation(deps.sql, c.id, wav?.durationMs ?? 0, ownLeases);
   if (!ending) return; // another node (or the conversation) ended it first
   report.ended++;
-  deps.log.warn({ conversationId: c.id, nodeId: c.node_id, durationMs: ending.duration_ms }, 'recovery: a conversation left in progress by a node that died was ended (ended_by error)');
+  deps.log.warn(
+    { conversationId: c.id, nodeId: c.node_id, durationMs: ending.duration_ms },
+    'recovery: a conversation left in progress by a node that died was ended (ended_by error)',
+  );
   if (path) await attachRecording(deps, c.id, path, report);
 }
 
@@ -170,10 +196,12 @@ async function recoverOne(deps: RecoveryDeps, c: AbandonedConversation, ownLease
  */
 export async function recoverAtStart(deps: RecoveryDeps): Promise<RecoveryReport> {
   const report = emptyReport();
-  for (const c of await leftoverConversations(deps.sql, deps.leaseNodeId, deps.nodeId)) await recoverOne(deps, c, deps.leaseNodeId, report);
+  for (const c of await leftoverConversations(deps.sql, deps.leaseNodeId, deps.nodeId))
+    await recoverOne(deps, c, deps.leaseNodeId, report);
   report.leasesFreed = await releaseLeasesOfNode(deps.sql, deps.leaseNodeId);
   await recoverRecordingFiles(deps, report);
-  if (report.ended + report.attached + report.removed + report.leasesFreed > 0) deps.log.info(report, 'recovery at start-up');
+  if (report.ended + report.attached + report.removed + report.leasesFreed > 0)
+    deps.log.info(report, 'recovery at start-up');
   return report;
 }
 
@@ -223,7 +251,10 @@ export async function recoverAbandoned(deps: RecoveryDeps, opts: SweepOptions): 
 }
 
 /** The sweep of recoverAbandoned every `everyMs`, one at a time; a failed sweep is logged and the next tries again. */
-export function startRecoverySweep(deps: RecoveryDeps, opts: SweepOptions & { everyMs: number }): { sweep(): Promise<void>; stop(): Promise<void> } {
+export function startRecoverySweep(
+  deps: RecoveryDeps,
+  opts: SweepOptions & { everyMs: number },
+): { sweep(): Promise<void>; stop(): Promise<void> } {
   let inFlight: Promise<void> | null = null;
   const sweep = (): Promise<void> => {
     inFlight ??= recoverAbandoned(deps, opts)
@@ -231,7 +262,8 @@ export function startRecoverySweep(deps: RecoveryDeps, opts: SweepOptions & { ev
         (report) => {
           if (report.ended > 0) deps.log.info(report, 'recovery: abandoned conversations ended');
         },
-        (err: Error) => deps.log.error({ err }, 'recovery: the sweep for abandoned conversations failed; the next one tries again'),
+        (err: Error) =>
+          deps.log.error({ err }, 'recovery: the sweep for abandoned conversations failed; the next one tries again'),
       )
       .finally(() => {
         inFlight = null;

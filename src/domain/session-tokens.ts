@@ -16,7 +16,13 @@ export async function createSessionToken(
 ): Promise<{ secret: string; expiresAt: Date }> {
   const secret = newSessionTokenSecret();
   const expiresAt = new Date(ctx.now().getTime() + opts.ttlSeconds * 1000);
-  await insertSessionToken(ctx.sql, { orgId, apiKeyId, tokenHash: hashSecret(secret), conversationIds: opts.conversationIds, expiresAt });
+  await insertSessionToken(ctx.sql, {
+    orgId,
+    apiKeyId,
+    tokenHash: hashSecret(secret),
+    conversationIds: opts.conversationIds,
+    expiresAt,
+  });
   await deleteExpiredSessionTokens(ctx.sql, orgId, ctx.now());
   return { secret, expiresAt };
 }

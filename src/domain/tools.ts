@@ -1,7 +1,13 @@
 // Custom tools of a project: addressing by name or id, create, update (the merged tool must satisfy every rule a
 // created one does) and delete. Names are unique in the workspace; transfer tools name agents of their project.
 import type { Settings } from '../config.js';
-import { toolCreateBody, toolView, toStoredDefinition, type ToolDefinition, type ToolUpdateBody } from '../schemas/tools.js';
+import {
+  toolCreateBody,
+  toolView,
+  toStoredDefinition,
+  type ToolDefinition,
+  type ToolUpdateBody,
+} from '../schemas/tools.js';
 import { existingAgentNames } from '../store/agents.js';
 import type { Sql } from '../store/db.js';
 import { isId } from '../store/ids.js';
@@ -32,7 +38,12 @@ const recordOf = (row: Pick<ToolRow, 'id' | 'definition'>, project: Pick<Project
  * The tool `nameOrId` names: by id in any project of the workspace, else by name in the project `project` names.
  * Throws not_found or forbidden (another workspace's).
  */
-export async function findTool(sql: Sql, orgId: string, project: string, nameOrId: string): Promise<{ row: ToolRow; project: ProjectRow }> {
+export async function findTool(
+  sql: Sql,
+  orgId: string,
+  project: string,
+  nameOrId: string,
+): Promise<{ row: ToolRow; project: ProjectRow }> {
   if (isId('tool', nameOrId)) {
     const row = ownedBy(await toolById(sql, nameOrId), orgId, 'tool', nameOrId);
     const p = await projectById(sql, row.project_id);
@@ -70,7 +81,12 @@ export async function getToolRecord(sql: Sql, orgId: string, project: string, na
 }
 
 /** Creates a tool of the project from a valid definition; conflict `name_exists` when the workspace has the name. */
-export async function createTool(sql: Sql, orgId: string, project: string, definition: ToolDefinition): Promise<{ id: string; name: string }> {
+export async function createTool(
+  sql: Sql,
+  orgId: string,
+  project: string,
+  definition: ToolDefinition,
+): Promise<{ id: string; name: string }> {
   const p = await resolveProject(sql, orgId, project);
   const def = toStoredDefinition(definition);
   await checkTransferAgents(sql, p.id, def);
@@ -95,7 +111,13 @@ function createSchemaOf(settings: Settings): ReturnType<typeof toolCreateBody> {
  * created one does (invalid with paramErrors). Conflict `name_exists` for a taken name, `tool_busy` when another
  * update changed it meanwhile. Returns the record after.
  */
-export async function updateTool(ctx: DomainContext, orgId: string, project: string, nameOrId: string, changes: ToolUpdateBody): Promise<ToolRecord> {
+export async function updateTool(
+  ctx: DomainContext,
+  orgId: string,
+  project: string,
+  nameOrId: string,
+  changes: ToolUpdateBody,
+): Promise<ToolRecord> {
   const { sql } = ctx;
   const { row, project: p } = await findTool(sql, orgId, project, nameOrId);
   if (changes.type !== undefined && changes.type !== row.definition.type) {

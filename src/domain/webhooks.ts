@@ -31,7 +31,11 @@ export async function createWebhook(
 ): Promise<{ endpoint: WebhookEndpointRow; secret: string }> {
   const p = await resolveProject(sql, orgId, project);
   const secret = newWebhookSecret();
-  const endpoint = await insertWebhookEndpoint(sql, { orgId: p.org_id, projectId: p.id, ...hook, secret }, WEBHOOK_MAX_ENDPOINTS);
+  const endpoint = await insertWebhookEndpoint(
+    sql,
+    { orgId: p.org_id, projectId: p.id, ...hook, secret },
+    WEBHOOK_MAX_ENDPOINTS,
+  );
   if (!endpoint) throw conflict(`a project has at most ${WEBHOOK_MAX_ENDPOINTS} webhook endpoints`, 'limit_reached');
   return { endpoint, secret };
 }

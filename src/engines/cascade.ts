@@ -64,7 +64,10 @@ export function sentences(text: string): string[] {
 }
 
 function chatTools(tools: readonly EngineTool[]): ChatFunctionTool[] {
-  return tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  return tools.map((t) => ({
+    type: 'function',
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }));
 }
 
 interface Reply {
@@ -119,7 +122,8 @@ class CascadeSession implements SpeechEngineSession {
     if (this.closed) return;
     this.turn.push(pcm.slice()); // lent: keep a copy
     this.turnSamples += pcm.length;
-    while (this.turnSamples > this.sampleRate * CASCADE_MAX_TURN_SEC && this.turn.length > 1) this.turnSamples -= this.turn.shift()!.length;
+    while (this.turnSamples > this.sampleRate * CASCADE_MAX_TURN_SEC && this.turn.length > 1)
+      this.turnSamples -= this.turn.shift()!.length;
   }
 
   commitUserTurn(respond = true): void {
@@ -168,7 +172,10 @@ class CascadeSession implements SpeechEngineSession {
   submitToolOutput(callId: string, output: string, respond: boolean, options?: ResponseOptions): void {
     const reply = this.callOwner.get(callId);
     if (!reply) {
-      this.options.log.warn({ callId, conversationId: this.session.conversationId }, 'cascade: output of an unknown tool call');
+      this.options.log.warn(
+        { callId, conversationId: this.session.conversationId },
+        'cascade: output of an unknown tool call',
+      );
       return;
     }
     this.callOwner.delete(callId);
@@ -191,7 +198,10 @@ class CascadeSession implements SpeechEngineSession {
     reply.abort.abort();
     if (reply.message) {
       const played = (playedMs * this.sampleRate) / 1000;
-      reply.message.content = reply.spoken.filter((s) => s.at < played).map((s) => s.text).join(' ');
+      reply.message.content = reply.spoken
+        .filter((s) => s.at < played)
+        .map((s) => s.text)
+        .join(' ');
     }
   }
 
@@ -262,7 +272,12 @@ class CascadeSession implements SpeechEngineSession {
     if (content) await this.speakText(reply, content);
     if (reply.canceled || this.closed) return;
     for (const call of toolCalls) {
-      this.hooks.onToolCall({ responseId: reply.id, callId: call.id, name: call.function.name, arguments: toolArguments(call.function.arguments, this.options.log) });
+      this.hooks.onToolCall({
+        responseId: reply.id,
+        callId: call.id,
+        name: call.function.name,
+        arguments: toolArguments(call.function.arguments, this.options.log),
+      });
     }
     this.hooks.onResponseDone(reply.id);
   }
@@ -304,10 +319,16 @@ class CascadeSession implements SpeechEngineSession {
     const started: (Promise<Int16Array> | undefined)[] = [];
     const start = (i: number) => {
       if (i >= parts.length || started[i]) return;
-      const p = synthesize(this.options.tts, applyPronunciations(parts[i], reply.speech.pronunciations), voice, this.sampleRate, {
-        format: this.options.ttsFormat ?? 'pcm',
-        signal,
-      });
+      const p = synthesize(
+        this.options.tts,
+        applyPronunciations(parts[i], reply.speech.pronunciations),
+        voice,
+        this.sampleRate,
+        {
+          format: this.options.ttsFormat ?? 'pcm',
+          signal,
+        },
+      );
       // Awaited in order below (where a rejection surfaces); until then it must not count as unhandled.
       p.catch(() => undefined);
       started[i] = p;
@@ -319,7 +340,8 @@ class CascadeSession implements SpeechEngineSession {
       if (reply.canceled || this.closed) return;
       reply.spoken.push({ text: parts[i], at: reply.samples });
       this.hooks.onAssistantText(reply.id, i === 0 ? parts[i] : ` ${parts[i]}`);
-      for (let at = 0; at < pcm.length; at += chunk) this.hooks.onAssistantAudio(reply.id, pcm.subarray(at, Math.min(pcm.length, at + chunk)));
+      for (let at = 0; at < pcm.length; at += chunk)
+        this.hooks.onAssistantAudio(reply.id, pcm.subarray(at, Math.min(pcm.length, at + chunk)));
       reply.samples += pcm.length;
     }
   }
@@ -332,7 +354,9 @@ class CascadeSession implements SpeechEngineSession {
     if (this.closed) return;
     if (err instanceof Error && err.name === 'AbortError') return; // a barge-in canceled the reply in flight
     this.options.log.warn({ err, conversationId: this.session.conversationId }, 'cascade engine failed');
-    this.hooks.onError(err instanceof EngineError ? err : new EngineError((err as Error).message, CASCADE_ENGINE, { cause: err }));
+    this.hooks.onError(
+      err instanceof EngineError ? err : new EngineError((err as Error).message, CASCADE_ENGINE, { cause: err }),
+    );
   }
 }
 
@@ -349,7 +373,8 @@ function concat(chunks: Int16Array[], total: number): Int16Array {
 function toolArguments(text: string, log: Logger): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(text || '{}');
-    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
   } catch (err) {
     log.warn({ err }, 'cascade: tool call arguments are not JSON; called with none');
     return {};

@@ -164,8 +164,7 @@ export function backoffDelay(attempt: number, baseMs: number, maxMs: number, ran
 }
 
 type Attempt =
-  | { kind: 'ok'; completion: ChatCompletion }
-  | { kind: 'retry'; reason: string; retryAfterMs: number | null };
+  { kind: 'ok'; completion: ChatCompletion } | { kind: 'retry'; reason: string; retryAfterMs: number | null };
 
 export function createChatClient(options: ChatClientOptions): ChatClient {
   const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
@@ -249,13 +248,18 @@ export function parseCompletion(text: string): ChatCompletion {
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ChatUpstreamInvalidError(`chat model answered with something other than JSON: ${text.slice(0, ERROR_BODY_EXCERPT)}`, {
-      cause: err,
-    });
+    throw new ChatUpstreamInvalidError(
+      `chat model answered with something other than JSON: ${text.slice(0, ERROR_BODY_EXCERPT)}`,
+      {
+        cause: err,
+      },
+    );
   }
   const parsed = completionSchema.safeParse(json);
   if (!parsed.success) {
-    throw new ChatUpstreamInvalidError(`chat model answer is not a chat completion: ${parsed.error.issues[0]?.message ?? ''}`);
+    throw new ChatUpstreamInvalidError(
+      `chat model answer is not a chat completion: ${parsed.error.issues[0]?.message ?? ''}`,
+    );
   }
   const choice = parsed.data.choices[0];
   const toolCalls: ChatToolCall[] = (choice.message.tool_calls ?? []).map((call, index) => ({

@@ -48,7 +48,10 @@ export interface EchoEngineOptions {
 }
 
 /** The rate of an echo session: the configured one, else the client's when narrowband, else wideband. */
-export function echoSampleRate(configured: ResamplerRate | undefined, clientSampleRate: number | undefined): ResamplerRate {
+export function echoSampleRate(
+  configured: ResamplerRate | undefined,
+  clientSampleRate: number | undefined,
+): ResamplerRate {
   if (configured !== undefined) return configured;
   return clientSampleRate === ECHO_NARROWBAND_RATE ? ECHO_NARROWBAND_RATE : ECHO_SAMPLE_RATE;
 }
@@ -112,7 +115,7 @@ class EchoSession implements SpeechEngineSession {
     if (this.closed) return;
     // pcm is lent: copied into the turn's blocks.
     let block = this.block;
-    for (let at = 0; at < pcm.length; ) {
+    for (let at = 0; at < pcm.length;) {
       if (block === null || this.fill === this.blockSamples) {
         if ((this.turn.length + 1) * this.blockSamples > this.maxTurnSamples) this.pool.give(this.turn.shift()!);
         block = this.pool.take();
@@ -148,7 +151,11 @@ class EchoSession implements SpeechEngineSession {
     // every queued response, stopped, and calls this back); only then do they go back to the pool.
     this.playback.play(
       id,
-      async () => blocks.map((block, i) => ({ kind: 'audio' as const, pcm: i === blocks.length - 1 ? block.subarray(0, lastFill) : block })),
+      async () =>
+        blocks.map((block, i) => ({
+          kind: 'audio' as const,
+          pcm: i === blocks.length - 1 ? block.subarray(0, lastFill) : block,
+        })),
       this.onFail,
       true,
       () => {
@@ -208,6 +215,10 @@ class EchoSession implements SpeechEngineSession {
   private fail(err: unknown): void {
     if (this.closed) return;
     this.options.log.warn({ err, conversationId: this.session.conversationId }, 'echo engine failed');
-    this.hooks.onError(err instanceof EngineError ? err : new EngineError(`speech synthesis failed: ${(err as Error).message}`, ECHO_ENGINE, { cause: err }));
+    this.hooks.onError(
+      err instanceof EngineError
+        ? err
+        : new EngineError(`speech synthesis failed: ${(err as Error).message}`, ECHO_ENGINE, { cause: err }),
+    );
   }
 }

@@ -6,7 +6,12 @@
 export interface EngineTool {
   name: string;
   description: string;
-  parameters: { type: 'object'; properties: Record<string, unknown>; required?: string[]; additionalProperties?: boolean };
+  parameters: {
+    type: 'object';
+    properties: Record<string, unknown>;
+    required?: string[];
+    additionalProperties?: boolean;
+  };
   /**
    * A response that calls this tool is not spoken (speech_before_tool_call `suppressed`). An engine that knows a
    * response's calls before it speaks (a chat completion, a script) does not speak such a response; the

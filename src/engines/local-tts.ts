@@ -132,7 +132,7 @@ export function parseWav(wav: Buffer): { sampleRate: number; pcm: Int16Array } {
     throw new LocalTtsError('not a RIFF/WAVE file');
   }
   let sampleRate = 0;
-  for (let at = 12; at + 8 <= wav.length; ) {
+  for (let at = 12; at + 8 <= wav.length;) {
     const id = wav.toString('latin1', at, at + 4);
     const size = wav.readUInt32LE(at + 4);
     const body = at + 8;
@@ -161,7 +161,8 @@ export function parseWav(wav: Buffer): { sampleRate: number; pcm: Int16Array } {
 /** Whole-buffer resampling with the native Resampler, the filter's tail flushed (edge helper: allocates). */
 export function resample(pcm: Int16Array, fromHz: number, toHz: ResamplerRate): Int16Array {
   if (fromHz === toHz) return pcm;
-  if (!(RESAMPLER_RATES as readonly number[]).includes(fromHz)) throw new LocalTtsError(`cannot resample from ${fromHz} Hz`);
+  if (!(RESAMPLER_RATES as readonly number[]).includes(fromHz))
+    throw new LocalTtsError(`cannot resample from ${fromHz} Hz`);
   const resampler = new Resampler(fromHz as ResamplerRate, toHz, RESAMPLE_CHUNK);
   try {
     const expected = Math.round((pcm.length * toHz) / fromHz);
@@ -178,7 +179,8 @@ export function resample(pcm: Int16Array, fromHz: number, toHz: ResamplerRate): 
         if (produced >= skip && written < expected) out[written++] = scratch[i];
       }
     };
-    for (let at = 0; at < pcm.length; at += RESAMPLE_CHUNK) push(pcm.subarray(at, Math.min(pcm.length, at + RESAMPLE_CHUNK)));
+    for (let at = 0; at < pcm.length; at += RESAMPLE_CHUNK)
+      push(pcm.subarray(at, Math.min(pcm.length, at + RESAMPLE_CHUNK)));
     for (let tail = resampler.delaySamples + 1; tail > 0 && written < expected; tail -= RESAMPLE_CHUNK) {
       push(silence.subarray(0, Math.min(RESAMPLE_CHUNK, tail)));
     }

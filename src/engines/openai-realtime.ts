@@ -30,7 +30,11 @@ export const REALTIME_SAMPLE_RATE = 24_000;
 /** Milliseconds to open the socket and have the session configured before open() fails. */
 export const REALTIME_OPEN_TIMEOUT_MS = 10_000;
 /** Error codes the server reports for a request that raced with the response's own end: not fatal. */
-const BENIGN_ERROR_CODES = new Set(['response_cancel_not_active', 'conversation_already_has_active_response', 'item_truncate_invalid_item_id']);
+const BENIGN_ERROR_CODES = new Set([
+  'response_cancel_not_active',
+  'conversation_already_has_active_response',
+  'item_truncate_invalid_item_id',
+]);
 /** The server's refusal of a voice change once the session has produced audio: the old voice stays. */
 export const CANNOT_UPDATE_VOICE = 'cannot_update_voice';
 
@@ -61,10 +65,15 @@ export function createOpenAiRealtimeEngine(options: OpenAiRealtimeOptions): Spee
 }
 
 /** The instructions the model gets: the prompt plus the pronunciation dictionary and boosted keywords. */
-export function realtimeInstructions(speech: Pick<SpeechSettings, 'pronunciations' | 'boostedKeywords'>, systemPrompt: string): string {
+export function realtimeInstructions(
+  speech: Pick<SpeechSettings, 'pronunciations' | 'boostedKeywords'>,
+  systemPrompt: string,
+): string {
   const parts = [systemPrompt];
   if (speech.pronunciations.length > 0) {
-    parts.push(`Pronounce these words as given: ${speech.pronunciations.map((p) => `"${p.word}" as "${p.pronunciation}"`).join(', ')}.`);
+    parts.push(
+      `Pronounce these words as given: ${speech.pronunciations.map((p) => `"${p.word}" as "${p.pronunciation}"`).join(', ')}.`,
+    );
   }
   if (speech.boostedKeywords.length > 0) parts.push(`Words you may hear: ${speech.boostedKeywords.join(', ')}.`);
   return parts.join('\n\n');
@@ -185,9 +194,16 @@ class RealtimeSession implements SpeechEngineSession {
           reject(err);
         } else resolve();
       };
-      const onAbort = () => settle(new EngineError('conversation ended while the engine opened', OPENAI_REALTIME_ENGINE));
+      const onAbort = () =>
+        settle(new EngineError('conversation ended while the engine opened', OPENAI_REALTIME_ENGINE));
       const timer = setTimeout(
-        () => settle(new EngineError(`no configured session within ${this.options.openTimeoutMs ?? REALTIME_OPEN_TIMEOUT_MS} ms`, OPENAI_REALTIME_ENGINE)),
+        () =>
+          settle(
+            new EngineError(
+              `no configured session within ${this.options.openTimeoutMs ?? REALTIME_OPEN_TIMEOUT_MS} ms`,
+              OPENAI_REALTIME_ENGINE,
+            ),
+          ),
         this.options.openTimeoutMs ?? REALTIME_OPEN_TIMEOUT_MS,
       );
       this.session.signal.addEventListener('abort', onAbort, { once: true });
@@ -198,29 +214,40 @@ class RealtimeSession implements SpeechEngineSession {
         try {
           event = JSON.parse(rawText(data)) as ServerEvent;
         } catch (err) {
-          return this.fail(new EngineError('server sent a frame that is not JSON', OPENAI_REALTIME_ENGINE, { cause: err }));
+          return this.fail(
+            new EngineError('server sent a frame that is not JSON', OPENAI_REALTIME_ENGINE, { cause: err }),
+          );
         }
         if (!settled) {
           if (event.type === 'session.updated') return settle(null);
-          if (event.type === 'error') return settle(new EngineError(`session refused: ${errorText(event)}`, OPENAI_REALTIME_ENGINE));
+          if (event.type === 'error')
+            return settle(new EngineError(`session refused: ${errorText(event)}`, OPENAI_REALTIME_ENGINE));
           return; // session.created and the like, before our configuration took effect
         }
         this.onEvent(event);
       });
-      ws.on('unexpected-response', (_req, res) => settle(new EngineError(`server answered the upgrade with HTTP ${res.statusCode}`, OPENAI_REALTIME_ENGINE)));
+      ws.on('unexpected-response', (_req, res) =>
+        settle(new EngineError(`server answered the upgrade with HTTP ${res.statusCode}`, OPENAI_REALTIME_ENGINE)),
+      );
       ws.on('error', (err) => {
         if (!settled) settle(new EngineError(`cannot connect: ${err.message}`, OPENAI_REALTIME_ENGINE, { cause: err }));
         else this.fail(new EngineError(`socket error: ${err.message}`, OPENAI_REALTIME_ENGINE, { cause: err }));
       });
       ws.on('close', (code, reason) => {
         if (!settled) settle(new EngineError(`socket closed while opening (${code})`, OPENAI_REALTIME_ENGINE));
-        else if (!this.closing) this.fail(new EngineError(`server closed the session (${code} ${reason.toString()})`, OPENAI_REALTIME_ENGINE));
+        else if (!this.closing)
+          this.fail(
+            new EngineError(`server closed the session (${code} ${reason.toString()})`, OPENAI_REALTIME_ENGINE),
+          );
       });
     });
   }
 
   appendAudio(pcm: Int16Array): void {
-    this.send({ type: 'input_audio_buffer.append', audio: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64') });
+    this.send({
+      type: 'input_audio_buffer.append',
+      audio: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64'),
+    });
   }
 
   commitUserTurn(respond = true): void {
@@ -237,7 +264,9 @@ class RealtimeSession implements SpeechEngineSession {
 
   createResponse(instructions?: string, options?: ResponseOptions): ResponseId {
     const response = {
-      ...(instructions ? { instructions: `${realtimeInstructions(this.speech, this.systemPrompt)}\n\n${instructions}` } : {}),
+      ...(instructions
+        ? { instructions: `${realtimeInstructions(this.speech, this.systemPrompt)}\n\n${instructions}` }
+        : {}),
       ...responseChoice(options),
     };
     return this.request(Object.keys(response).length > 0 ? response : undefined);
@@ -251,7 +280,12 @@ class RealtimeSession implements SpeechEngineSession {
 
   submitToolOutput(callId: string, output: string, respond: boolean, options?: ResponseOptions): void {
     this.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: callId, output } });
-    const open = this.openCalls.get(callId) ?? { calls: new Set<string>(), respond: false, speechOnly: false, responseDone: true };
+    const open = this.openCalls.get(callId) ?? {
+      calls: new Set<string>(),
+      respond: false,
+      speechOnly: false,
+      responseDone: true,
+    };
     this.openCalls.delete(callId);
     open.calls.delete(callId);
     open.respond ||= respond;
@@ -272,7 +306,12 @@ class RealtimeSession implements SpeechEngineSession {
     state.canceled = true;
     this.send({ type: 'response.cancel', ...(state.serverId ? { response_id: state.serverId } : {}) });
     if (state.itemId) {
-      this.send({ type: 'conversation.item.truncate', item_id: state.itemId, content_index: 0, audio_end_ms: Math.max(0, Math.round(playedMs)) });
+      this.send({
+        type: 'conversation.item.truncate',
+        item_id: state.itemId,
+        content_index: 0,
+        audio_end_ms: Math.max(0, Math.round(playedMs)),
+      });
     }
   }
 
@@ -281,15 +320,23 @@ class RealtimeSession implements SpeechEngineSession {
     const before = this.speech;
     this.speech = updatedSpeech(before, { ...update, voiceId: undefined });
     if (update.systemPrompt !== undefined) this.systemPrompt = update.systemPrompt;
-    if (update.systemPrompt !== undefined || update.pronunciations !== undefined || update.boostedKeywords !== undefined) {
+    if (
+      update.systemPrompt !== undefined ||
+      update.pronunciations !== undefined ||
+      update.boostedKeywords !== undefined
+    ) {
       session.instructions = realtimeInstructions(this.speech, this.systemPrompt);
     }
-    if (update.defaultLanguage !== undefined && update.defaultLanguage !== before.defaultLanguage) session.input_audio_transcription = this.transcription();
+    if (update.defaultLanguage !== undefined && update.defaultLanguage !== before.defaultLanguage)
+      session.input_audio_transcription = this.transcription();
     if (update.tools !== undefined) session.tools = realtimeTools(update.tools);
     if (Object.keys(session).length > 0) this.send({ type: 'session.update', session });
     if (update.voiceId !== undefined) this.changeVoice(update.voiceId);
     if (update.systemMessage !== undefined) {
-      this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'system', content: [{ type: 'input_text', text: update.systemMessage }] } });
+      this.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'system', content: [{ type: 'input_text', text: update.systemMessage }] },
+      });
     }
   }
 
@@ -387,7 +434,10 @@ class RealtimeSession implements SpeechEngineSession {
         const bytes = Buffer.from(textOf(event.delta), 'base64');
         const pcm = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
         // Buffer.from may hand out an unaligned pool slice; an Int16Array needs an even offset.
-        this.hooks.onAssistantAudio(state.id, bytes.byteOffset % 2 === 0 ? pcm : new Int16Array(Uint8Array.from(bytes).buffer, 0, bytes.byteLength >> 1));
+        this.hooks.onAssistantAudio(
+          state.id,
+          bytes.byteOffset % 2 === 0 ? pcm : new Int16Array(Uint8Array.from(bytes).buffer, 0, bytes.byteLength >> 1),
+        );
         return;
       }
       case 'response.audio_transcript.delta':
@@ -404,14 +454,21 @@ class RealtimeSession implements SpeechEngineSession {
         let args: Record<string, unknown>;
         try {
           const parsed: unknown = JSON.parse(textOf(event.arguments, '{}'));
-          args = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+          args =
+            typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+              ? (parsed as Record<string, unknown>)
+              : {};
         } catch (err) {
-          this.options.log.warn({ err, name: event.name, conversationId: this.session.conversationId }, 'realtime: tool call arguments are not JSON; called with none');
+          this.options.log.warn(
+            { err, name: event.name, conversationId: this.session.conversationId },
+            'realtime: tool call arguments are not JSON; called with none',
+          );
           args = {};
         }
         const callId = String(event.call_id);
         let open = state.openCalls;
-        if (!open) open = state.openCalls = { calls: new Set(), respond: false, speechOnly: false, responseDone: false };
+        if (!open)
+          open = state.openCalls = { calls: new Set(), respond: false, speechOnly: false, responseDone: false };
         open.calls.add(callId);
         this.openCalls.set(callId, open);
         this.hooks.onToolCall({ responseId: state.id, callId, name: String(event.name), arguments: args });
@@ -445,14 +502,20 @@ class RealtimeSession implements SpeechEngineSession {
         return;
       case 'conversation.item.input_audio_transcription.failed':
         this.inputTranscript = '';
-        this.options.log.warn({ error: event.error, conversationId: this.session.conversationId }, 'realtime: user audio not transcribed');
+        this.options.log.warn(
+          { error: event.error, conversationId: this.session.conversationId },
+          'realtime: user audio not transcribed',
+        );
         this.hooks.onInputTranscript('', true);
         return;
       case 'error': {
         const code = (event.error as { code?: string } | undefined)?.code;
         if (code === CANNOT_UPDATE_VOICE) return this.voiceRefused();
         if (code && BENIGN_ERROR_CODES.has(code)) {
-          this.options.log.debug({ code, conversationId: this.session.conversationId }, 'realtime: request raced with the response end');
+          this.options.log.debug(
+            { code, conversationId: this.session.conversationId },
+            'realtime: request raced with the response end',
+          );
           if (code === 'conversation_already_has_active_response') {
             // The latest response.create was refused: it will never be created; it is done, having said nothing.
             const refused = this.awaiting.pop();
@@ -467,7 +530,10 @@ class RealtimeSession implements SpeechEngineSession {
       }
       case 'session.updated':
         // The full effective configuration: once it carries the new voice, the change is confirmed.
-        if (this.voiceBeforeChange !== null && (event.session as { voice?: unknown } | undefined)?.voice === this.options.voiceFor(this.speech.voiceId)) {
+        if (
+          this.voiceBeforeChange !== null &&
+          (event.session as { voice?: unknown } | undefined)?.voice === this.options.voiceFor(this.speech.voiceId)
+        ) {
           this.voiceBeforeChange = null;
         }
         return;

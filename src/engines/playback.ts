@@ -14,9 +14,7 @@ import type { EngineHooks, ResponseId } from './engine.js';
 export const PLAYBACK_CHUNK_MS = 100;
 
 export type PlaybackStep =
-  | { kind: 'text'; text: string }
-  | { kind: 'audio'; pcm: Int16Array }
-  | { kind: 'call'; run: () => void };
+  { kind: 'text'; text: string } | { kind: 'audio'; pcm: Int16Array } | { kind: 'call'; run: () => void };
 
 interface Queued {
   id: ResponseId;
@@ -61,7 +59,13 @@ export class Playback {
    * `done` is false. A rejection of `steps` is handed to `fail` (the response says nothing more). `finished`
    * runs once the response has played or stopped (its audio may be reused then).
    */
-  play(id: ResponseId, steps: () => Promise<PlaybackStep[]>, fail: (err: unknown) => void, done = true, finished?: () => void): void {
+  play(
+    id: ResponseId,
+    steps: () => Promise<PlaybackStep[]>,
+    fail: (err: unknown) => void,
+    done = true,
+    finished?: () => void,
+  ): void {
     this.queued.add(id);
     this.queue.push({ id, steps, fail, done, finished });
     // Never inside this call: the caller learns the id before any event of it.

@@ -72,7 +72,10 @@ export interface EngineRegistry {
 }
 
 /** The engine of each vendor_model value and of the default. */
-export function engineSelection(settings: RegistrySettings): { default: EngineKind; byModel: Record<VendorModel, EngineKind> } {
+export function engineSelection(settings: RegistrySettings): {
+  default: EngineKind;
+  byModel: Record<VendorModel, EngineKind>;
+} {
   const d = settings.PARLEY_ENGINE_DEFAULT;
   return {
     default: d,
@@ -109,7 +112,9 @@ export function createEngineRegistry(options: RegistryOptions): EngineRegistry {
         try {
           script = parseScript(JSON.parse(readFileSync(file, 'utf8')));
         } catch (err) {
-          throw new EngineError(`PARLEY_SCRIPTED_ENGINE_FILE ${file}: ${(err as Error).message}`, 'scripted', { cause: err });
+          throw new EngineError(`PARLEY_SCRIPTED_ENGINE_FILE ${file}: ${(err as Error).message}`, 'scripted', {
+            cause: err,
+          });
         }
       }
       return createScriptedEngine({ tts: localTts(), voiceFor: voiceMapper(options.voices, 'scripted'), log, script });
@@ -132,8 +137,18 @@ export function createEngineRegistry(options: RegistryOptions): EngineRegistry {
       if (missing.length > 0 || !chat) throw new EngineError(`cascade engine needs ${missing.join(', ')}`, 'cascade');
       const timeoutMs = settings.PARLEY_LLM_TIMEOUT_MS;
       return createCascadeEngine({
-        stt: { baseUrl: settings.PARLEY_STT_BASE_URL!, model: settings.PARLEY_STT_MODEL, apiKey: settings.PARLEY_STT_API_KEY, timeoutMs },
-        tts: { baseUrl: settings.PARLEY_TTS_BASE_URL!, model: settings.PARLEY_TTS_MODEL, apiKey: settings.PARLEY_TTS_API_KEY, timeoutMs },
+        stt: {
+          baseUrl: settings.PARLEY_STT_BASE_URL!,
+          model: settings.PARLEY_STT_MODEL,
+          apiKey: settings.PARLEY_STT_API_KEY,
+          timeoutMs,
+        },
+        tts: {
+          baseUrl: settings.PARLEY_TTS_BASE_URL!,
+          model: settings.PARLEY_TTS_MODEL,
+          apiKey: settings.PARLEY_TTS_API_KEY,
+          timeoutMs,
+        },
         chat,
         voiceFor: voiceMapper(options.voices, 'cascade'),
         log,
@@ -146,7 +161,9 @@ export function createEngineRegistry(options: RegistryOptions): EngineRegistry {
   for (const kind of kinds) engines.set(kind, build[kind]());
 
   const kindFor = (vendorModel: string | null): EngineKind =>
-    vendorModel !== null && vendorModel in selection.byModel ? selection.byModel[vendorModel as VendorModel] : selection.default;
+    vendorModel !== null && vendorModel in selection.byModel
+      ? selection.byModel[vendorModel as VendorModel]
+      : selection.default;
 
   return {
     kindFor,

@@ -100,7 +100,8 @@ export function createScriptedEngine(options: ScriptedEngineOptions): SpeechEngi
       if (session.signal.aborted) throw new EngineError('conversation ended while the engine opened', SCRIPTED_ENGINE);
       const own = session.engineSettings?.scripted_engine;
       const script = own !== undefined ? parseScript(own) : options.script;
-      if (!script) throw new EngineError('no script: set scripted_engine or PARLEY_SCRIPTED_ENGINE_FILE', SCRIPTED_ENGINE);
+      if (!script)
+        throw new EngineError('no script: set scripted_engine or PARLEY_SCRIPTED_ENGINE_FILE', SCRIPTED_ENGINE);
       return new ScriptedSession(options, script, session, hooks);
     },
   };
@@ -119,7 +120,10 @@ export class ScriptedSession implements SpeechEngineSession {
    * Tool calls awaiting output: call id -> its response, what is said once all of that response's are in, and how
    * (a reply at all, speech only).
    */
-  private readonly pending = new Map<string, { responseId: ResponseId; after: After; respond: boolean; speechOnly: boolean }>();
+  private readonly pending = new Map<
+    string,
+    { responseId: ResponseId; after: After; respond: boolean; speechOnly: boolean }
+  >();
   /** The tools offered now (updateSession replaces them): a call of a speech-suppressed one silences its response. */
   private tools: readonly EngineTool[];
   /** Voice and pronunciations it speaks with; a transfer to another agent replaces them (updateSession). */
@@ -165,7 +169,10 @@ export class ScriptedSession implements SpeechEngineSession {
     this.resetHearing();
     if (!turn) {
       this.hooks.onInputTranscript('', true);
-      this.options.log.debug({ conversationId: this.session.conversationId }, 'scripted engine: script over, turn unanswered');
+      this.options.log.debug(
+        { conversationId: this.session.conversationId },
+        'scripted engine: script over, turn unanswered',
+      );
       return;
     }
     this.nextTurn++;
@@ -182,7 +189,9 @@ export class ScriptedSession implements SpeechEngineSession {
     if (next) {
       this.nextResponse++;
       const prefix = `call_r${this.nextResponse}`;
-      return options?.speechOnly ? this.respond(speechOnly(next), prefix, undefined) : this.respond(next, prefix, next.after_tool_output);
+      return options?.speechOnly
+        ? this.respond(speechOnly(next), prefix, undefined)
+        : this.respond(next, prefix, next.after_tool_output);
     }
     return this.respond({ say: instructions ?? 'Okay.', tool_calls: [] }, 'call_none', undefined);
   }
@@ -194,7 +203,10 @@ export class ScriptedSession implements SpeechEngineSession {
   submitToolOutput(callId: string, _output: string, respond: boolean, options?: ResponseOptions): void {
     const entry = this.pending.get(callId);
     if (!entry) {
-      this.options.log.warn({ callId, conversationId: this.session.conversationId }, 'scripted engine: output of an unknown tool call');
+      this.options.log.warn(
+        { callId, conversationId: this.session.conversationId },
+        'scripted engine: output of an unknown tool call',
+      );
       return;
     }
     entry.respond ||= respond;
@@ -261,7 +273,11 @@ export class ScriptedSession implements SpeechEngineSession {
       async () => {
         const steps: PlaybackStep[] = [];
         if (what.say && !silent) {
-          const pcm = await this.options.tts.synthesize(applyPronunciations(what.say, pronunciations), voice, this.sampleRate);
+          const pcm = await this.options.tts.synthesize(
+            applyPronunciations(what.say, pronunciations),
+            voice,
+            this.sampleRate,
+          );
           steps.push({ kind: 'text', text: what.say }, { kind: 'audio', pcm });
         }
         if (calls.length > 0) {
@@ -270,7 +286,8 @@ export class ScriptedSession implements SpeechEngineSession {
             run: () => {
               // Every call of the turn is pending before the first is handed out (its output may come at once).
               for (const call of calls) {
-                if (call.callId !== endCallId) this.pending.set(call.callId, { responseId: id, after, respond: false, speechOnly: false });
+                if (call.callId !== endCallId)
+                  this.pending.set(call.callId, { responseId: id, after, respond: false, speechOnly: false });
               }
               for (const call of calls) this.hooks.onToolCall(call);
             },
@@ -286,7 +303,11 @@ export class ScriptedSession implements SpeechEngineSession {
   private fail(err: unknown): void {
     if (this.closed) return;
     this.options.log.warn({ err, conversationId: this.session.conversationId }, 'scripted engine failed');
-    this.hooks.onError(err instanceof EngineError ? err : new EngineError(`speech synthesis failed: ${(err as Error).message}`, SCRIPTED_ENGINE, { cause: err }));
+    this.hooks.onError(
+      err instanceof EngineError
+        ? err
+        : new EngineError(`speech synthesis failed: ${(err as Error).message}`, SCRIPTED_ENGINE, { cause: err }),
+    );
   }
 }
 

@@ -35,7 +35,12 @@ function auth(endpoint: SpeechEndpoint): Record<string, string> {
   return endpoint.apiKey ? { authorization: `Bearer ${endpoint.apiKey}` } : {};
 }
 
-async function post(endpoint: SpeechEndpoint, path: string, init: { headers?: Record<string, string>; body: string | FormData }, signal?: AbortSignal): Promise<Response> {
+async function post(
+  endpoint: SpeechEndpoint,
+  path: string,
+  init: { headers?: Record<string, string>; body: string | FormData },
+  signal?: AbortSignal,
+): Promise<Response> {
   const timeout = AbortSignal.timeout(endpoint.timeoutMs);
   let response: Response;
   try {
@@ -47,7 +52,9 @@ async function post(endpoint: SpeechEndpoint, path: string, init: { headers?: Re
     });
   } catch (err) {
     if (signal?.aborted) throw err;
-    const why = timeout.aborted ? `no answer within ${endpoint.timeoutMs} ms` : `unreachable: ${(err as Error).message}`;
+    const why = timeout.aborted
+      ? `no answer within ${endpoint.timeoutMs} ms`
+      : `unreachable: ${(err as Error).message}`;
     throw new SpeechHttpError(`${path}: ${why}`, { cause: err });
   }
   if (!response.ok) {
@@ -96,7 +103,9 @@ export async function transcribe(
   try {
     json = JSON.parse(body);
   } catch (err) {
-    throw new SpeechHttpError(`/audio/transcriptions: answer is not JSON: ${body.slice(0, ERROR_BODY_EXCERPT)}`, { cause: err });
+    throw new SpeechHttpError(`/audio/transcriptions: answer is not JSON: ${body.slice(0, ERROR_BODY_EXCERPT)}`, {
+      cause: err,
+    });
   }
   const text = (json as { text?: unknown }).text;
   if (typeof text !== 'string') throw new SpeechHttpError('/audio/transcriptions: answer has no text');
@@ -130,10 +139,18 @@ function spread(text: string, start: number, end: number): TimedWord[] {
  */
 export function parseVerboseTranscription(json: unknown, durationSec: number): { text: string; words: TimedWord[] } {
   const parsed = verboseTranscription.safeParse(json);
-  if (!parsed.success) throw new SpeechHttpError(`/audio/transcriptions: not a verbose_json answer: ${parsed.error.issues[0]?.message ?? ''}`);
+  if (!parsed.success)
+    throw new SpeechHttpError(
+      `/audio/transcriptions: not a verbose_json answer: ${parsed.error.issues[0]?.message ?? ''}`,
+    );
   const { text, words, segments } = parsed.data;
-  if (words && words.length > 0) return { text: text.trim(), words: words.map((w) => ({ word: w.word.trim(), start: w.start, end: w.end })).filter((w) => w.word) };
-  if (segments && segments.length > 0) return { text: text.trim(), words: segments.flatMap((seg) => spread(seg.text, seg.start, seg.end)) };
+  if (words && words.length > 0)
+    return {
+      text: text.trim(),
+      words: words.map((w) => ({ word: w.word.trim(), start: w.start, end: w.end })).filter((w) => w.word),
+    };
+  if (segments && segments.length > 0)
+    return { text: text.trim(), words: segments.flatMap((seg) => spread(seg.text, seg.start, seg.end)) };
   return { text: text.trim(), words: spread(text, 0, durationSec) };
 }
 
@@ -160,7 +177,9 @@ export async function transcribeWords(
   try {
     json = JSON.parse(body);
   } catch (err) {
-    throw new SpeechHttpError(`/audio/transcriptions: answer is not JSON: ${body.slice(0, ERROR_BODY_EXCERPT)}`, { cause: err });
+    throw new SpeechHttpError(`/audio/transcriptions: answer is not JSON: ${body.slice(0, ERROR_BODY_EXCERPT)}`, {
+      cause: err,
+    });
   }
   return parseVerboseTranscription(json, pcm.length / rate);
 }
@@ -176,7 +195,10 @@ export async function synthesize(
   const response = await post(
     endpoint,
     '/audio/speech',
-    { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: endpoint.model, input: text, voice, response_format: opts.format }) },
+    {
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: endpoint.model, input: text, voice, response_format: opts.format }),
+    },
     opts.signal,
   );
   const bytes = Buffer.from(await response.arrayBuffer());

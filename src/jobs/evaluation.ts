@@ -60,10 +60,15 @@ async function evaluate(payload: ConversationJobPayload, ctx: JobContext): Promi
   const conv = await postCallConversation(ctx.sql, id);
   if (!conv) return { status: 'skipped', reason: 'the conversation no longer exists' };
   const criteria: Criterion[] = [
-    ...(await projectEvalPrompts(ctx.sql, conv.projectId)).map((p) => ({ kind: 'eval_prompt' as const, name: p.name, text: p.prompt })),
+    ...(await projectEvalPrompts(ctx.sql, conv.projectId)).map((p) => ({
+      kind: 'eval_prompt' as const,
+      name: p.name,
+      text: p.prompt,
+    })),
     ...conv.tasks.map((t) => ({ kind: 'task' as const, name: t.name, text: t.description })),
   ];
-  if (criteria.length === 0) return { status: 'skipped', reason: 'no eval prompts in the project and no tasks on the agent' };
+  if (criteria.length === 0)
+    return { status: 'skipped', reason: 'no eval prompts in the project and no tasks on the agent' };
   const chat = chatClientFromSettings(ctx.settings, ctx.log, ctx.modelFetch);
   if (!chat) return { status: 'skipped', reason: NO_CHAT_MODEL };
   const text = conversationText(conv);
@@ -84,7 +89,8 @@ async function evaluate(payload: ConversationJobPayload, ctx: JobContext): Promi
     });
     results[keys[i]] = { ...judged, kind: c.kind };
   }
-  if (!(await mergeTaskResults(ctx.sql, id, results))) return { status: 'skipped', reason: 'the conversation no longer exists' };
+  if (!(await mergeTaskResults(ctx.sql, id, results)))
+    return { status: 'skipped', reason: 'the conversation no longer exists' };
   return { status: 'done', detail: { criteria: criteria.length, transcript: text.source } };
 }
 

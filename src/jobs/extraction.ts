@@ -14,7 +14,6 @@ import { wakeJobQueues } from './queue.js';
 import { completeStructured, InvalidModelOutputError } from './structured-output.js';
 import { conversationText, TRANSCRIPT_NOTE } from './transcript.js';
 
-
 export const NO_CHAT_MODEL = 'no chat model is configured (PARLEY_LLM_BASE_URL and PARLEY_LLM_MODEL)';
 
 const SYSTEM_PROMPT =
@@ -24,7 +23,9 @@ const SYSTEM_PROMPT =
   TRANSCRIPT_NOTE;
 
 function question(schema: ExtractionSchema, transcript: string): string {
-  const fields = schema.fields.map((f) => `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`).join('\n');
+  const fields = schema.fields
+    .map((f) => `- ${f.name} (${f.type})${f.description ? `: ${f.description}` : ''}`)
+    .join('\n');
   return `Instructions:\n${schema.prompt}\n\nFields:\n${fields}\n\nTranscript:\n${transcript}`;
 }
 
@@ -52,10 +53,16 @@ async function extract(payload: ConversationJobPayload, ctx: JobContext): Promis
         signal: ctx.signal,
       });
     } catch (err) {
-      if (err instanceof InvalidModelOutputError) throw new InvalidModelOutputError(`extraction schema ${schema.name}: ${err.message}`);
+      if (err instanceof InvalidModelOutputError)
+        throw new InvalidModelOutputError(`extraction schema ${schema.name}: ${err.message}`);
       throw err;
     }
-    await replaceExtraction(ctx.sql, id, { schemaId: schema.id, schemaName: schema.name, result, createdAt: ctx.now() });
+    await replaceExtraction(ctx.sql, id, {
+      schemaId: schema.id,
+      schemaName: schema.name,
+      result,
+      createdAt: ctx.now(),
+    });
   }
   return { status: 'done', detail: { schemas: schemas.length, transcript: text.source } };
 }

@@ -47,7 +47,10 @@ function sttEndpoint(settings: Settings, fetchImpl: typeof fetch): SpeechEndpoin
  * then removes the `.wav` (src/media/recording-compressor.ts): a `.wav` missing right after its row was read means
  * the row moved, and it is read again. An open file stays readable after its removal.
  */
-async function openRecording(ctx: JobContext, conversationId: string): Promise<{ row: PostCallRecording; file: FileHandle } | null> {
+async function openRecording(
+  ctx: JobContext,
+  conversationId: string,
+): Promise<{ row: PostCallRecording; file: FileHandle } | null> {
   for (let attempt = 1; attempt <= OPEN_ATTEMPTS; attempt++) {
     const row = await bothSidesRecording(ctx.sql, conversationId);
     if (!row) return null;
@@ -69,7 +72,8 @@ async function transcribeConversation(payload: ConversationJobPayload, ctx: JobC
   if (conv.retainsNothing) return { status: 'skipped', reason: 'no recording: zero data retention' };
   if (conv.audioRecordingsDeletedAt) return { status: 'skipped', reason: 'no recording: the audio was deleted' };
   if (conv.transcriptsDeletedAt) return { status: 'skipped', reason: 'the transcripts were deleted' };
-  if (conv.isRedacted) return { status: 'skipped', reason: 'the conversation is redacted: its transcripts are not rewritten' };
+  if (conv.isRedacted)
+    return { status: 'skipped', reason: 'the conversation is redacted: its transcripts are not rewritten' };
   const opened = await openRecording(ctx, id);
   if (!opened) return { status: 'skipped', reason: 'no recording: none was made' };
   const { row, file } = opened;
@@ -87,12 +91,20 @@ async function transcribeConversation(payload: ConversationJobPayload, ctx: JobC
       rate = w.sampleRate;
       samples = w.start + w.user.length;
       const offsetMs = (w.start / w.sampleRate) * 1000;
-      for (const [role, pcm] of [['user', w.user], ['assistant', w.assistant]] as const) {
+      for (const [role, pcm] of [
+        ['user', w.user],
+        ['assistant', w.assistant],
+      ] as const) {
         if (peak(pcm) < SILENCE_PEAK) continue;
         requests++;
         const heard = await transcribeWords(stt, pcm, w.sampleRate, { language, prompt, signal: ctx.signal });
         for (const word of heard.words) {
-          words.push({ role, word: word.word, start_ms: Math.round(offsetMs + word.start * 1000), end_ms: Math.round(offsetMs + word.end * 1000) });
+          words.push({
+            role,
+            word: word.word,
+            start_ms: Math.round(offsetMs + word.start * 1000),
+            end_ms: Math.round(offsetMs + word.end * 1000),
+          });
         }
       }
     }
@@ -112,10 +124,18 @@ async function transcribeConversation(payload: ConversationJobPayload, ctx: JobC
     words: assigned,
   });
   if (saved === 'not_found') return { status: 'skipped', reason: 'the conversation no longer exists' };
-  if (saved === 'not_kept') return { status: 'skipped', reason: 'the transcripts were deleted or redacted while the recording was transcribed' };
+  if (saved === 'not_kept')
+    return {
+      status: 'skipped',
+      reason: 'the transcripts were deleted or redacted while the recording was transcribed',
+    };
   return { status: 'done', detail: { words: assigned.length, requests, duration_ms: Math.round(durationMs) } };
 }
 
 export function postCallTranscriptHandler(): JobHandler<ConversationJobPayload> {
-  return { kind: JOB_KINDS.postCallTranscript, parse: (p) => conversationJobPayload.parse(p), run: transcribeConversation };
+  return {
+    kind: JOB_KINDS.postCallTranscript,
+    parse: (p) => conversationJobPayload.parse(p),
+    run: transcribeConversation,
+  };
 }

@@ -173,17 +173,29 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
 
   async function settle(job: ClaimedJob, s: Settlement, jlog: Logger): Promise<void> {
     const held = await settleJob(sql, job.token, s, sqlNow());
-    if (!held) jlog.warn({ outcome: s.status }, 'job: its claim was taken back meanwhile (stale, or rerun); outcome not recorded');
+    if (!held)
+      jlog.warn(
+        { outcome: s.status },
+        'job: its claim was taken back meanwhile (stale, or rerun); outcome not recorded',
+      );
   }
 
   async function runJob(job: ClaimedJob): Promise<void> {
-    const jlog = log.child({ jobId: job.id, kind: job.kind, ...(job.conversationId ? { conversationId: job.conversationId } : {}) });
+    const jlog = log.child({
+      jobId: job.id,
+      kind: job.kind,
+      ...(job.conversationId ? { conversationId: job.conversationId } : {}),
+    });
     if (stopping) return settle(job, { status: 'released' }, jlog);
     const handler = handlers.get(job.kind)!;
     const max = handler.maxAttempts ?? maxAttempts;
     if (job.attempts > max) {
       jlog.error({ attempts: job.attempts }, 'job parked: every attempt ended with its node stopping');
-      return settle(job, { status: 'failed', error: `gave up after ${max} attempts: the node running it stopped each time` }, jlog);
+      return settle(
+        job,
+        { status: 'failed', error: `gave up after ${max} attempts: the node running it stopped each time` },
+        jlog,
+      );
     }
     let payload: unknown;
     try {
@@ -220,7 +232,12 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
   /** Runs a claimed job in the background; a failure to settle it leaves it claimed until its lease runs out. */
   function track(job: ClaimedJob): void {
     const p = runJob(job)
-      .catch((err: unknown) => log.error({ err, jobId: job.id, kind: job.kind }, 'job: settling failed; claimed again once its lease runs out'))
+      .catch((err: unknown) =>
+        log.error(
+          { err, jobId: job.id, kind: job.kind },
+          'job: settling failed; claimed again once its lease runs out',
+        ),
+      )
       .finally(() => {
         running.delete(job.token);
         poke();
@@ -231,7 +248,8 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
   async function reclaim(): Promise<void> {
     lastReclaimMs = performance.now();
     const taken = await reclaimStaleJobs(sql, leaseMs, sqlNow());
-    for (const j of taken) log.warn({ jobId: j.id, kind: j.kind, node: j.locked_by }, 'job claim expired (its node stopped): pending again');
+    for (const j of taken)
+      log.warn({ jobId: j.id, kind: j.kind, node: j.locked_by }, 'job claim expired (its node stopped): pending again');
   }
 
   async function run(): Promise<void> {
@@ -256,7 +274,9 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
       if (loop) return;
       for (const r of o.recurring ?? []) await ensureRecurringJob(sql, r.kind, r.everyMs, sqlNow());
       heartbeat = setInterval(() => {
-        renewClaims(sql, [...running.keys()], sqlNow()).catch((err: unknown) => log.error({ err }, 'job queue: heartbeat failed'));
+        renewClaims(sql, [...running.keys()], sqlNow()).catch((err: unknown) =>
+          log.error({ err }, 'job queue: heartbeat failed'),
+        );
       }, leaseMs / HEARTBEATS_PER_LEASE);
       started.add(queue);
       loop = run();
@@ -277,7 +297,9 @@ export function createJobQueue(o: JobQueueOptions): JobQueue {
       if (heartbeat) clearInterval(heartbeat);
       // Handlers that ignored the abort: their claims are given back so another node need not wait for the lease.
       for (const token of running.keys()) {
-        await settleJob(sql, token, { status: 'released' }, sqlNow()).catch((err: unknown) => log.error({ err }, 'job queue: giving a job back failed'));
+        await settleJob(sql, token, { status: 'released' }, sqlNow()).catch((err: unknown) =>
+          log.error({ err }, 'job queue: giving a job back failed'),
+        );
       }
       log.info('job queue stopped');
     },

@@ -35,7 +35,10 @@ async function sweep(ctx: JobContext): Promise<JobOutcome> {
     if (r.conversations < SWEEP_BATCH) break;
   }
   if (transcripts + conversations > 0) {
-    ctx.log.info({ transcripts, audio: conversations, recordings }, 'retention: deleted what the policies no longer keep');
+    ctx.log.info(
+      { transcripts, audio: conversations, recordings },
+      'retention: deleted what the policies no longer keep',
+    );
   }
   const jobs = await pruneSettledJobs(ctx.sql, new Date(ctx.now().getTime() - SETTLED_JOBS_KEPT_MS));
   return { status: 'done', detail: { transcripts, audio: conversations, recordings, jobs } };

@@ -47,7 +47,7 @@ function parseHeader(head: Buffer): Header | null {
     throw new RecordingFormatError('not a RIFF/WAVE file');
   }
   let sampleRate = 0;
-  for (let at = RIFF_HEADER_BYTES; at + CHUNK_HEADER_BYTES <= head.length; ) {
+  for (let at = RIFF_HEADER_BYTES; at + CHUNK_HEADER_BYTES <= head.length;) {
     const id = head.toString('latin1', at, at + 4);
     const size = head.readUInt32LE(at + 4);
     const body = at + CHUNK_HEADER_BYTES;
@@ -61,7 +61,9 @@ function parseHeader(head: Buffer): Header | null {
       const channels = head.readUInt16LE(body + 2);
       const bits = head.readUInt16LE(body + 14);
       if (format !== WAVE_FORMAT_PCM || channels !== CHANNELS || bits !== BITS_PER_SAMPLE) {
-        throw new RecordingFormatError(`expected stereo 16-bit PCM, found format ${format}, ${channels} channels, ${bits} bits`);
+        throw new RecordingFormatError(
+          `expected stereo 16-bit PCM, found format ${format}, ${channels} channels, ${bits} bits`,
+        );
       }
       sampleRate = head.readUInt32LE(body + 4);
     }
@@ -84,7 +86,10 @@ export function recordingBytes(file: Readable, format: 'wav' | 'wav.gz'): AsyncI
  * arrays are reused for the next: read them before asking for it. Throws RecordingFormatError for a file that is
  * not a stereo 16-bit PCM WAV.
  */
-export async function* stereoWindows(bytes: AsyncIterable<Buffer>, windowSamples: number): AsyncGenerator<StereoWindow> {
+export async function* stereoWindows(
+  bytes: AsyncIterable<Buffer>,
+  windowSamples: number,
+): AsyncGenerator<StereoWindow> {
   const user = new Int16Array(windowSamples);
   const assistant = new Int16Array(windowSamples);
   let header: Header | null = null;
@@ -121,7 +126,13 @@ export async function* stereoWindows(bytes: AsyncIterable<Buffer>, windowSamples
     if (dataLeft <= 0) break;
   }
   if (!header) throw new RecordingFormatError('the file ends before its data');
-  if (fill > 0) yield { sampleRate: header.sampleRate, start, user: user.subarray(0, fill), assistant: assistant.subarray(0, fill) };
+  if (fill > 0)
+    yield {
+      sampleRate: header.sampleRate,
+      start,
+      user: user.subarray(0, fill),
+      assistant: assistant.subarray(0, fill),
+    };
 }
 
 /** The largest absolute sample value of `pcm`. */

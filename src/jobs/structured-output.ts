@@ -37,7 +37,9 @@ function check<T>(content: string, schema: z.ZodType<T>): { value: T } | { probl
   }
   const parsed = schema.safeParse(json);
   if (parsed.success) return { value: parsed.data };
-  const issues = parsed.error.issues.slice(0, 5).map((i) => `${i.path.length > 0 ? i.path.join('.') : '(answer)'}: ${i.message}`);
+  const issues = parsed.error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length > 0 ? i.path.join('.') : '(answer)'}: ${i.message}`);
   return { problem: issues.join('; ') };
 }
 
@@ -69,5 +71,7 @@ export async function completeStructured<T>(chat: ChatClient, r: StructuredReque
       },
     );
   }
-  throw new InvalidModelOutputError(`the model's answer did not follow the schema after ${attempts} attempts: ${problem}`);
+  throw new InvalidModelOutputError(
+    `the model's answer did not follow the schema after ${attempts} attempts: ${problem}`,
+  );
 }

@@ -9,7 +9,9 @@ export function conversationText(c: PostCallConversation): ConversationText {
   if (c.transcriptsDeletedAt) return { missing: 'the transcripts were deleted' };
   if (c.isRedacted) {
     // A rerun after the redaction (POST .../extractions): only the redacted text is left.
-    return c.redactedTranscript ? { text: c.redactedTranscript, source: 'redacted' } : { missing: 'the conversation has no transcript (nothing was said)' };
+    return c.redactedTranscript
+      ? { text: c.redactedTranscript, source: 'redacted' }
+      : { missing: 'the conversation has no transcript (nothing was said)' };
   }
   if (c.postCallTranscript) return { text: c.postCallTranscript, source: 'post_call' };
   if (c.liveTranscript) return { text: c.liveTranscript, source: 'live' };
@@ -17,4 +19,5 @@ export function conversationText(c: PostCallConversation): ConversationText {
 }
 
 /** How a transcript is laid out for the model. */
-export const TRANSCRIPT_NOTE = 'Each line of the transcript is one turn: `user:` is the caller, `assistant:` the voice assistant.';
+export const TRANSCRIPT_NOTE =
+  'Each line of the transcript is one turn: `user:` is the caller, `assistant:` the voice assistant.';

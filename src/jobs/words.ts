@@ -35,7 +35,10 @@ function distance(ms: number, item: TimelineItem): number {
  * Each word with the item of its side that spans its middle, else the nearest within ITEM_MATCH_TOLERANCE_MS, else
  * none (speech no turn was made of: it is still in the record's transcript). Sorted by time.
  */
-export function assignWords(words: readonly Omit<PostCallWord, 'item_id'>[], items: readonly TimelineItem[]): PostCallWord[] {
+export function assignWords(
+  words: readonly Omit<PostCallWord, 'item_id'>[],
+  items: readonly TimelineItem[],
+): PostCallWord[] {
   const out = words.map((w) => {
     const mid = (w.start_ms + w.end_ms) / 2;
     let best: TimelineItem | null = null;
@@ -54,7 +57,10 @@ export function assignWords(words: readonly Omit<PostCallWord, 'item_id'>[], ite
 }
 
 /** Each item's text: its words in order, or null when no word fell in it. */
-export function itemTexts(words: readonly PostCallWord[], items: readonly { id: string }[]): { id: string; text: string | null }[] {
+export function itemTexts(
+  words: readonly PostCallWord[],
+  items: readonly { id: string }[],
+): { id: string; text: string | null }[] {
   const byItem = new Map<string, string[]>();
   for (const w of words) {
     if (w.item_id === null) continue;

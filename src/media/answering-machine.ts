@@ -162,9 +162,16 @@ export class AnsweringMachineDetector {
 
   constructor(options: Partial<AnsweringMachineOptions> = {}) {
     this.o = { ...ANSWERING_MACHINE_DEFAULTS, ...options };
-    this.vad = new Vad(ANSWERING_MACHINE_RATE_HZ, { threshold: VAD_THRESHOLD, prebufferMs: 0, minSpeechMs: MIN_WORD_MS, minSilenceMs: WORD_GAP_MS });
+    this.vad = new Vad(ANSWERING_MACHINE_RATE_HZ, {
+      threshold: VAD_THRESHOLD,
+      prebufferMs: 0,
+      minSpeechMs: MIN_WORD_MS,
+      minSilenceMs: WORD_GAP_MS,
+    });
     this.tone = new ToneDetector(ANSWERING_MACHINE_RATE_HZ);
-    this.heldFrames = Array.from({ length: WARM_UP_SAMPLES / FRAME_SAMPLES }, (_, i) => this.held.subarray(i * FRAME_SAMPLES, (i + 1) * FRAME_SAMPLES));
+    this.heldFrames = Array.from({ length: WARM_UP_SAMPLES / FRAME_SAMPLES }, (_, i) =>
+      this.held.subarray(i * FRAME_SAMPLES, (i + 1) * FRAME_SAMPLES),
+    );
   }
 
   /** True once nothing more will be reported: a human or unknown decision, a machine's beep, or its wait over. */
@@ -225,7 +232,10 @@ export class AnsweringMachineDetector {
   }
 
   /** The first event is returned; a second one waits in `pending` for the next push. */
-  private keep(first: AnsweringMachineDecision | null, next: AnsweringMachineDecision | null): AnsweringMachineDecision | null {
+  private keep(
+    first: AnsweringMachineDecision | null,
+    next: AnsweringMachineDecision | null,
+  ): AnsweringMachineDecision | null {
     if (first === null) return next;
     if (next !== null) this.pending = next;
     return first;
@@ -348,7 +358,10 @@ export class AnsweringMachineDetector {
         this.phase = 'awaiting_beep';
         return this.decide('machine', 'long_greeting');
       }
-      const silenceMs = Math.min(this.o.maxHumanSilenceMs, this.o.humanSilenceMs + (this.o.silencePerSpeech * run) / SAMPLES_PER_MS);
+      const silenceMs = Math.min(
+        this.o.maxHumanSilenceMs,
+        this.o.humanSilenceMs + (this.o.silencePerSpeech * run) / SAMPLES_PER_MS,
+      );
       if (!speaking && this.lastVoiced >= 0 && this.analysed - this.lastVoiced >= silenceMs * SAMPLES_PER_MS) {
         if (this.runLoud >= this.o.minAnswerMs * SAMPLES_PER_MS) {
           this.phase = 'done';

@@ -92,7 +92,8 @@ export class AudioBlockPool {
     slabBytes = SLAB_BYTES,
     private readonly idleReleaseMs = SLAB_IDLE_RELEASE_MS,
   ) {
-    if (!Number.isInteger(blockSamples) || blockSamples <= 0) throw new RangeError(`block length must be a positive integer, not ${blockSamples}`);
+    if (!Number.isInteger(blockSamples) || blockSamples <= 0)
+      throw new RangeError(`block length must be a positive integer, not ${blockSamples}`);
     this.blockBytes = blockSamples * Int16Array.BYTES_PER_ELEMENT;
     this.blocksPerSlab = Math.max(1, Math.floor(slabBytes / this.blockBytes));
   }
@@ -148,7 +149,15 @@ export class AudioBlockPool {
     // Block 0 on top of the stack: a fresh slab is used from its start.
     const freeStack = new Int32Array(n);
     for (let b = 0; b < n; b++) freeStack[b] = n - 1 - b;
-    const slab: Slab = { buffer, blocks, freeStack, freeCount: n, isFree: new Uint8Array(n).fill(1), index: this.slabs.length, freeSince: -1 };
+    const slab: Slab = {
+      buffer,
+      blocks,
+      freeStack,
+      freeCount: n,
+      isFree: new Uint8Array(n).fill(1),
+      index: this.slabs.length,
+      freeSince: -1,
+    };
     this.slabs.push(slab);
     this.slabOf.set(buffer, slab);
     this.carved++;

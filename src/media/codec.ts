@@ -78,7 +78,9 @@ class G711Decoder implements Decoder {
   readonly samplesInPlace = false;
   constructor(readonly format: 'mulaw_8000' | 'alaw_8000') {}
   decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
-    return this.format === 'mulaw_8000' ? mulawDecodeInto(buf, out, offset, length) : alawDecodeInto(buf, out, offset, length);
+    return this.format === 'mulaw_8000'
+      ? mulawDecodeInto(buf, out, offset, length)
+      : alawDecodeInto(buf, out, offset, length);
   }
   maxSamples(bytes: number): number {
     return bytes;
@@ -101,7 +103,11 @@ class G711Encoder implements Encoder {
 export class PcmDecoder implements Decoder {
   private readonly outBytes = new BufferView((b) => new Uint8Array(b));
   readonly samplesInPlace: boolean;
-  constructor(readonly format: AudioFormat, readonly sampleRate: number, private readonly littleEndianHost = LITTLE_ENDIAN_HOST) {
+  constructor(
+    readonly format: AudioFormat,
+    readonly sampleRate: number,
+    private readonly littleEndianHost = LITTLE_ENDIAN_HOST,
+  ) {
     this.samplesInPlace = littleEndianHost;
   }
   decodeInto(buf: Uint8Array, length: number, out: Int16Array, offset = 0): number {
@@ -132,7 +138,11 @@ export class PcmDecoder implements Decoder {
  */
 export class PcmEncoder implements Encoder {
   private readonly outSamples = new BufferView((b) => new Int16Array(b, 0, b.byteLength >> 1));
-  constructor(readonly format: AudioFormat, readonly sampleRate: number, private readonly littleEndianHost = LITTLE_ENDIAN_HOST) {}
+  constructor(
+    readonly format: AudioFormat,
+    readonly sampleRate: number,
+    private readonly littleEndianHost = LITTLE_ENDIAN_HOST,
+  ) {}
   encodeInto(pcm: Int16Array, out: Uint8Array): number {
     const n = pcm.length;
     if (n * 2 > out.length) throw new RangeError(`PCM frame of ${n} samples into ${out.length} bytes`);

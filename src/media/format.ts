@@ -54,7 +54,15 @@ export function samplesPerFrame(sampleRate: number, frameMs: number = FRAME_MS):
 
 function pcm(name: AudioFormat, rate: number): FormatInfo {
   const spf = samplesPerFrame(rate);
-  return { name, encoding: 'pcm', sampleRate: rate, samplesPerFrame: spf, bytesPerFrame: spf * 2, rtpPayloadType: -1, rtpClockRate: rate };
+  return {
+    name,
+    encoding: 'pcm',
+    sampleRate: rate,
+    samplesPerFrame: spf,
+    bytesPerFrame: spf * 2,
+    rtpPayloadType: -1,
+    rtpClockRate: rate,
+  };
 }
 
 const FORMATS: Readonly<Record<AudioFormat, FormatInfo>> = {
@@ -65,9 +73,33 @@ const FORMATS: Readonly<Record<AudioFormat, FormatInfo>> = {
   pcm_16000: pcm('pcm_16000', 16000),
   pcm_8000: pcm('pcm_8000', 8000),
   // G.711: one byte per sample.
-  mulaw_8000: { name: 'mulaw_8000', encoding: 'mulaw', sampleRate: 8000, samplesPerFrame: 160, bytesPerFrame: 160, rtpPayloadType: PAYLOAD_TYPE_PCMU, rtpClockRate: 8000 },
-  alaw_8000: { name: 'alaw_8000', encoding: 'alaw', sampleRate: 8000, samplesPerFrame: 160, bytesPerFrame: 160, rtpPayloadType: PAYLOAD_TYPE_PCMA, rtpClockRate: 8000 },
-  opus_48000: { name: 'opus_48000', encoding: 'opus', sampleRate: 48000, samplesPerFrame: 960, bytesPerFrame: 0, rtpPayloadType: -1, rtpClockRate: 48000 },
+  mulaw_8000: {
+    name: 'mulaw_8000',
+    encoding: 'mulaw',
+    sampleRate: 8000,
+    samplesPerFrame: 160,
+    bytesPerFrame: 160,
+    rtpPayloadType: PAYLOAD_TYPE_PCMU,
+    rtpClockRate: 8000,
+  },
+  alaw_8000: {
+    name: 'alaw_8000',
+    encoding: 'alaw',
+    sampleRate: 8000,
+    samplesPerFrame: 160,
+    bytesPerFrame: 160,
+    rtpPayloadType: PAYLOAD_TYPE_PCMA,
+    rtpClockRate: 8000,
+  },
+  opus_48000: {
+    name: 'opus_48000',
+    encoding: 'opus',
+    sampleRate: 48000,
+    samplesPerFrame: 960,
+    bytesPerFrame: 0,
+    rtpPayloadType: -1,
+    rtpClockRate: 48000,
+  },
 };
 
 export function formatInfo(name: AudioFormat): FormatInfo {

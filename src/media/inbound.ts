@@ -99,7 +99,8 @@ export class InboundAudio {
    * for a payload whose bytes are these samples. At most maxPayloadSamples.
    */
   pushSamples(pcm: Int16Array): void {
-    if (pcm.length > this.maxSamples) throw new RangeError(`PCM payload of ${pcm.length} samples into ${this.maxSamples}`);
+    if (pcm.length > this.maxSamples)
+      throw new RangeError(`PCM payload of ${pcm.length} samples into ${this.maxSamples}`);
     this.plc?.process(pcm, pcm);
     this.deliver(pcm, false);
   }
@@ -181,14 +182,7 @@ export interface RtpInboundOptions {
 
 /** What became of one datagram: constant strings for the stream's counters. */
 export type ReceiveResult =
-  | 'audio'
-  | 'dtmf'
-  | 'dtmf_repeat'
-  | 'rtcp'
-  | 'malformed'
-  | 'wrong_source'
-  | 'unknown_payload_type'
-  | 'dropped';
+  'audio' | 'dtmf' | 'dtmf_repeat' | 'rtcp' | 'malformed' | 'wrong_source' | 'unknown_payload_type' | 'dropped';
 
 export class RtpInbound {
   private readonly view: RtpPacketView = createRtpPacketView();
@@ -198,7 +192,14 @@ export class RtpInbound {
   private latchedPort: number;
   private ssrc = -1;
   readonly counters: Record<ReceiveResult, number> = {
-    audio: 0, dtmf: 0, dtmf_repeat: 0, rtcp: 0, malformed: 0, wrong_source: 0, unknown_payload_type: 0, dropped: 0,
+    audio: 0,
+    dtmf: 0,
+    dtmf_repeat: 0,
+    rtcp: 0,
+    malformed: 0,
+    wrong_source: 0,
+    unknown_payload_type: 0,
+    dropped: 0,
   };
 
   constructor(private readonly opts: RtpInboundOptions) {

@@ -112,8 +112,12 @@ export class JitterBuffer {
     this.frameMs = (opts.ticksPerFrame * 1000) / opts.clockRate;
     this.minDelay = opts.minDelayMs ?? JITTER_BUFFER_DEFAULTS.minDelayMs;
     this.maxDelay = opts.maxDelayMs ?? JITTER_BUFFER_DEFAULTS.maxDelayMs;
-    if (!(this.minDelay > 0 && this.minDelay <= this.maxDelay)) throw new RangeError('jitter buffer needs 0 < minDelayMs <= maxDelayMs');
-    this.targetMs = Math.min(this.maxDelay, Math.max(this.minDelay, opts.initialDelayMs ?? JITTER_BUFFER_DEFAULTS.initialDelayMs));
+    if (!(this.minDelay > 0 && this.minDelay <= this.maxDelay))
+      throw new RangeError('jitter buffer needs 0 < minDelayMs <= maxDelayMs');
+    this.targetMs = Math.min(
+      this.maxDelay,
+      Math.max(this.minDelay, opts.initialDelayMs ?? JITTER_BUFFER_DEFAULTS.initialDelayMs),
+    );
     this.release = opts.release ?? JITTER_BUFFER_DEFAULTS.release;
     // Enough slots for the longest delay plus as many frames again of reordering headroom.
     this.slotCount = Math.ceil((2 * this.maxDelay) / this.frameMs) + 2;

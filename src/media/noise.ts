@@ -36,11 +36,38 @@ interface Mix {
 
 const BEDS: Readonly<Record<NoiseBed, Mix>> = {
   // A quiet open office: air conditioning, a few distant talkers, someone typing.
-  office: { room: 0.4, rumble: 0.3, murmur: 0.45, voices: 4, keyboard: 0.2, keyboardRunsPerMinute: 10, clinks: 0, clinksPerMinute: 0 },
+  office: {
+    room: 0.4,
+    rumble: 0.3,
+    murmur: 0.45,
+    voices: 4,
+    keyboard: 0.2,
+    keyboardRunsPerMinute: 10,
+    clinks: 0,
+    clinksPerMinute: 0,
+  },
   // Many agents talking at once, typing between calls.
-  'call-center': { room: 0.2, rumble: 0.15, murmur: 1, voices: 14, keyboard: 0.2, keyboardRunsPerMinute: 24, clinks: 0, clinksPerMinute: 0 },
+  'call-center': {
+    room: 0.2,
+    rumble: 0.15,
+    murmur: 1,
+    voices: 14,
+    keyboard: 0.2,
+    keyboardRunsPerMinute: 24,
+    clinks: 0,
+    clinksPerMinute: 0,
+  },
   // A busy room of talkers, cups and spoons.
-  'coffee-shop': { room: 0.3, rumble: 0.25, murmur: 0.8, voices: 10, keyboard: 0, keyboardRunsPerMinute: 0, clinks: 0.4, clinksPerMinute: 14 },
+  'coffee-shop': {
+    room: 0.3,
+    rumble: 0.25,
+    murmur: 0.8,
+    voices: 10,
+    keyboard: 0,
+    keyboardRunsPerMinute: 0,
+    clinks: 0.4,
+    clinksPerMinute: 14,
+  },
 };
 
 /** Vowel formants F1, F2, F3 in Hz (Peterson & Barney 1952, adult averages). */
@@ -90,7 +117,13 @@ class Resonator {
 }
 
 function addRoomTone(out: Float32Array, rnd: () => number, pinkGain: number, rumbleGain: number): void {
-  let b0 = 0, b1 = 0, b2 = 0, b3 = 0, b4 = 0, b5 = 0, b6 = 0;
+  let b0 = 0,
+    b1 = 0,
+    b2 = 0,
+    b3 = 0,
+    b4 = 0,
+    b5 = 0,
+    b6 = 0;
   let brown = 0;
   for (let i = 0; i < out.length; i++) {
     const w = rnd() * 2 - 1;
@@ -138,9 +171,13 @@ function addMurmur(out: Float32Array, rate: number, rnd: () => number, voices: n
       }
       const s = syllablePos / syllableLen;
       if ((i & 63) === 0) {
-        for (let k = 0; k < 3; k++) formants[k].tune(vowelFrom[k] + (vowelTo[k] - vowelFrom[k]) * s, FORMANT_BANDWIDTHS[k]);
+        for (let k = 0; k < 3; k++)
+          formants[k].tune(vowelFrom[k] + (vowelTo[k] - vowelFrom[k]) * s, FORMANT_BANDWIDTHS[k]);
         // Intonation: a slow contour falling through each stretch of talk, with jitter.
-        f0 = baseF0 * (1 + 0.08 * Math.sin((2 * Math.PI * i) / (rate * 1.7) + v) - 0.05 * (stretchLeft / rate / 4)) * (1 + (rnd() - 0.5) * 0.02);
+        f0 =
+          baseF0 *
+          (1 + 0.08 * Math.sin((2 * Math.PI * i) / (rate * 1.7) + v) - 0.05 * (stretchLeft / rate / 4)) *
+          (1 + (rnd() - 0.5) * 0.02);
       }
       phase += f0 / rate;
       let excitation = 0;

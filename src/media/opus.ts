@@ -42,7 +42,8 @@ export class OpusCodec {
 
   /** Encodes one 20 ms frame (960 samples at 48 kHz) into one Opus packet. */
   encode(frame: Int16Array): Uint8Array {
-    if (frame.length !== OPUS_FRAME_SAMPLES) throw new RangeError(`opus frame must be ${OPUS_FRAME_SAMPLES} samples, got ${frame.length}`);
+    if (frame.length !== OPUS_FRAME_SAMPLES)
+      throw new RangeError(`opus frame must be ${OPUS_FRAME_SAMPLES} samples, got ${frame.length}`);
     return this.codec.encode(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
   }
 

@@ -89,7 +89,10 @@ export class OutboundStream implements PacedStream {
     this.engineFrame = (opts.engineRate * FRAME_MS) / 1000;
     this.packet = new Uint8Array(RTP_HEADER_BYTES + wire.bytesPerFrame);
     this.payload = this.packet.subarray(RTP_HEADER_BYTES);
-    this.resampler = opts.engineRate === wire.sampleRate ? undefined : new Resampler(opts.engineRate, wire.sampleRate as ResamplerRate, this.engineFrame);
+    this.resampler =
+      opts.engineRate === wire.sampleRate
+        ? undefined
+        : new Resampler(opts.engineRate, wire.sampleRate as ResamplerRate, this.engineFrame);
     this.rtp = new RtpSender({ payloadType: opts.payloadType, ...opts.rtp });
     const queueSamples = Math.ceil((opts.engineRate * (opts.queueMs ?? OUTBOUND_DEFAULT_QUEUE_MS)) / 1000);
     const chunk = this.engineFrame * STRETCH_CHUNK_FRAMES;
@@ -107,7 +110,10 @@ export class OutboundStream implements PacedStream {
     this.queue = new SampleFifo(queueSamples, { array: this.arena, offset: queueAt });
     this.stretched = new SampleFifo(stretchOutSamples * 2, { array: this.arena, offset: stretchedAt });
     this.speed = opts.speed ?? 1;
-    this.noise = opts.noise && opts.noise.level > 0 ? new NoiseMix({ bed: opts.noise.bed, sampleRate: opts.engineRate, level: opts.noise.level }) : undefined;
+    this.noise =
+      opts.noise && opts.noise.level > 0
+        ? new NoiseMix({ bed: opts.noise.bed, sampleRate: opts.engineRate, level: opts.noise.level })
+        : undefined;
     if (opts.telephoneEventPayloadType !== undefined) {
       this.dtmf = new TelephoneEventSender(this.rtp, {
         payloadType: opts.telephoneEventPayloadType,

@@ -29,8 +29,12 @@ export class SampleFifo {
   private size = 0;
 
   /** `arena`: hold the ring in arena[offset, offset + capacity) instead of an array of its own. */
-  constructor(readonly capacity: number, arena?: { array: Int16Array; offset: number }) {
-    if (arena && arena.offset + capacity > arena.array.length) throw new RangeError('sample FIFO does not fit its arena');
+  constructor(
+    readonly capacity: number,
+    arena?: { array: Int16Array; offset: number },
+  ) {
+    if (arena && arena.offset + capacity > arena.array.length)
+      throw new RangeError('sample FIFO does not fit its arena');
     this.buf = arena ? arena.array : new Int16Array(capacity);
     this.base = arena ? arena.offset : 0;
   }

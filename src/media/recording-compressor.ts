@@ -61,7 +61,8 @@ export async function compressRecording(src: string, dst: string, opts: Compress
   try {
     await pipeline([source, ...stages, sink], { signal: opts.signal });
     const size = (await stat(dst)).size;
-    if (size !== sink.bytesWritten) throw new CompressionError(`${dst}: ${size} bytes on disk, ${sink.bytesWritten} written`);
+    if (size !== sink.bytesWritten)
+      throw new CompressionError(`${dst}: ${size} bytes on disk, ${sink.bytesWritten} written`);
     const isize = await readIsize(dst, size);
     if (isize !== source.bytesRead % UINT32_RANGE) {
       throw new CompressionError(`${dst}: gzip ISIZE ${isize} does not match the ${source.bytesRead} bytes of ${src}`);
@@ -117,7 +118,12 @@ export interface CompressedRecording {
 /** How the compressor moves a row (the worker-protocol request `recording_compressed`, or the store directly). */
 export interface CompressionStore {
   /** Compare-and-set: moves the row only while it still points at `from`; updated false changes nothing. */
-  recordingCompressed(conversationId: string, side: RecordingSide, from: string, to: CompressedRecording): Promise<{ updated: boolean }>;
+  recordingCompressed(
+    conversationId: string,
+    side: RecordingSide,
+    from: string,
+    to: CompressedRecording,
+  ): Promise<{ updated: boolean }>;
 }
 
 export type CompressFn = (src: string, dst: string, opts: CompressOptions) => Promise<number>;
@@ -155,7 +161,8 @@ export class RecordingCompressor {
 
   constructor(private readonly opts: CompressorOptions) {
     this.concurrency = opts.concurrency ?? COMPRESSOR_DEFAULTS.concurrency;
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError(`bad compressor concurrency ${this.concurrency}`);
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw new RangeError(`bad compressor concurrency ${this.concurrency}`);
     this.compress = opts.compress ?? compressRecording;
   }
 
@@ -168,7 +175,10 @@ export class RecordingCompressor {
   enqueue(job: CompressionJob): void {
     if (this.state !== 'open') {
       this.outcomes.abandoned++;
-      this.opts.log.info({ conversationId: job.conversationId, wav: job.wav }, 'recording kept as wav: compressor closed');
+      this.opts.log.info(
+        { conversationId: job.conversationId, wav: job.wav },
+        'recording kept as wav: compressor closed',
+      );
       return;
     }
     this.queue.push(job);
@@ -193,7 +203,11 @@ export class RecordingCompressor {
     this.abort.abort();
     await Promise.allSettled([...this.running]);
     this.state = 'closed';
-    if (dropped.length > 0) this.opts.log.info({ dropped: dropped.length }, 'recordings kept as wav: compression not started before shutdown');
+    if (dropped.length > 0)
+      this.opts.log.info(
+        { dropped: dropped.length },
+        'recordings kept as wav: compression not started before shutdown',
+      );
     this.settleIdle();
   }
 
@@ -241,7 +255,11 @@ export class RecordingCompressor {
     }
     let updated: boolean;
     try {
-      ({ updated } = await this.opts.store.recordingCompressed(job.conversationId, job.side, job.wav, { path: gz, format: 'wav.gz', bytes }));
+      ({ updated } = await this.opts.store.recordingCompressed(job.conversationId, job.side, job.wav, {
+        path: gz,
+        format: 'wav.gz',
+        bytes,
+      }));
     } catch (err) {
       log.error({ ...at, err }, 'recording compressed but its row could not be moved: both files kept');
       return 'failed';

@@ -62,7 +62,8 @@ export function recordingPath(dataDir: string, stored: string): string {
   const root = resolve(dataDir, RECORDINGS_DIR);
   const full = resolve(root, stored);
   const rel = relative(root, full);
-  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) throw new RecordingError(`recording path ${stored} is outside ${root}`);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel))
+    throw new RecordingError(`recording path ${stored} is outside ${root}`);
   return full;
 }
 
@@ -188,7 +189,7 @@ abstract class StereoTimeline {
 
   /** Stores pcm[0, to) on a channel from pair `pos`, across blocks; returns the pair after the last. */
   private store(ch: Channel, pos: number, pcm: Int16Array, to: number): number {
-    for (let i = 0; i < to; ) {
+    for (let i = 0; i < to;) {
       const b = Math.floor(pos / this.blockPairs);
       const at = pos - b * this.blockPairs;
       const k = Math.min(to - i, this.blockPairs - at);
@@ -266,7 +267,8 @@ export class StereoRecorder extends StereoTimeline implements BlockSource {
   static async open(path: string, opts: { sampleRate: number; format?: RecordingFormat }): Promise<StereoRecorder> {
     const format = opts.format ?? 'wav';
     const wavPath = format === 'wav.gz' ? path.replace(/\.gz$/, '') : path;
-    if (!Number.isInteger((opts.sampleRate * FRAME_MS) / 1000)) throw new RangeError(`bad recording rate ${opts.sampleRate}`);
+    if (!Number.isInteger((opts.sampleRate * FRAME_MS) / 1000))
+      throw new RangeError(`bad recording rate ${opts.sampleRate}`);
     let file: FileHandle;
     try {
       file = await open(wavPath, 'wx');
@@ -368,7 +370,9 @@ export class StereoRecorder extends StereoTimeline implements BlockSource {
       await unlink(this.wavPath);
     } catch (unlinkErr) {
       causes.push(unlinkErr);
-      return new RecordingError(`${what}; removing it failed too, the file stays: ${(unlinkErr as Error).message}`, { cause: new AggregateError(causes) });
+      return new RecordingError(`${what}; removing it failed too, the file stays: ${(unlinkErr as Error).message}`, {
+        cause: new AggregateError(causes),
+      });
     }
     return new RecordingError(`${what}; the file is removed`, { cause: new AggregateError(causes) });
   }
@@ -395,9 +399,15 @@ export class StereoRecorder extends StereoTimeline implements BlockSource {
     try {
       await unlink(this.wavPath);
     } catch (err) {
-      throw new RecordingError(`removing aborted recording ${this.wavPath} failed: ${(err as Error).message}`, { cause: closeError ? new AggregateError([err, closeError]) : err });
+      throw new RecordingError(`removing aborted recording ${this.wavPath} failed: ${(err as Error).message}`, {
+        cause: closeError ? new AggregateError([err, closeError]) : err,
+      });
     }
-    if (closeError) throw new RecordingError(`closing aborted recording ${this.wavPath} failed (the file is removed): ${(closeError as Error).message}`, { cause: closeError });
+    if (closeError)
+      throw new RecordingError(
+        `closing aborted recording ${this.wavPath} failed (the file is removed): ${(closeError as Error).message}`,
+        { cause: closeError },
+      );
   }
 }
 
@@ -441,7 +451,12 @@ export class StreamedRecorder extends StereoTimeline {
     this.closeTimeline();
     this.state = 'done';
     const frames = this.timeline / this.frameSamples;
-    return { sampleRate: this.sampleRate, frames, durationMs: frames * FRAME_MS, droppedMs: (this.dropped * 1000) / this.sampleRate };
+    return {
+      sampleRate: this.sampleRate,
+      frames,
+      durationMs: frames * FRAME_MS,
+      droppedMs: (this.dropped * 1000) / this.sampleRate,
+    };
   }
 
   /** Takes nothing more; the sink is its owner's to abort. */
@@ -452,7 +467,8 @@ export class StreamedRecorder extends StereoTimeline {
 
 /** The error of a failed block write (an errno from the batch writer, or BLOCK_NOTHING_WRITTEN). */
 function writeError(wavPath: string, error: number, atByte: number): RecordingError {
-  if (error === BLOCK_NOTHING_WRITTEN) return new RecordingError(`writing recording ${wavPath}: nothing written at byte ${atByte}`);
+  if (error === BLOCK_NOTHING_WRITTEN)
+    return new RecordingError(`writing recording ${wavPath}: nothing written at byte ${atByte}`);
   const [code, message] = getSystemErrorMap().get(-error) ?? [`errno ${error}`, 'unknown error'];
   const cause = Object.assign(new Error(`${code}: ${message}, write`), { code, errno: -error, syscall: 'write' });
   return new RecordingError(`writing recording ${wavPath}: ${cause.message}`, { cause });

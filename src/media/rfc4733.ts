@@ -52,7 +52,14 @@ export function readTelephoneEvent(buf: Uint8Array, offset: number, length: numb
   return true;
 }
 
-export function writeTelephoneEvent(out: Uint8Array, offset: number, event: number, end: boolean, volume: number, duration: number): number {
+export function writeTelephoneEvent(
+  out: Uint8Array,
+  offset: number,
+  event: number,
+  end: boolean,
+  volume: number,
+  duration: number,
+): number {
   out[offset] = event & 0xff;
   out[offset + 1] = (end ? END_BIT : 0) | (volume & VOLUME_MASK);
   out[offset + 2] = (duration >>> 8) & 0xff;
@@ -88,8 +95,10 @@ export class TelephoneEventSender {
 
   /** Queues digits to send, each `durationMs` long (rounded up to whole packets). */
   send(digits: string, durationMs: number = DTMF_DEFAULT_DURATION_MS): void {
-    const ticks = Math.ceil((durationMs * this.opts.clockRate) / 1000 / this.opts.ticksPerPacket) * this.opts.ticksPerPacket;
-    if (!(ticks > 0) || ticks > TELEPHONE_EVENT_MAX_DURATION) throw new RangeError(`DTMF duration ${durationMs} ms out of range`);
+    const ticks =
+      Math.ceil((durationMs * this.opts.clockRate) / 1000 / this.opts.ticksPerPacket) * this.opts.ticksPerPacket;
+    if (!(ticks > 0) || ticks > TELEPHONE_EVENT_MAX_DURATION)
+      throw new RangeError(`DTMF duration ${durationMs} ms out of range`);
     const codes = Array.from(digits, dtmfEventCode);
     for (const event of codes) this.queue.push({ event, durationTicks: ticks });
   }
@@ -133,14 +142,27 @@ export class TelephoneEventSender {
         const next = this.queue.shift();
         if (!next) return s;
         // RFC 4733 2.5.1.1: the event's timestamp is the media time at which it starts.
-        return { kind: 'playing', event: next.event, startTs: this.rtp.header.timestamp, elapsed: step, total: next.durationTicks, first: true };
+        return {
+          kind: 'playing',
+          event: next.event,
+          startTs: this.rtp.header.timestamp,
+          elapsed: step,
+          total: next.durationTicks,
+          first: true,
+        };
       }
       case 'playing': {
         if (input !== 'sent') return s;
         s.first = false;
         s.elapsed += step;
         if (s.elapsed < s.total) return s;
-        return { kind: 'ending', event: s.event, startTs: s.startTs, total: s.total, repeatsLeft: TELEPHONE_EVENT_END_REPEATS };
+        return {
+          kind: 'ending',
+          event: s.event,
+          startTs: s.startTs,
+          total: s.total,
+          repeatsLeft: TELEPHONE_EVENT_END_REPEATS,
+        };
       }
       case 'ending': {
         if (input !== 'sent') return s;

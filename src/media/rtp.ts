@@ -41,20 +41,23 @@ export function createRtpHeader(): RtpHeader {
 
 export function createRtpPacketView(): RtpPacketView {
   return {
-    marker: false, payloadType: 0, sequenceNumber: 0, timestamp: 0, ssrc: 0,
-    csrcCount: 0, hasExtension: false, extensionProfile: 0, paddingBytes: 0, payloadOffset: 0, payloadLength: 0,
+    marker: false,
+    payloadType: 0,
+    sequenceNumber: 0,
+    timestamp: 0,
+    ssrc: 0,
+    csrcCount: 0,
+    hasExtension: false,
+    extensionProfile: 0,
+    paddingBytes: 0,
+    payloadOffset: 0,
+    payloadLength: 0,
   };
 }
 
 /** Result of decodeView: 'ok' or why the packet is not an RTP packet we can use. Constant strings, no allocation. */
 export type RtpDecodeResult =
-  | 'ok'
-  | 'too_short'
-  | 'bad_version'
-  | 'rtcp'
-  | 'bad_csrc'
-  | 'bad_extension'
-  | 'bad_padding';
+  'ok' | 'too_short' | 'bad_version' | 'rtcp' | 'bad_csrc' | 'bad_extension' | 'bad_padding';
 
 /**
  * Writes the 12-byte fixed header into `out` at `offset` (no CSRCs, no extension: Parley is an end system).
@@ -84,7 +87,8 @@ export function writeHeaderInto(header: RtpHeader, out: Uint8Array, offset = 0):
 /** Writes header and payload into `out`; returns the packet length. */
 export function encodeInto(header: RtpHeader, payload: Uint8Array, out: Uint8Array): number {
   const length = RTP_HEADER_BYTES + payload.length;
-  if (length > out.length) throw new RangeError(`RTP packet of ${length} bytes does not fit a ${out.length}-byte buffer`);
+  if (length > out.length)
+    throw new RangeError(`RTP packet of ${length} bytes does not fit a ${out.length}-byte buffer`);
   writeHeaderInto(header, out, 0);
   out.set(payload, RTP_HEADER_BYTES);
   return length;
@@ -176,7 +180,12 @@ export class RtpSender {
    * an event carries the event's start timestamp); it is advanced separately (advanceTimestamp), once per frame
    * of media time, so it stays continuous whatever is sent.
    */
-  writeNext(out: Uint8Array, marker: boolean, payloadType: number = this.payloadType, timestamp: number = this.header.timestamp): number {
+  writeNext(
+    out: Uint8Array,
+    marker: boolean,
+    payloadType: number = this.payloadType,
+    timestamp: number = this.header.timestamp,
+  ): number {
     const h = this.header;
     const streamTs = h.timestamp;
     h.marker = marker;

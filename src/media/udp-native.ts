@@ -130,7 +130,11 @@ function requireNativeUdp(): void {
 }
 
 function isNativeErrno(err: unknown): err is NativeErrno {
-  return err instanceof Error && typeof (err as NativeErrno).code === 'string' && typeof (err as NativeErrno).errno === 'number';
+  return (
+    err instanceof Error &&
+    typeof (err as NativeErrno).code === 'string' &&
+    typeof (err as NativeErrno).errno === 'number'
+  );
 }
 
 /** Native errno errors become UdpIoError; anything else (TypeError, RangeError) is rethrown as is. */
@@ -456,7 +460,14 @@ export class NativeUdpSocket {
   stats(): UdpStats {
     addon.udpStats(this.handle, this.statsOut);
     const s = this.statsOut;
-    return { rxPackets: s[0], rxBatches: s[1], rxTruncated: s[2], txPackets: s[3], txDropped: s[4], rxUnhandled: this.unhandled };
+    return {
+      rxPackets: s[0],
+      rxBatches: s[1],
+      rxTruncated: s[2],
+      txPackets: s[3],
+      txDropped: s[4],
+      rxUnhandled: this.unhandled,
+    };
   }
 
   get isClosed(): boolean {
@@ -517,7 +528,7 @@ export class UdpPeerTable {
   private find(address: number, port: number): number {
     const p = port + 1;
     for (let i = this.home(address, port); ; i = (i + 1) & this.mask) {
-      if (this.ports[i] === 0) return -1 - i;  // empty: not present, and where it would go
+      if (this.ports[i] === 0) return -1 - i; // empty: not present, and where it would go
       if (this.ports[i] === p && this.addresses[i] === address) return i;
     }
   }
@@ -530,7 +541,8 @@ export class UdpPeerTable {
 
   /** Maps address:port (address as ipv4ToUint32) to id (>= 0), replacing an earlier id. */
   set(address: number, port: number, id: number): void {
-    if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff) throw new RangeError('peer id must be a non-negative int32');
+    if (!Number.isInteger(id) || id < 0 || id > 0x7fffffff)
+      throw new RangeError('peer id must be a non-negative int32');
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError('port must be 0..65535');
     const i = this.find(address >>> 0, port);
     if (i >= 0) {

@@ -46,7 +46,10 @@ export class FixedHistogram {
 export class SpanTimer {
   private readonly startedAt = new Float64Array(1);
 
-  constructor(private readonly histogram: FixedHistogram, private readonly now: () => number) {}
+  constructor(
+    private readonly histogram: FixedHistogram,
+    private readonly now: () => number,
+  ) {}
 
   start(): void {
     this.startedAt[0] = this.now();

@@ -20,7 +20,10 @@ export interface MetricsListener {
 }
 
 /** A listener for `/metrics` only: 401 without the token when one is set, 404 for any other path. */
-export function listenForMetrics(metrics: NodeMetrics, opts: { host: string; port: number; token: string | undefined }): Promise<MetricsListener> {
+export function listenForMetrics(
+  metrics: NodeMetrics,
+  opts: { host: string; port: number; token: string | undefined },
+): Promise<MetricsListener> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== METRICS_PATH || (req.method !== 'GET' && req.method !== 'HEAD')) {
@@ -32,7 +35,8 @@ export function listenForMetrics(metrics: NodeMetrics, opts: { host: string; por
       return;
     }
     metrics.scrape().then(
-      ({ contentType, body }) => res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body),
+      ({ contentType, body }) =>
+        res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' }).end(body),
       (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`),
     );
   });
@@ -42,10 +46,11 @@ export function listenForMetrics(metrics: NodeMetrics, opts: { host: string; por
       server.off('error', reject);
       resolve({
         port: (server.address() as { port: number }).port,
-        close: () => new Promise((r) => {
-          server.closeAllConnections();
-          server.close(() => r());
-        }),
+        close: () =>
+          new Promise((r) => {
+            server.closeAllConnections();
+            server.close(() => r());
+          }),
       });
     });
   });

@@ -56,7 +56,12 @@ export class RuntimeMetrics {
   snapshot(): RuntimeSnapshot {
     return {
       eventLoopDelay: this.eventLoopDelay.snapshot(),
-      gc: { minor: this.gc.minor.snapshot(), major: this.gc.major.snapshot(), incremental: this.gc.incremental.snapshot(), weakcb: this.gc.weakcb.snapshot() },
+      gc: {
+        minor: this.gc.minor.snapshot(),
+        major: this.gc.major.snapshot(),
+        incremental: this.gc.incremental.snapshot(),
+        weakcb: this.gc.weakcb.snapshot(),
+      },
     };
   }
 
@@ -68,7 +73,7 @@ export class RuntimeMetrics {
   };
 
   private gcEntry(entry: PerformanceEntry): void {
-    const kind = GC_KIND_OF.get(((entry as { detail?: { kind?: number } }).detail)?.kind ?? -1);
+    const kind = GC_KIND_OF.get((entry as { detail?: { kind?: number } }).detail?.kind ?? -1);
     if (kind) this.gc[kind].observe(entry.duration / 1000);
   }
 }

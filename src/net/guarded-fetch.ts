@@ -100,11 +100,15 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
   const maxBytes = options.maxResponseBytes ?? GUARDED_FETCH_DEFAULTS.maxResponseBytes;
   const timeoutMs = options.timeoutMs ?? GUARDED_FETCH_DEFAULTS.timeoutMs;
   const resolve = options.resolve ?? systemResolve;
-  const allowed = options.allowPrivate ? () => true : (options.isAllowedAddress ?? ((a: string) => addressClass(a) === null));
+  const allowed = options.allowPrivate
+    ? () => true
+    : (options.isAllowedAddress ?? ((a: string) => addressClass(a) === null));
 
   async function checkedHop(url: URL, signal: AbortSignal): Promise<Hop> {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new GuardedFetchError('invalid_url', 'endpoint URL must be http or https');
-    if (url.username || url.password) throw new GuardedFetchError('invalid_url', 'endpoint URL must not contain credentials');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new GuardedFetchError('invalid_url', 'endpoint URL must be http or https');
+    if (url.username || url.password)
+      throw new GuardedFetchError('invalid_url', 'endpoint URL must not contain credentials');
     const host = url.hostname.replace(/^\[|\]$/g, '');
     let addresses: { address: string; family: number }[];
     const family = isIP(host);
@@ -117,11 +121,13 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
         if (signal.aborted) throw signal.reason;
         throw new GuardedFetchError('unresolvable', `endpoint host cannot be resolved: ${host}`, { cause: err });
       }
-      if (addresses.length === 0) throw new GuardedFetchError('unresolvable', `endpoint host cannot be resolved: ${host}`);
+      if (addresses.length === 0)
+        throw new GuardedFetchError('unresolvable', `endpoint host cannot be resolved: ${host}`);
     }
     // Every address must pass: the socket may fall back from one to the next.
     const refused = addresses.find((a) => !allowed(a.address));
-    if (refused) throw new GuardedFetchError('address_not_allowed', `endpoint address is not allowed: ${refused.address}`);
+    if (refused)
+      throw new GuardedFetchError('address_not_allowed', `endpoint address is not allowed: ${refused.address}`);
     return { url, host, addresses };
   }
 
@@ -130,7 +136,10 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
     const callerSignal = init.signal ?? undefined;
     callerSignal?.throwIfAborted();
     const exchange = new AbortController();
-    const deadline = setTimeout(() => exchange.abort(new GuardedFetchError('timeout', `no response within ${timeoutMs} ms`)), timeoutMs);
+    const deadline = setTimeout(
+      () => exchange.abort(new GuardedFetchError('timeout', `no response within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     const onCallerAbort = () => exchange.abort(callerSignal!.reason);
     callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
     try {
@@ -148,11 +157,16 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
         const hop = await checkedHop(url, exchange.signal);
         const res = await send(hop, { method, headers, body, signal: exchange.signal, maxBytes, ca: options.ca });
         const location = res.headers.location;
-        if (!REDIRECT_STATUSES.has(res.status) || location === undefined || init.redirect === 'manual') return toResponse(res);
+        if (!REDIRECT_STATUSES.has(res.status) || location === undefined || init.redirect === 'manual')
+          return toResponse(res);
         if (init.redirect === 'error' || maxRedirects === 0) {
-          throw new GuardedFetchError('redirect_refused', `endpoint answered a redirect (HTTP ${res.status}), which is not followed`);
+          throw new GuardedFetchError(
+            'redirect_refused',
+            `endpoint answered a redirect (HTTP ${res.status}), which is not followed`,
+          );
         }
-        if (redirects >= maxRedirects) throw new GuardedFetchError('too_many_redirects', `endpoint redirected more than ${maxRedirects} times`);
+        if (redirects >= maxRedirects)
+          throw new GuardedFetchError('too_many_redirects', `endpoint redirected more than ${maxRedirects} times`);
         let next: URL;
         try {
           next = new URL(location, url);
@@ -216,7 +230,8 @@ function requestBody(body: RequestInit['body']): Buffer | null {
 /** A node `lookup` that answers only the addresses already checked (no second DNS query). */
 function pinnedLookup(addresses: { address: string; family: number }[]): LookupFunction {
   return (_hostname, opts, callback) => {
-    const wanted = opts.family === 4 || opts.family === 6 ? addresses.filter((a) => a.family === opts.family) : addresses;
+    const wanted =
+      opts.family === 4 || opts.family === 6 ? addresses.filter((a) => a.family === opts.family) : addresses;
     const list = wanted.length > 0 ? wanted : addresses;
     if (opts.all) (callback as (err: null, list: { address: string; family: number }[]) => void)(null, list);
     else callback(null, list[0].address, list[0].family);
@@ -277,7 +292,8 @@ function send(hop: Hop, { method, headers, body, signal, maxBytes, ca }: Outgoin
         request.destroy();
         return settle(() => resolve({ ...base, body: null }));
       }
-      const tooLarge = () => fail(new GuardedFetchError('response_too_large', `endpoint response is larger than ${maxBytes} bytes`));
+      const tooLarge = () =>
+        fail(new GuardedFetchError('response_too_large', `endpoint response is larger than ${maxBytes} bytes`));
       if (Number(res.headers['content-length']) > maxBytes) return tooLarge();
       const chunks: Buffer[] = [];
       let size = 0;
@@ -303,7 +319,8 @@ function connectionProblem(err: Error): string {
 
 function toResponse(res: RawResponse): Response {
   // The Response constructor accepts 200-599 only (Fetch standard); a 1xx cannot be final here.
-  if (res.status < 200 || res.status > 599) throw new GuardedFetchError('invalid_response', `endpoint answered an invalid HTTP status ${res.status}`);
+  if (res.status < 200 || res.status > 599)
+    throw new GuardedFetchError('invalid_response', `endpoint answered an invalid HTTP status ${res.status}`);
   const headers = new Headers();
   for (const [name, value] of Object.entries(res.headers)) {
     if (value === undefined) continue;

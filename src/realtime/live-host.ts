@@ -73,7 +73,11 @@ export interface LiveHostOptions {
 }
 
 function errorEvent(message: string, code: string, paramErrors?: Record<string, string>): string {
-  return JSON.stringify({ type: 'error', error: { message, code }, ...(paramErrors ? { param_errors: paramErrors } : {}) });
+  return JSON.stringify({
+    type: 'error',
+    error: { message, code },
+    ...(paramErrors ? { param_errors: paramErrors } : {}),
+  });
 }
 
 /** The attachment's client has its config (its own or, on a reconnect, the conversation's): frames go to `conv`. */
@@ -90,7 +94,15 @@ function stopConfigTimer(att: Attachment): void {
 }
 
 export function newAttachment(): Attachment {
-  return { entry: null, configTimer: null, conv: null, client: null, configured: false, unobserve: null, binaryTo: null };
+  return {
+    entry: null,
+    configTimer: null,
+    conv: null,
+    client: null,
+    configured: false,
+    unobserve: null,
+    binaryTo: null,
+  };
 }
 
 export class LiveHost {
@@ -154,14 +166,20 @@ export class LiveHost {
     const conv = att.conv;
     if (!conv) return void sink.end(CLOSE_POLICY, 'no conversation');
     // Not negotiated (binaryTo would have taken it above).
-    if (binary) return void sink.text(errorEvent('binary frames need binary_audio: true in config', 'binary_not_negotiated'));
+    if (binary)
+      return void sink.text(errorEvent('binary frames need binary_audio: true in config', 'binary_not_negotiated'));
     let json: unknown;
     try {
       json = JSON.parse(typeof data === 'string' ? data : Buffer.from(data).toString('utf8'));
     } catch {
       if (!att.configured) {
         // The first message must be a valid config (docs/sts-protocol.md, "Frames").
-        sink.text(errorEvent('the first message must be a valid config: a text frame must hold one JSON message', 'invalid_config'));
+        sink.text(
+          errorEvent(
+            'the first message must be a valid config: a text frame must hold one JSON message',
+            'invalid_config',
+          ),
+        );
         sink.end(CLOSE_POLICY, 'invalid config');
         return;
       }
@@ -260,7 +278,8 @@ export class LiveHost {
   relayOpen(relayId: number, kind: RelayKind, auth: Auth, id: string, sink: FrameSink): void {
     const att = newAttachment();
     const ok = kind === 'observer' ? this.observe(att, sink, auth, id) : this.reconnect(att, sink, auth, id);
-    if (!ok) return void sink.end(kind === 'observer' ? CLOSE_NOT_LIVE : CLOSE_SESSION_EXPIRED, 'conversation not live');
+    if (!ok)
+      return void sink.end(kind === 'observer' ? CLOSE_NOT_LIVE : CLOSE_SESSION_EXPIRED, 'conversation not live');
     this.owned.set(relayId, { att, sink });
   }
 

@@ -93,7 +93,8 @@ export class SocketSink implements FrameSink {
 
   /** uWS drain: resume audio once the socket has mostly caught up. */
   drained(): void {
-    if (this.state.paused && this.ws.getBufferedAmount() < BACKPRESSURE.audio_low_water_bytes) this.state.paused = false;
+    if (this.state.paused && this.ws.getBufferedAmount() < BACKPRESSURE.audio_low_water_bytes)
+      this.state.paused = false;
   }
 
   end(code: number, reason: string): void {

@@ -9,9 +9,29 @@ import { CONVERSATION_ORIGINS } from '../schemas/conversations.js';
 import type { ConversationOrigin } from '../conversation/host.js';
 import type { Logger } from '../log.js';
 import { MainRequestError, type MainClient } from '../workers/main-client.js';
-import { type LiveHost, newAttachment, CLOSE_NOT_LIVE, CLOSE_RESTARTING, RESTARTING, type Attachment } from './live-host.js';
+import {
+  type LiveHost,
+  newAttachment,
+  CLOSE_NOT_LIVE,
+  CLOSE_RESTARTING,
+  RESTARTING,
+  type Attachment,
+} from './live-host.js';
 import { BACKPRESSURE, RelaySink, SocketSink, type SocketState } from './sink.js';
-import { App, closeListenSocket, DISABLED, listenSocketPort, text, upgradeAfterAwait, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type us_socket_context_t, type WebSocket } from './uws.js';
+import {
+  App,
+  closeListenSocket,
+  DISABLED,
+  listenSocketPort,
+  text,
+  upgradeAfterAwait,
+  type HttpRequest,
+  type HttpResponse,
+  type TemplatedApp,
+  type us_listen_socket,
+  type us_socket_context_t,
+  type WebSocket,
+} from './uws.js';
 import type { RelayKind, SocketInspection, WorkerNotice } from '../workers/worker-protocol.js';
 
 /** RFC 6455 7.4.1: 1011, the server met an unexpected condition. */
@@ -65,7 +85,11 @@ interface Refusal {
   code: string;
 }
 
-const UNAUTHORIZED: Refusal = { status: '401 Unauthorized', message: 'missing or invalid API key or session token', code: 'unauthorized' };
+const UNAUTHORIZED: Refusal = {
+  status: '401 Unauthorized',
+  message: 'missing or invalid API key or session token',
+  code: 'unauthorized',
+};
 const SCOPED_TOKEN: Refusal = {
   status: '403 Forbidden',
   message: 'a session token restricted to conversation_ids cannot open the STS WebSocket',
@@ -77,8 +101,16 @@ const API_KEY_IN_QUERY: Refusal = {
   message: '?session_token= takes session tokens only: send an API key in the Authorization header (Bearer)',
   code: 'unauthorized',
 };
-const SHUTTING_DOWN: Refusal = { status: '503 Service Unavailable', message: 'the node is shutting down', code: 'unavailable' };
-const NOT_IN_SCOPE: Refusal = { status: '403 Forbidden', message: 'the session token does not cover this conversation', code: 'forbidden' };
+const SHUTTING_DOWN: Refusal = {
+  status: '503 Service Unavailable',
+  message: 'the node is shutting down',
+  code: 'unavailable',
+};
+const NOT_IN_SCOPE: Refusal = {
+  status: '403 Forbidden',
+  message: 'the session token does not cover this conversation',
+  code: 'forbidden',
+};
 
 export class StsServer {
   private app: TemplatedApp | null = null;
@@ -112,7 +144,8 @@ export class StsServer {
       upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) =>
         this.upgrade(kind, res, req, context),
       open: (ws: WebSocket<SocketData>) => this.opened(ws),
-      message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => this.received(ws, message, isBinary),
+      message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) =>
+        this.received(ws, message, isBinary),
       drain: (ws: WebSocket<SocketData>) => {
         ws.getUserData().sink?.drained();
         this.reportRelayFlow(ws.getUserData());
@@ -134,12 +167,7 @@ export class StsServer {
     });
   }
 
-  private upgrade(
-    kind: SocketKind,
-    res: HttpResponse,
-    req: HttpRequest,
-    context: us_socket_context_t,
-  ): void {
+  private upgrade(kind: SocketKind, res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
     // The request dies with this callback: copy everything first, then register onAborted before any await.
     const key = req.getHeader('sec-websocket-key');
     const protocol = req.getHeader('sec-websocket-protocol');
@@ -160,7 +188,10 @@ export class StsServer {
     this.pendingUpgrades.add(res);
     const refuse = (r: Refusal) =>
       res.cork(() => {
-        res.writeStatus(r.status).writeHeader('content-type', 'application/json').end(JSON.stringify({ error: { message: r.message, code: r.code } }));
+        res
+          .writeStatus(r.status)
+          .writeHeader('content-type', 'application/json')
+          .end(JSON.stringify({ error: { message: r.message, code: r.code } }));
       });
     void this.authenticate(secret, peer, forwardedFor).then(
       (outcome) => {
@@ -170,11 +201,19 @@ export class StsServer {
         if ('status' in outcome) return refuse(outcome);
         const auth = outcome;
         if (secretInQuery && auth.kind !== 'session_token') return refuse(API_KEY_IN_QUERY);
-        if (kind === 'sts' && auth.kind === 'session_token' && auth.conversationIds !== null) return refuse(SCOPED_TOKEN);
-        if (kind === 'observer' && auth.kind === 'session_token' && auth.conversationIds !== null && !auth.conversationIds.includes(observed!)) {
+        if (kind === 'sts' && auth.kind === 'session_token' && auth.conversationIds !== null)
+          return refuse(SCOPED_TOKEN);
+        if (
+          kind === 'observer' &&
+          auth.kind === 'session_token' &&
+          auth.conversationIds !== null &&
+          !auth.conversationIds.includes(observed!)
+        ) {
           return refuse(NOT_IN_SCOPE);
         }
-        const origin = (CONVERSATION_ORIGINS as readonly string[]).includes(originParam ?? '') ? (originParam as ConversationOrigin['origin']) : 'direct';
+        const origin = (CONVERSATION_ORIGINS as readonly string[]).includes(originParam ?? '')
+          ? (originParam as ConversationOrigin['origin'])
+          : 'direct';
         // The fields every client frame reads first (V8 lays them out in this order).
         const data: SocketData = {
           relayId: null,
@@ -193,18 +232,24 @@ export class StsServer {
       (err: Error) => {
         this.opts.log.error({ err }, 'sts: authentication failed');
         this.pendingUpgrades.delete(res);
-        if (!aborted) refuse({ status: '503 Service Unavailable', message: 'authentication is unavailable', code: 'unavailable' });
+        if (!aborted)
+          refuse({ status: '503 Service Unavailable', message: 'authentication is unavailable', code: 'unavailable' });
       },
     );
   }
 
-  private async authenticate(secret: string | null, peer: string, forwardedFor: string | undefined): Promise<Auth | Refusal> {
+  private async authenticate(
+    secret: string | null,
+    peer: string,
+    forwardedFor: string | undefined,
+  ): Promise<Auth | Refusal> {
     if (!secret) return UNAUTHORIZED;
     const address = clientAddress(peer, forwardedFor, this.opts.trustedProxies);
     try {
       return (await this.opts.main.request('authenticate', { secret, clientAddress: address })) ?? UNAUTHORIZED;
     } catch (err) {
-      if (err instanceof MainRequestError && err.status === 403) return { status: '403 Forbidden', message: err.message, code: err.code ?? 'forbidden' };
+      if (err instanceof MainRequestError && err.status === 403)
+        return { status: '403 Forbidden', message: err.message, code: err.code ?? 'forbidden' };
       throw err;
     }
   }
@@ -219,7 +264,8 @@ export class StsServer {
       return this.host.open(d, sink, d.auth, d.origin);
     }
     const id = d.conversationId!;
-    const local = d.kind === 'observer' ? this.host.observe(d, sink, d.auth, id) : this.host.reconnect(d, sink, d.auth, id);
+    const local =
+      d.kind === 'observer' ? this.host.observe(d, sink, d.auth, id) : this.host.reconnect(d, sink, d.auth, id);
     if (local) return;
     this.relay(ws, d.kind === 'observer' ? 'observer' : 'reconnect', id);
   }
@@ -338,7 +384,8 @@ export class StsServer {
     this.draining = true;
     for (const ws of this.sockets) {
       const d = ws.getUserData();
-      if (d.kind === 'sts' && d.relayId === null && !d.configured && d.conversationId === null) d.sink?.end(CLOSE_RESTARTING, RESTARTING);
+      if (d.kind === 'sts' && d.relayId === null && !d.configured && d.conversationId === null)
+        d.sink?.end(CLOSE_RESTARTING, RESTARTING);
     }
   }
 

@@ -4,7 +4,14 @@ import uWS from 'uWebSockets.js';
 
 import type { HttpResponse, RecognizedString, us_socket_context_t } from 'uWebSockets.js';
 
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, us_socket_context_t, WebSocket } from 'uWebSockets.js';
+export type {
+  HttpRequest,
+  HttpResponse,
+  TemplatedApp,
+  us_listen_socket,
+  us_socket_context_t,
+  WebSocket,
+} from 'uWebSockets.js';
 
 export const App = uWS.App;
 export const DISABLED = uWS.DISABLED;

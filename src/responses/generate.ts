@@ -29,7 +29,12 @@ export interface GenerateDeps {
 const defaultCallId = () => `call_${randomUUID()}`;
 
 /** Asks for what the assistant says before calling `toolName`, when the model called it without a word. */
-async function speechBefore(messages: ChatMessage[], offered: OfferedTool[], toolName: string, deps: GenerateDeps): Promise<string> {
+async function speechBefore(
+  messages: ChatMessage[],
+  offered: OfferedTool[],
+  toolName: string,
+  deps: GenerateDeps,
+): Promise<string> {
   const completion = await deps.chat.complete({
     messages: [
       ...messages,
@@ -45,7 +50,8 @@ async function speechBefore(messages: ChatMessage[], offered: OfferedTool[], too
     signal: deps.signal,
   });
   const text = completion.content.trim();
-  if (text === '') throw new ChatUpstreamInvalidError(`the model gave no speech before '${toolName}', which requires it`);
+  if (text === '')
+    throw new ChatUpstreamInvalidError(`the model gave no speech before '${toolName}', which requires it`);
   return text;
 }
 
@@ -60,7 +66,11 @@ async function searchResult(deps: GenerateDeps, query: string): Promise<string> 
   }
 }
 
-async function generateOne(base: ChatMessage[], offered: OfferedTool[], deps: GenerateDeps): Promise<GeneratedResponse> {
+async function generateOne(
+  base: ChatMessage[],
+  offered: OfferedTool[],
+  deps: GenerateDeps,
+): Promise<GeneratedResponse> {
   const newCallId = deps.newCallId ?? defaultCallId;
   const messages = [...base];
   const spoken: string[] = [];
@@ -85,7 +95,8 @@ async function generateOne(base: ChatMessage[], offered: OfferedTool[], deps: Ge
       }
       continue;
     }
-    if (meaning.dropped.length > 0) deps.log.info({ dropped: meaning.dropped }, 'tool calls dropped by the speech rules');
+    if (meaning.dropped.length > 0)
+      deps.log.info({ dropped: meaning.dropped }, 'tool calls dropped by the speech rules');
     let text = meaning.text;
     if (meaning.speechNeededFor !== null && spoken.length === 0) {
       text = await speechBefore(messages, tools, meaning.speechNeededFor, deps);

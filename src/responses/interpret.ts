@@ -65,7 +65,10 @@ export function actionOf(call: ParsedCall): Action | null {
       const phone = t.phone_number ?? stringArg(call, 'phone_number', E164_PATTERN, 'an E.164 number');
       let dtmf = t.dtmf;
       if (t.dynamic_dtmf) {
-        dtmf = call.args.dtmf === undefined || call.args.dtmf === '' ? null : stringArg(call, 'dtmf', DTMF_DIGITS_PATTERN, 'keypad keys');
+        dtmf =
+          call.args.dtmf === undefined || call.args.dtmf === ''
+            ? null
+            : stringArg(call, 'dtmf', DTMF_DIGITS_PATTERN, 'keypad keys');
       }
       return {
         type: 'transfer_to_phone_number',
@@ -80,7 +83,9 @@ export function actionOf(call: ParsedCall): Action | null {
     case 'transfer_to_agent': {
       const agent = call.args.agent;
       if (typeof agent !== 'string' || !tool.tool.agents_to_transfer_to.includes(agent)) {
-        throw invalid(`the model called '${tool.name}' with an agent that is not one of ${tool.tool.agents_to_transfer_to.join(', ')}`);
+        throw invalid(
+          `the model called '${tool.name}' with an agent that is not one of ${tool.tool.agents_to_transfer_to.join(', ')}`,
+        );
       }
       return { type: 'transfer_to_agent', agent };
     }

@@ -32,7 +32,9 @@ export function systemMessage(shape: PromptShape): string {
             'answer in the language the user speaks.',
     );
   } else if (shape.additional_languages.length > 0) {
-    parts.push(`The user may speak ${shape.additional_languages.map(languageName).join(' or ')}: answer in the language the user speaks.`);
+    parts.push(
+      `The user may speak ${shape.additional_languages.map(languageName).join(' or ')}: answer in the language the user speaks.`,
+    );
   }
   return parts.filter((p) => p.length > 0).join('\n\n');
 }

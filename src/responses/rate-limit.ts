@@ -13,5 +13,8 @@ export function takeResponsesToken(
   orgId: string,
   settings: Pick<Settings, 'PARLEY_RESPONSES_RATE_PER_MIN' | 'PARLEY_RESPONSES_RATE_BURST'>,
 ): Promise<Take> {
-  return takeToken(sql, bucketKey(orgId), { perMinute: settings.PARLEY_RESPONSES_RATE_PER_MIN, burst: settings.PARLEY_RESPONSES_RATE_BURST });
+  return takeToken(sql, bucketKey(orgId), {
+    perMinute: settings.PARLEY_RESPONSES_RATE_PER_MIN,
+    burst: settings.PARLEY_RESPONSES_RATE_BURST,
+  });
 }

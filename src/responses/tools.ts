@@ -63,7 +63,13 @@ export type OfferedTool =
   | { kind: 'inline'; name: string; definition: InlineToolDefinition; speech: SpeechRule }
   | { kind: 'keypad_input'; name: string; description?: string; speech: SpeechRule }
   | { kind: 'natural_conversation_ending'; name: string; description?: string; speech: SpeechRule }
-  | { kind: 'choose_not_to_respond'; name: string; description?: string; respondAfterSec: number | null; speech: SpeechRule }
+  | {
+      kind: 'choose_not_to_respond';
+      name: string;
+      description?: string;
+      respondAfterSec: number | null;
+      speech: SpeechRule;
+    }
   | { kind: 'web_search'; name: string; speech: SpeechRule }
   | { kind: 'transfer_to_phone_number'; name: string; tool: StoredPhoneTransfer; speech: SpeechRule }
   | { kind: 'transfer_to_agent'; name: string; tool: StoredAgentTransfer; speech: SpeechRule };
@@ -118,18 +124,26 @@ export function functionFor(tool: OfferedTool): ChatFunctionTool {
       const properties: Record<string, unknown> = {};
       const required: string[] = [];
       if (tool.tool.phone_number === null) {
-        properties.phone_number = { type: 'string', description: 'E.164 number to transfer the call to, e.g. +14155550123' };
+        properties.phone_number = {
+          type: 'string',
+          description: 'E.164 number to transfer the call to, e.g. +14155550123',
+        };
         required.push('phone_number');
       }
       if (tool.tool.dynamic_dtmf) {
-        properties.dtmf = { type: 'string', description: 'Keys to press once the transfer connects (0-9, *, #), if any' };
+        properties.dtmf = {
+          type: 'string',
+          description: 'Keys to press once the transfer connects (0-9, *, #), if any',
+        };
       }
       return fn(tool.tool.description, { type: 'object', properties, required, additionalProperties: false });
     }
     case 'transfer_to_agent':
       return fn(tool.tool.description, {
         type: 'object',
-        properties: { agent: { type: 'string', enum: tool.tool.agents_to_transfer_to, description: 'Agent to hand over to' } },
+        properties: {
+          agent: { type: 'string', enum: tool.tool.agents_to_transfer_to, description: 'Agent to hand over to' },
+        },
         required: ['agent'],
         additionalProperties: false,
       });
@@ -156,7 +170,11 @@ export function storedActionTool(tool: StoredActionTool): OfferedTool {
   switch (tool.type) {
     case 'built_in_transfer_to_phone_number':
     case 'built_in_transfer_to_agent': {
-      const speech: SpeechRule = { requireBefore: tool.require_speech_before_tool_call, forbidCallAfterSpeech: false, suppress: false };
+      const speech: SpeechRule = {
+        requireBefore: tool.require_speech_before_tool_call,
+        forbidCallAfterSpeech: false,
+        suppress: false,
+      };
       return tool.type === 'built_in_transfer_to_phone_number'
         ? { kind: 'transfer_to_phone_number', name, tool, speech }
         : { kind: 'transfer_to_agent', name, tool, speech };
@@ -164,8 +182,19 @@ export function storedActionTool(tool: StoredActionTool): OfferedTool {
     case 'built_in_keypad_input':
       return { kind: 'keypad_input', name, description, speech: speechRule(tool.speech_before_tool_call ?? undefined) };
     case 'built_in_natural_conversation_ending':
-      return { kind: 'natural_conversation_ending', name, description, speech: speechRule(tool.speech_before_tool_call ?? undefined) };
+      return {
+        kind: 'natural_conversation_ending',
+        name,
+        description,
+        speech: speechRule(tool.speech_before_tool_call ?? undefined),
+      };
     case 'built_in_choose_not_to_respond':
-      return { kind: 'choose_not_to_respond', name, description, respondAfterSec: tool.respond_after_sec, speech: speechRule() };
+      return {
+        kind: 'choose_not_to_respond',
+        name,
+        description,
+        respondAfterSec: tool.respond_after_sec,
+        speech: speechRule(),
+      };
   }
 }

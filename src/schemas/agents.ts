@@ -50,7 +50,8 @@ export const pronunciationDictionary = z
   .superRefine((items, ctx) => {
     const seen = new Set<string>();
     items.forEach((item, i) => {
-      if (seen.has(item.word)) ctx.addIssue({ code: 'custom', path: [i, 'word'], message: `duplicate word "${item.word}"` });
+      if (seen.has(item.word))
+        ctx.addIssue({ code: 'custom', path: [i, 'word'], message: `duplicate word "${item.word}"` });
       seen.add(item.word);
     });
   });
@@ -289,7 +290,10 @@ export interface RuleIssue {
 export function agentRuleIssues(cfg: AgentConfig, phone: PhonePlan): RuleIssue[] {
   const issues: RuleIssue[] = [];
   if (cfg.additional_languages.includes(cfg.default_language)) {
-    issues.push({ path: 'additional_languages', message: `must not contain the default_language "${cfg.default_language}"` });
+    issues.push({
+      path: 'additional_languages',
+      message: `must not contain the default_language "${cfg.default_language}"`,
+    });
   }
   if (cfg.multilingual_mode === 'auto' && cfg.additional_languages.length > MAX_ADDITIONAL_LANGUAGES_AUTO) {
     issues.push({
@@ -323,7 +327,10 @@ export function agentRuleIssues(cfg: AgentConfig, phone: PhonePlan): RuleIssue[]
   }
   if (cfg.external_storage_policy !== null) {
     if (!cfg.data_retention_policy.zero_data_retention) {
-      issues.push({ path: 'external_storage_policy', message: 'requires a data_retention_policy with zero_data_retention' });
+      issues.push({
+        path: 'external_storage_policy',
+        message: 'requires a data_retention_policy with zero_data_retention',
+      });
     }
     if (cfg.enable_redaction) {
       issues.push({ path: 'external_storage_policy', message: 'cannot be combined with enable_redaction' });
@@ -377,7 +384,9 @@ export const agentRecord = z.object({
   boosted_keywords: z.array(z.string()),
   pronunciation_dictionary: z.array(z.object({ word: z.string(), pronunciation: z.string() })),
   min_words_to_interrupt: z.number(),
-  configuration_endpoint: z.object({ url: z.string(), headers: z.record(z.string(), z.string()).optional(), timeout_ms: z.number() }).nullable(),
+  configuration_endpoint: z
+    .object({ url: z.string(), headers: z.record(z.string(), z.string()).optional(), timeout_ms: z.number() })
+    .nullable(),
   inbound_rollout: z.number(),
   inbound_rollout_forward_phone_number: z.string().nullable(),
   vad_prebuffer_duration_ms: z.number(),

@@ -7,15 +7,32 @@ import { backgroundNoise, dataRetentionPolicy, multilingualMode } from './agents
 
 /** A conversation's `origin`: where it came from. */
 export const CONVERSATION_ORIGINS = [
-  'web', 'web-playground', 'web-demo', 'direct', 'framework-agents-py', 'framework-agents-js', 'sdk-py', 'sdk-js',
-  'inbound', 'telephony-inbound', 'outbound', 'telephony-outbound', 'replay',
+  'web',
+  'web-playground',
+  'web-demo',
+  'direct',
+  'framework-agents-py',
+  'framework-agents-js',
+  'sdk-py',
+  'sdk-js',
+  'inbound',
+  'telephony-inbound',
+  'outbound',
+  'telephony-outbound',
+  'replay',
 ] as const;
 export const conversationOrigin = z.enum(CONVERSATION_ORIGINS);
 
 /** A conversation's `ended_by`, the terminal cause. */
 export const ENDED_BY = [
-  'user', 'user_canceled', 'user_validation_failed', 'assistant', 'assistant_silence_limit_reached',
-  'configuration_endpoint_timed_out', 'configuration_endpoint_error', 'configuration_endpoint_invalid_response',
+  'user',
+  'user_canceled',
+  'user_validation_failed',
+  'assistant',
+  'assistant_silence_limit_reached',
+  'configuration_endpoint_timed_out',
+  'configuration_endpoint_error',
+  'configuration_endpoint_invalid_response',
   'error',
 ] as const;
 export const endedBy = z.enum(ENDED_BY);
@@ -285,7 +302,11 @@ export const getConversationQuery = z.object({
 export const listConversationsQuery = z
   .object({
     project: z.string().min(1).default('main').describe('project name or id'),
-    external_id: z.string().min(1).optional().describe('client tracking id; exactly one match answers `{conversation}`'),
+    external_id: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('client tracking id; exactly one match answers `{conversation}`'),
     duration_min: durationSec.optional().describe('minimum duration, whole seconds'),
     duration_max: durationSec.optional().describe('maximum duration, whole seconds (inclusive)'),
     started_at_min: timeBound('min').optional(),

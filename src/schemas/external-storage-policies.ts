@@ -8,7 +8,12 @@ export const ADDRESSING_STYLES = ['auto', 'virtual', 'path'] as const;
 const bucket = z
   .string()
   .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name (3-63 lowercase letters, digits, . and -)');
-const region = z.string().min(1).max(64).regex(/^[a-z0-9-]+$/, 'must be a region name such as us-east-1').nullable();
+const region = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z0-9-]+$/, 'must be a region name such as us-east-1')
+  .nullable();
 const keyPrefix = z.string().max(1024).nullable();
 const credential = z.string().min(1).max(1024);
 
@@ -44,7 +49,11 @@ export function externalStoragePolicySchemas(rules: UrlRules) {
       const one = (b.access_key_id === undefined) !== (b.secret_access_key === undefined);
       if (one) {
         const missing = b.access_key_id === undefined ? 'access_key_id' : 'secret_access_key';
-        ctx.addIssue({ code: 'custom', path: [missing], message: 'access_key_id and secret_access_key must be supplied together' });
+        ctx.addIssue({
+          code: 'custom',
+          path: [missing],
+          message: 'access_key_id and secret_access_key must be supplied together',
+        });
       }
     });
   return { create, update };

@@ -1,7 +1,16 @@
 // Extraction schemas: the record, and the create, list, get, update and delete requests of /v1/extraction_schemas.
 import { z } from 'zod';
 
-export const EXTRACTION_FIELD_TYPES = ['string', 'int', 'float', 'bool', 'string[]', 'int[]', 'float[]', 'bool[]'] as const;
+export const EXTRACTION_FIELD_TYPES = [
+  'string',
+  'int',
+  'float',
+  'bool',
+  'string[]',
+  'int[]',
+  'float[]',
+  'bool[]',
+] as const;
 /** Fields of one schema (Parley's bound). */
 export const EXTRACTION_MAX_FIELDS = 100;
 
@@ -25,7 +34,8 @@ const fields = z
   .superRefine((list, ctx) => {
     const seen = new Set<string>();
     list.forEach((f, i) => {
-      if (seen.has(f.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate field name '${f.name}'` });
+      if (seen.has(f.name))
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate field name '${f.name}'` });
       seen.add(f.name);
     });
   });
@@ -41,14 +51,20 @@ export const createExtractionSchemaBody = z
   .object({ name: extractionSchemaName, prompt: z.string().min(1).max(100_000), fields })
   .strict();
 export const updateExtractionSchemaBody = z
-  .object({ name: extractionSchemaName.optional(), prompt: z.string().min(1).max(100_000).optional(), fields: fields.optional() })
+  .object({
+    name: extractionSchemaName.optional(),
+    prompt: z.string().min(1).max(100_000).optional(),
+    fields: fields.optional(),
+  })
   .strict();
 
 export const extractionSchema = z.object({
   id: z.string(),
   name: z.string(),
   prompt: z.string(),
-  fields: z.array(z.object({ name: z.string(), type: z.enum(EXTRACTION_FIELD_TYPES), description: z.string().nullable() })),
+  fields: z.array(
+    z.object({ name: z.string(), type: z.enum(EXTRACTION_FIELD_TYPES), description: z.string().nullable() }),
+  ),
 });
 export type ExtractionSchema = z.infer<typeof extractionSchema>;
 export const extractionSchemaBody = z.object({ extraction_schema: extractionSchema });

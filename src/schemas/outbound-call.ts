@@ -66,7 +66,11 @@ export function outboundCallConfig(rules: UrlRules) {
     .superRefine((cfg, ctx) => {
       const additional = cfg.additional_languages ?? [];
       if (cfg.default_language !== undefined && additional.includes(cfg.default_language)) {
-        ctx.addIssue({ code: 'custom', path: ['additional_languages'], message: `must not contain the default_language "${cfg.default_language}"` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['additional_languages'],
+          message: `must not contain the default_language "${cfg.default_language}"`,
+        });
       }
       if (cfg.multilingual_mode === 'auto' && additional.length > MAX_ADDITIONAL_LANGUAGES_AUTO) {
         ctx.addIssue({
@@ -95,7 +99,8 @@ export type OutboundCallBody = z.infer<ReturnType<typeof outboundCallBody>>;
 /** 200 (dry run) and 201 (call placed) bodies. */
 export const outboundCallResponse = z.object({ conversation_id: z.string().nullable(), dry_run: z.boolean() });
 
-export const DEFAULT_OUTBOUND_SYSTEM_PROMPT = 'You are a helpful voice assistant on a phone call. Reply in one or two sentences.';
+export const DEFAULT_OUTBOUND_SYSTEM_PROMPT =
+  'You are a helpful voice assistant on a phone call. Reply in one or two sentences.';
 
 /** The defaults of OutboundCallConfig when no agent is named. */
 export const OUTBOUND_CALL_DEFAULTS = {
@@ -150,6 +155,8 @@ export function resolveOutboundCallConfig<A extends Record<string, unknown>>(
     if (config.additional_languages === undefined) sent.additional_languages = config.languages.slice(1);
   }
   for (const k of Object.keys(sent)) if (sent[k] === undefined) delete sent[k];
-  const base: Record<string, unknown> = agentSettings ? { ...structuredClone(OUTBOUND_CALL_DEFAULTS), ...agentSettings } : structuredClone(OUTBOUND_CALL_DEFAULTS);
+  const base: Record<string, unknown> = agentSettings
+    ? { ...structuredClone(OUTBOUND_CALL_DEFAULTS), ...agentSettings }
+    : structuredClone(OUTBOUND_CALL_DEFAULTS);
   return { ...base, ...sent };
 }

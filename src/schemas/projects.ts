@@ -26,16 +26,20 @@ const maxActive = z.number().int().min(0).max(1_000_000).nullable();
 /** An agent name or id of the project, or null to clear. */
 const defaultAgent = z.string().min(1).max(200).nullable();
 
-export const createProjectBody = z.object({
-  name: projectName,
-  max_active_conversations: maxActive.optional(),
-}).strict();
+export const createProjectBody = z
+  .object({
+    name: projectName,
+    max_active_conversations: maxActive.optional(),
+  })
+  .strict();
 
-export const updateProjectBody = z.object({
-  name: projectName.optional(),
-  max_active_conversations: maxActive.optional(),
-  default_agent: defaultAgent.optional(),
-}).strict();
+export const updateProjectBody = z
+  .object({
+    name: projectName.optional(),
+    max_active_conversations: maxActive.optional(),
+    default_agent: defaultAgent.optional(),
+  })
+  .strict();
 
 export const projectParams = z.object({ nameOrId: z.string().min(1).max(200) });
 export const projectBody = z.object({ project });

@@ -2,7 +2,12 @@
 import { z } from 'zod';
 import { vendorModel } from './agents.js';
 import { e164, lang } from './common.js';
-import { MAX_JSON_SCHEMA_DEPTH, parametersObjectShape, RESERVED_PARAMETER_NAMES, type PropertySchema } from './tools.js';
+import {
+  MAX_JSON_SCHEMA_DEPTH,
+  parametersObjectShape,
+  RESERVED_PARAMETER_NAMES,
+  type PropertySchema,
+} from './tools.js';
 
 // ---- inline JSON-Schema parameters (tool parameter rules 5 and 7, src/schemas/tools.ts) --------------------
 
@@ -14,8 +19,10 @@ function schemaIssues(s: PropertySchema, depth: number, path: (string | number)[
     out.push({ path, message: `nesting is deeper than ${MAX_JSON_SCHEMA_DEPTH} levels` });
     return;
   }
-  if (s.enum && s.type !== 'string') out.push({ path: [...path, 'enum'], message: 'enum is only allowed on string parameters' });
-  if (s.items && s.type !== 'array') out.push({ path: [...path, 'items'], message: 'items is only allowed on array parameters' });
+  if (s.enum && s.type !== 'string')
+    out.push({ path: [...path, 'enum'], message: 'enum is only allowed on string parameters' });
+  if (s.items && s.type !== 'array')
+    out.push({ path: [...path, 'items'], message: 'items is only allowed on array parameters' });
   if ((s.properties || s.required || s.additionalProperties !== undefined) && s.type !== 'object') {
     out.push({ path, message: 'properties, required and additionalProperties are only allowed on object parameters' });
   }
@@ -25,33 +32,42 @@ function schemaIssues(s: PropertySchema, depth: number, path: (string | number)[
         out.push({ path: [...path, 'required', i], message: `'${name}' is not in properties` });
       }
     }
-    for (const [name, child] of Object.entries(s.properties ?? {})) schemaIssues(child, depth + 1, [...path, 'properties', name], out);
+    for (const [name, child] of Object.entries(s.properties ?? {}))
+      schemaIssues(child, depth + 1, [...path, 'properties', name], out);
   }
   if (s.items) schemaIssues(s.items, depth + 1, [...path, 'items'], out);
   for (const [i, alt] of (s.anyOf ?? []).entries()) schemaIssues(alt, depth + 1, [...path, 'anyOf', i], out);
 }
 
 /** Tool parameter rule 5 (tools.ts parametersObject) with its nesting, `required`, `enum` and rule-7 checks. */
-export const jsonSchemaParameters = parametersObjectShape
-  .superRefine((schema, ctx) => {
-    const issues: Issue[] = [];
-    for (const name of Object.keys(schema.properties)) {
-      if ((RESERVED_PARAMETER_NAMES as readonly string[]).includes(name)) {
-        issues.push({ path: ['properties', name], message: `'${name}' is a reserved parameter name` });
-      }
+export const jsonSchemaParameters = parametersObjectShape.superRefine((schema, ctx) => {
+  const issues: Issue[] = [];
+  for (const name of Object.keys(schema.properties)) {
+    if ((RESERVED_PARAMETER_NAMES as readonly string[]).includes(name)) {
+      issues.push({ path: ['properties', name], message: `'${name}' is a reserved parameter name` });
     }
-    schemaIssues({ ...schema, type: 'object' }, 1, [], issues);
-    for (const issue of issues) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
-  });
+  }
+  schemaIssues({ ...schema, type: 'object' }, 1, [], issues);
+  for (const issue of issues) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+});
 export type JsonSchemaParameters = z.infer<typeof jsonSchemaParameters>;
 
 // ---- tools -----------------------------------------------------------------------------------------------
 
 /** Built-in tools a request may name in `tools`. */
-export const BUILT_IN_TOOLS = ['keypad_input', 'natural_conversation_ending', 'choose_not_to_respond', 'web_search'] as const;
+export const BUILT_IN_TOOLS = [
+  'keypad_input',
+  'natural_conversation_ending',
+  'choose_not_to_respond',
+  'web_search',
+] as const;
 export type BuiltInToolName = (typeof BUILT_IN_TOOLS)[number];
 /** Names no inline tool definition may take: the built-ins, and the functions transfers are offered as. */
-export const RESERVED_TOOL_NAMES: readonly string[] = [...BUILT_IN_TOOLS, 'transfer_to_phone_number', 'transfer_to_agent'];
+export const RESERVED_TOOL_NAMES: readonly string[] = [
+  ...BUILT_IN_TOOLS,
+  'transfer_to_phone_number',
+  'transfer_to_agent',
+];
 
 export const speechBeforeToolCall = z.enum(['required', 'optional', 'suppressed']);
 export type SpeechBeforeToolCall = z.infer<typeof speechBeforeToolCall>;
@@ -59,10 +75,22 @@ const speechConfig = z.strictObject({ speech_before_tool_call: speechBeforeToolC
 const respondAfterConfig = z.strictObject({ respond_after_sec: z.number().positive().nullable().optional() });
 
 const builtInReference = z.discriminatedUnion('name', [
-  z.strictObject({ type: z.literal('built_in'), name: z.literal('keypad_input'), tool_config: speechConfig.optional() }),
-  z.strictObject({ type: z.literal('built_in'), name: z.literal('natural_conversation_ending'), tool_config: speechConfig.optional() }),
+  z.strictObject({
+    type: z.literal('built_in'),
+    name: z.literal('keypad_input'),
+    tool_config: speechConfig.optional(),
+  }),
+  z.strictObject({
+    type: z.literal('built_in'),
+    name: z.literal('natural_conversation_ending'),
+    tool_config: speechConfig.optional(),
+  }),
   z.strictObject({ type: z.literal('built_in'), name: z.literal('web_search'), tool_config: speechConfig.optional() }),
-  z.strictObject({ type: z.literal('built_in'), name: z.literal('choose_not_to_respond'), tool_config: respondAfterConfig.optional() }),
+  z.strictObject({
+    type: z.literal('built_in'),
+    name: z.literal('choose_not_to_respond'),
+    tool_config: respondAfterConfig.optional(),
+  }),
 ]);
 /** A bare name (a built-in with its default configuration, or a stored tool) or a configured built-in. */
 export const responsesTool = z.union([z.string().min(1).max(64), builtInReference], {
@@ -71,7 +99,9 @@ export const responsesTool = z.union([z.string().min(1).max(64), builtInReferenc
     if (typeof issue.input !== 'object' || issue.input === null || !objectBranch) {
       return `must be a tool name or {type: built_in, name: ${BUILT_IN_TOOLS.join(' | ')}, tool_config?}`;
     }
-    return objectBranch.path.length > 0 ? `${objectBranch.path.join('.')}: ${objectBranch.message}` : objectBranch.message;
+    return objectBranch.path.length > 0
+      ? `${objectBranch.path.join('.')}: ${objectBranch.message}`
+      : objectBranch.message;
   },
 });
 export type ResponsesTool = z.infer<typeof responsesTool>;
@@ -102,7 +132,10 @@ export const inputToolCall = z.strictObject({
 export type InputToolCall = z.infer<typeof inputToolCall>;
 
 export const action = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('assistant_chose_not_to_respond'), respond_after_sec: z.number().nullable().optional() }),
+  z.strictObject({
+    type: z.literal('assistant_chose_not_to_respond'),
+    respond_after_sec: z.number().nullable().optional(),
+  }),
   z.strictObject({ type: z.literal('assistant_ended_conversation') }),
   z.strictObject({ type: z.literal('dtmf'), digits: z.string() }),
   z.strictObject({
@@ -148,7 +181,8 @@ function inputItemError(issue: { input?: unknown; errors?: { path: PropertyKey[]
             : -1
       : -1;
   const first = form >= 0 ? issue.errors?.[form]?.[0] : undefined;
-  if (!first) return 'must be {role: user, text}, {role: assistant, text, tool_calls?, action?} or {type: tool_call_output, tool_call_id, ...}';
+  if (!first)
+    return 'must be {role: user, text}, {role: assistant, text, tool_calls?, action?} or {type: tool_call_output, tool_call_id, ...}';
   return first.path.length > 0 ? `${first.path.join('.')}: ${first.message}` : first.message;
 }
 export const inputItem = z.union([userItem, assistantItem, toolCallOutputItem], { error: inputItemError });
@@ -186,7 +220,8 @@ function inputIssues(input: InputItem[]): Issue[] {
       ) {
         out.push({
           path: [i],
-          message: 'must record an outcome: response_body, response_status_code, error_message, timed_out or interrupted',
+          message:
+            'must record an outcome: response_body, response_status_code, error_message, timed_out or interrupted',
         });
       }
       pending.delete(item.tool_call_id);
@@ -207,7 +242,10 @@ function inputIssues(input: InputItem[]): Issue[] {
     }
     for (const [j, call] of calls.entries()) {
       if (callIds.has(call.tool_call_id)) {
-        out.push({ path: [i, 'tool_calls', j, 'tool_call_id'], message: `tool_call_id '${call.tool_call_id}' is not unique` });
+        out.push({
+          path: [i, 'tool_calls', j, 'tool_call_id'],
+          message: `tool_call_id '${call.tool_call_id}' is not unique`,
+        });
       }
       callIds.add(call.tool_call_id);
       pending.add(call.tool_call_id);
@@ -219,7 +257,10 @@ function inputIssues(input: InputItem[]): Issue[] {
     }
   }
   if (pending.size > 0) {
-    out.push({ path: [input.length - 1], message: `the output of tool call '${[...pending][0]}' must follow its call` });
+    out.push({
+      path: [input.length - 1],
+      message: `the output of tool call '${[...pending][0]}' must follow its call`,
+    });
   }
   return out;
 }
@@ -241,7 +282,12 @@ export function responsesRequestBody(maxResponses: number) {
       project: z.string().min(1).optional(),
       tools: z.array(responsesTool).default([]),
       vendor_model: vendorModel.optional(),
-      num_responses: z.number().int().min(1).max(maxResponses, `must be at most ${maxResponses} (PARLEY_RESPONSES_MAX)`).default(1),
+      num_responses: z
+        .number()
+        .int()
+        .min(1)
+        .max(maxResponses, `must be at most ${maxResponses} (PARLEY_RESPONSES_MAX)`)
+        .default(1),
     })
     .superRefine((body, ctx) => {
       const add = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });

@@ -105,17 +105,33 @@ export const toolCallOutputMessage = z.object({
   tool_call_id: z.string().min(1),
   output: z.unknown().optional(),
 });
-export const setExternalIdMessage = z.object({ type: z.literal('set_external_id'), external_id: z.string().min(1).max(500) });
-export const updateSystemPromptMessage = z.object({ type: z.literal('update_system_prompt'), system_prompt: z.string() });
-export const addSystemMessageMessage = z.object({ type: z.literal('add_system_message'), system_message: z.string().min(1) });
+export const setExternalIdMessage = z.object({
+  type: z.literal('set_external_id'),
+  external_id: z.string().min(1).max(500),
+});
+export const updateSystemPromptMessage = z.object({
+  type: z.literal('update_system_prompt'),
+  system_prompt: z.string(),
+});
+export const addSystemMessageMessage = z.object({
+  type: z.literal('add_system_message'),
+  system_message: z.string().min(1),
+});
 /** Restricts the tools the assistant may call to a subset of the configured ones (names). */
-export const updateToolsSubsetMessage = z.object({ type: z.literal('update_tools_subset'), tools: z.array(z.string().min(1)) });
+export const updateToolsSubsetMessage = z.object({
+  type: z.literal('update_tools_subset'),
+  tools: z.array(z.string().min(1)),
+});
 export const generateReplyMessage = z.object({
   type: z.literal('generate_reply'),
   system_message: z.string().nullable().optional(),
   user_message: z.string().nullable().optional(),
 });
-export const sayMessage = z.object({ type: z.literal('say'), text: z.string().min(1), interruptible: z.boolean().optional() });
+export const sayMessage = z.object({
+  type: z.literal('say'),
+  text: z.string().min(1),
+  interruptible: z.boolean().optional(),
+});
 /** Drops the conversation's context and starts over with the same configuration (a new turn history). */
 export const resetMessage = z.object({ type: z.literal('reset') });
 

@@ -82,7 +82,11 @@ export const FIELD_TYPES = {
 } as const satisfies Record<string, readonly ToolType[]>;
 
 /** Tool parameter rules 3 and 8: the types whose array parameters take no `location`, and those with none. */
-const NO_LOCATION_TYPES: readonly ToolType[] = ['custom_websocket', 'built_in_transfer_to_phone_number', 'built_in_transfer_to_agent'];
+const NO_LOCATION_TYPES: readonly ToolType[] = [
+  'custom_websocket',
+  'built_in_transfer_to_phone_number',
+  'built_in_transfer_to_agent',
+];
 const NO_PARAMETER_TYPES: readonly ToolType[] = [
   'custom_context',
   'built_in_natural_conversation_ending',
@@ -90,7 +94,9 @@ const NO_PARAMETER_TYPES: readonly ToolType[] = [
   'built_in_choose_not_to_respond',
 ];
 
-const parameterName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a letter or underscore, then letters, digits or underscores');
+const parameterName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a letter or underscore, then letters, digits or underscores');
 
 /** Tool parameter rule 1: one parameter of the array form. */
 export const parameterDefinition = z.object({
@@ -161,7 +167,12 @@ function refuseDeepNesting(value: unknown, ctx: z.RefinementCtx): unknown {
   for (const [name, property] of Object.entries(properties)) {
     // The parameters object is level 1, so each property may nest MAX_JSON_SCHEMA_DEPTH - 1 levels.
     if (nestsDeeperThan(property, MAX_JSON_SCHEMA_DEPTH - 1)) {
-      ctx.addIssue({ code: 'custom', path: ['properties', name], message: `nesting depth must be at most ${MAX_JSON_SCHEMA_DEPTH}`, input: value });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['properties', name],
+        message: `nesting depth must be at most ${MAX_JSON_SCHEMA_DEPTH}`,
+        input: value,
+      });
     }
   }
   return value;
@@ -189,7 +200,10 @@ const toolFields = (rules: UrlRules) => ({
   endpoint_timeout_ms: z.number().int().positive(),
   tool_call_output_timeout_ms: z.number().int().positive(),
   phone_number: e164.nullable(),
-  dtmf: z.string().regex(/^[0-9A-Da-d*#wW,]+$/, 'must be DTMF digits (0-9, *, #, A-D; w or , to pause)').nullable(),
+  dtmf: z
+    .string()
+    .regex(/^[0-9A-Da-d*#wW,]+$/, 'must be DTMF digits (0-9, *, #, A-D; w or , to pause)')
+    .nullable(),
   dynamic_dtmf: z.boolean(),
   post_transfer_message: z.string().nullable(),
   use_agent_phone_number: z.boolean(),
@@ -248,7 +262,8 @@ export function urlPlaceholders(url: string): string[] {
 export function endpointUrlProblem(raw: string, rules: UrlRules): string | null {
   const names = urlPlaceholders(raw);
   if (raw.replace(PLACEHOLDER, '').match(/[{}]/)) return 'has an unbalanced { or } placeholder brace';
-  if (names.some((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n))) return 'placeholders must be {name} with a parameter name';
+  if (names.some((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n)))
+    return 'placeholders must be {name} with a parameter name';
   const filled = raw.replace(PLACEHOLDER, 'PARLEYPLACEHOLDER');
   const problem = publicHttpsUrlProblem(filled, rules);
   if (problem) return problem;
@@ -272,10 +287,12 @@ function propertyIssues(s: PropertySchema, path: (string | number)[], issues: To
     issues.push({ path: [...path, 'enum'], message: 'enum is allowed only on string parameters' });
   }
   for (const [i, r] of (s.required ?? []).entries()) {
-    if (!s.properties || !(r in s.properties)) issues.push({ path: [...path, 'required', i], message: `"${r}" is not in properties` });
+    if (!s.properties || !(r in s.properties))
+      issues.push({ path: [...path, 'required', i], message: `"${r}" is not in properties` });
   }
   if (s.items) propertyIssues(s.items, [...path, 'items'], issues);
-  for (const [k, child] of Object.entries(s.properties ?? {})) propertyIssues(child, [...path, 'properties', k], issues);
+  for (const [k, child] of Object.entries(s.properties ?? {}))
+    propertyIssues(child, [...path, 'properties', k], issues);
   (s.anyOf ?? []).forEach((child, i) => propertyIssues(child, [...path, 'anyOf', i], issues));
 }
 
@@ -321,9 +338,13 @@ export function toolRuleIssues(tool: ToolDefinition): ToolIssue[] {
     if (!keepListening) {
       if (useAgentNumber) add(['keep_listening'], 'false requires use_agent_phone_number false');
       if (tool.detect_voicemail === true) add(['keep_listening'], 'false requires detect_voicemail false');
-      if (tool.post_transfer_message != null) add(['post_transfer_message'], 'must be null when keep_listening is false');
+      if (tool.post_transfer_message != null)
+        add(['post_transfer_message'], 'must be null when keep_listening is false');
       if (tool.on_transfer_no_answer === 'keep_retrying') {
-        add(['on_transfer_no_answer'], 'keep_retrying needs a bridged transfer, so it is invalid when keep_listening is false');
+        add(
+          ['on_transfer_no_answer'],
+          'keep_retrying needs a bridged transfer, so it is invalid when keep_listening is false',
+        );
       }
     }
   }
@@ -358,7 +379,8 @@ function parameterIssues(tool: ToolDefinition, add: (path: (string | number)[], 
 
   if (Array.isArray(parameters)) {
     // Rule 4.
-    if (tool.parameter_locations !== undefined) add(['parameter_locations'], 'must not be sent when parameters is an array');
+    if (tool.parameter_locations !== undefined)
+      add(['parameter_locations'], 'must not be sent when parameters is an array');
     const names = new Set<string>();
     parameters.forEach((p, i) => {
       if (names.has(p.name)) add(['parameters', i, 'name'], `duplicate parameter "${p.name}"`);
@@ -368,8 +390,10 @@ function parameterIssues(tool: ToolDefinition, add: (path: (string | number)[], 
         add(['parameters', i, 'location'], `must not be given for ${type} tools`); // Rule 3.
       }
       if (isWebhook) {
-        if (method === 'POST' && p.location === undefined) add(['parameters', i, 'location'], 'is required for POST webhook tools'); // Rule 2.
-        if (method === 'GET' && p.location === 'request_body') add(['parameters', i, 'location'], 'request_body is not allowed for GET webhook tools');
+        if (method === 'POST' && p.location === undefined)
+          add(['parameters', i, 'location'], 'is required for POST webhook tools'); // Rule 2.
+        if (method === 'GET' && p.location === 'request_body')
+          add(['parameters', i, 'location'], 'request_body is not allowed for GET webhook tools');
       }
       const location = p.location ?? (isWebhook && method === 'GET' ? 'query_string' : undefined);
       placed.set(p.name, { required: p.is_required === true, location });
@@ -384,18 +408,21 @@ function parameterIssues(tool: ToolDefinition, add: (path: (string | number)[], 
       if (reserved.includes(name)) add(['parameters', 'properties', name], `"${name}" is a reserved parameter name`); // Rule 7.
     }
     const nested: ToolIssue[] = [];
-    for (const [name, prop] of Object.entries(parameters.properties)) propertyIssues(prop, ['parameters', 'properties', name], nested);
+    for (const [name, prop] of Object.entries(parameters.properties))
+      propertyIssues(prop, ['parameters', 'properties', name], nested);
     for (const n of nested) add(n.path, n.message);
     // Rule 6.
     const locations = tool.parameter_locations;
     if (isWebhook) {
       for (const [key, loc] of Object.entries(locations ?? {})) {
         if (!(key in parameters.properties)) add(['parameter_locations', key], `"${key}" is not a top-level parameter`);
-        else if (method === 'GET' && loc === 'request_body') add(['parameter_locations', key], 'request_body is not allowed for GET webhook tools');
+        else if (method === 'GET' && loc === 'request_body')
+          add(['parameter_locations', key], 'request_body is not allowed for GET webhook tools');
       }
       if (method === 'POST') {
         for (const name of Object.keys(parameters.properties)) {
-          if (locations?.[name] === undefined) add(['parameter_locations', name], 'is required for every parameter of a POST webhook tool');
+          if (locations?.[name] === undefined)
+            add(['parameter_locations', name], 'is required for every parameter of a POST webhook tool');
         }
       }
     }
@@ -407,7 +434,10 @@ function parameterIssues(tool: ToolDefinition, add: (path: (string | number)[], 
 
   // endpoint_url placeholders: each filled by a required url_path parameter, and each url_path parameter used.
   // (A URL whose placeholders sit in the wrong place already has its own issue.)
-  const urlStructure = tool.endpoint_url === undefined ? 'absent' : endpointUrlProblem(tool.endpoint_url, { PARLEY_ALLOW_PRIVATE_ENDPOINTS: true });
+  const urlStructure =
+    tool.endpoint_url === undefined
+      ? 'absent'
+      : endpointUrlProblem(tool.endpoint_url, { PARLEY_ALLOW_PRIVATE_ENDPOINTS: true });
   if (isWebhook && tool.endpoint_url !== undefined && urlStructure === null) {
     const holes = new Set(urlPlaceholders(tool.endpoint_url));
     for (const hole of holes) {
@@ -418,7 +448,9 @@ function parameterIssues(tool: ToolDefinition, add: (path: (string | number)[], 
     }
     for (const [name, p] of placed) {
       if (p.location !== 'url_path') continue;
-      const at = Array.isArray(parameters) ? ['parameters', parameters.findIndex((q) => q.name === name), 'location'] : ['parameter_locations', name];
+      const at = Array.isArray(parameters)
+        ? ['parameters', parameters.findIndex((q) => q.name === name), 'location']
+        : ['parameter_locations', name];
       if (!holes.has(name)) add(at, `url_path parameter "${name}" has no {${name}} placeholder in endpoint_url`);
       else if (!p.required) add(at, `url_path parameter "${name}" must be required`);
     }

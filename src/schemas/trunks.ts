@@ -52,32 +52,38 @@ const inbound = z
  * `sip:host[:port][;transport=tcp]` or a bare `host[:port]`, normalised to a sip: URI. The host is resolved per
  * RFC 3263 when the call is placed. sips: is refused: Parley's SIP transports are UDP and TCP.
  */
-export const outboundUri = z.string().min(1).transform((text, ctx) => {
-  // `host:5060` is a host and port, `sip:...` or `tel:...` a URI.
-  const hasScheme = /^sips?:/i.test(text) || /^[A-Za-z][A-Za-z0-9+.-]*:(?!\d+(?:;|$))/.test(text);
-  const withScheme = hasScheme ? text : `sip:${text}`;
-  let uri;
-  try {
-    uri = parseUri(withScheme);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: `'${text}' is not a SIP URI or host name: ${(err as Error).message}` });
-    return z.NEVER;
-  }
-  if (!isSipUri(uri) || uri.scheme !== 'sip') {
-    ctx.addIssue({ code: 'custom', message: `'${text}' must be a sip: URI or a host name (sips: and TLS are not supported)` });
-    return z.NEVER;
-  }
-  const transport = uri.params.get('transport');
-  if (transport !== undefined && !(TRUNK_TRANSPORTS as readonly string[]).includes((transport ?? '').toLowerCase())) {
-    ctx.addIssue({ code: 'custom', message: `'${text}': transport must be udp or tcp` });
-    return z.NEVER;
-  }
-  if (uri.user !== undefined || uri.headers.length > 0) {
-    ctx.addIssue({ code: 'custom', message: `'${text}' must name the trunk's host only (no user part or headers)` });
-    return z.NEVER;
-  }
-  return serializeUri(uri);
-});
+export const outboundUri = z
+  .string()
+  .min(1)
+  .transform((text, ctx) => {
+    // `host:5060` is a host and port, `sip:...` or `tel:...` a URI.
+    const hasScheme = /^sips?:/i.test(text) || /^[A-Za-z][A-Za-z0-9+.-]*:(?!\d+(?:;|$))/.test(text);
+    const withScheme = hasScheme ? text : `sip:${text}`;
+    let uri;
+    try {
+      uri = parseUri(withScheme);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `'${text}' is not a SIP URI or host name: ${(err as Error).message}` });
+      return z.NEVER;
+    }
+    if (!isSipUri(uri) || uri.scheme !== 'sip') {
+      ctx.addIssue({
+        code: 'custom',
+        message: `'${text}' must be a sip: URI or a host name (sips: and TLS are not supported)`,
+      });
+      return z.NEVER;
+    }
+    const transport = uri.params.get('transport');
+    if (transport !== undefined && !(TRUNK_TRANSPORTS as readonly string[]).includes((transport ?? '').toLowerCase())) {
+      ctx.addIssue({ code: 'custom', message: `'${text}': transport must be udp or tcp` });
+      return z.NEVER;
+    }
+    if (uri.user !== undefined || uri.headers.length > 0) {
+      ctx.addIssue({ code: 'custom', message: `'${text}' must name the trunk's host only (no user part or headers)` });
+      return z.NEVER;
+    }
+    return serializeUri(uri);
+  });
 
 const outbound = z
   .object({
@@ -94,7 +100,11 @@ const outbound = z
     const uri = parseUri(o.uri);
     const param = isSipUri(uri) ? uri.params.get('transport') : undefined;
     if (o.transport !== null && param !== undefined && (param ?? '').toLowerCase() !== o.transport) {
-      ctx.addIssue({ code: 'custom', path: ['transport'], message: `'${o.transport}' contradicts the URI's transport=${param}` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['transport'],
+        message: `'${o.transport}' contradicts the URI's transport=${param}`,
+      });
     }
   });
 
@@ -106,7 +116,8 @@ export const trunkConfig = z
   })
   .strict()
   .superRefine((t, ctx) => {
-    if (t.inbound === null && t.outbound === null) ctx.addIssue({ code: 'custom', message: 'needs an inbound or an outbound section' });
+    if (t.inbound === null && t.outbound === null)
+      ctx.addIssue({ code: 'custom', message: 'needs an inbound or an outbound section' });
   });
 
 /** The whole file. At most one trunk carries outbound calls. */
@@ -117,7 +128,8 @@ export const trunksFile = z
     const names = new Set<string>();
     let outboundAt = -1;
     file.trunks.forEach((t, i) => {
-      if (names.has(t.name)) ctx.addIssue({ code: 'custom', path: ['trunks', i, 'name'], message: `duplicate trunk name '${t.name}'` });
+      if (names.has(t.name))
+        ctx.addIssue({ code: 'custom', path: ['trunks', i, 'name'], message: `duplicate trunk name '${t.name}'` });
       names.add(t.name);
       if (t.outbound === null) return;
       if (outboundAt >= 0) {

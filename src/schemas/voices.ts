@@ -33,18 +33,42 @@ export const voiceCatalog = z
 
 /** The shipped catalog (PARLEY_VOICES_FILE replaces it). */
 export const DEFAULT_VOICES: CatalogVoice[] = [
-  { id: 'grant', name: 'Grant', description: 'Calm, warm male voice with an American accent.',
-    engines: { echo: 'en-us+m3', 'openai-realtime': 'ash', cascade: 'onyx' } },
-  { id: 'sabrina', name: 'Sabrina', description: 'Bright, friendly female voice with an American accent.',
-    engines: { echo: 'en-us+f3', 'openai-realtime': 'shimmer', cascade: 'nova' } },
-  { id: 'oliver', name: 'Oliver', description: 'Measured male voice with a British accent.',
-    engines: { echo: 'en-gb+m1', 'openai-realtime': 'echo', cascade: 'fable' } },
-  { id: 'maya', name: 'Maya', description: 'Clear, upbeat female voice.',
-    engines: { echo: 'en-us+f2', 'openai-realtime': 'coral', cascade: 'alloy' } },
-  { id: 'arthur', name: 'Arthur', description: 'Deep, steady male voice.',
-    engines: { echo: 'en-us+m1', 'openai-realtime': 'verse', cascade: 'echo' } },
-  { id: 'fiona', name: 'Fiona', description: 'Soft female voice with a Scottish accent.',
-    engines: { echo: 'en-gb-scotland+f4', 'openai-realtime': 'sage', cascade: 'shimmer' } },
+  {
+    id: 'grant',
+    name: 'Grant',
+    description: 'Calm, warm male voice with an American accent.',
+    engines: { echo: 'en-us+m3', 'openai-realtime': 'ash', cascade: 'onyx' },
+  },
+  {
+    id: 'sabrina',
+    name: 'Sabrina',
+    description: 'Bright, friendly female voice with an American accent.',
+    engines: { echo: 'en-us+f3', 'openai-realtime': 'shimmer', cascade: 'nova' },
+  },
+  {
+    id: 'oliver',
+    name: 'Oliver',
+    description: 'Measured male voice with a British accent.',
+    engines: { echo: 'en-gb+m1', 'openai-realtime': 'echo', cascade: 'fable' },
+  },
+  {
+    id: 'maya',
+    name: 'Maya',
+    description: 'Clear, upbeat female voice.',
+    engines: { echo: 'en-us+f2', 'openai-realtime': 'coral', cascade: 'alloy' },
+  },
+  {
+    id: 'arthur',
+    name: 'Arthur',
+    description: 'Deep, steady male voice.',
+    engines: { echo: 'en-us+m1', 'openai-realtime': 'verse', cascade: 'echo' },
+  },
+  {
+    id: 'fiona',
+    name: 'Fiona',
+    description: 'Soft female voice with a Scottish accent.',
+    engines: { echo: 'en-gb-scotland+f4', 'openai-realtime': 'sage', cascade: 'shimmer' },
+  },
 ];
 
 export const voice = z.object({

@@ -47,7 +47,12 @@ export const webhookParams = z.object({ id: z.string().min(1).max(200) });
 
 export const webhookDeliveriesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(WEBHOOK_DELIVERIES_MAX_LIMIT).default(WEBHOOK_DELIVERIES_DEFAULT_LIMIT),
-  after: z.string().min(1).max(200).optional().describe('cursor for the next, older page: a delivery id from next_cursor'),
+  after: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe('cursor for the next, older page: a delivery id from next_cursor'),
 });
 
 export const webhookDelivery = z.object({

@@ -20,7 +20,10 @@ export const logoUrl = z
 export const emailDomain = z
   .string()
   .max(253)
-  .regex(/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, 'must be an e-mail domain such as example.com');
+  .regex(
+    /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i,
+    'must be an e-mail domain such as example.com',
+  );
 
 export const ipAllowlistEntry = z.string().superRefine((v, ctx) => {
   const problem = addressEntryProblem(v);

@@ -80,7 +80,9 @@ export class AgentWriteLocks {
       transaction(sql, async (tx) => {
         let locked: { version: number } | undefined;
         try {
-          [locked] = await tx<{ version: number }[]>`select version from agents where id = ${agentId} for update nowait`;
+          [locked] = await tx<
+            { version: number }[]
+          >`select version from agents where id = ${agentId} for update nowait`;
         } catch (err) {
           throw busyOnLock(err, agentId);
         }
@@ -180,9 +182,16 @@ export async function agentForRead(
 }
 
 /** The id of the project's agent whose `by` column equals `value`, if any. */
-export async function findAgentId(sql: Sql | Tx, projectId: string, by: 'id' | 'name' | 'slug', value: string): Promise<string | undefined> {
+export async function findAgentId(
+  sql: Sql | Tx,
+  projectId: string,
+  by: 'id' | 'name' | 'slug',
+  value: string,
+): Promise<string | undefined> {
   const column = by === 'id' ? sql`id` : by === 'name' ? sql`name` : sql`slug`;
-  const [row] = await sql<{ id: string }[]>`select id from agents where project_id = ${projectId} and ${column} = ${value}`;
+  const [row] = await sql<
+    { id: string }[]
+  >`select id from agents where project_id = ${projectId} and ${column} = ${value}`;
   return row?.id;
 }
 
@@ -193,7 +202,9 @@ export async function listAgents(sql: Sql, projectId: string): Promise<AgentRow[
 /** Names of the agents of a project among `names`. */
 export async function existingAgentNames(sql: Sql | Tx, projectId: string, names: string[]): Promise<Set<string>> {
   if (names.length === 0) return new Set();
-  const rows = await sql<{ name: string }[]>`select name from agents where project_id = ${projectId} and name = any(${names})`;
+  const rows = await sql<
+    { name: string }[]
+  >`select name from agents where project_id = ${projectId} and name = any(${names})`;
   return new Set(rows.map((r) => r.name));
 }
 
@@ -242,7 +253,11 @@ export async function insertAgent(tx: Tx, a: NewAgent): Promise<AgentRow> {
 }
 
 /** Writes name, slug and config as the next version; returns the row after the write. */
-export async function updateAgent(tx: Tx, id: string, w: { name: string; slug: string | null; config: AgentConfig }): Promise<AgentRow> {
+export async function updateAgent(
+  tx: Tx,
+  id: string,
+  w: { name: string; slug: string | null; config: AgentConfig },
+): Promise<AgentRow> {
   const [row] = await tx<AgentRow[]>`
     update agents set name = ${w.name}, slug = ${w.slug}, config = ${tx.json(w.config as unknown as Json)},
       version = version + 1, updated_at = now()
@@ -252,7 +267,9 @@ export async function updateAgent(tx: Tx, id: string, w: { name: string; slug: s
 
 /** A change of phone numbers only: the next version of the same configuration. */
 export async function bumpVersion(tx: Tx, id: string): Promise<AgentRow> {
-  const [row] = await tx<AgentRow[]>`update agents set version = version + 1, updated_at = now() where id = ${id} returning *`;
+  const [row] = await tx<
+    AgentRow[]
+  >`update agents set version = version + 1, updated_at = now() where id = ${id} returning *`;
   return row;
 }
 
@@ -260,7 +277,11 @@ export async function bumpVersion(tx: Tx, id: string): Promise<AgentRow> {
  * Appends the agent as it now is (row and phone numbers) to its history. `phones`: its numbers as the caller
  * just wrote them (sorted by number), saving a query; read here when not given.
  */
-export async function recordVersion(tx: Tx, row: AgentRow, phones?: Pick<PhoneRow, 'number' | 'kind'>[]): Promise<void> {
+export async function recordVersion(
+  tx: Tx,
+  row: AgentRow,
+  phones?: Pick<PhoneRow, 'number' | 'kind'>[],
+): Promise<void> {
   phones ??= (await phonesOf(tx, [row.id])).get(row.id) ?? [];
   await tx`
     insert into agent_versions (agent_id, version, name, slug, enabled, config, phone_numbers)
@@ -268,7 +289,10 @@ export async function recordVersion(tx: Tx, row: AgentRow, phones?: Pick<PhoneRo
             ${tx.json(phones.map((p) => ({ number: p.number, kind: p.kind })))})`;
 }
 
-export async function agentVersions(sql: Sql, id: string): Promise<{ version: number; name: string; config: AgentConfig }[]> {
+export async function agentVersions(
+  sql: Sql,
+  id: string,
+): Promise<{ version: number; name: string; config: AgentConfig }[]> {
   return sql`select version, name, config from agent_versions where agent_id = ${id} order by version`;
 }
 
@@ -285,7 +309,13 @@ export async function deleteAgent(sql: Sql, id: string): Promise<void> {
 
 export async function addPhone(
   tx: Tx,
-  p: { number: string; agentId: string; orgId: string; kind: PhoneKind; configurationEndpoint?: ConfigurationEndpoint | null },
+  p: {
+    number: string;
+    agentId: string;
+    orgId: string;
+    kind: PhoneKind;
+    configurationEndpoint?: ConfigurationEndpoint | null;
+  },
 ): Promise<void> {
   const endpoint = p.configurationEndpoint ? tx.json(p.configurationEndpoint) : null;
   await tx`insert into agent_phone_numbers (number, agent_id, org_id, kind, configuration_endpoint)
@@ -329,7 +359,10 @@ export function agentWriteLocks(owner: object): AgentWriteLocks {
 }
 
 /** The agent a phone number is assigned to, with the number's own configuration endpoint (inbound calls). */
-export async function agentByPhoneNumber(sql: Sql, number: string): Promise<{ row: AgentRow; phone: PhoneRow } | undefined> {
+export async function agentByPhoneNumber(
+  sql: Sql,
+  number: string,
+): Promise<{ row: AgentRow; phone: PhoneRow } | undefined> {
   const phone = await phoneOwner(sql, number);
   if (!phone) return undefined;
   const row = await agentById(sql, phone.agent_id);

@@ -15,7 +15,12 @@ export interface ApiKeyRow {
 }
 
 /** Inserts an API key of `orgId`; returns its id and secret (the secret is not stored). */
-export async function insertApiKey(sql: Sql | Tx, orgId: string, name: string, secret = newApiKeySecret()): Promise<{ id: string; secret: string }> {
+export async function insertApiKey(
+  sql: Sql | Tx,
+  orgId: string,
+  name: string,
+  secret = newApiKeySecret(),
+): Promise<{ id: string; secret: string }> {
   const id = newId('api_key');
   await sql`insert into api_keys (id, org_id, name, secret_hash, secret_hint)
             values (${id}, ${orgId}, ${name}, ${hashSecret(secret)}, ${secretHint(secret)})`;
@@ -23,7 +28,9 @@ export async function insertApiKey(sql: Sql | Tx, orgId: string, name: string, s
 }
 
 export async function apiKeyById(sql: Sql, id: string): Promise<ApiKeyRow | undefined> {
-  const [row] = await sql<ApiKeyRow[]>`select id, org_id, name, secret_hint, created_at, rotated_at from api_keys where id = ${id}`;
+  const [row] = await sql<
+    ApiKeyRow[]
+  >`select id, org_id, name, secret_hint, created_at, rotated_at from api_keys where id = ${id}`;
   return row;
 }
 
@@ -58,7 +65,10 @@ export async function replaceApiKeySecret(sql: Sql, id: string, secret: string, 
 }
 
 /** The key whose secret hashes to `digest`, with its workspace's ip_allowlist; one indexed query, a point read. */
-export async function apiKeyByDigest(sql: Sql, digest: string): Promise<{ id: string; org_id: string; ip_allowlist: string[] } | undefined> {
+export async function apiKeyByDigest(
+  sql: Sql,
+  digest: string,
+): Promise<{ id: string; org_id: string; ip_allowlist: string[] } | undefined> {
   const [row] = await pointReads(sql)<{ id: string; org_id: string; ip_allowlist: string[] }[]>`
     select k.id, k.org_id, o.ip_allowlist
     from api_keys k join organizations o on o.id = k.org_id

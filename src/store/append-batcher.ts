@@ -58,7 +58,9 @@ interface Waiting {
 
 /** Gives every item an id before its first attempt, so an append sent again names the same items. */
 function withIds(items: NewItem[]): NewItem[] {
-  return items.every((i) => i.id !== undefined) ? items : items.map((i) => (i.id === undefined ? { ...i, id: newId('conv_item') } : i));
+  return items.every((i) => i.id !== undefined)
+    ? items
+    : items.map((i) => (i.id === undefined ? { ...i, id: newId('conv_item') } : i));
 }
 
 /** SQLSTATE classes of a statement refused for its rows (PostgreSQL docs, Appendix A): it did not run. */
@@ -105,7 +107,10 @@ export class AppendBatcher {
   /** Appends `items` after the conversation's last item, all or nothing; resolves with their ids. */
   append(conversationId: string, items: NewItem[]): Promise<string[]> {
     if (this.unavailable !== null && this.queuedItems + items.length > this.hold.max_held_items) {
-      this.log.error({ conversationId, items: items.length, held: this.queuedItems }, 'store: the database is unavailable and the held appends are at their bound: an append fails');
+      this.log.error(
+        { conversationId, items: items.length, held: this.queuedItems },
+        'store: the database is unavailable and the held appends are at their bound: an append fails',
+      );
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the database's own error, passed on
       return Promise.reject(this.unavailable);
     }
@@ -211,7 +216,10 @@ export class AppendBatcher {
     this.stats.appends += batch.length;
     let results: Awaited<ReturnType<typeof appendItemsBatch>>;
     try {
-      results = await appendItemsBatch(this.sql, batch.map((w) => w.append));
+      results = await appendItemsBatch(
+        this.sql,
+        batch.map((w) => w.append),
+      );
     } catch (err) {
       if (isDatabaseUnavailable(err)) return this.held(batch, err);
       if (batch.length === 1 || !refusedRows(err)) {
@@ -241,7 +249,8 @@ export class AppendBatcher {
    */
   private held(batch: Waiting[], err: unknown): void {
     this.stats.heldBatches++;
-    if (this.unavailable === null) this.log.warn({ err }, 'store: the database is unavailable: holding item appends and trying again');
+    if (this.unavailable === null)
+      this.log.warn({ err }, 'store: the database is unavailable: holding item appends and trying again');
     this.unavailable = err;
     const now = performance.now();
     const kept: Waiting[] = [];
@@ -258,7 +267,10 @@ export class AppendBatcher {
       w.reject(err);
     }
     if (kept.length < batch.length) {
-      this.log.error({ err, failed: batch.length - kept.length }, `store: item appends held for ${this.hold.max_hold_ms} ms failed: the database stayed unavailable`);
+      this.log.error(
+        { err, failed: batch.length - kept.length },
+        `store: item appends held for ${this.hold.max_hold_ms} ms failed: the database stayed unavailable`,
+      );
     }
     this.queue.unshift(...kept);
     for (const w of kept) this.queuedItems += w.append.items.length;

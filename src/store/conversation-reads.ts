@@ -32,7 +32,11 @@ function iso(d: Date | string | null): string | null {
 }
 
 /** The recording of one side, if stored. */
-export async function getRecording(sql: Sql, conversationId: string, side: RecordingSide): Promise<RecordingRow | null> {
+export async function getRecording(
+  sql: Sql,
+  conversationId: string,
+  side: RecordingSide,
+): Promise<RecordingRow | null> {
   const [row] = await sql<RecordingRow[]>`select conversation_id, side, path, format, sample_rate, channels,
       bytes::float8 as bytes from conversation_recordings where conversation_id = ${conversationId} and side = ${side}`;
   return row ?? null;
@@ -41,7 +45,14 @@ export async function getRecording(sql: Sql, conversationId: string, side: Recor
 /** Extractions of a conversation, oldest first; `schema.isDeleted` when the schema was deleted since. */
 export async function listExtractions(sql: Sql, conversationId: string): Promise<ConversationExtraction[]> {
   const rows = await sql<
-    { id: string; schema_id: string; schema_name: string; result: Record<string, unknown>; created_at: Date; deleted: boolean }[]
+    {
+      id: string;
+      schema_id: string;
+      schema_name: string;
+      result: Record<string, unknown>;
+      created_at: Date;
+      deleted: boolean;
+    }[]
   >`select e.id, e.schema_id, e.schema_name, e.result, e.created_at,
       (s.id is null or s.deleted_at is not null) as deleted
     from conversation_extractions e left join extraction_schemas s on s.id = e.schema_id
@@ -81,15 +92,46 @@ type ToolCallRow = Omit<ToolCallEntry, 'tool' | 'endpoint_called_at'> & {
 
 /** The record's fields stored under their own names in `conversations`. */
 type SameNamed =
-  | 'id' | 'external_id' | 'origin' | 'model' | 'generate_welcome_message' | 'is_welcome_message_interruptible'
-  | 'listen_only' | 'welcome_message' | 'template_variables' | 'input_format' | 'output_format'
-  | 'background_noise_level' | 'background_noise' | 'live_transcript' | 'post_call_transcript' | 'duration_ms'
-  | 'ended_by' | 'boosted_keywords' | 'pronunciation_dictionary' | 'min_words_to_interrupt' | 'default_language'
-  | 'additional_languages' | 'multilingual_mode' | 'push_to_talk' | 'no_input_poke_sec'
-  | 'no_input_end_conversation_sec' | 'no_input_poke_text' | 'task_results' | 'system_prompt'
-  | 'generate_no_input_poke_text' | 'vad_prebuffer_duration_ms' | 'vad_min_speech_duration_ms'
-  | 'vad_min_silence_duration_ms' | 'vad_threshold' | 'is_redacted' | 'redacted_transcript' | 'metadata'
-  | 'enable_watermarking' | 'data_retention_policy' | 'enable_assistant_backchannel'
+  | 'id'
+  | 'external_id'
+  | 'origin'
+  | 'model'
+  | 'generate_welcome_message'
+  | 'is_welcome_message_interruptible'
+  | 'listen_only'
+  | 'welcome_message'
+  | 'template_variables'
+  | 'input_format'
+  | 'output_format'
+  | 'background_noise_level'
+  | 'background_noise'
+  | 'live_transcript'
+  | 'post_call_transcript'
+  | 'duration_ms'
+  | 'ended_by'
+  | 'boosted_keywords'
+  | 'pronunciation_dictionary'
+  | 'min_words_to_interrupt'
+  | 'default_language'
+  | 'additional_languages'
+  | 'multilingual_mode'
+  | 'push_to_talk'
+  | 'no_input_poke_sec'
+  | 'no_input_end_conversation_sec'
+  | 'no_input_poke_text'
+  | 'task_results'
+  | 'system_prompt'
+  | 'generate_no_input_poke_text'
+  | 'vad_prebuffer_duration_ms'
+  | 'vad_min_speech_duration_ms'
+  | 'vad_min_silence_duration_ms'
+  | 'vad_threshold'
+  | 'is_redacted'
+  | 'redacted_transcript'
+  | 'metadata'
+  | 'enable_watermarking'
+  | 'data_retention_policy'
+  | 'enable_assistant_backchannel'
   | 'assistant_backchannel_aggressiveness';
 
 type Analysis = Conversation['analysis'];
@@ -161,7 +203,10 @@ function recordOf(r: ConversationRow, items: ConversationItem[]): Conversation {
   return {
     id: r.id,
     // agent_id and agent_name are written together.
-    agent: r.agent_id === null || r.agent_name === null ? null : { id: r.agent_id, name: r.agent_name, is_deleted: r.agent_deleted },
+    agent:
+      r.agent_id === null || r.agent_name === null
+        ? null
+        : { id: r.agent_id, name: r.agent_name, is_deleted: r.agent_deleted },
     workspace: r.workspace_name,
     project: { id: r.project_id, name: r.project_name },
     external_id: r.external_id,
@@ -237,8 +282,12 @@ async function hydrate(sql: Sql, rows: ConversationRow[]): Promise<StoredConvers
   if (rows.length === 0) return [];
   const ids = rows.map((r) => r.id);
   const [items, calls, recordings, jobs, deliveries] = await Promise.all([
-    sql<ItemRow[]>`select * from conversation_items where conversation_id in ${sql(ids)} order by conversation_id, item_idx`,
-    sql<ToolCallRow[]>`select * from conversation_tool_calls where conversation_id in ${sql(ids)} order by item_id, call_idx`,
+    sql<
+      ItemRow[]
+    >`select * from conversation_items where conversation_id in ${sql(ids)} order by conversation_id, item_idx`,
+    sql<
+      ToolCallRow[]
+    >`select * from conversation_tool_calls where conversation_id in ${sql(ids)} order by item_id, call_idx`,
     sql<RecordingRow[]>`select conversation_id, side, path, format, sample_rate, channels, bytes::float8 as bytes
       from conversation_recordings where conversation_id in ${sql(ids)} and side = 'both'`,
     // The post-call jobs (src/store/jobs.ts), shown as the record's `post_call`.
@@ -353,7 +402,11 @@ export async function listConversations(sql: Sql, f: ListFilter): Promise<ListPa
   if (f.started_at_min) and(sql`c.started_at >= ${f.started_at_min.at} and c.sort_at >= ${f.started_at_min.at}`);
   if (f.started_at_max) {
     const at = f.started_at_max.at;
-    and(f.started_at_max.exclusive ? sql`c.started_at < ${at} and c.sort_at < ${at}` : sql`c.started_at <= ${at} and c.sort_at <= ${at}`);
+    and(
+      f.started_at_max.exclusive
+        ? sql`c.started_at < ${at} and c.sort_at < ${at}`
+        : sql`c.started_at <= ${at} and c.sort_at <= ${at}`,
+    );
   }
   const key = (id: string) => sql`(select k.sort_at, k.id from conversations k where k.id = ${id})`;
   const exists = async (cond: ReturnType<Sql>) =>

@@ -3,7 +3,14 @@
 // conversation-reads.ts and re-exported here, so this file is the repository's one entry.
 import type { Sql } from './db.js';
 import { newId } from './ids.js';
-import type { CallInfo, Conversation, EndedBy, RecordingSide, RtpAnalysis, ToolCallEntry } from '../schemas/conversations.js';
+import type {
+  CallInfo,
+  Conversation,
+  EndedBy,
+  RecordingSide,
+  RtpAnalysis,
+  ToolCallEntry,
+} from '../schemas/conversations.js';
 
 export {
   getConversation,
@@ -44,14 +51,39 @@ interface EndedRow {
 export type ConversationSettings = Partial<
   Pick<
     Conversation,
-    | 'model' | 'generate_welcome_message' | 'is_welcome_message_interruptible' | 'listen_only' | 'welcome_message'
-    | 'template_variables' | 'input_format' | 'output_format' | 'background_noise_level' | 'background_noise'
-    | 'boosted_keywords' | 'pronunciation_dictionary' | 'min_words_to_interrupt' | 'default_language'
-    | 'additional_languages' | 'multilingual_mode' | 'push_to_talk' | 'no_input_poke_sec'
-    | 'no_input_end_conversation_sec' | 'no_input_poke_text' | 'system_prompt' | 'generate_no_input_poke_text'
-    | 'websocket_timeout_sec' | 'vad_prebuffer_duration_ms' | 'vad_min_speech_duration_ms'
-    | 'vad_min_silence_duration_ms' | 'vad_threshold' | 'metadata' | 'enable_watermarking' | 'data_retention_policy'
-    | 'enable_assistant_backchannel' | 'assistant_backchannel_aggressiveness' | 'languages'
+    | 'model'
+    | 'generate_welcome_message'
+    | 'is_welcome_message_interruptible'
+    | 'listen_only'
+    | 'welcome_message'
+    | 'template_variables'
+    | 'input_format'
+    | 'output_format'
+    | 'background_noise_level'
+    | 'background_noise'
+    | 'boosted_keywords'
+    | 'pronunciation_dictionary'
+    | 'min_words_to_interrupt'
+    | 'default_language'
+    | 'additional_languages'
+    | 'multilingual_mode'
+    | 'push_to_talk'
+    | 'no_input_poke_sec'
+    | 'no_input_end_conversation_sec'
+    | 'no_input_poke_text'
+    | 'system_prompt'
+    | 'generate_no_input_poke_text'
+    | 'websocket_timeout_sec'
+    | 'vad_prebuffer_duration_ms'
+    | 'vad_min_speech_duration_ms'
+    | 'vad_min_silence_duration_ms'
+    | 'vad_threshold'
+    | 'metadata'
+    | 'enable_watermarking'
+    | 'data_retention_policy'
+    | 'enable_assistant_backchannel'
+    | 'assistant_backchannel_aggressiveness'
+    | 'languages'
   >
 > & {
   voice_id?: string | null;
@@ -215,8 +247,18 @@ function toolCallRow(conversationId: string, itemId: string, idx: number, c: New
 }
 
 const JSON_COLUMNS = new Set([
-  'template_variables', 'boosted_keywords', 'pronunciation_dictionary', 'additional_languages', 'task_results',
-  'metadata', 'data_retention_policy', 'languages', 'tools', 'config', 'latencies_ms', 'tasks',
+  'template_variables',
+  'boosted_keywords',
+  'pronunciation_dictionary',
+  'additional_languages',
+  'task_results',
+  'metadata',
+  'data_retention_policy',
+  'languages',
+  'tools',
+  'config',
+  'latencies_ms',
+  'tasks',
 ]);
 
 /** postgres.js sends arrays as SQL arrays: wrap the jsonb columns' values explicitly. */
@@ -255,7 +297,10 @@ export interface Append {
  * item. So an append whose statement was lost with its connection (it may have committed) is sent again as it was,
  * never written twice (src/store/append-batcher.ts holds appends through a database outage).
  */
-export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Promise<(string[] | ConversationNotFoundError)[]> {
+export async function appendItemsBatch(
+  sql: Db,
+  appends: readonly Append[],
+): Promise<(string[] | ConversationNotFoundError)[]> {
   const itemRows: Record<string, unknown>[] = [];
   const callRows: Record<string, unknown>[] = [];
   /** Items of the batch so far per conversation: the next item's offset from the conversation's first index. */
@@ -281,7 +326,8 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
         audio_speed: item.audio_speed,
         system_prompt: item.system_prompt,
       });
-      for (const [j, call] of (item.tool_calls ?? []).entries()) callRows.push(toolCallRow(conversationId, id, j, call));
+      for (const [j, call] of (item.tool_calls ?? []).entries())
+        callRows.push(toolCallRow(conversationId, id, j, call));
     }
     counts.set(conversationId, k);
     return out;
@@ -333,7 +379,9 @@ export async function appendItemsBatch(sql: Db, appends: readonly Append[]): Pro
     select conversation_id from items union select conversation_id from stored_before`;
   // A conversation that exists took all of its items (they join its reservation); one that does not, none.
   const found = new Set(stored.map((r) => r.conversation_id));
-  return appends.map((a, i) => (a.items.length === 0 || found.has(a.conversationId) ? ids[i] : new ConversationNotFoundError(a.conversationId)));
+  return appends.map((a, i) =>
+    a.items.length === 0 || found.has(a.conversationId) ? ids[i] : new ConversationNotFoundError(a.conversationId),
+  );
 }
 
 /** Stores a new conversation (and any items); returns its id. */
@@ -429,7 +477,8 @@ export interface ConversationUpdate {
  */
 export async function updateConversation(sql: Sql, conversationId: string, u: ConversationUpdate): Promise<boolean> {
   const set = withJson(sql, { ...(u.settings ?? {}), state: u.state, external_id: u.external_id });
-  if (u.metadata !== undefined && u.settings?.metadata !== undefined) throw new Error('an update sets metadata or merges keys into it, not both');
+  if (u.metadata !== undefined && u.settings?.metadata !== undefined)
+    throw new Error('an update sets metadata or merges keys into it, not both');
   const startedAt = u.started_at ?? null;
   // null: no keys to merge (jsonb `||` with '{}' leaves the metadata as it is, null included).
   const merge = u.metadata === undefined ? null : sql.json(u.metadata as Json);
@@ -444,7 +493,10 @@ export async function updateConversation(sql: Sql, conversationId: string, u: Co
           metadata = case when ${merge}::jsonb is null then metadata else coalesce(metadata, '{}'::jsonb) || ${merge}::jsonb end
         where id = ${conversationId} and state <> 'ended' returning 1`;
   if (u.settings?.data_retention_policy === undefined) return (await update(sql)).length > 0;
-  const [rows] = await pipelinedTransaction(sql, (tx) => [update(tx), contentDroppedIfRetainsNothing(tx, conversationId)]);
+  const [rows] = await pipelinedTransaction(sql, (tx) => [
+    update(tx),
+    contentDroppedIfRetainsNothing(tx, conversationId),
+  ]);
   return rows.length > 0;
 }
 
@@ -673,9 +725,7 @@ export async function cancelConversation(sql: Sql, conversationId: string): Prom
 }
 
 export type DeleteOutcome =
-  | { kind: 'deleted'; recordings: RecordingRow[] }
-  | { kind: 'in_progress' }
-  | { kind: 'not_found' };
+  { kind: 'deleted'; recordings: RecordingRow[] } | { kind: 'in_progress' } | { kind: 'not_found' };
 
 /**
  * Deletes a finished conversation's content: transcripts (of the record, its items and tool-call bodies) and its
@@ -727,7 +777,6 @@ export async function addExtraction(
   return id;
 }
 
-
 /**
  * A recording was compressed (src/media/recording-compressor.ts): moves its row from the `.wav` at `from` to the
  * compressed file, compare-and-set: only while the row still points at that `.wav`. false when the recording was
@@ -740,7 +789,8 @@ export async function moveRecordingToCompressed(
   from: string,
   to: { path: string; format: 'wav.gz'; bytes: number },
 ): Promise<boolean> {
-  const rows = await sql`update conversation_recordings set path = ${to.path}, format = ${to.format}, bytes = ${to.bytes},
+  const rows =
+    await sql`update conversation_recordings set path = ${to.path}, format = ${to.format}, bytes = ${to.bytes},
       compress_to = null
     where conversation_id = ${conversationId} and side = ${side} and path = ${from} and format = 'wav'
     returning 1`;

@@ -73,7 +73,8 @@ const remote = {
   ...common,
   connect_timeout: DATABASE_TIMEOUTS.connect_timeout_sec,
   // postgres.js's own curve (3^n / 100 s, jittered), capped.
-  backoff: (attempts: number) => Math.min((0.5 + Math.random() / 2) * (3 ** attempts / 100), DATABASE_TIMEOUTS.max_reconnect_delay_sec),
+  backoff: (attempts: number) =>
+    Math.min((0.5 + Math.random() / 2) * (3 ** attempts / 100), DATABASE_TIMEOUTS.max_reconnect_delay_sec),
 } as const;
 
 /**
@@ -81,8 +82,18 @@ const remote = {
  * (the statement may or may not have run), as opposed to the database refusing a statement.
  */
 const UNREACHABLE_CODES = new Set([
-  'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT',
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
 ]);
 
 /**

@@ -10,7 +10,12 @@ export interface EvalPromptRow {
 }
 
 /** Inserts a prompt of the project; returns its new id. */
-export async function insertEvalPrompt(sql: Sql, orgId: string, projectId: string, p: { name: string; prompt: string }): Promise<string> {
+export async function insertEvalPrompt(
+  sql: Sql,
+  orgId: string,
+  projectId: string,
+  p: { name: string; prompt: string },
+): Promise<string> {
   const id = newId('conv_eval_prompt');
   await sql`insert into eval_prompts (id, org_id, project_id, name, prompt)
             values (${id}, ${orgId}, ${projectId}, ${p.name}, ${p.prompt})`;

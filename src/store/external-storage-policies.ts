@@ -21,7 +21,14 @@ export interface PolicyRow {
 /** A policy's writable fields. */
 export type PolicyFields = Pick<
   PolicyRow,
-  'name' | 'endpoint_url' | 'bucket' | 'region' | 'key_prefix' | 'addressing_style' | 'access_key_id' | 'secret_access_key'
+  | 'name'
+  | 'endpoint_url'
+  | 'bucket'
+  | 'region'
+  | 'key_prefix'
+  | 'addressing_style'
+  | 'access_key_id'
+  | 'secret_access_key'
 >;
 
 /** The prefix of policy ids. */
@@ -36,7 +43,9 @@ export async function policyById(sql: Sql, id: string): Promise<PolicyRow | unde
 }
 
 export async function policyByName(sql: Sql, projectId: string, name: string): Promise<PolicyRow | undefined> {
-  const [row] = await sql<PolicyRow[]>`select * from external_storage_policies where project_id = ${projectId} and name = ${name}`;
+  const [row] = await sql<
+    PolicyRow[]
+  >`select * from external_storage_policies where project_id = ${projectId} and name = ${name}`;
   return row;
 }
 
@@ -48,11 +57,18 @@ export async function policyExists(sql: Sql, projectId: string, name: string): P
 
 /** The project's policies, oldest first. */
 export async function listPolicies(sql: Sql, projectId: string): Promise<PolicyRow[]> {
-  return sql<PolicyRow[]>`select * from external_storage_policies where project_id = ${projectId} order by created_at, id`;
+  return sql<
+    PolicyRow[]
+  >`select * from external_storage_policies where project_id = ${projectId} order by created_at, id`;
 }
 
 /** Inserts a policy; its new id, or `name_taken`. */
-export async function insertPolicy(sql: Sql, orgId: string, projectId: string, p: PolicyFields): Promise<{ id: string } | 'name_taken'> {
+export async function insertPolicy(
+  sql: Sql,
+  orgId: string,
+  projectId: string,
+  p: PolicyFields,
+): Promise<{ id: string } | 'name_taken'> {
   const id = newId(POLICY_ID_PREFIX);
   try {
     await sql`insert into external_storage_policies
@@ -67,7 +83,12 @@ export async function insertPolicy(sql: Sql, orgId: string, projectId: string, p
 }
 
 /** Writes every field of the policy; `name_taken` when another policy of the project has the name. */
-export async function updatePolicyRow(sql: Sql, id: string, p: PolicyFields, updatedAt: Date): Promise<'ok' | 'name_taken'> {
+export async function updatePolicyRow(
+  sql: Sql,
+  id: string,
+  p: PolicyFields,
+  updatedAt: Date,
+): Promise<'ok' | 'name_taken'> {
   try {
     await sql`update external_storage_policies set
       name = ${p.name},

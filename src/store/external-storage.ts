@@ -15,10 +15,15 @@ export interface StoragePolicyRow {
   secret_access_key: string;
 }
 
-const COLUMNS = 'id, project_id, name, endpoint_url, bucket, region, key_prefix, addressing_style, access_key_id, secret_access_key';
+const COLUMNS =
+  'id, project_id, name, endpoint_url, bucket, region, key_prefix, addressing_style, access_key_id, secret_access_key';
 
 /** The policy of a project by name (what an agent's `external_storage_policy` names); null when there is none. */
-export async function findStoragePolicyByName(sql: Sql, projectId: string, name: string): Promise<StoragePolicyRow | null> {
+export async function findStoragePolicyByName(
+  sql: Sql,
+  projectId: string,
+  name: string,
+): Promise<StoragePolicyRow | null> {
   const [row] = await sql<StoragePolicyRow[]>`
     select ${sql.unsafe(COLUMNS)} from external_storage_policies where project_id = ${projectId} and name = ${name}`;
   return row ?? null;
@@ -31,10 +36,18 @@ export type StoragePolicyRef = { name: string } | { id: string };
  * The policy `ref` names in the project of the conversation, as it is now (credentials included); null when the
  * project has none such (or the conversation is gone).
  */
-export async function conversationStoragePolicy(sql: Sql, conversationId: string, ref: StoragePolicyRef): Promise<StoragePolicyRow | null> {
+export async function conversationStoragePolicy(
+  sql: Sql,
+  conversationId: string,
+  ref: StoragePolicyRef,
+): Promise<StoragePolicyRow | null> {
   const which = 'name' in ref ? sql`p.name = ${ref.name}` : sql`p.id = ${ref.id}`;
   const [row] = await sql<StoragePolicyRow[]>`
-    select ${sql.unsafe(COLUMNS.split(', ').map((c) => `p.${c}`).join(', '))}
+    select ${sql.unsafe(
+      COLUMNS.split(', ')
+        .map((c) => `p.${c}`)
+        .join(', '),
+    )}
     from external_storage_policies p join conversations c on c.project_id = p.project_id
     where c.id = ${conversationId} and ${which}`;
   return row ?? null;
@@ -42,7 +55,9 @@ export async function conversationStoragePolicy(sql: Sql, conversationId: string
 
 /** The policy as it is now (its credentials may have been rotated since the last read); null when deleted. */
 export async function getStoragePolicy(sql: Sql, id: string): Promise<StoragePolicyRow | null> {
-  const [row] = await sql<StoragePolicyRow[]>`select ${sql.unsafe(COLUMNS)} from external_storage_policies where id = ${id}`;
+  const [row] = await sql<
+    StoragePolicyRow[]
+  >`select ${sql.unsafe(COLUMNS)} from external_storage_policies where id = ${id}`;
   return row ?? null;
 }
 

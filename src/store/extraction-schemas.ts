@@ -19,11 +19,17 @@ export const EXTRACTION_SCHEMA_ID_PREFIX = 'conv_extract_schema';
 const UNIQUE_VIOLATION = '23505';
 
 export async function liveSchemaById(sql: Sql, id: string): Promise<ExtractionSchemaRow | undefined> {
-  const [row] = await sql<ExtractionSchemaRow[]>`select * from extraction_schemas where id = ${id} and deleted_at is null`;
+  const [row] = await sql<
+    ExtractionSchemaRow[]
+  >`select * from extraction_schemas where id = ${id} and deleted_at is null`;
   return row;
 }
 
-export async function liveSchemaByName(sql: Sql, projectId: string, name: string): Promise<ExtractionSchemaRow | undefined> {
+export async function liveSchemaByName(
+  sql: Sql,
+  projectId: string,
+  name: string,
+): Promise<ExtractionSchemaRow | undefined> {
   const [row] = await sql<ExtractionSchemaRow[]>`
     select * from extraction_schemas where project_id = ${projectId} and name = ${name} and deleted_at is null`;
   return row;
@@ -54,7 +60,12 @@ export async function insertSchema(
 }
 
 /** Writes the schema's fields; `name_taken` when another live schema of the project has the name. */
-export async function updateSchema(sql: Sql, id: string, s: ExtractionSchemaFields, updatedAt: Date): Promise<'ok' | 'name_taken'> {
+export async function updateSchema(
+  sql: Sql,
+  id: string,
+  s: ExtractionSchemaFields,
+  updatedAt: Date,
+): Promise<'ok' | 'name_taken'> {
   try {
     await sql`update extraction_schemas set
       name = ${s.name}, prompt = ${s.prompt}, fields = ${sql.json(s.fields)}, updated_at = ${updatedAt}

@@ -35,7 +35,12 @@ export interface PlannedJob {
 }
 
 /** The analysis of a conversation: what `conversation_analyzed` waits for and reports. */
-export const ANALYSIS_KINDS = [JOB_KINDS.postCallTranscript, JOB_KINDS.extraction, JOB_KINDS.evaluation, JOB_KINDS.redact] as const;
+export const ANALYSIS_KINDS = [
+  JOB_KINDS.postCallTranscript,
+  JOB_KINDS.extraction,
+  JOB_KINDS.evaluation,
+  JOB_KINDS.redact,
+] as const;
 
 /**
  * The post-call pipeline: the jobs enqueued with a conversation's finish (postCallJobsEnqueued), in the order they
@@ -142,7 +147,12 @@ export async function rerunConversationJob(
  * A recurring job (one row for every node, keyed by its kind): created pending and due now, or, when it exists,
  * given the new interval. It runs again `everyMs` after each outcome.
  */
-export async function ensureRecurringJob(sql: Db, kind: string, everyMs: number, now: Date | null = null): Promise<void> {
+export async function ensureRecurringJob(
+  sql: Db,
+  kind: string,
+  everyMs: number,
+  now: Date | null = null,
+): Promise<void> {
   await sql`insert into jobs (kind, key, every_ms, run_at) values (${kind}, ${kind}, ${everyMs}, ${at(sql, now)})
     on conflict (key) do update set every_ms = excluded.every_ms`;
 }
@@ -178,7 +188,16 @@ export interface ClaimRequest {
 export async function claimJobs(sql: Db, c: ClaimRequest): Promise<ClaimedJob[]> {
   if (c.kinds.length === 0 || c.limit <= 0) return [];
   const t = at(sql, c.now ?? null);
-  const rows = await sql<{ id: string; kind: string; payload: unknown; attempts: number; lock_token: string; conversation_id: string | null }[]>`
+  const rows = await sql<
+    {
+      id: string;
+      kind: string;
+      payload: unknown;
+      attempts: number;
+      lock_token: string;
+      conversation_id: string | null;
+    }[]
+  >`
     with due as (
       select j.id from jobs j
       where j.status = 'pending' and j.run_at <= ${t} and j.kind in ${sql(c.kinds as string[])}
@@ -326,7 +345,9 @@ export interface JobRow {
 
 /** Jobs of a kind (all kinds when null), in the order they were enqueued. */
 export async function listJobs(sql: Db, kind: string | null = null): Promise<JobRow[]> {
-  return sql<JobRow[]>`select id::text as id, kind, key, conversation_id, payload, status, after_kinds, node_id, attempts,
+  return sql<
+    JobRow[]
+  >`select id::text as id, kind, key, conversation_id, payload, status, after_kinds, node_id, attempts,
       run_at, every_ms::float8 as every_ms, locked_by, locked_at, reason, error, detail
     from jobs ${kind === null ? sql`` : sql`where kind = ${kind}`} order by id`;
 }

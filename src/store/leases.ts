@@ -50,7 +50,12 @@ export function effectiveCap(maxActive: number | null, workspaceCap: number): nu
  * in one go; both go out together (pipelinedTransaction). A lease of this conversation that has expired is left to
  * the upsert (a row must not be both deleted and inserted by one statement).
  */
-export async function admit(sql: Sql, policy: LeasePolicy, projectId: string, conversationId: string): Promise<Admission> {
+export async function admit(
+  sql: Sql,
+  policy: LeasePolicy,
+  projectId: string,
+  conversationId: string,
+): Promise<Admission> {
   const [, [row]] = await pipelinedTransaction<{ cap: number; n: number; held: boolean }[]>(sql, (tx) => [
     tx`select 1 from projects where id = ${projectId} for update`,
     tx`with project as (
@@ -162,7 +167,11 @@ export function startHeartbeat(
     inFlight = renew(sql, policy)
       .then(
         (n) => log.debug({ nodeId: policy.nodeId, leases: n }, 'leases: heartbeat'),
-        (err: Error) => log.error({ err, nodeId: policy.nodeId }, 'leases: heartbeat failed; leases expire unless a later beat succeeds'),
+        (err: Error) =>
+          log.error(
+            { err, nodeId: policy.nodeId },
+            'leases: heartbeat failed; leases expire unless a later beat succeeds',
+          ),
       )
       .finally(() => {
         inFlight = null;

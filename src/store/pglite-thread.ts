@@ -14,10 +14,7 @@ export interface StoreThreadOptions {
 
 export type StoreThreadRequest = { type: 'dump'; path: string } | { type: 'close' };
 export type StoreThreadReply =
-  | { type: 'listening'; port: number }
-  | { type: 'dumped' }
-  | { type: 'closed' }
-  | { type: 'failed'; message: string };
+  { type: 'listening'; port: number } | { type: 'dumped' } | { type: 'closed' } | { type: 'failed'; message: string };
 
 const port = parentPort;
 if (!port) throw new Error('pglite-thread.ts must run in a worker thread');

@@ -20,7 +20,10 @@ const BOOT = `import('tsx/esm/api').then((tsx) => { tsx.register(); return impor
  * Starts the store thread. `onLost` is called if the thread ends while the store is open (every query fails
  * from then on), so the caller can stop the node instead of answering 500s.
  */
-export function startPgliteThread(options: StoreThreadOptions, onLost: (err: StoreError) => void = () => {}): Promise<PgliteThread> {
+export function startPgliteThread(
+  options: StoreThreadOptions,
+  onLost: (err: StoreError) => void = () => {},
+): Promise<PgliteThread> {
   const worker = new Worker(BOOT, { eval: true, workerData: options });
   let pending: { expect: StoreThreadReply['type']; resolve: () => void; reject: (e: Error) => void } | null = null;
   let exited = false;
@@ -54,7 +57,8 @@ export function startPgliteThread(options: StoreThreadOptions, onLost: (err: Sto
       pending = null;
       if (!p) return;
       if (msg.type === p.expect) p.resolve();
-      else p.reject(new StoreError(msg.type === 'failed' ? msg.message : `unexpected ${msg.type} from the store thread`));
+      else
+        p.reject(new StoreError(msg.type === 'failed' ? msg.message : `unexpected ${msg.type} from the store thread`));
     });
     worker.on('error', (err) => {
       const e = new StoreError(`store thread failed: ${err.message}`, { cause: err });

@@ -13,5 +13,7 @@ export async function addToInventory(sql: Sql, orgId: string | null, numbers: st
 
 /** The whole inventory, by number. */
 export async function listInventory(sql: Sql): Promise<{ number: string; org_id: string | null }[]> {
-  return sql<{ number: string; org_id: string | null }[]>`select number, org_id from phone_number_inventory order by number`;
+  return sql<
+    { number: string; org_id: string | null }[]
+  >`select number, org_id from phone_number_inventory order by number`;
 }

@@ -41,11 +41,24 @@ export interface PostCallConversation {
 export async function postCallConversation(sql: Sql, conversationId: string): Promise<PostCallConversation | null> {
   const [r] = await sql<
     {
-      id: string; org_id: string; project_id: string; state: PostCallConversation['state']; ended_at: Date | null;
-      ended_by: EndedBy | null; default_language: string; additional_languages: string[] | null;
-      boosted_keywords: string[] | null; live_transcript: string | null; post_call_transcript: string | null;
-      is_redacted: boolean; redacted_transcript: string | null; retains_nothing: boolean; transcripts_deleted_at: Date | null; audio_recordings_deleted_at: Date | null;
-      tasks: { name: string; description: string }[]; node_id: string | null;
+      id: string;
+      org_id: string;
+      project_id: string;
+      state: PostCallConversation['state'];
+      ended_at: Date | null;
+      ended_by: EndedBy | null;
+      default_language: string;
+      additional_languages: string[] | null;
+      boosted_keywords: string[] | null;
+      live_transcript: string | null;
+      post_call_transcript: string | null;
+      is_redacted: boolean;
+      redacted_transcript: string | null;
+      retains_nothing: boolean;
+      transcripts_deleted_at: Date | null;
+      audio_recordings_deleted_at: Date | null;
+      tasks: { name: string; description: string }[];
+      node_id: string | null;
     }[]
   >`select id, org_id, project_id, state, ended_at, ended_by, default_language, additional_languages,
       boosted_keywords, live_transcript, post_call_transcript, is_redacted, redacted_transcript,
@@ -182,13 +195,20 @@ export async function replaceExtraction(
 }
 
 /** The eval prompts of a project, oldest first. */
-export async function projectEvalPrompts(sql: Sql, projectId: string): Promise<{ id: string; name: string; prompt: string }[]> {
+export async function projectEvalPrompts(
+  sql: Sql,
+  projectId: string,
+): Promise<{ id: string; name: string; prompt: string }[]> {
   return sql<{ id: string; name: string; prompt: string }[]>`select id, name, prompt from eval_prompts
     where project_id = ${projectId} order by created_at, id`;
 }
 
 /** Adds results to a conversation's task_results (a key given replaces the one stored); false when it is gone. */
-export async function mergeTaskResults(sql: Sql, conversationId: string, results: Record<string, unknown>): Promise<boolean> {
+export async function mergeTaskResults(
+  sql: Sql,
+  conversationId: string,
+  results: Record<string, unknown>,
+): Promise<boolean> {
   const rows = await sql`update conversations set task_results = task_results || ${sql.json(results as Json)}
     where id = ${conversationId} returning 1`;
   return rows.length > 0;
@@ -238,7 +258,11 @@ export async function sweepTranscripts(sql: Sql, now: Date, batch: number): Prom
  * recording is marked as well (its period has passed; a late finish then stores none). Returns the conversations
  * swept and the recording rows deleted.
  */
-export async function sweepRecordings(sql: Sql, now: Date, batch: number): Promise<{ conversations: number; recordings: number }> {
+export async function sweepRecordings(
+  sql: Sql,
+  now: Date,
+  batch: number,
+): Promise<{ conversations: number; recordings: number }> {
   const [row] = await sql<{ conversations: number; recordings: number }[]>`
     with due as (
       select id, node_id from conversations

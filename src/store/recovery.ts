@@ -17,7 +17,11 @@ export interface AbandonedConversation {
  * its PARLEY_NODE_ID, when it has one) or holding a lease under its lease name. Asked at start-up, before anything
  * of this run is live, so every one of them is a leftover, whether or not its lease has expired.
  */
-export async function leftoverConversations(sql: Sql, leaseNodeId: string, nodeId: string | null): Promise<AbandonedConversation[]> {
+export async function leftoverConversations(
+  sql: Sql,
+  leaseNodeId: string,
+  nodeId: string | null,
+): Promise<AbandonedConversation[]> {
   return sql<AbandonedConversation[]>`
     select c.id, c.node_id from conversations c
     where c.state <> 'ended' and (c.node_id = ${nodeId}::text
@@ -30,7 +34,11 @@ export async function leftoverConversations(sql: Sql, leaseNodeId: string, nodeI
  * `minAgeSec` ago (a conversation is admitted before its record exists, so a young one without a lease is not
  * expected; the margin only keeps recovery off rows that clocks disagree about). At most `limit`, oldest first.
  */
-export async function abandonedConversations(sql: Sql, minAgeSec: number, limit: number): Promise<AbandonedConversation[]> {
+export async function abandonedConversations(
+  sql: Sql,
+  minAgeSec: number,
+  limit: number,
+): Promise<AbandonedConversation[]> {
   return sql<AbandonedConversation[]>`
     select c.id, c.node_id from conversations c
     where c.state <> 'ended' and c.created_at < now() - make_interval(secs => ${minAgeSec})
@@ -104,7 +112,10 @@ export interface RecordingFileOwner {
  * For recording files named `<conversation id>.wav` (paths relative to the recordings directory): their
  * conversation, and whether a row points at the path already.
  */
-export async function recordingFileOwners(sql: Sql, files: { id: string; path: string }[]): Promise<RecordingFileOwner[]> {
+export async function recordingFileOwners(
+  sql: Sql,
+  files: { id: string; path: string }[],
+): Promise<RecordingFileOwner[]> {
   if (files.length === 0) return [];
   return sql<RecordingFileOwner[]>`
     select f.id, c.id is not null as exists, coalesce(c.state = 'ended', false) as ended, c.node_id,

@@ -97,7 +97,8 @@ function writeRedaction(sql: Sql, r: RedactionResult): Promise<RedactionSaveOutc
       from conversations where id = ${r.conversationId} for update`;
     if (!c || !c.keeps) return 'not_kept';
     if (r.recording) {
-      const moved = await tx`update conversation_recordings set path = ${r.recording.to}, format = ${r.recording.format},
+      const moved =
+        await tx`update conversation_recordings set path = ${r.recording.to}, format = ${r.recording.format},
           bytes = ${r.recording.bytes}, compress_to = null
         where conversation_id = ${r.conversationId} and side = 'both' and path = ${r.recording.from} returning 1`;
       if (moved.length === 0) throw new RecordingMoved();

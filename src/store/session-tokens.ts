@@ -27,7 +27,11 @@ export async function deleteExpiredSessionTokens(sql: Sql, orgId: string, now: D
 }
 
 /** The unexpired token whose secret hashes to `digest`, with its workspace's ip_allowlist; one indexed query, a point read. */
-export async function sessionTokenByDigest(sql: Sql, digest: string, now: Date): Promise<SessionTokenCredentialRow | undefined> {
+export async function sessionTokenByDigest(
+  sql: Sql,
+  digest: string,
+  now: Date,
+): Promise<SessionTokenCredentialRow | undefined> {
   const [row] = await pointReads(sql)<SessionTokenCredentialRow[]>`
     select t.id, t.org_id, t.api_key_id, t.conversation_ids, t.expires_at, o.ip_allowlist
     from session_tokens t join organizations o on o.id = t.org_id

@@ -34,7 +34,12 @@ export async function listTools(sql: Sql, projectId: string): Promise<ToolRow[]>
 }
 
 /** The new row, or null when the organization already has a tool of that name. */
-export async function insertTool(sql: Sql, orgId: string, projectId: string, def: ToolDefinition): Promise<ToolRow | null> {
+export async function insertTool(
+  sql: Sql,
+  orgId: string,
+  projectId: string,
+  def: ToolDefinition,
+): Promise<ToolRow | null> {
   const [row] = await sql<ToolRow[]>`
     insert into tools (id, org_id, project_id, name, type, definition)
     values (${newId('tool')}, ${orgId}, ${projectId}, ${def.name}, ${def.type}, ${sql.json(def as unknown as Json)})
@@ -47,7 +52,12 @@ export async function insertTool(sql: Sql, orgId: string, projectId: string, def
  * Replaces the definition if it is still `before` (a concurrent update makes this one `stale`); `name_taken` when
  * another tool of the organization has the new name.
  */
-export async function updateTool(sql: Sql, id: string, before: ToolDefinition, def: ToolDefinition): Promise<'ok' | 'stale' | 'name_taken'> {
+export async function updateTool(
+  sql: Sql,
+  id: string,
+  before: ToolDefinition,
+  def: ToolDefinition,
+): Promise<'ok' | 'stale' | 'name_taken'> {
   try {
     const rows = await sql`
       update tools set name = ${def.name}, type = ${def.type}, definition = ${sql.json(def as unknown as Json)}, updated_at = now()
@@ -66,7 +76,9 @@ export async function deleteTool(sql: Sql, id: string): Promise<void> {
 /** Names of the project's tools among `names`. */
 export async function existingToolNames(sql: Sql, projectId: string, names: string[]): Promise<Set<string>> {
   if (names.length === 0) return new Set();
-  const rows = await sql<{ name: string }[]>`select name from tools where project_id = ${projectId} and name = any(${names})`;
+  const rows = await sql<
+    { name: string }[]
+  >`select name from tools where project_id = ${projectId} and name = any(${names})`;
   return new Set(rows.map((r) => r.name));
 }
 

@@ -46,12 +46,21 @@ export interface PendingDelivery extends WebhookDeliveryRow {
  */
 export async function insertWebhookEndpoint(
   sql: Sql,
-  e: { orgId: string; projectId: string; url: string; description: string | null; events: WebhookEventType[]; secret: string },
+  e: {
+    orgId: string;
+    projectId: string;
+    url: string;
+    description: string | null;
+    events: WebhookEventType[];
+    secret: string;
+  },
   maxEndpoints: number,
 ): Promise<WebhookEndpointRow | null> {
   return transaction(sql, async (tx) => {
     await tx`select id from projects where id = ${e.projectId} for update`;
-    const [{ n }] = await tx<{ n: number }[]>`select count(*)::int as n from webhook_endpoints where project_id = ${e.projectId}`;
+    const [{ n }] = await tx<
+      { n: number }[]
+    >`select count(*)::int as n from webhook_endpoints where project_id = ${e.projectId}`;
     if (n >= maxEndpoints) return null;
     const [row] = await tx<WebhookEndpointRow[]>`
       insert into webhook_endpoints (id, org_id, project_id, url, description, events, secret)
@@ -62,7 +71,9 @@ export async function insertWebhookEndpoint(
 }
 
 export async function listWebhookEndpoints(sql: Sql, projectId: string): Promise<WebhookEndpointRow[]> {
-  return sql<WebhookEndpointRow[]>`select * from webhook_endpoints where project_id = ${projectId} order by created_at, id`;
+  return sql<
+    WebhookEndpointRow[]
+  >`select * from webhook_endpoints where project_id = ${projectId} order by created_at, id`;
 }
 
 export async function getWebhookEndpoint(sql: Sql, id: string): Promise<WebhookEndpointRow | null> {

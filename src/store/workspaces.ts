@@ -70,7 +70,9 @@ export async function workspaceIdByNameOrId(sql: Sql, nameOrId: string): Promise
 
 /** Every workspace, oldest first. */
 export async function listWorkspaces(sql: Sql): Promise<Pick<WorkspaceRow, 'id' | 'name' | 'features'>[]> {
-  return sql<Pick<WorkspaceRow, 'id' | 'name' | 'features'>[]>`select id, name, features from organizations order by created_at`;
+  return sql<
+    Pick<WorkspaceRow, 'id' | 'name' | 'features'>[]
+  >`select id, name, features from organizations order by created_at`;
 }
 
 export async function workspaceNameTaken(sql: Sql, name: string): Promise<boolean> {
@@ -87,7 +89,9 @@ export async function updateWorkspaceSettings(
   await sql`update organizations set
     logo_url = ${s.logo_url === undefined ? sql`logo_url` : s.logo_url},
     invite_link_allowed_domains = ${
-      s.invite_link_allowed_domains === undefined ? sql`invite_link_allowed_domains` : sql.json(s.invite_link_allowed_domains)
+      s.invite_link_allowed_domains === undefined
+        ? sql`invite_link_allowed_domains`
+        : sql.json(s.invite_link_allowed_domains)
     },
     ip_allowlist = ${s.ip_allowlist === undefined ? sql`ip_allowlist` : sql.json(s.ip_allowlist)}
     where id = ${id}`;

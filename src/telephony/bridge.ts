@@ -108,7 +108,14 @@ export interface LegCounters {
 export class TransferLeg {
   readonly endpoint: RtpEndpoint;
   readonly rtpPort: number;
-  readonly counters: LegCounters = { received: 0, relayedToTarget: 0, relayedToCaller: 0, digitsSent: 0, malformed: 0, wrongSource: 0 };
+  readonly counters: LegCounters = {
+    received: 0,
+    relayedToTarget: 0,
+    relayedToCaller: 0,
+    digitsSent: 0,
+    malformed: 0,
+    wrongSource: 0,
+  };
   /**
    * The target answered: its audio is received (targetFrames() reads it). Not yet relayed while detect_voicemail
    * screens the answer: the caller hears neither the target nor the target the caller until bridge().
@@ -174,8 +181,16 @@ export class TransferLeg {
    * Binds the leg's ports (`rtpPort` and the one above). The caller's leg must be G.711: Parley transcodes between
    * µ-law and A-law only. Throws UdpIoError when a port cannot be bound, RangeError for another codec.
    */
-  static open(group: NativeUdpGroup, host: string, rtpPort: number, callerCodec: CallMedia['codec'], now: () => number, onError: (err: UdpIoError) => void): TransferLeg {
-    if (callerCodec !== 'PCMU' && callerCodec !== 'PCMA') throw new RangeError(`a bridged transfer needs G.711 on the caller's leg, not ${callerCodec}`);
+  static open(
+    group: NativeUdpGroup,
+    host: string,
+    rtpPort: number,
+    callerCodec: CallMedia['codec'],
+    now: () => number,
+    onError: (err: UdpIoError) => void,
+  ): TransferLeg {
+    if (callerCodec !== 'PCMU' && callerCodec !== 'PCMA')
+      throw new RangeError(`a bridged transfer needs G.711 on the caller's leg, not ${callerCodec}`);
     return new TransferLeg(group, host, rtpPort, callerCodec, now, onError);
   }
 
@@ -184,17 +199,28 @@ export class TransferLeg {
    * Again after unanswer(): a new dial's answer.
    */
   answer(remote: MediaAddress | null, media: CallMedia): void {
-    if (media.codec !== 'PCMU' && media.codec !== 'PCMA') throw new RangeError(`the transfer target answered ${media.codec}; Parley bridges G.711 only`);
+    if (media.codec !== 'PCMU' && media.codec !== 'PCMA')
+      throw new RangeError(`the transfer target answered ${media.codec}; Parley bridges G.711 only`);
     this.media = media;
     this.targetCodec = media.codec;
     this.silenceTarget = encodedSilence(FORMAT_OF[media.codec]);
     this.endpoint.setRemote(remote);
     const c = callCodec(media.codec);
     this.sender = new RtpSender({ payloadType: media.payloadType });
-    this.events = media.telephoneEventPayloadType === null
-      ? null
-      : new TelephoneEventSender(this.sender, { payloadType: media.telephoneEventPayloadType, clockRate: c.clockRate, ticksPerPacket: c.ticksPerFrame });
-    this.jb = new JitterBuffer({ clockRate: c.clockRate, ticksPerFrame: c.ticksPerFrame, maxPayloadBytes: c.maxPayloadBytes, release: 'on_arrival' });
+    this.events =
+      media.telephoneEventPayloadType === null
+        ? null
+        : new TelephoneEventSender(this.sender, {
+            payloadType: media.telephoneEventPayloadType,
+            clockRate: c.clockRate,
+            ticksPerPacket: c.ticksPerFrame,
+          });
+    this.jb = new JitterBuffer({
+      clockRate: c.clockRate,
+      ticksPerFrame: c.ticksPerFrame,
+      maxPayloadBytes: c.maxPayloadBytes,
+      release: 'on_arrival',
+    });
     this.markerPending = true;
     this.answered = true;
   }
@@ -282,7 +308,12 @@ export class TransferLeg {
 
   private sendTarget(): void {
     const sender = this.sender;
-    if (sender === null || !this.endpoint.hasRemote || this.media?.direction === 'sendonly' || this.media?.direction === 'inactive') {
+    if (
+      sender === null ||
+      !this.endpoint.hasRemote ||
+      this.media?.direction === 'sendonly' ||
+      this.media?.direction === 'inactive'
+    ) {
       this.sender?.advanceTimestamp(FRAME_BYTES);
       return;
     }
@@ -450,4 +481,3 @@ function mixInto(a: Int16Array, b: Int16Array): void {
     a[i] = s > INT16_MAX ? INT16_MAX : s < INT16_MIN ? INT16_MIN : s;
   }
 }
-

@@ -7,7 +7,14 @@ import type { Dialog, EndReason, InfoEvent, NegotiatedMedia } from '../../sip/in
 import type { Logger } from '../log.js';
 import type { Sql } from '../store/db.js';
 import { finishLostCall, releaseCall } from '../domain/calls.js';
-import type { CallHangupReason, CallMedia, CallMessage, CallNotice, MediaAddress, TransferEvent } from '../workers/worker-protocol.js';
+import type {
+  CallHangupReason,
+  CallMedia,
+  CallMessage,
+  CallNotice,
+  MediaAddress,
+  TransferEvent,
+} from '../workers/worker-protocol.js';
 import { callMediaOf, remoteMediaOf } from './media-policy.js';
 import type { MediaWorkers } from './media-workers.js';
 import type { RtpPorts } from './rtp-ports.js';
@@ -28,7 +35,10 @@ export const CALL_CONTROL_DEFAULTS = {
 } as const;
 
 /** What call_assigned carries besides the ids and the port, which CallControl fills in. */
-export type CallAssignment = Omit<Extract<CallMessage, { type: 'call_assigned' }>, 'type' | 'callId' | 'conversationId' | 'rtpPort' | 'origin'>;
+export type CallAssignment = Omit<
+  Extract<CallMessage, { type: 'call_assigned' }>,
+  'type' | 'callId' | 'conversationId' | 'rtpPort' | 'origin'
+>;
 
 export interface CallControlOptions {
   workers: MediaWorkers;
@@ -81,7 +91,10 @@ export class CallControl {
 
   /** A new call, registered (its conversation id is admitted already). */
   open(init: Omit<SipCallInit, 'log'>): SipCall {
-    const call = new SipCall({ ...init, log: this.#log.child({ callId: init.callId, conversationId: init.conversationId }) });
+    const call = new SipCall({
+      ...init,
+      log: this.#log.child({ callId: init.callId, conversationId: init.conversationId }),
+    });
     this.calls.add(call);
     return call;
   }
@@ -110,7 +123,12 @@ export class CallControl {
       call.media = assignment.media;
       const ready = call.untilMediaReady(this.#mediaReadyTimeoutMs);
       this.#workers.send(workerId, {
-        type: 'call_assigned', callId: call.callId, conversationId: call.conversationId, rtpPort: port, origin: call.origin, ...assignment,
+        type: 'call_assigned',
+        callId: call.callId,
+        conversationId: call.conversationId,
+        rtpPort: port,
+        origin: call.origin,
+        ...assignment,
       });
       const r = await ready;
       if (r.ok) {
@@ -195,7 +213,8 @@ export class CallControl {
     };
     const onInfo = (info: InfoEvent) => {
       const digits = dtmfDigitsOf(info);
-      if (digits !== null && call.state === 'live') this.#send(call, { type: 'call_dtmf', callId: call.callId, digits });
+      if (digits !== null && call.state === 'live')
+        this.#send(call, { type: 'call_dtmf', callId: call.callId, digits });
     };
     dialog.on('ended', onEnded);
     dialog.on('modified', onModified);
@@ -256,12 +275,14 @@ export class CallControl {
    */
   async workerLost(workerId: number): Promise<void> {
     const calls = this.calls.ofWorker(workerId);
-    await Promise.all(calls.map(async (call) => {
-      const started = call.startedAt;
-      if (!call.step('worker_lost')) return;
-      call.log.error({ workerId }, 'the call\'s media worker died: ending the call');
-      await this.#release(call, { recordExists: started !== null, lost: true });
-    }));
+    await Promise.all(
+      calls.map(async (call) => {
+        const started = call.startedAt;
+        if (!call.step('worker_lost')) return;
+        call.log.error({ workerId }, "the call's media worker died: ending the call");
+        await this.#release(call, { recordExists: started !== null, lost: true });
+      }),
+    );
   }
 
   /**
@@ -272,11 +293,17 @@ export class CallControl {
     for (const call of this.calls.all()) this.hangup(call, 'shutdown');
     const all = Promise.all(this.calls.all().map((c) => c.ended));
     let timer: NodeJS.Timeout | undefined;
-    const expired = await Promise.race([all.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+    const expired = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs))),
+    ]);
     clearTimeout(timer);
     if (expired) {
       const left = this.calls.all();
-      this.#log.error({ calls: left.map((c) => c.callId) }, 'calls still ending at the end of the shutdown grace: let go');
+      this.#log.error(
+        { calls: left.map((c) => c.callId) },
+        'calls still ending at the end of the shutdown grace: let go',
+      );
       for (const call of left) {
         call.step('worker_lost'); // let go as if its worker were gone: the worker's own shutdown saves the record
         this.#bye(call);
@@ -309,10 +336,13 @@ export class CallControl {
   #bye(call: SipCall): void {
     const dialog = call.dialog;
     if (!dialog || dialog.state !== 'confirmed') return;
-    const sent: Promise<void> = dialog.bye().then(
-      () => undefined,
-      (err: Error) => call.log.warn({ err }, 'BYE failed'),
-    ).finally(() => this.#byes.delete(sent));
+    const sent: Promise<void> = dialog
+      .bye()
+      .then(
+        () => undefined,
+        (err: Error) => call.log.warn({ err }, 'BYE failed'),
+      )
+      .finally(() => this.#byes.delete(sent));
     this.#byes.add(sent);
   }
 
@@ -333,7 +363,7 @@ export class CallControl {
         await releaseCall(this.#sql, call.conversationId);
       }
     } catch (err) {
-      call.log.error({ err }, 'releasing the call\'s conversation failed: its lease is held until this node stops');
+      call.log.error({ err }, "releasing the call's conversation failed: its lease is held until this node stops");
     } finally {
       call.done();
     }

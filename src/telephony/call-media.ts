@@ -8,7 +8,11 @@ import type { CallMedia } from '../workers/worker-protocol.js';
 
 /** RFC 7587 4.1 / 3551 4.5.14: the RTP clocks of the codecs Parley answers. */
 const CLOCK_RATES: Record<CallMedia['codec'], number> = { PCMU: 8000, PCMA: 8000, opus: 48000 };
-const FORMATS: Record<CallMedia['codec'], CallAudioFormat> = { PCMU: 'mulaw_8000', PCMA: 'alaw_8000', opus: 'opus_48000' };
+const FORMATS: Record<CallMedia['codec'], CallAudioFormat> = {
+  PCMU: 'mulaw_8000',
+  PCMA: 'alaw_8000',
+  opus: 'opus_48000',
+};
 /**
  * Most 20 ms frames sent in one packet: 120 ms, the longest ptime RFC 3551 4.5 lets G.711 packets run to without
  * exceeding an Ethernet MTU (960 octets + headers).

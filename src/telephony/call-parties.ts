@@ -1,7 +1,12 @@
 // The numbers of a call from its INVITE: the dialled number (which agent answers) and the caller's number
 // (`call_info.from_phone_number`: E.164, or `anonymous` when withheld).
 import {
-  fromOf, isSipUri, parseNameAddr, unescapeUriPart, type SipRequest, type Uri,
+  fromOf,
+  isSipUri,
+  parseNameAddr,
+  unescapeUriPart,
+  type SipRequest,
+  type Uri,
 } from '../../sip/message/index.js';
 import { E164_PATTERN } from '../schemas/common.js';
 
@@ -39,7 +44,10 @@ function readNumber(text: string): PhoneNumber | null {
   if (/^\+\d+$/.test(compact)) return { e164: E164_PATTERN.test(compact) ? compact : null, digits: compact.slice(1) };
   if (!/^\d+$/.test(compact)) return null;
   // RFC 3966 5.1.5: a local number with a global-number-digits context is that prefix followed by the number.
-  const context = params.find((p) => p.toLowerCase().startsWith('phone-context='))?.slice('phone-context='.length).replace(VISUAL_SEPARATORS, '');
+  const context = params
+    .find((p) => p.toLowerCase().startsWith('phone-context='))
+    ?.slice('phone-context='.length)
+    .replace(VISUAL_SEPARATORS, '');
   let candidate: string | null = null;
   if (context !== undefined && /^\+\d+$/.test(context)) candidate = context + compact;
   else if (compact.startsWith(INTERNATIONAL_PREFIX)) candidate = `+${compact.slice(INTERNATIONAL_PREFIX.length)}`;
@@ -73,7 +81,9 @@ export function dialledNumber(req: SipRequest): string | null {
 
 function isAnonymousUri(uri: Uri): boolean {
   if (isSipUri(uri)) {
-    return uri.user === undefined || uri.user.toLowerCase() === ANONYMOUS_USER || uri.host.toLowerCase() === ANONYMOUS_HOST;
+    return (
+      uri.user === undefined || uri.user.toLowerCase() === ANONYMOUS_USER || uri.host.toLowerCase() === ANONYMOUS_HOST
+    );
   }
   return uri.scheme === 'tel' ? !/\d/.test(uri.opaque) : true;
 }

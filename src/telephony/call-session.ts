@@ -27,18 +27,36 @@ import type { NativeUdpSocket } from '../media/udp-native.js';
 import type { Logger } from '../log.js';
 import type { EndedBy, RtpAnalysis } from '../schemas/conversations.js';
 import type { ServerEvent } from '../schemas/sts.js';
-import type { CallHangupReason, CallMedia, CallMessage, CallSignalNotice, MediaAddress } from '../workers/worker-protocol.js';
+import type {
+  CallHangupReason,
+  CallMedia,
+  CallMessage,
+  CallSignalNotice,
+  MediaAddress,
+} from '../workers/worker-protocol.js';
 import { transition, type CallInput, type CallState } from './call.fsm.js';
 import { callCodec, encodedSilence, framesPerPacket, type CallCodec } from './call-media.js';
 import { ReceptionStats, peerSummary } from './reception-stats.js';
 import {
-  createPeerRtcp, createReportBlock, delaySinceUnits, readCompound, roundTripMs, rtcpIntervalMs, sdesPacket, writeBye,
-  writeReport, type SenderInfo,
+  createPeerRtcp,
+  createReportBlock,
+  delaySinceUnits,
+  readCompound,
+  roundTripMs,
+  rtcpIntervalMs,
+  sdesPacket,
+  writeBye,
+  writeReport,
+  type SenderInfo,
 } from './rtcp.js';
 import type { RtpEndpoint } from './rtp-endpoint.js';
 import type { TransferLeg } from './bridge.js';
 import type { CallTransfer, WorkerTransfers } from './worker-transfer.js';
-import type { PhoneTransferHooks, PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
+import type {
+  PhoneTransferHooks,
+  PhoneTransferRequest,
+  PhoneTransferResult,
+} from '../conversation/tools/phone-transfer.js';
 import { VoicemailDetection } from './voicemail-detection.js';
 
 export type CallAssigned = Extract<CallMessage, { type: 'call_assigned' }>;
@@ -85,7 +103,16 @@ export class CallSession implements ConversationClient {
   readonly conversationId: string;
   readonly orgId: string;
   readonly endpoint: RtpEndpoint;
-  readonly counters: CallCounters = { rtp: 0, malformed: 0, unknownPayloadType: 0, wrongSource: 0, late: 0, dtmf: 0, rtcp: 0, rtcpRejected: 0 };
+  readonly counters: CallCounters = {
+    rtp: 0,
+    malformed: 0,
+    unknownPayloadType: 0,
+    wrongSource: 0,
+    late: 0,
+    dtmf: 0,
+    rtcp: 0,
+    rtcpRejected: 0,
+  };
   private conv: LiveConversation | null = null;
   private media: CallMedia;
   private readonly codec: CallCodec;
@@ -107,9 +134,20 @@ export class CallSession implements ConversationClient {
   private readonly onRtpBatch = (count: number, socket: NativeUdpSocket): void => this.receiveRtp(count, socket);
   private readonly onRtcpBatch = (count: number, socket: NativeUdpSocket): void => this.receiveRtcp(count, socket);
   /** Answering-machine detection from the answer on (call_assigned.voicemailDetection), until it settles. */
-  private voicemail: { detection: VoicemailDetection; decoder: Decoder; pcm: Int16Array; views: Map<number, Int16Array> } | null = null;
+  private voicemail: {
+    detection: VoicemailDetection;
+    decoder: Decoder;
+    pcm: Int16Array;
+    views: Map<number, Int16Array>;
+  } | null = null;
   /** In-band DTMF (no telephone-event negotiated, G.711): made when first needed. */
-  private inband: { detector: DtmfDetector; decoder: Decoder; pcm: Int16Array; views: Map<number, Int16Array>; digits: Uint8Array } | null = null;
+  private inband: {
+    detector: DtmfDetector;
+    decoder: Decoder;
+    pcm: Int16Array;
+    views: Map<number, Int16Array>;
+    digits: Uint8Array;
+  } | null = null;
 
   // ---- out ----
   private readonly sender: RtpSender;
@@ -151,7 +189,12 @@ export class CallSession implements ConversationClient {
 
   /** Its inbound RTP so far: packets received and dropped as late, loss (RFC 3550 A.3) and jitter (A.8). */
   get reception(): { received: number; late: number; lost: number; jitterMs: number } {
-    return { received: this.counters.rtp, late: this.counters.late, lost: Math.max(0, this.stats.lost), jitterMs: this.stats.jitterMs };
+    return {
+      received: this.counters.rtp,
+      late: this.counters.late,
+      lost: Math.max(0, this.stats.lost),
+      jitterMs: this.stats.jitterMs,
+    };
   }
 
   constructor(
@@ -167,7 +210,12 @@ export class CallSession implements ConversationClient {
     this.log = deps.log.child({ callId: assigned.callId, conversationId: assigned.conversationId });
     this.random = deps.random ?? Math.random;
     const c = this.codec;
-    this.jb = new JitterBuffer({ clockRate: c.clockRate, ticksPerFrame: c.ticksPerFrame, maxPayloadBytes: c.maxPayloadBytes, release: 'on_arrival' });
+    this.jb = new JitterBuffer({
+      clockRate: c.clockRate,
+      ticksPerFrame: c.ticksPerFrame,
+      maxPayloadBytes: c.maxPayloadBytes,
+      release: 'on_arrival',
+    });
     this.stats = new ReceptionStats(c.clockRate);
     this.sendPayloadType = assigned.media.payloadType;
     this.sender = new RtpSender({ payloadType: assigned.media.payloadType });
@@ -201,7 +249,8 @@ export class CallSession implements ConversationClient {
 
   /** call_start: the call is answered; the conversation starts and media flows. */
   start(): void {
-    if (!this.step('start')) return this.log.warn({ state: this.state }, 'call_start for a call not waiting for it: ignored');
+    if (!this.step('start'))
+      return this.log.warn({ state: this.state }, 'call_start for a call not waiting for it: ignored');
     const now = this.deps.now();
     this.lastRtpAtMs = now;
     this.nextReportAtMs = now + rtcpIntervalMs(true, this.random());
@@ -231,7 +280,10 @@ export class CallSession implements ConversationClient {
     const sameCodec = media.codec === this.codec.codec;
     if (!sameCodec) {
       // The conversation's formats are fixed at its start: main answers re-INVITEs with the call's codec.
-      this.log.error({ codec: media.codec, callCodec: this.codec.codec }, 'call_media_update changes the codec: kept the call\'s');
+      this.log.error(
+        { codec: media.codec, callCodec: this.codec.codec },
+        "call_media_update changes the codec: kept the call's",
+      );
     } else {
       this.sendPayloadType = media.payloadType;
     }
@@ -244,8 +296,13 @@ export class CallSession implements ConversationClient {
       this.endpoint.setRemote(null);
     }
     const wasWatching = this.watchesInactivity;
-    if (media.telephoneEventPayloadType !== this.media.telephoneEventPayloadType) this.events = this.eventSender(media.telephoneEventPayloadType);
-    this.media = { ...media, codec: this.codec.codec, payloadType: sameCodec ? media.payloadType : this.media.payloadType };
+    if (media.telephoneEventPayloadType !== this.media.telephoneEventPayloadType)
+      this.events = this.eventSender(media.telephoneEventPayloadType);
+    this.media = {
+      ...media,
+      codec: this.codec.codec,
+      payloadType: sameCodec ? media.payloadType : this.media.payloadType,
+    };
     this.framesPerPacket = framesPerPacket(this.media);
     this.updateInband();
     this.updateSending();
@@ -268,7 +325,8 @@ export class CallSession implements ConversationClient {
     if (this.state !== 'live' || conv === null) return;
     let keys = '';
     for (const d of digits.toUpperCase()) if (DTMF_EVENTS.includes(d)) keys += d;
-    if (keys.length !== digits.length) this.log.warn({ digits }, 'SIP INFO carried characters that are not DTMF keys: dropped');
+    if (keys.length !== digits.length)
+      this.log.warn({ digits }, 'SIP INFO carried characters that are not DTMF keys: dropped');
     if (keys === '') return;
     this.counters.dtmf += keys.length;
     conv.pushDtmf(keys);
@@ -304,7 +362,13 @@ export class CallSession implements ConversationClient {
 
   transferCall(request: PhoneTransferRequest, hooks: PhoneTransferHooks): Promise<PhoneTransferResult> {
     const transfers = this.deps.transfers;
-    if (!transfers) return Promise.resolve({ outcome: 'failed', phone_number: request.phoneNumber, reason: 'this worker does not transfer calls', attempts: 0 });
+    if (!transfers)
+      return Promise.resolve({
+        outcome: 'failed',
+        phone_number: request.phoneNumber,
+        reason: 'this worker does not transfer calls',
+        attempts: 0,
+      });
     return transfers.start(this, request, hooks);
   }
 
@@ -341,7 +405,10 @@ export class CallSession implements ConversationClient {
     this.outboundFrame();
     if (now >= this.nextReportAtMs) this.report(now);
     if (this.watchesInactivity && now - this.lastRtpAtMs > this.deps.rtpTimeoutMs) {
-      this.log.warn({ silentMs: Math.round(now - this.lastRtpAtMs), timeoutMs: this.deps.rtpTimeoutMs }, 'no RTP from the peer within PARLEY_RTP_TIMEOUT_SEC');
+      this.log.warn(
+        { silentMs: Math.round(now - this.lastRtpAtMs), timeoutMs: this.deps.rtpTimeoutMs },
+        'no RTP from the peer within PARLEY_RTP_TIMEOUT_SEC',
+      );
       this.end('error', 'RTP inactivity');
     }
   }
@@ -441,7 +508,12 @@ export class CallSession implements ConversationClient {
       return detection.result;
     }
     const decoder = createDecoder(this.codec.format);
-    this.voicemail = { detection, decoder, pcm: new Int16Array(decoder.maxSamples(this.codec.maxPayloadBytes)), views: new Map() };
+    this.voicemail = {
+      detection,
+      decoder,
+      pcm: new Int16Array(decoder.maxSamples(this.codec.maxPayloadBytes)),
+      views: new Map(),
+    };
     void detection.result.then((outcome) => {
       this.log.info({ answeredBy: outcome }, 'answering-machine detection settled');
       this.voicemail = null;
@@ -518,14 +590,21 @@ export class CallSession implements ConversationClient {
   }
 
   private updateSending(): void {
-    const sends = this.state === 'live' && this.endpoint.hasRemote && (this.media.direction === 'sendrecv' || this.media.direction === 'recvonly');
+    const sends =
+      this.state === 'live' &&
+      this.endpoint.hasRemote &&
+      (this.media.direction === 'sendrecv' || this.media.direction === 'recvonly');
     if (sends && !this.sends) this.markerPending = true;
     this.sends = sends;
   }
 
   private eventSender(payloadType: number | null): TelephoneEventSender | null {
     if (payloadType === null) return null;
-    return new TelephoneEventSender(this.sender, { payloadType, clockRate: this.codec.clockRate, ticksPerPacket: this.codec.ticksPerFrame });
+    return new TelephoneEventSender(this.sender, {
+      payloadType,
+      clockRate: this.codec.clockRate,
+      ticksPerPacket: this.codec.ticksPerFrame,
+    });
   }
 
   private sendDigits(digits: string): void {
@@ -656,7 +735,18 @@ export class CallSession implements ConversationClient {
     this.voicemail?.detection.cancel();
     this.voicemail = null;
     const peer = this.havePeerBlock ? { peerRoundTripMs: roundTripMs(this.peerBlock, this.deps.wallNow()) } : {};
-    this.log.info({ endedBy, started, counters: this.counters, packetsSent: this.packetsSent, reportsSent: this.reportsSent, jitterBuffer: this.jb.stats, ...peer }, 'call closed');
+    this.log.info(
+      {
+        endedBy,
+        started,
+        counters: this.counters,
+        packetsSent: this.packetsSent,
+        reportsSent: this.reportsSent,
+        jitterBuffer: this.jb.stats,
+        ...peer,
+      },
+      'call closed',
+    );
     this.deps.closed(this, endedBy, started);
   }
 }

@@ -48,7 +48,8 @@ export class DtmfInfoSender {
       const digit = digits[i];
       try {
         const res = await dialog.info(dtmfRelayBody(digit, DTMF_INFO_DURATION_MS));
-        if (res.status >= 300) call.log.warn({ digit, status: res.status, reason: res.reason }, 'the peer refused a key sent as SIP INFO');
+        if (res.status >= 300)
+          call.log.warn({ digit, status: res.status, reason: res.reason }, 'the peer refused a key sent as SIP INFO');
       } catch (err) {
         call.log.warn({ err, digit }, 'sending a key as SIP INFO failed');
       }

@@ -3,7 +3,16 @@
 // unknown, 480 disabled), the agent's inbound_rollout (302 to the forward number), the project's cap (486), the
 // codecs (488), an RTP port pair and a media worker (503), then 200 OK with the answer and call_start. Every refusal
 // is an error mapped to its response in sip-errors.ts.
-import { DigestServer, parseSdp, SdpParseError, serializeSdp, SipError, type InviteRequest, type InviteResponder, type UserAgent } from '../../sip/index.js';
+import {
+  DigestServer,
+  parseSdp,
+  SdpParseError,
+  serializeSdp,
+  SipError,
+  type InviteRequest,
+  type InviteResponder,
+  type UserAgent,
+} from '../../sip/index.js';
 import { serializeUri } from '../../sip/message/index.js';
 import type { SessionDescription } from '../../sip/sdp/index.js';
 import type { Logger } from '../log.js';
@@ -18,7 +27,14 @@ import type { AgentConfig } from '../schemas/agents.js';
 import { callerNumber, dialledNumber } from './call-parties.js';
 import type { CallControl } from './call-control.js';
 import type { InviteRateLimit } from './invite-rate-limit.js';
-import { answerInbound, callMediaOf, localMedia, offeredCallMedia, remoteMediaOf, type AgentAudioFormat } from './media-policy.js';
+import {
+  answerInbound,
+  callMediaOf,
+  localMedia,
+  offeredCallMedia,
+  remoteMediaOf,
+  type AgentAudioFormat,
+} from './media-policy.js';
 import { decideRollout } from './rollout.js';
 import { CallRefused, rejectionOf, SERVER_ERROR, serviceUnavailable } from './sip-errors.js';
 import type { Trunk, Trunks } from './trunks.js';
@@ -54,11 +70,14 @@ function digestServers(trunks: Trunks): Map<string, DigestServer> {
   for (const trunk of trunks.all()) {
     const auth = trunk.inbound?.auth;
     if (!auth) continue;
-    out.set(trunk.name, new DigestServer({
-      realm: auth.realm,
-      algorithms: TRUNK_DIGEST_ALGORITHMS,
-      lookup: (username) => (username === auth.username ? { password: auth.password } : null),
-    }));
+    out.set(
+      trunk.name,
+      new DigestServer({
+        realm: auth.realm,
+        algorithms: TRUNK_DIGEST_ALGORITHMS,
+        lookup: (username) => (username === auth.username ? { password: auth.password } : null),
+      }),
+    );
   }
   return out;
 }
@@ -81,7 +100,9 @@ function offerOf(req: InviteRequest): SessionDescription | null {
     return parseSdp(text);
   } catch (err) {
     if (!(err instanceof SdpParseError)) throw err;
-    throw new CallRefused(488, 'Not Acceptable Here', `the offer is not valid SDP: ${err.message}`, [['Warning', `399 parley "${err.message}"`]]);
+    throw new CallRefused(488, 'Not Acceptable Here', `the offer is not valid SDP: ${err.message}`, [
+      ['Warning', `399 parley "${err.message}"`],
+    ]);
   }
 }
 
@@ -102,12 +123,18 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
     if (digest) {
       const check = digest.verify('INVITE', serializeUri(req.uri), req.headers.getAll('Authorization'));
       if (!check.ok) {
-        throw new CallRefused(401, 'Unauthorized', `digest ${check.reason}`, check.challenges.map((c) => ['WWW-Authenticate', c] as [string, string]));
+        throw new CallRefused(
+          401,
+          'Unauthorized',
+          `digest ${check.reason}`,
+          check.challenges.map((c) => ['WWW-Authenticate', c] as [string, string]),
+        );
       }
     }
 
     const number = dialledNumber(req);
-    if (number === null) throw new CallRefused(404, 'Not Found', 'neither the Request-URI nor To names an E.164 number');
+    if (number === null)
+      throw new CallRefused(404, 'Not Found', 'neither the Request-URI nor To names an E.164 number');
     const owner = await agentForPhoneNumber(sql, number);
     if (!owner) throw notFound('phone number', number);
     const { agent } = owner;
@@ -117,10 +144,16 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
     const route = decideRollout(config, random);
     if (route.route === 'forward') {
       if (!trunk.inbound.follow_redirects) {
-        throw new CallRefused(480, 'Temporarily Unavailable', `this call is forwarded to ${route.phoneNumber}, and trunk '${trunk.name}' follows no redirect`);
+        throw new CallRefused(
+          480,
+          'Temporarily Unavailable',
+          `this call is forwarded to ${route.phoneNumber}, and trunk '${trunk.name}' follows no redirect`,
+        );
       }
       // RFC 3261 21.3.3: 302 Moved Temporarily, the Contact saying where to call instead.
-      res.send(302, 'Moved Temporarily', { headers: [['Contact', `<sip:${route.phoneNumber}@${trunkHost(trunk, source)}>`]] });
+      res.send(302, 'Moved Temporarily', {
+        headers: [['Contact', `<sip:${route.phoneNumber}@${trunkHost(trunk, source)}>`]],
+      });
       return;
     }
 
@@ -128,7 +161,8 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
     const audioFormat: AgentAudioFormat = config.audio_format;
     // RFC 3264 6: the offer must hold a stream we can answer (PCMU or PCMA); checked before any lease is taken.
     const probe = offer ? answerInbound(offer, { audioFormat, address, port: 0 }) : null;
-    if (probe && !probe.ok) throw new CallRefused(488, 'Not Acceptable Here', probe.reason, [['Warning', `304 parley "${probe.reason}"`]]);
+    if (probe && !probe.ok)
+      throw new CallRefused(488, 'Not Acceptable Here', probe.reason, [['Warning', `304 parley "${probe.reason}"`]]);
     if (res.isCancelled) return;
 
     const callInfo = {
@@ -139,7 +173,13 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
     const conversationId = newId('conv');
     await admitCall(sql, policy, agent.orgId, agent.project.id, conversationId);
     const call = control.open({
-      callId: newId('call'), conversationId, orgId: agent.orgId, projectId: agent.project.id, origin: 'telephony-inbound', trunk, localNumber: number,
+      callId: newId('call'),
+      conversationId,
+      orgId: agent.orgId,
+      projectId: agent.project.id,
+      origin: 'telephony-inbound',
+      trunk,
+      localNumber: number,
     });
     const negotiated = probe?.ok ? probe.media : null;
     const media = negotiated ? callMediaOf(negotiated) : offeredCallMedia({ audioFormat, address, port: 0 });
@@ -161,7 +201,10 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
 
     // The dialog answers later offers (re-INVITE, UPDATE) with the call's codec only: the conversation's audio
     // format is fixed at its start.
-    const local = { ...localMedia({ audioFormat, address, port }), codecs: [media.codec === 'PCMA' ? 'PCMA' as const : 'PCMU' as const] };
+    const local = {
+      ...localMedia({ audioFormat, address, port }),
+      codecs: [media.codec === 'PCMA' ? ('PCMA' as const) : ('PCMU' as const)],
+    };
     let dialog;
     try {
       if (offer) {
@@ -186,7 +229,11 @@ export function inboundCalls(opts: InboundCallsOptions): (req: InviteRequest, re
     answer(req, res).catch((err: unknown) => {
       const rejection = rejectionOf(err);
       if (rejection === null) log.error({ err, callId: req.headers.get('Call-ID') }, 'inbound call failed');
-      else log.debug({ status: rejection.status, reason: (err as Error).message, source: req.source.address }, 'inbound call refused');
+      else
+        log.debug(
+          { status: rejection.status, reason: (err as Error).message, source: req.source.address },
+          'inbound call refused',
+        );
       const { status, reason, headers } = rejection ?? SERVER_ERROR;
       res.send(status, reason, { headers });
     });

@@ -38,15 +38,23 @@ export class InviteRateLimit {
   readonly #buckets = new Map<string, Bucket>();
 
   constructor(opts: InviteRateLimitOptions) {
-    if (!(opts.ratePerSec > 0) || !(opts.burst >= 1)) throw new RangeError('an INVITE rate limit needs a positive rate and a burst of at least 1');
+    if (!(opts.ratePerSec > 0) || !(opts.burst >= 1))
+      throw new RangeError('an INVITE rate limit needs a positive rate and a burst of at least 1');
     this.#rate = opts.ratePerSec;
     this.#burst = opts.burst;
     this.#now = opts.now ?? (() => performance.now());
     this.#max = opts.maxSources ?? DEFAULT_MAX_SOURCES;
   }
 
-  static fromSettings(settings: Pick<Settings, 'PARLEY_SIP_INVITE_RATE_PER_SEC' | 'PARLEY_SIP_INVITE_BURST'>, now?: () => number): InviteRateLimit {
-    return new InviteRateLimit({ ratePerSec: settings.PARLEY_SIP_INVITE_RATE_PER_SEC, burst: settings.PARLEY_SIP_INVITE_BURST, now });
+  static fromSettings(
+    settings: Pick<Settings, 'PARLEY_SIP_INVITE_RATE_PER_SEC' | 'PARLEY_SIP_INVITE_BURST'>,
+    now?: () => number,
+  ): InviteRateLimit {
+    return new InviteRateLimit({
+      ratePerSec: settings.PARLEY_SIP_INVITE_RATE_PER_SEC,
+      burst: settings.PARLEY_SIP_INVITE_BURST,
+      now,
+    });
   }
 
   /** Takes one token from `source`'s bucket, or says how many whole seconds until one is there. */

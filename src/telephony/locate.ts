@@ -19,9 +19,17 @@ export interface SipTarget {
 }
 
 /** RFC 3263 4.1: the NAPTR services of SIP over UDP, TCP and TLS (RFC 3263 Table 1). */
-const NAPTR_SERVICES: Readonly<Record<string, LocatedTransport>> = { 'SIP+D2U': 'udp', 'SIP+D2T': 'tcp', 'SIPS+D2T': 'tls' };
+const NAPTR_SERVICES: Readonly<Record<string, LocatedTransport>> = {
+  'SIP+D2U': 'udp',
+  'SIP+D2T': 'tcp',
+  'SIPS+D2T': 'tls',
+};
 /** RFC 3263 4.1: the SRV owner name prefixes per transport. */
-const SRV_PREFIX: Readonly<Record<LocatedTransport, string>> = { udp: '_sip._udp.', tcp: '_sip._tcp.', tls: '_sips._tcp.' };
+const SRV_PREFIX: Readonly<Record<LocatedTransport, string>> = {
+  udp: '_sip._udp.',
+  tcp: '_sip._tcp.',
+  tls: '_sips._tcp.',
+};
 /** RFC 3261 19.1.2: 5060 for sip over UDP and TCP, 5061 over TLS. */
 export const DEFAULT_PORTS: Readonly<Record<LocatedTransport, number>> = { udp: 5060, tcp: 5060, tls: 5061 };
 /** The client's preference when no NAPTR says otherwise (RFC 3263 4.1: "in order of preference"). */
@@ -75,7 +83,10 @@ interface SrvRecord {
  * RFC 2782 ordering: ascending priority; within a priority, weighted random selection (zero-weight records first
  * in the running sum, so they have a small chance only). `random` is uniform in [0, 1).
  */
-export function orderSrv<T extends { priority: number; weight: number }>(records: readonly T[], random: () => number): T[] {
+export function orderSrv<T extends { priority: number; weight: number }>(
+  records: readonly T[],
+  random: () => number,
+): T[] {
   const byPriority = new Map<number, T[]>();
   for (const r of records) {
     const group = byPriority.get(r.priority);
@@ -122,7 +133,10 @@ export class Locator {
   readonly #random: () => number;
 
   constructor(opts: LocatorOptions = {}) {
-    this.#resolver = new Resolver({ timeout: opts.timeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS, tries: opts.tries ?? DEFAULT_QUERY_TRIES });
+    this.#resolver = new Resolver({
+      timeout: opts.timeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS,
+      tries: opts.tries ?? DEFAULT_QUERY_TRIES,
+    });
     this.#customServers = opts.servers !== undefined;
     if (opts.servers) this.#resolver.setServers([...opts.servers]);
     this.#transports = opts.transports ?? PARLEY_TRANSPORTS;
@@ -183,9 +197,15 @@ export class Locator {
     }
     // RFC 3263 4.1: NAPTR, keeping the services we speak (only SIPS for a sips: URI), by order then preference.
     const naptr = (await this.#query(() => this.#resolver.resolveNaptr(host)))
-      .filter((r) => r.flags.toLowerCase() === NAPTR_FLAG_SRV && r.replacement !== '' && r.replacement !== NAPTR_NO_REPLACEMENT)
+      .filter(
+        (r) =>
+          r.flags.toLowerCase() === NAPTR_FLAG_SRV && r.replacement !== '' && r.replacement !== NAPTR_NO_REPLACEMENT,
+      )
       .map((r) => ({ ...r, transport: NAPTR_SERVICES[r.service.toUpperCase()] }))
-      .filter((r) => r.transport !== undefined && this.#transports.includes(r.transport) && (!secure || r.transport === 'tls'))
+      .filter(
+        (r) =>
+          r.transport !== undefined && this.#transports.includes(r.transport) && (!secure || r.transport === 'tls'),
+      )
       .sort((a, b) => a.order - b.order || a.preference - b.preference);
     if (naptr.length > 0) {
       const out: SipTarget[] = [];
@@ -219,7 +239,9 @@ export class Locator {
 
   #check(transport: LocatedTransport, uri: SipUri): void {
     if (!this.#transports.includes(transport)) {
-      throw new LocateError(`cannot locate '${uri.scheme}:${uri.host}': needs ${transport.toUpperCase()}, which this node does not speak`);
+      throw new LocateError(
+        `cannot locate '${uri.scheme}:${uri.host}': needs ${transport.toUpperCase()}, which this node does not speak`,
+      );
     }
   }
 
@@ -237,7 +259,8 @@ export class Locator {
     const records: SrvRecord[] = await this.#query(() => this.#resolver.resolveSrv(name));
     const usable = records.filter((r) => r.name !== SRV_NO_SERVICE && r.name !== '');
     const out: SipTarget[] = [];
-    for (const r of orderSrv(usable, this.#random)) out.push(...(await this.#addressTargets(r.name, transport, r.port)));
+    for (const r of orderSrv(usable, this.#random))
+      out.push(...(await this.#addressTargets(r.name, transport, r.port)));
     return out;
   }
 
@@ -251,13 +274,22 @@ export class Locator {
     if (isIP(host) !== 0) return [host];
     const byFamily = new Map<4 | 6, string[]>();
     if (this.#customServers) {
-      await Promise.all(this.#families.map(async (family) => {
-        byFamily.set(family, await this.#query(() => (family === 4 ? this.#resolver.resolve4(host) : this.#resolver.resolve6(host))));
-      }));
+      await Promise.all(
+        this.#families.map(async (family) => {
+          byFamily.set(
+            family,
+            await this.#query(() => (family === 4 ? this.#resolver.resolve4(host) : this.#resolver.resolve6(host))),
+          );
+        }),
+      );
     } else {
       // The system resolver (getaddrinfo), so names in /etc/hosts resolve as they do for every other client.
       const all = await this.#query(() => lookup(host, { all: true }));
-      for (const family of this.#families) byFamily.set(family, all.filter((a) => a.family === family).map((a) => a.address));
+      for (const family of this.#families)
+        byFamily.set(
+          family,
+          all.filter((a) => a.family === family).map((a) => a.address),
+        );
     }
     return this.#families.flatMap((f) => byFamily.get(f) ?? []);
   }

@@ -3,8 +3,18 @@
 // CallMedia. The offer/answer itself (RFC 3264) and the 488 for an offer with no common codec are sip/'s.
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 import {
-  answerOffer, codecsOf, createOffer, LEGACY_HOLD_ADDRESSES, TELEPHONE_EVENT, type AnswerResult, type AudioCodecName, type Direction, type LocalMedia,
-  type MediaDescription, type NegotiatedMedia, type SessionDescription,
+  answerOffer,
+  codecsOf,
+  createOffer,
+  LEGACY_HOLD_ADDRESSES,
+  TELEPHONE_EVENT,
+  type AnswerResult,
+  type AudioCodecName,
+  type Direction,
+  type LocalMedia,
+  type MediaDescription,
+  type NegotiatedMedia,
+  type SessionDescription,
 } from '../../sip/sdp/index.js';
 import { ConfigError, type Settings } from '../config.js';
 import type { AUDIO_FORMATS } from '../schemas/agents.js';
@@ -40,7 +50,14 @@ export interface MediaPolicyInput {
 export function localMedia(input: MediaPolicyInput): LocalMedia {
   const preferred = preferredCodec(input.audioFormat);
   const codecs = preferred ? [preferred, ...CALL_CODECS.filter((c) => c !== preferred)] : [...CALL_CODECS];
-  return { address: input.address, port: input.port, codecs, telephoneEvent: true, ptimeMs: PTIME_MS, direction: input.direction ?? 'sendrecv' };
+  return {
+    address: input.address,
+    port: input.port,
+    codecs,
+    telephoneEvent: true,
+    ptimeMs: PTIME_MS,
+    direction: input.direction ?? 'sendrecv',
+  };
 }
 
 function codecNameOf(m: MediaDescription, format: string): string | null {
@@ -85,7 +102,8 @@ export function offeredCallMedia(input: MediaPolicyInput): CallMedia {
   const [stream] = createOffer(localMedia(input)).media;
   const codecs = stream ? codecsOf(stream) : [];
   const first = codecs[0];
-  if (first === undefined || (first.name !== 'PCMU' && first.name !== 'PCMA')) throw new Error('Parley offers G.711 first');
+  if (first === undefined || (first.name !== 'PCMU' && first.name !== 'PCMA'))
+    throw new Error('Parley offers G.711 first');
   const te = codecs.find((c) => c.name.toLowerCase() === TELEPHONE_EVENT);
   return {
     codec: first.name,
@@ -142,13 +160,17 @@ export function advertisedAddress(
   if (settings.PARLEY_SIP_PUBLIC_ADDRESS) return settings.PARLEY_SIP_PUBLIC_ADDRESS;
   const host = settings.PARLEY_HOST;
   if (!UNSPECIFIED_ADDRESSES.includes(host)) return host;
-  const external = Object.values(interfaces).flatMap((list) => list ?? []).filter((i) => !i.internal);
+  const external = Object.values(interfaces)
+    .flatMap((list) => list ?? [])
+    .filter((i) => !i.internal);
   const v4 = external.find((i) => i.family === 'IPv4');
   if (v4) return v4.address;
   const v6 = host === '::' ? external.find((i) => i.family === 'IPv6' && i.scopeid === 0) : undefined;
   if (v6) return v6.address;
-  throw new ConfigError([{
-    setting: 'PARLEY_SIP_PUBLIC_ADDRESS',
-    message: `PARLEY_HOST ${host} binds every interface and none has an external address to put in SDP; set the address peers reach`,
-  }]);
+  throw new ConfigError([
+    {
+      setting: 'PARLEY_SIP_PUBLIC_ADDRESS',
+      message: `PARLEY_HOST ${host} binds every interface and none has an external address to put in SDP; set the address peers reach`,
+    },
+  ]);
 }

@@ -13,8 +13,12 @@ import { conversationExists } from '../store/conversations.js';
 import { admitCall } from '../domain/calls.js';
 import { DomainError } from '../domain/errors.js';
 import {
-  OUTBOUND_CALL_FAILURE, outboundCallFailed, outboundCallerId, outboundOverrides,
-  type OutboundCallRequest, type OutboundCalls,
+  OUTBOUND_CALL_FAILURE,
+  outboundCallFailed,
+  outboundCallerId,
+  outboundOverrides,
+  type OutboundCallRequest,
+  type OutboundCalls,
 } from '../domain/outbound-calls.js';
 import type { AgentConfig } from '../schemas/agents.js';
 import { ANONYMOUS } from './call-parties.js';
@@ -81,15 +85,21 @@ export function requestUriFor(number: string, trunk: NonNullable<Trunk['outbound
 /** The 409 (or other domain error) a call that did not connect is answered with. */
 function failureOf(err: unknown, cause: AbortCause | null, ringing: boolean): DomainError {
   if (err instanceof DomainError) return err;
-  if (cause === 'stopping') return new DomainError('unavailable', 'the node is stopping; the call was cancelled', { code: 'unavailable' });
-  if (cause === 'client_gone') return outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the request was abandoned; the call was cancelled');
+  if (cause === 'stopping')
+    return new DomainError('unavailable', 'the node is stopping; the call was cancelled', { code: 'unavailable' });
+  if (cause === 'client_gone')
+    return outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the request was abandoned; the call was cancelled');
   if (cause === 'ring_timeout') {
     return ringing
       ? outboundCallFailed(OUTBOUND_CALL_FAILURE.noAnswer, 'the callee did not answer within the ring timeout')
       : outboundCallFailed(OUTBOUND_CALL_FAILURE.sipCallFailed, 'the trunk did not respond within the ring timeout');
   }
   if (err instanceof SipError) {
-    if (NO_ANSWER_STATUSES.has(err.status)) return outboundCallFailed(OUTBOUND_CALL_FAILURE.noAnswer, `the callee did not answer (${err.status} ${err.reason})`);
+    if (NO_ANSWER_STATUSES.has(err.status))
+      return outboundCallFailed(
+        OUTBOUND_CALL_FAILURE.noAnswer,
+        `the callee did not answer (${err.status} ${err.reason})`,
+      );
     return outboundCallFailed(OUTBOUND_CALL_FAILURE.sipCallFailed, `the call was refused: ${err.status} ${err.reason}`);
   }
   if (err instanceof TransportError || err instanceof TransactionTimeoutError || err instanceof LocateError) {
@@ -116,9 +126,12 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     const { control, sql, policy, address } = this.#o;
     const outbound = this.#o.trunk?.outbound;
     if (!outbound) {
-      throw new DomainError('unavailable', 'no trunk carries outbound calls on this node', { code: 'outbound_trunk_not_configured' });
+      throw new DomainError('unavailable', 'no trunk carries outbound calls on this node', {
+        code: 'outbound_trunk_not_configured',
+      });
     }
-    if (this.#o.stopping.aborted || this.#o.isDraining?.()) throw new DomainError('unavailable', 'the node is stopping', { code: 'unavailable' });
+    if (this.#o.stopping.aborted || this.#o.isDraining?.())
+      throw new DomainError('unavailable', 'the node is stopping', { code: 'unavailable' });
     const agent = request.call.agent;
     if (agent === null) {
       // The media worker runs a call as a conversation of an agent (call_assigned.agent).
@@ -130,13 +143,19 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     const conversationId = newId('conv');
     await admitCall(sql, policy, request.orgId, request.call.project.id, conversationId);
     const call = control.open({
-      callId: newId('call'), conversationId, orgId: request.orgId, projectId: request.call.project.id, origin: 'telephony-outbound',
+      callId: newId('call'),
+      conversationId,
+      orgId: request.orgId,
+      projectId: request.call.project.id,
+      origin: 'telephony-outbound',
       trunk: this.#o.trunk,
     });
-    const callerId = await outboundCallerId(sql, request.call, outbound.caller_id, this.#random).catch(async (err: unknown) => {
-      await control.abandon(call);
-      throw err;
-    });
+    const callerId = await outboundCallerId(sql, request.call, outbound.caller_id, this.#random).catch(
+      async (err: unknown) => {
+        await control.abandon(call);
+        throw err;
+      },
+    );
     call.localNumber = callerId;
     const sipCallId = newCallId(address.includes(':') ? `[${address}]` : address);
     const audioFormat = (agent.config as unknown as AgentConfig).audio_format;
@@ -147,7 +166,11 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       media: offeredCallMedia({ audioFormat, address, port: 0 }),
       agent: callAgent,
       // The record names the SIP call (its Call-ID, chosen here so the worker has it before the INVITE goes out).
-      callInfo: { from_phone_number: callerId ?? ANONYMOUS, to_phone_number: request.toPhoneNumber, telephony_call_sid: sipCallId },
+      callInfo: {
+        from_phone_number: callerId ?? ANONYMOUS,
+        to_phone_number: request.toPhoneNumber,
+        telephony_call_sid: sipCallId,
+      },
       configurationEndpoint: null,
       overrides: outboundOverrides(request.sent),
       listenOnly: false,
@@ -161,7 +184,13 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       throw failureOf(err, null, false);
     }
 
-    const dialled = await this.#dial(call, request.toPhoneNumber, outbound, { callerId, audioFormat, port, sipCallId }, signal);
+    const dialled = await this.#dial(
+      call,
+      request.toPhoneNumber,
+      outbound,
+      { callerId, audioFormat, port, sipCallId },
+      signal,
+    );
     if ('error' in dialled) {
       call.log.info({ err: dialled.error, cause: dialled.cause }, 'outbound call did not connect');
       await this.#fail(call);
@@ -190,7 +219,10 @@ export class TelephonyOutboundCalls implements OutboundCalls {
       throw failureOf(err, null, true);
     }
     control.start(call);
-    call.log.info({ to: request.toPhoneNumber, workerId: call.workerId, rtpPort: port, callId: dialog.callId }, 'outbound call answered');
+    call.log.info(
+      { to: request.toPhoneNumber, workerId: call.workerId, rtpPort: port, callId: dialog.callId },
+      'outbound call answered',
+    );
     // The 201 names a record the caller may read or cancel at once: answered only once the worker created it.
     if (!(await this.#recordCreated(call, conversationId))) {
       throw outboundCallFailed(OUTBOUND_CALL_FAILURE.callEnded, 'the call ended before its conversation started');
@@ -240,24 +272,35 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     try {
       const targets = await locator.locate(trunkUri(outbound));
       const requestUri = requestUriFor(to, outbound);
-      const from = media.callerId === null ? ANONYMOUS_FROM : `<sip:${media.callerId}@${address.includes(':') ? `[${address}]` : address}>`;
-      const attempt = failover(targets, (target) => ua.createUAC(requestUri, {
-        media: localMedia({ audioFormat: media.audioFormat, address, port: media.port }),
-        from,
-        proxy: targetUri(target),
-        // One Call-ID for every server tried (RFC 3261 8.1.3.4 keeps it across a retried request).
-        callId: media.sipCallId,
-        auth: outbound.auth ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm } : undefined,
-        signal: dialling.signal,
-        onProvisional: () => {
-          ringing = true;
-        },
-      }), { signal: dialling.signal });
+      const from =
+        media.callerId === null
+          ? ANONYMOUS_FROM
+          : `<sip:${media.callerId}@${address.includes(':') ? `[${address}]` : address}>`;
+      const attempt = failover(
+        targets,
+        (target) =>
+          ua.createUAC(requestUri, {
+            media: localMedia({ audioFormat: media.audioFormat, address, port: media.port }),
+            from,
+            proxy: targetUri(target),
+            // One Call-ID for every server tried (RFC 3261 8.1.3.4 keeps it across a retried request).
+            callId: media.sipCallId,
+            auth: outbound.auth
+              ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm }
+              : undefined,
+            signal: dialling.signal,
+            onProvisional: () => {
+              ringing = true;
+            },
+          }),
+        { signal: dialling.signal },
+      );
       // RFC 3261 9.1: a CANCEL waits for a provisional response; with none, the INVITE would run on to Timer B.
       // Give up at once then; an answer that still comes is hung up.
       const unanswered = new Promise<never>((_, reject) => {
         const giveUp = () => {
-          if (!ringing) reject(new SipError(408, 'Request Timeout', 'no response to the INVITE before it was abandoned'));
+          if (!ringing)
+            reject(new SipError(408, 'Request Timeout', 'no response to the INVITE before it was abandoned'));
         };
         if (dialling.signal.aborted) giveUp();
         else dialling.signal.addEventListener('abort', giveUp, { once: true });
@@ -267,7 +310,10 @@ export class TelephonyOutboundCalls implements OutboundCalls {
         dialog = await Promise.race([attempt, unanswered]);
       } catch (err) {
         attempt.then(
-          (late) => late.bye().catch((e: Error) => call.log.warn({ err: e }, 'BYE of a call answered after it was abandoned failed')),
+          (late) =>
+            late
+              .bye()
+              .catch((e: Error) => call.log.warn({ err: e }, 'BYE of a call answered after it was abandoned failed')),
           () => undefined, // the INVITE's own failure after we gave up on it: nothing left to do
         );
         throw err;

@@ -125,7 +125,8 @@ export class ReceptionStats {
     this.receivedPrior = this.received;
     const lostInterval = expectedInterval - receivedInterval;
     out.ssrc = this.ssrc;
-    out.fractionLost = expectedInterval === 0 || lostInterval <= 0 ? 0 : Math.floor((lostInterval * 256) / expectedInterval);
+    out.fractionLost =
+      expectedInterval === 0 || lostInterval <= 0 ? 0 : Math.floor((lostInterval * 256) / expectedInterval);
     out.cumulativeLost = this.lost;
     out.extendedHighestSeq = this.extendedHighestSeq >>> 0;
     out.jitter = Math.floor(this.jitter) >>> 0;

@@ -14,7 +14,15 @@
 //   501 (an attended transfer with Replaces, or a method other than INVITE), 491 (a transfer already under way).
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import { SipError, type Dialog, type LocalMedia, type ReferEvent, type ReferRefusal, type ReferRequest, type UserAgent } from '../../sip/index.js';
+import {
+  SipError,
+  type Dialog,
+  type LocalMedia,
+  type ReferEvent,
+  type ReferRefusal,
+  type ReferRequest,
+  type UserAgent,
+} from '../../sip/index.js';
 import { isSipUri, serializeUri } from '../../sip/message/index.js';
 import { DEFAULT_SIP_PORT } from '../../sip/transport/index.js';
 import type { Sql } from '../store/db.js';
@@ -61,9 +69,14 @@ export interface IncomingRefersOptions {
   now?: () => Date;
 }
 
-type Route = { kind: 'direct'; uri: string } | { kind: 'outbound_trunk'; uri: string; outbound: NonNullable<Trunk['outbound']> };
+type Route =
+  { kind: 'direct'; uri: string } | { kind: 'outbound_trunk'; uri: string; outbound: NonNullable<Trunk['outbound']> };
 
-const refuse = (status: number, reason: string, warning: string): ReferRefusal => ({ status, reason, headers: [['Warning', `399 parley "${warning}"`]] });
+const refuse = (status: number, reason: string, warning: string): ReferRefusal => ({
+  status,
+  reason,
+  headers: [['Warning', `399 parley "${warning}"`]],
+});
 
 export class IncomingRefers {
   readonly #o: IncomingRefersOptions;
@@ -78,7 +91,8 @@ export class IncomingRefers {
     this.#now = opts.now ?? (() => new Date());
     this.#ownAddresses = new Set([opts.address, opts.ua.host]);
     if (UNSPECIFIED_HOSTS.includes(opts.ua.host)) {
-      for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) this.#ownAddresses.add(i.address);
+      for (const list of Object.values(networkInterfaces()))
+        for (const i of list ?? []) this.#ownAddresses.add(i.address);
       for (const h of UNSPECIFIED_HOSTS) this.#ownAddresses.add(h);
     }
   }
@@ -87,12 +101,16 @@ export class IncomingRefers {
   attach(call: SipCall, dialog: Dialog): void {
     dialog.screenRefer = (refer) => {
       const decided = this.#decide(call, refer);
-      if ('status' in decided) call.log.info({ referTo: serializeUri(refer.referTo.uri), status: decided.status }, 'REFER refused');
+      if ('status' in decided)
+        call.log.info({ referTo: serializeUri(refer.referTo.uri), status: decided.status }, 'REFER refused');
       return 'status' in decided ? decided : null;
     };
     dialog.on('refer', (event) => {
       const route = this.#decide(call, event);
-      if ('status' in route) return void event.notify(route.status, route.reason).catch((err: Error) => call.log.warn({ err }, 'NOTIFY failed'));
+      if ('status' in route)
+        return void event
+          .notify(route.status, route.reason)
+          .catch((err: Error) => call.log.warn({ err }, 'NOTIFY failed'));
       call.transferring = 'peer';
       this.#transfer(call, dialog, event, route)
         .catch((err: unknown) => call.log.error({ err }, 'the transfer asked by REFER failed'))
@@ -104,31 +122,43 @@ export class IncomingRefers {
 
   /** Where a REFER's target is called, or why it is refused (RFC 3515 2.4.2: before the 202). */
   #decide(call: SipCall, refer: ReferRequest): Route | ReferRefusal {
-    if (call.trunk?.inbound?.allow_refer !== true) return refuse(403, 'Forbidden', `trunk '${call.trunk?.name ?? 'none'}' may not transfer calls (allow_refer)`);
+    if (call.trunk?.inbound?.allow_refer !== true)
+      return refuse(403, 'Forbidden', `trunk '${call.trunk?.name ?? 'none'}' may not transfer calls (allow_refer)`);
     if (call.state !== 'live') return refuse(403, 'Forbidden', 'the call is not connected');
     // RFC 3515 2.4.2 leaves the refusal open; 491 as for a request crossing one under way (RFC 3261 14.1).
     if (call.transferring === 'peer') return refuse(491, 'Request Pending', 'a transfer of this call is under way');
     if (call.transferring === 'agent') return refuse(491, 'Request Pending', 'the agent is transferring this call');
     // The new leg must take the call's codec, and Parley places calls with G.711 only.
-    if (call.media?.codec !== 'PCMU' && call.media?.codec !== 'PCMA') return refuse(403, 'Forbidden', 'only a G.711 call can be transferred');
+    if (call.media?.codec !== 'PCMU' && call.media?.codec !== 'PCMA')
+      return refuse(403, 'Forbidden', 'only a G.711 call can be transferred');
     const uri = refer.referTo.uri;
     if (uri.scheme === 'tel') {
       const number = toE164(`tel:${uri.opaque}`);
-      return number === null ? refuse(403, 'Forbidden', 'the tel: Refer-To is not an E.164 number') : this.#viaTrunk(number);
+      return number === null
+        ? refuse(403, 'Forbidden', 'the tel: Refer-To is not an E.164 number')
+        : this.#viaTrunk(number);
     }
-    if (!isSipUri(uri) || uri.scheme !== 'sip') return refuse(416, 'Unsupported URI Scheme', 'Refer-To must be a sip: or tel: URI');
-    if (uri.headers.some(([name]) => name.toLowerCase() === REPLACES)) return refuse(501, 'Not Implemented', 'attended transfer (Replaces) is not supported');
+    if (!isSipUri(uri) || uri.scheme !== 'sip')
+      return refuse(416, 'Unsupported URI Scheme', 'Refer-To must be a sip: or tel: URI');
+    if (uri.headers.some(([name]) => name.toLowerCase() === REPLACES))
+      return refuse(501, 'Not Implemented', 'attended transfer (Replaces) is not supported');
     const method = uri.params.get('method');
-    if (method !== undefined && method !== null && method.toUpperCase() !== 'INVITE') return refuse(501, 'Not Implemented', 'only INVITE transfers are supported');
+    if (method !== undefined && method !== null && method.toUpperCase() !== 'INVITE')
+      return refuse(501, 'Not Implemented', 'only INVITE transfers are supported');
     const host = uri.host.replace(/^\[|\]$/g, '');
     // A call to this node would connect the conversation to a new one of its own, each talking to the other.
-    if (this.#isThisNode(host, uri.port ?? DEFAULT_SIP_PORT)) return refuse(403, 'Forbidden', 'Refer-To names this node');
+    if (this.#isThisNode(host, uri.port ?? DEFAULT_SIP_PORT))
+      return refuse(403, 'Forbidden', 'Refer-To names this node');
     if (isIP(host) !== 0 && this.#o.trunks.matchInbound(host) !== null) {
       // A trusted address: called as given, without the URI's headers and method.
-      return { kind: 'direct', uri: serializeUri({ ...uri, headers: [], params: new Map([...uri.params].filter(([k]) => k !== 'method')) }) };
+      return {
+        kind: 'direct',
+        uri: serializeUri({ ...uri, headers: [], params: new Map([...uri.params].filter(([k]) => k !== 'method')) }),
+      };
     }
     const number = uri.user === undefined ? null : toE164(uri.user);
-    if (number === null) return refuse(403, 'Forbidden', 'Refer-To is neither a trusted address nor a telephone number');
+    if (number === null)
+      return refuse(403, 'Forbidden', 'Refer-To is neither a trusted address nor a telephone number');
     return this.#viaTrunk(number);
   }
 
@@ -154,8 +184,14 @@ export class IncomingRefers {
     // The call's codec alone: the conversation's audio format is fixed, so the new party must take it.
     const codec = media.codec === 'PCMA' ? 'PCMA' : 'PCMU';
     // (audioFormat only orders the codecs, which are replaced.)
-    const local: LocalMedia = { ...localMedia({ audioFormat: 'mulaw_8000', address, port: call.rtpPort }), codecs: [codec] };
-    const from = call.localNumber === null ? ANONYMOUS_FROM : `<sip:${call.localNumber}@${address.includes(':') ? `[${address}]` : address}>`;
+    const local: LocalMedia = {
+      ...localMedia({ audioFormat: 'mulaw_8000', address, port: call.rtpPort }),
+      codecs: [codec],
+    };
+    const from =
+      call.localNumber === null
+        ? ANONYMOUS_FROM
+        : `<sip:${call.localNumber}@${address.includes(':') ? `[${address}]` : address}>`;
     const headers: Array<[string, string]> = event.referredBy ? [['Referred-By', event.referredBy]] : []; // RFC 3892
     const ringing = new AbortController();
     const timer = setTimeout(() => ringing.abort(), this.#o.ringTimeoutMs);
@@ -170,13 +206,26 @@ export class IncomingRefers {
       } else {
         const outbound = route.outbound;
         const targets = await locator.locate(trunkUri(outbound));
-        dialog = await failover(targets, (target) => ua.createUAC(route.uri, {
-          media: local, from, headers, proxy: targetUri(target), signal: ringing.signal,
-          auth: outbound.auth ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm } : undefined,
-        }), { signal: ringing.signal });
+        dialog = await failover(
+          targets,
+          (target) =>
+            ua.createUAC(route.uri, {
+              media: local,
+              from,
+              headers,
+              proxy: targetUri(target),
+              signal: ringing.signal,
+              auth: outbound.auth
+                ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm }
+                : undefined,
+            }),
+          { signal: ringing.signal },
+        );
       }
-      if (dialog.media === null) throw new SipError(488, 'Not Acceptable Here', 'the answer has no usable audio stream');
-      if (call.state !== 'live') throw new SipError(487, 'Request Terminated', 'the call ended while its transfer was answered');
+      if (dialog.media === null)
+        throw new SipError(488, 'Not Acceptable Here', 'the answer has no usable audio stream');
+      if (call.state !== 'live')
+        throw new SipError(487, 'Request Terminated', 'the call ended while its transfer was answered');
       status = 200;
       reason = 'OK';
     } catch (err) {
@@ -188,7 +237,8 @@ export class IncomingRefers {
         reason = 'Service Unavailable';
       }
       log.info({ err, status }, 'the transfer target did not connect');
-      if (dialog !== null && dialog.state === 'confirmed') await dialog.bye().catch((e: Error) => log.warn({ err: e }, 'BYE of the abandoned transfer failed'));
+      if (dialog !== null && dialog.state === 'confirmed')
+        await dialog.bye().catch((e: Error) => log.warn({ err: e }, 'BYE of the abandoned transfer failed'));
       dialog = null;
     } finally {
       clearTimeout(timer);
@@ -201,9 +251,12 @@ export class IncomingRefers {
       log.info({ callId: dialog.callId }, 'transferred: the conversation goes on with the new party');
     }
     // RFC 3515 2.4.5: the final status ends the implicit subscription.
-    await event.notify(status, reason).catch((err: Error) => log.warn({ err }, 'the final NOTIFY of the transfer failed'));
+    await event
+      .notify(status, reason)
+      .catch((err: Error) => log.warn({ err }, 'the final NOTIFY of the transfer failed'));
     // RFC 5589 6.1: the transferee ends the old dialog once the transfer succeeded (the transferor may have already).
-    if (dialog !== null && old.state === 'confirmed') await old.bye().catch((err: Error) => log.warn({ err }, 'BYE of the transferred dialog failed'));
+    if (dialog !== null && old.state === 'confirmed')
+      await old.bye().catch((err: Error) => log.warn({ err }, 'BYE of the transferred dialog failed'));
     await this.#record(call, {
       refer_to: route.uri,
       referred_by: event.referredBy,

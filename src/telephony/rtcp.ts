@@ -62,7 +62,15 @@ export interface ReportBlock {
 }
 
 export function createReportBlock(): ReportBlock {
-  return { ssrc: 0, fractionLost: 0, cumulativeLost: 0, extendedHighestSeq: 0, jitter: 0, lastSr: 0, delaySinceLastSr: 0 };
+  return {
+    ssrc: 0,
+    fractionLost: 0,
+    cumulativeLost: 0,
+    extendedHighestSeq: 0,
+    jitter: 0,
+    lastSr: 0,
+    delaySinceLastSr: 0,
+  };
 }
 
 /** What the sender's part of a report carries (RFC 3550 6.4.1 sender info). */
@@ -135,7 +143,13 @@ function readBlock(b: Uint8Array, at: number, out: ReportBlock): void {
  * Writes a sender report (when `sender` is given) or a receiver report, with `block` as its one report block (none
  * when null), at b[at]; returns its length.
  */
-export function writeReport(b: Uint8Array, at: number, ssrc: number, sender: SenderInfo | null, block: ReportBlock | null): number {
+export function writeReport(
+  b: Uint8Array,
+  at: number,
+  ssrc: number,
+  sender: SenderInfo | null,
+  block: ReportBlock | null,
+): number {
   const blocks = block ? 1 : 0;
   const fixed = sender ? SR_FIXED_BYTES : RR_FIXED_BYTES;
   const bytes = fixed + blocks * REPORT_BLOCK_BYTES;

@@ -23,11 +23,19 @@ const NO_PORT = 0;
  * IPv4 ranges behind which a peer's signalled address is not the one its packets come from (a NAT rewrites it):
  * RFC 1918 private and RFC 6598 shared address space, as [network, prefix length].
  */
-const NAT_RANGES: ReadonlyArray<readonly [string, number]> = [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10]];
-const NAT_MASKS = NAT_RANGES.map(([net, bits]) => ({ net: ipv4ToUint32(net), mask: (0xffffffff << (32 - bits)) >>> 0 }));
+const NAT_RANGES: ReadonlyArray<readonly [string, number]> = [
+  ['10.0.0.0', 8],
+  ['172.16.0.0', 12],
+  ['192.168.0.0', 16],
+  ['100.64.0.0', 10],
+];
+const NAT_MASKS = NAT_RANGES.map(([net, bits]) => ({
+  net: ipv4ToUint32(net),
+  mask: (0xffffffff << (32 - bits)) >>> 0,
+}));
 
 function behindNat(address: number): boolean {
-  return NAT_MASKS.some(({ net, mask }) => ((address & mask) >>> 0) === net);
+  return NAT_MASKS.some(({ net, mask }) => (address & mask) >>> 0 === net);
 }
 
 /** Where a call's packets go, as rxMeta/txMeta words: an IPv4 address (uint32) and a port; port 0: nowhere yet. */
@@ -59,20 +67,45 @@ export class RtpEndpoint {
   private readonly latched: Destination = { address: 0, port: NO_PORT };
   private readonly rtcpLatched: Destination = { address: 0, port: NO_PORT };
 
-  private constructor(group: NativeUdpGroup, host: string, rtpPort: number, maxPayloadBytes: number, onError: (err: UdpIoError) => void) {
+  private constructor(
+    group: NativeUdpGroup,
+    host: string,
+    rtpPort: number,
+    maxPayloadBytes: number,
+    onError: (err: UdpIoError) => void,
+  ) {
     const audioBytes = RTP_HEADER_BYTES + maxPayloadBytes;
     const eventBytes = RTP_HEADER_BYTES + TELEPHONE_EVENT_PAYLOAD_BYTES;
-    this.rtp = NativeUdpSocket.open({ host, port: rtpPort, group, slots: RTP_RX_SLOTS, txSlots: TX_ENTRIES, txBytes: audioBytes + eventBytes });
+    this.rtp = NativeUdpSocket.open({
+      host,
+      port: rtpPort,
+      group,
+      slots: RTP_RX_SLOTS,
+      txSlots: TX_ENTRIES,
+      txBytes: audioBytes + eventBytes,
+    });
     try {
-      this.rtcp = NativeUdpSocket.open({ host, port: rtpPort + 1, group, slots: RTCP_RX_SLOTS, slotBytes: RTCP_SLOT_BYTES, txSlots: TX_ENTRIES, txBytes: RTCP_SLOT_BYTES });
+      this.rtcp = NativeUdpSocket.open({
+        host,
+        port: rtpPort + 1,
+        group,
+        slots: RTCP_RX_SLOTS,
+        slotBytes: RTCP_SLOT_BYTES,
+        txSlots: TX_ENTRIES,
+        txBytes: RTCP_SLOT_BYTES,
+      });
     } catch (err) {
       this.rtp.close();
       throw err;
     }
     this.rtp.onError(onError);
     this.rtcp.onError(onError);
-    this.rtpSlots = Array.from({ length: RTP_RX_SLOTS }, (_, i) => this.rtp.rxData.subarray(this.rtp.rxOffset(i), this.rtp.rxOffset(i) + this.rtp.slotBytes));
-    this.rtcpSlots = Array.from({ length: RTCP_RX_SLOTS }, (_, i) => this.rtcp.rxData.subarray(this.rtcp.rxOffset(i), this.rtcp.rxOffset(i) + this.rtcp.slotBytes));
+    this.rtpSlots = Array.from({ length: RTP_RX_SLOTS }, (_, i) =>
+      this.rtp.rxData.subarray(this.rtp.rxOffset(i), this.rtp.rxOffset(i) + this.rtp.slotBytes),
+    );
+    this.rtcpSlots = Array.from({ length: RTCP_RX_SLOTS }, (_, i) =>
+      this.rtcp.rxData.subarray(this.rtcp.rxOffset(i), this.rtcp.rxOffset(i) + this.rtcp.slotBytes),
+    );
     this.audioPacket = this.rtp.txData.subarray(0, audioBytes);
     this.eventAt = audioBytes;
     this.eventPacket = this.rtp.txData.subarray(audioBytes, audioBytes + eventBytes);
@@ -83,7 +116,13 @@ export class RtpEndpoint {
    * Binds `rtpPort` and `rtpPort + 1` on `host` in `group`. Throws UdpIoError (EADDRINUSE...) when either cannot be
    * bound (neither stays open then).
    */
-  static open(group: NativeUdpGroup, host: string, rtpPort: number, maxPayloadBytes: number, onError: (err: UdpIoError) => void): RtpEndpoint {
+  static open(
+    group: NativeUdpGroup,
+    host: string,
+    rtpPort: number,
+    maxPayloadBytes: number,
+    onError: (err: UdpIoError) => void,
+  ): RtpEndpoint {
     return new RtpEndpoint(group, host, rtpPort, maxPayloadBytes, onError);
   }
 

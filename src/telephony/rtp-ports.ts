@@ -22,7 +22,8 @@ export class RtpPorts {
   constructor(min: number, max: number, random: () => number = Math.random) {
     const first = min % 2 === 0 ? min : min + 1;
     const capacity = max >= first + 1 ? Math.floor((max - first + 1) / 2) : 0;
-    if (capacity === 0) throw new RangeError(`RTP port range ${min}-${max} holds no even port with its RTCP port above it`);
+    if (capacity === 0)
+      throw new RangeError(`RTP port range ${min}-${max} holds no even port with its RTCP port above it`);
     this.min = first;
     this.capacity = capacity;
     this.#ring = new Uint32Array(capacity);
@@ -38,7 +39,10 @@ export class RtpPorts {
     this.#free = capacity;
   }
 
-  static fromSettings(settings: Pick<Settings, 'PARLEY_RTP_PORT_MIN' | 'PARLEY_RTP_PORT_MAX'>, random?: () => number): RtpPorts {
+  static fromSettings(
+    settings: Pick<Settings, 'PARLEY_RTP_PORT_MIN' | 'PARLEY_RTP_PORT_MAX'>,
+    random?: () => number,
+  ): RtpPorts {
     return new RtpPorts(settings.PARLEY_RTP_PORT_MIN, settings.PARLEY_RTP_PORT_MAX, random);
   }
 

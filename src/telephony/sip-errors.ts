@@ -47,4 +47,9 @@ export function rejectionOf(err: unknown): SipRejection | null {
 
 /** RFC 3261 21.5.4 / 20.33: 503 with Retry-After, for a refusal that passes in that many seconds. */
 export const serviceUnavailable = (message: string, retryAfterSec?: number) =>
-  new CallRefused(503, 'Service Unavailable', message, retryAfterSec === undefined ? [] : [['Retry-After', `${retryAfterSec}`]]);
+  new CallRefused(
+    503,
+    'Service Unavailable',
+    message,
+    retryAfterSec === undefined ? [] : [['Retry-After', `${retryAfterSec}`]],
+  );

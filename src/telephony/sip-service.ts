@@ -73,13 +73,19 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
   let ua: UserAgent;
   try {
     ua = await createUserAgent({
-      host: settings.PARLEY_HOST, port: settings.PARLEY_SIP_PORT, advertisedHost: address, userAgent: 'parley', observer: nodeMetrics.sipObserver,
+      host: settings.PARLEY_HOST,
+      port: settings.PARLEY_SIP_PORT,
+      advertisedHost: address,
+      userAgent: 'parley',
+      observer: nodeMetrics.sipObserver,
     });
   } catch (err) {
-    throw new ConfigError([{
-      setting: 'PARLEY_SIP_PORT',
-      message: `cannot listen for SIP on ${settings.PARLEY_HOST}:${settings.PARLEY_SIP_PORT} (UDP and TCP): ${(err as Error).message}`,
-    }]);
+    throw new ConfigError([
+      {
+        setting: 'PARLEY_SIP_PORT',
+        message: `cannot listen for SIP on ${settings.PARLEY_HOST}:${settings.PARLEY_SIP_PORT} (UDP and TCP): ${(err as Error).message}`,
+      },
+    ]);
   }
   ua.on('error', (err) => log.warn({ err }, 'SIP background request failed'));
   const mediaReadyTimeoutMs = opts.mediaReadyTimeoutMs ?? CALL_CONTROL_DEFAULTS.media_ready_timeout_ms;
@@ -90,19 +96,41 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
   });
   const stopping = new AbortController();
   let draining = false;
-  ua.on('invite', inboundCalls({
-    ua, control, trunks, sql, policy, address, log, random,
-    rateLimit: InviteRateLimit.fromSettings(settings),
-    isStopping: () => stopping.signal.aborted,
-    isDraining: () => draining,
-  }));
+  ua.on(
+    'invite',
+    inboundCalls({
+      ua,
+      control,
+      trunks,
+      sql,
+      policy,
+      address,
+      log,
+      random,
+      rateLimit: InviteRateLimit.fromSettings(settings),
+      isStopping: () => stopping.signal.aborted,
+      isDraining: () => draining,
+    }),
+  );
   const locator = opts.locator ?? new Locator();
   const refers = new IncomingRefers({
-    ua, control, trunks, locator, sql, address, ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC, now: opts.now,
+    ua,
+    control,
+    trunks,
+    locator,
+    sql,
+    address,
+    ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC,
+    now: opts.now,
   });
   control.referHandler = (call, dialog) => refers.attach(call, dialog);
   const outboundCalls = new TelephonyOutboundCalls({
-    ua, control, sql, policy, address, random,
+    ua,
+    control,
+    sql,
+    policy,
+    address,
+    random,
     trunk: trunks.outbound(),
     locator,
     ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC,
@@ -112,12 +140,20 @@ export async function startSipService(opts: SipServiceOptions): Promise<SipServi
   });
   // Registers itself as the control's transfer listener.
   new CallTransfers({
-    ua, control, ports, locator, address, log,
+    ua,
+    control,
+    ports,
+    locator,
+    address,
+    log,
     outboundTrunk: trunks.outbound(),
     ringTimeoutMs: settings.PARLEY_RING_TIMEOUT_SEC * MS_PER_SEC,
     stopping: stopping.signal,
   });
-  log.info({ port: ua.port, host: settings.PARLEY_HOST, address, trunks: trunks.all().map((t) => t.name) }, 'SIP listening');
+  log.info(
+    { port: ua.port, host: settings.PARLEY_HOST, address, trunks: trunks.all().map((t) => t.name) },
+    'SIP listening',
+  );
 
   let stopped: Promise<void> | null = null;
   return {

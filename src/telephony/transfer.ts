@@ -11,7 +11,14 @@
 //   to TRANSFER_DEFAULTS.max_attempts dials with on_transfer_no_answer keep_retrying.
 // The new leg is hung up when the call ends, or when the worker closes it; its port pair is freed once the worker
 // has closed it (leg_closed) or the call is over.
-import { SipError, TransactionTimeoutError, TransportError, type Dialog, type NotifyEvent, type UserAgent } from '../../sip/index.js';
+import {
+  SipError,
+  TransactionTimeoutError,
+  TransportError,
+  type Dialog,
+  type NotifyEvent,
+  type UserAgent,
+} from '../../sip/index.js';
 import { isSipUri } from '../../sip/message/index.js';
 import type { AnsweredBy } from '../conversation/host.js';
 import type { PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
@@ -92,14 +99,28 @@ export class CallTransfers {
   event(call: SipCall, event: TransferEvent): void {
     if (event.kind === 'request') {
       if (this.#byCall.has(call.callId) || call.transferring !== null) {
-        const reason = call.transferring === 'peer' ? 'the other party is transferring the call' : 'another transfer is under way';
+        const reason =
+          call.transferring === 'peer' ? 'the other party is transferring the call' : 'another transfer is under way';
         call.log.warn({ reason }, 'a transfer request while another runs: refused');
-        this.#send(call, event.transferId, { outcome: 'failed', phone_number: event.request.phoneNumber, reason, attempts: 0 });
+        this.#send(call, event.transferId, {
+          outcome: 'failed',
+          phone_number: event.request.phoneNumber,
+          reason,
+          attempts: 0,
+        });
         return;
       }
       const t: Transfer = {
-        id: event.transferId, call, request: event.request, callerId: event.callerId, agentNumber: event.agentNumber, abort: new AbortController(),
-        legPort: null, legDialog: null, legReady: null, screened: null,
+        id: event.transferId,
+        call,
+        request: event.request,
+        callerId: event.callerId,
+        agentNumber: event.agentNumber,
+        abort: new AbortController(),
+        legPort: null,
+        legDialog: null,
+        legReady: null,
+        screened: null,
       };
       this.#byCall.set(call.callId, t);
       call.transferring = 'agent';
@@ -111,7 +132,12 @@ export class CallTransfers {
       });
       this.#run(t).catch((err: unknown) => {
         call.log.error({ err }, 'transfer failed');
-        this.#finish(t, { outcome: 'failed', phone_number: t.request.phoneNumber, reason: (err as Error).message, attempts: 0 });
+        this.#finish(t, {
+          outcome: 'failed',
+          phone_number: t.request.phoneNumber,
+          reason: (err as Error).message,
+          attempts: 0,
+        });
       });
       return;
     }
@@ -153,7 +179,8 @@ export class CallTransfers {
 
   /** Why the call cannot be transferred by REFER, or null. */
   #referBlocked(call: SipCall): string | null {
-    if (!call.trunk?.inbound?.allow_refer) return `trunk ${call.trunk?.name ?? '(none)'} does not allow REFER (inbound.allow_refer)`;
+    if (!call.trunk?.inbound?.allow_refer)
+      return `trunk ${call.trunk?.name ?? '(none)'} does not allow REFER (inbound.allow_refer)`;
     if (call.dialog === null || call.dialog.state !== 'confirmed') return 'the call has no confirmed dialog';
     return null;
   }
@@ -185,8 +212,12 @@ export class CallTransfers {
         if (status !== null) last = status;
         call.log.debug({ sipfrag: e.sipfrag, subscription: e.subscriptionState }, 'REFER progress');
         // RFC 3515 2.4.5: a final status (>= 200) ends the subscription.
-        if (status !== null && status >= 200) resolve(status < 300 ? null : `the target answered ${status} ${e.sipfrag?.reason ?? ''}`.trim());
-        else if (e.subscriptionState?.state === 'terminated') resolve(last !== null && last >= 200 && last < 300 ? null : 'the REFER subscription ended without a final status');
+        if (status !== null && status >= 200)
+          resolve(status < 300 ? null : `the target answered ${status} ${e.sipfrag?.reason ?? ''}`.trim());
+        else if (e.subscriptionState?.state === 'terminated')
+          resolve(
+            last !== null && last >= 200 && last < 300 ? null : 'the REFER subscription ended without a final status',
+          );
       };
       dialog.on('notify', onNotify);
       onAbort = () => resolve('the call ended during the REFER');
@@ -198,12 +229,16 @@ export class CallTransfers {
       if (res.status >= 300) return `REFER answered ${res.status} ${res.reason}`;
       call.log.info({ referTo, status: res.status }, 'REFER accepted');
       const timeout = new Promise<string>((resolve) => {
-        timer = setTimeout(() => resolve('no final NOTIFY in time'), this.#o.ringTimeoutMs + TRANSFER_DEFAULTS.refer_notify_grace_ms);
+        timer = setTimeout(
+          () => resolve('no final NOTIFY in time'),
+          this.#o.ringTimeoutMs + TRANSFER_DEFAULTS.refer_notify_grace_ms,
+        );
       });
       return await Promise.race([final, timeout]);
     } catch (err) {
       if (err instanceof SipError) return `REFER answered ${err.status} ${err.reason}`;
-      if (err instanceof TransactionTimeoutError || err instanceof TransportError) return `REFER got no response: ${err.message}`;
+      if (err instanceof TransactionTimeoutError || err instanceof TransportError)
+        return `REFER got no response: ${err.message}`;
       throw err;
     } finally {
       clearTimeout(timer);
@@ -217,26 +252,43 @@ export class CallTransfers {
     const fail = (outcome: 'failed' | 'no_answer', reason: string, attempts: number) =>
       this.#finish(t, { outcome, phone_number: request.phoneNumber, reason, attempts });
     const outbound = this.#o.outboundTrunk?.outbound;
-    if (!outbound) return fail('failed', `no outbound trunk to dial the transfer${referRefused ? `; ${referRefused}` : ''}`, 0);
+    if (!outbound)
+      return fail('failed', `no outbound trunk to dial the transfer${referRefused ? `; ${referRefused}` : ''}`, 0);
     const callerCodec = call.media?.codec;
-    if (callerCodec !== 'PCMU' && callerCodec !== 'PCMA') return fail('failed', `a bridged transfer needs G.711 on the call, not ${callerCodec}`, 0);
+    if (callerCodec !== 'PCMU' && callerCodec !== 'PCMA')
+      return fail('failed', `a bridged transfer needs G.711 on the call, not ${callerCodec}`, 0);
     const port = this.#o.ports.allocate();
     if (port === null) return fail('failed', 'every RTP port pair is in use', 0);
     t.legPort = port;
     const ready = await new Promise<{ ok: true } | { ok: false; error: string }>((resolve) => {
-      const timer = setTimeout(() => resolve({ ok: false, error: 'the media worker did not open the leg in time' }), TRANSFER_DEFAULTS.leg_ready_timeout_ms);
+      const timer = setTimeout(
+        () => resolve({ ok: false, error: 'the media worker did not open the leg in time' }),
+        TRANSFER_DEFAULTS.leg_ready_timeout_ms,
+      );
       t.legReady = (r) => {
         clearTimeout(timer);
         resolve(r);
       };
-      this.#o.control.sendToWorker(call, { type: 'call_transfer', callId: call.callId, command: { kind: 'open_leg', transferId: t.id, rtpPort: port } });
+      this.#o.control.sendToWorker(call, {
+        type: 'call_transfer',
+        callId: call.callId,
+        command: { kind: 'open_leg', transferId: t.id, rtpPort: port },
+      });
     });
     if (!ready.ok) return fail('failed', `the new leg's media could not be set up: ${ready.error}`, 0);
 
-    const maxAttempts = request.onNoAnswer === 'keep_retrying' ? (this.#o.maxAttempts ?? TRANSFER_DEFAULTS.max_attempts) : 1;
+    const maxAttempts =
+      request.onNoAnswer === 'keep_retrying' ? (this.#o.maxAttempts ?? TRANSFER_DEFAULTS.max_attempts) : 1;
     let attempts = 0;
     let answeredBy: AnsweredBy | null = null;
-    const noAnswer = (reason: string) => this.#finish(t, { outcome: 'no_answer', phone_number: request.phoneNumber, reason, attempts, ...(answeredBy ? { answered_by: answeredBy } : {}) });
+    const noAnswer = (reason: string) =>
+      this.#finish(t, {
+        outcome: 'no_answer',
+        phone_number: request.phoneNumber,
+        reason,
+        attempts,
+        ...(answeredBy ? { answered_by: answeredBy } : {}),
+      });
     // Each pass: dial until answered (or out of dials); a machine's answer (detect_voicemail) counts as none.
     for (;;) {
       let dialled: Dialled = { error: 'not dialled', retry: false };
@@ -249,7 +301,8 @@ export class CallTransfers {
         call.log.info({ attempt: attempts, of: maxAttempts, reason: dialled.error }, 'transfer target did not answer');
       }
       if (t.abort.signal.aborted) {
-        if ('dialog' in dialled) dialled.dialog.bye().catch((err: Error) => call.log.warn({ err }, 'BYE of a transfer leg failed'));
+        if ('dialog' in dialled)
+          dialled.dialog.bye().catch((err: Error) => call.log.warn({ err }, 'BYE of a transfer leg failed'));
         return;
       }
       if (!('dialog' in dialled)) {
@@ -270,36 +323,60 @@ export class CallTransfers {
         // A leg already let go (a machine's, hung up here) is nobody's business.
         if (reason === 'bye_sent' || t.legDialog !== dialog) return;
         call.log.info({ reason }, 'transfer target hung up');
-        this.#o.control.sendToWorker(call, { type: 'call_transfer', callId: call.callId, command: { kind: 'leg_hangup', transferId: t.id } });
+        this.#o.control.sendToWorker(call, {
+          type: 'call_transfer',
+          callId: call.callId,
+          command: { kind: 'leg_hangup', transferId: t.id },
+        });
       });
       dialog.on('error', (err) => call.log.warn({ err }, 'transfer leg dialog background request failed'));
-      call.log.info({ to: request.phoneNumber, codec: media.codec, attempts, screening: request.detectVoicemail }, 'transfer target answered: bridging');
+      call.log.info(
+        { to: request.phoneNumber, codec: media.codec, attempts, screening: request.detectVoicemail },
+        'transfer target answered: bridging',
+      );
       const screened = request.detectVoicemail
         ? new Promise<AnsweredBy | null>((resolve) => {
-          t.screened = (r) => {
-            t.screened = null;
-            resolve(r);
-          };
-        })
+            t.screened = (r) => {
+              t.screened = null;
+              resolve(r);
+            };
+          })
         : null;
       this.#o.control.sendToWorker(call, {
-        type: 'call_transfer', callId: call.callId,
-        command: { kind: 'bridge', transferId: t.id, remote: remoteMediaOf(dialog.media), media, attempts, referRefused: referRefused ?? null },
+        type: 'call_transfer',
+        callId: call.callId,
+        command: {
+          kind: 'bridge',
+          transferId: t.id,
+          remote: remoteMediaOf(dialog.media),
+          media,
+          attempts,
+          referRefused: referRefused ?? null,
+        },
       });
       if (screened === null) return;
       // detect_voicemail: the worker bridges a person itself; a machine is hung up here and counts as no answer.
       const outcome = await screened;
       if (outcome === null || outcome.result !== 'machine') return;
       answeredBy = outcome;
-      call.log.info({ attempt: attempts, of: maxAttempts, answeredBy }, 'transfer target is an answering machine: not answered');
+      call.log.info(
+        { attempt: attempts, of: maxAttempts, answeredBy },
+        'transfer target is an answering machine: not answered',
+      );
       t.legDialog = null;
-      if (dialog.state === 'confirmed') dialog.bye().catch((err: Error) => call.log.warn({ err }, 'BYE of an answering machine\'s transfer leg failed'));
+      if (dialog.state === 'confirmed')
+        dialog.bye().catch((err: Error) => call.log.warn({ err }, "BYE of an answering machine's transfer leg failed"));
       if (attempts >= maxAttempts) return noAnswer('answered by an answering machine');
     }
   }
 
   /** One INVITE of the target through the outbound trunk's servers, within the ring timeout. */
-  async #dial(t: Transfer, outbound: NonNullable<Trunk['outbound']>, callerCodec: 'PCMU' | 'PCMA', port: number): Promise<Dialled> {
+  async #dial(
+    t: Transfer,
+    outbound: NonNullable<Trunk['outbound']>,
+    callerCodec: 'PCMU' | 'PCMA',
+    port: number,
+  ): Promise<Dialled> {
     const { ua, locator, address } = this.#o;
     const dialling = new AbortController();
     let ringing = false;
@@ -315,19 +392,32 @@ export class CallTransfers {
       const targets = await locator.locate(trunkUri(outbound));
       const from = t.callerId === null ? ANONYMOUS_FROM : `<sip:${t.callerId}@${hostPart(address)}>`;
       // The caller's codec first: the legs then relay without transcoding when the target takes it.
-      const media = { ...localMedia({ audioFormat: 'mulaw_8000', address, port }), codecs: callerCodec === 'PCMA' ? ['PCMA' as const, 'PCMU' as const] : ['PCMU' as const, 'PCMA' as const] };
-      const attempt = failover(targets, (target) => ua.createUAC(requestUriFor(t.request.phoneNumber, outbound), {
-        media, from, proxy: targetUri(target),
-        auth: outbound.auth ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm } : undefined,
-        signal: dialling.signal,
-        onProvisional: () => {
-          ringing = true;
-        },
-      }), { signal: dialling.signal });
+      const media = {
+        ...localMedia({ audioFormat: 'mulaw_8000', address, port }),
+        codecs: callerCodec === 'PCMA' ? ['PCMA' as const, 'PCMU' as const] : ['PCMU' as const, 'PCMA' as const],
+      };
+      const attempt = failover(
+        targets,
+        (target) =>
+          ua.createUAC(requestUriFor(t.request.phoneNumber, outbound), {
+            media,
+            from,
+            proxy: targetUri(target),
+            auth: outbound.auth
+              ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm }
+              : undefined,
+            signal: dialling.signal,
+            onProvisional: () => {
+              ringing = true;
+            },
+          }),
+        { signal: dialling.signal },
+      );
       // RFC 3261 9.1: a CANCEL waits for a provisional response; with none, give up at once (a late answer is hung up).
       const unanswered = new Promise<never>((_, reject) => {
         const giveUp = () => {
-          if (!ringing) reject(new SipError(408, 'Request Timeout', 'no response to the INVITE before it was abandoned'));
+          if (!ringing)
+            reject(new SipError(408, 'Request Timeout', 'no response to the INVITE before it was abandoned'));
         };
         if (dialling.signal.aborted) giveUp();
         else dialling.signal.addEventListener('abort', giveUp, { once: true });
@@ -336,14 +426,20 @@ export class CallTransfers {
         return { dialog: await Promise.race([attempt, unanswered]) };
       } catch (err) {
         attempt.then(
-          (late) => late.bye().catch((e: Error) => t.call.log.warn({ err: e }, 'BYE of a transfer leg answered after it was abandoned failed')),
+          (late) =>
+            late
+              .bye()
+              .catch((e: Error) =>
+                t.call.log.warn({ err: e }, 'BYE of a transfer leg answered after it was abandoned failed'),
+              ),
           () => undefined, // the INVITE's own failure after we gave up on it
         );
         throw err;
       }
     } catch (err) {
       if (timedOut) return { error: `not answered within ${Math.round(this.#o.ringTimeoutMs / 1000)} s`, retry: true };
-      if (err instanceof SipError) return { error: `${err.status} ${err.reason}`, retry: RETRY_STATUSES.has(err.status) };
+      if (err instanceof SipError)
+        return { error: `${err.status} ${err.reason}`, retry: RETRY_STATUSES.has(err.status) };
       if (err instanceof TransportError || err instanceof TransactionTimeoutError || err instanceof LocateError) {
         return { error: `the trunk could not be reached: ${err.message}`, retry: false };
       }
@@ -370,14 +466,19 @@ export class CallTransfers {
   }
 
   #send(call: SipCall, transferId: number, result: PhoneTransferResult): void {
-    this.#o.control.sendToWorker(call, { type: 'call_transfer', callId: call.callId, command: { kind: 'result', transferId, result } });
+    this.#o.control.sendToWorker(call, {
+      type: 'call_transfer',
+      callId: call.callId,
+      command: { kind: 'result', transferId, result },
+    });
   }
 
   /** The new leg is over: BYE while its dialog is up, its port pair freed. Safe twice. */
   #closeLeg(t: Transfer): void {
     const dialog = t.legDialog;
     t.legDialog = null;
-    if (dialog && dialog.state === 'confirmed') dialog.bye().catch((err: Error) => t.call.log.warn({ err }, 'BYE of a transfer leg failed'));
+    if (dialog && dialog.state === 'confirmed')
+      dialog.bye().catch((err: Error) => t.call.log.warn({ err }, 'BYE of a transfer leg failed'));
     if (t.legPort !== null) this.#o.ports.release(t.legPort);
     t.legPort = null;
   }

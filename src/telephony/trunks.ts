@@ -36,7 +36,9 @@ export class Trunks {
 
   constructor(trunks: readonly Trunk[]) {
     this.#all = trunks;
-    this.#inbound = trunks.flatMap((trunk) => (trunk.inbound ? [{ trunk, sources: addressList(trunk.inbound.sources) }] : []));
+    this.#inbound = trunks.flatMap((trunk) =>
+      trunk.inbound ? [{ trunk, sources: addressList(trunk.inbound.sources) }] : [],
+    );
     this.#outbound = trunks.find((t) => t.outbound !== null) ?? null;
   }
 
@@ -80,7 +82,10 @@ function readTrunksFile(file: string, read: (path: string) => string): Trunk[] {
   const parsed = trunksFile.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(
-      parsed.error.issues.map((issue) => ({ setting, message: `${file}: ${describePath(issue.path, raw)}: ${issue.message}` })),
+      parsed.error.issues.map((issue) => ({
+        setting,
+        message: `${file}: ${describePath(issue.path, raw)}: ${issue.message}`,
+      })),
     );
   }
   return parsed.data.trunks;
@@ -108,16 +113,20 @@ export function loadTrunks(
   if (settings.PARLEY_OUTBOUND_TRUNK) {
     const carrying = list.find((t) => t.outbound !== null);
     if (carrying) {
-      throw new ConfigError([{
-        setting: 'PARLEY_OUTBOUND_TRUNK',
-        message: `trunk '${carrying.name}' in PARLEY_TRUNKS_FILE already carries outbound calls; set one of the two`,
-      }]);
+      throw new ConfigError([
+        {
+          setting: 'PARLEY_OUTBOUND_TRUNK',
+          message: `trunk '${carrying.name}' in PARLEY_TRUNKS_FILE already carries outbound calls; set one of the two`,
+        },
+      ]);
     }
     if (list.some((t) => t.name === OUTBOUND_SETTING_TRUNK_NAME)) {
-      throw new ConfigError([{
-        setting: 'PARLEY_OUTBOUND_TRUNK',
-        message: `PARLEY_TRUNKS_FILE already has a trunk named '${OUTBOUND_SETTING_TRUNK_NAME}'; give its outbound section there`,
-      }]);
+      throw new ConfigError([
+        {
+          setting: 'PARLEY_OUTBOUND_TRUNK',
+          message: `PARLEY_TRUNKS_FILE already has a trunk named '${OUTBOUND_SETTING_TRUNK_NAME}'; give its outbound section there`,
+        },
+      ]);
     }
     list.push(outboundSettingTrunk(settings.PARLEY_OUTBOUND_TRUNK));
   }

@@ -5,8 +5,11 @@
 // when the detector stops waiting for one. A leg whose audio stops coming settles on its own: a wall-clock bound
 // per phase (no audio is still an answer: unknown).
 import {
-  ANSWERING_MACHINE_DEFAULTS, ANSWERING_MACHINE_RATE_HZ, AnsweringMachineDetector,
-  type AnsweringMachineDecision, type AnsweringMachineOptions,
+  ANSWERING_MACHINE_DEFAULTS,
+  ANSWERING_MACHINE_RATE_HZ,
+  AnsweringMachineDetector,
+  type AnsweringMachineDecision,
+  type AnsweringMachineOptions,
 } from '../media/answering-machine.js';
 import type { AnsweredBy } from '../conversation/host.js';
 
@@ -79,7 +82,11 @@ export class VoicemailDetection {
   /** Stops (the leg ended): settles as it stands unless already settled; frees the detector. */
   cancel(): void {
     const d = this.#decision;
-    this.#settle(d ? outcomeOf(d, null) : { result: 'unknown', reason: 'cancelled', decided_at_ms: null, beep_at_ms: null, beep_end_ms: null });
+    this.#settle(
+      d
+        ? outcomeOf(d, null)
+        : { result: 'unknown', reason: 'cancelled', decided_at_ms: null, beep_at_ms: null, beep_end_ms: null },
+    );
   }
 
   #event(event: AnsweringMachineDecision): void {
@@ -97,7 +104,11 @@ export class VoicemailDetection {
   /** The detector has nothing more to say: a machine whose beep never came. */
   #settleFromDetector(): void {
     const d = this.#decision;
-    this.#settle(d ? outcomeOf(d, null) : { result: 'unknown', reason: 'deadline', decided_at_ms: null, beep_at_ms: null, beep_end_ms: null });
+    this.#settle(
+      d
+        ? outcomeOf(d, null)
+        : { result: 'unknown', reason: 'deadline', decided_at_ms: null, beep_at_ms: null, beep_end_ms: null },
+    );
   }
 
   /** The wall-clock bound of the phase: `ms` of audio time plus VOICEMAIL_WALL_SLACK_MS. */
@@ -107,7 +118,11 @@ export class VoicemailDetection {
       this.#timer = null;
       const d = this.#decision;
       // No audio to decide on (the far end sends none): unknown; a machine whose beep did not come in time: machine.
-      this.#settle(d ? outcomeOf(d, null) : { result: 'unknown', reason: 'no_audio', decided_at_ms: null, beep_at_ms: null, beep_end_ms: null });
+      this.#settle(
+        d
+          ? outcomeOf(d, null)
+          : { result: 'unknown', reason: 'no_audio', decided_at_ms: null, beep_at_ms: null, beep_end_ms: null },
+      );
     }, ms + VOICEMAIL_WALL_SLACK_MS);
   }
 
@@ -138,7 +153,10 @@ function outcomeOf(decision: AnsweringMachineDecision, beep: AnsweringMachineDec
  * (`unknown`, or `machine` without a beep). Stops reading the frames once settled. Rejects with the sequence's own
  * error when it fails before an outcome.
  */
-export function detectVoicemail(frames: AsyncIterable<Int16Array>, opts: VoicemailDetectionOptions = {}): Promise<AnsweredBy> {
+export function detectVoicemail(
+  frames: AsyncIterable<Int16Array>,
+  opts: VoicemailDetectionOptions = {},
+): Promise<AnsweredBy> {
   const detection = new VoicemailDetection(opts);
   return new Promise<AnsweredBy>((resolve, reject) => {
     void detection.result.then(resolve);

@@ -121,7 +121,11 @@ export class WorkerCalls implements PacedStream {
   handle(msg: CallMessage): void {
     if (msg.type === 'call_assigned') return this.assign(msg);
     const call = this.calls.get(msg.callId);
-    if (!call) return this.opts.log.warn({ type: msg.type, callId: msg.callId }, 'telephony message for a call this worker does not hold');
+    if (!call)
+      return this.opts.log.warn(
+        { type: msg.type, callId: msg.callId },
+        'telephony message for a call this worker does not hold',
+      );
     switch (msg.type) {
       case 'call_start': {
         const waiting = call.state === 'assigned';
@@ -148,16 +152,25 @@ export class WorkerCalls implements PacedStream {
     if (this.calls.has(msg.callId)) return refuse(`call ${msg.callId} is already assigned to this worker`);
     if (this.calls.size >= this.maxCalls) return refuse(`the worker holds its maximum of ${this.maxCalls} calls`);
     // RFC 3550 11: RTP on an even port, RTCP on the odd one above it.
-    if (!Number.isInteger(msg.rtpPort) || msg.rtpPort % 2 !== 0 || msg.rtpPort < 2 || msg.rtpPort > 65534) return refuse(`RTP port ${msg.rtpPort} is not an even port`);
+    if (!Number.isInteger(msg.rtpPort) || msg.rtpPort % 2 !== 0 || msg.rtpPort < 2 || msg.rtpPort > 65534)
+      return refuse(`RTP port ${msg.rtpPort} is not an even port`);
     let endpoint: RtpEndpoint;
     try {
       this.group ??= new NativeUdpGroup(this.maxCalls * SOCKETS_PER_CALL, this.opts.udp);
       const log = this.opts.log;
-      endpoint = RtpEndpoint.open(this.group, this.opts.bindAddress, msg.rtpPort, callCodec(msg.media.codec).maxPayloadBytes, (err) =>
-        log.warn({ err, callId: msg.callId }, 'RTP socket receive error'),
+      endpoint = RtpEndpoint.open(
+        this.group,
+        this.opts.bindAddress,
+        msg.rtpPort,
+        callCodec(msg.media.codec).maxPayloadBytes,
+        (err) => log.warn({ err, callId: msg.callId }, 'RTP socket receive error'),
       );
     } catch (err) {
-      return refuse(err instanceof UdpIoError ? `binding ${this.opts.bindAddress}:${msg.rtpPort}/${msg.rtpPort + 1}: ${err.code}` : (err as Error).message);
+      return refuse(
+        err instanceof UdpIoError
+          ? `binding ${this.opts.bindAddress}:${msg.rtpPort}/${msg.rtpPort + 1}: ${err.code}`
+          : (err as Error).message,
+      );
     }
     let call: CallSession;
     try {
@@ -184,7 +197,12 @@ export class WorkerCalls implements PacedStream {
 
   private goneLive(call: CallSession): void {
     this.live.push(call);
-    this.opts.post({ type: 'conversation_opened', workerId: this.opts.workerId, conversationId: call.conversationId, orgId: call.orgId });
+    this.opts.post({
+      type: 'conversation_opened',
+      workerId: this.opts.workerId,
+      conversationId: call.conversationId,
+      orgId: call.orgId,
+    });
     if (!this.registered) {
       this.registered = true;
       this.opts.pacing.register(this);
@@ -202,7 +220,11 @@ export class WorkerCalls implements PacedStream {
     const i = this.live.indexOf(call);
     if (i >= 0) {
       this.live.splice(i, 1);
-      this.opts.post({ type: 'conversation_closed', workerId: this.opts.workerId, conversationId: call.conversationId });
+      this.opts.post({
+        type: 'conversation_closed',
+        workerId: this.opts.workerId,
+        conversationId: call.conversationId,
+      });
     }
     if (this.live.length === 0 && this.registered) {
       this.registered = false;
@@ -272,7 +294,8 @@ export class WorkerCalls implements PacedStream {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(all), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);
-    if (this.calls.size > 0) this.opts.log.error({ calls: [...this.calls.keys()] }, 'calls still ending at the end of the shutdown grace');
+    if (this.calls.size > 0)
+      this.opts.log.error({ calls: [...this.calls.keys()] }, 'calls still ending at the end of the shutdown grace');
     else {
       this.group?.close();
       this.group = null;

@@ -4,7 +4,11 @@
 // ends it, result settles a transfer without a bridge (REFER completed, nobody answered, failure). The tool call
 // settles once the agent's part is over; a call that ends (the caller hung up, shutdown) settles its transfer first,
 // so the record has the outcome.
-import type { PhoneTransferHooks, PhoneTransferRequest, PhoneTransferResult } from '../conversation/tools/phone-transfer.js';
+import type {
+  PhoneTransferHooks,
+  PhoneTransferRequest,
+  PhoneTransferResult,
+} from '../conversation/tools/phone-transfer.js';
 import type { Logger } from '../log.js';
 import type { NativeUdpGroup, UdpIoError } from '../media/udp-native.js';
 import type { CallInfo } from '../schemas/conversations.js';
@@ -50,7 +54,10 @@ export interface WorkerTransfersOptions {
 }
 
 /** The number the new leg presents: the agent's (use_agent_phone_number), else the caller's; null for none. */
-export function transferCallerId(session: Pick<TransferableCall, 'origin' | 'callInfo'>, useAgentPhoneNumber: boolean): string | null {
+export function transferCallerId(
+  session: Pick<TransferableCall, 'origin' | 'callInfo'>,
+  useAgentPhoneNumber: boolean,
+): string | null {
   const { from_phone_number: from, to_phone_number: to } = session.callInfo;
   // Inbound: the caller is From, the agent's number To; outbound the other way round.
   const inbound = session.origin === 'telephony-inbound';
@@ -70,17 +77,37 @@ export class WorkerTransfers {
   constructor(private readonly opts: WorkerTransfersOptions) {}
 
   /** A conversation's transfer of its call; resolves when the agent's part is over (phone-transfer.ts). */
-  start(session: TransferableCall, request: PhoneTransferRequest, hooks: PhoneTransferHooks): Promise<PhoneTransferResult> {
+  start(
+    session: TransferableCall,
+    request: PhoneTransferRequest,
+    hooks: PhoneTransferHooks,
+  ): Promise<PhoneTransferResult> {
     if (session.transfer !== null) {
-      return Promise.resolve({ outcome: 'failed', phone_number: request.phoneNumber, reason: 'another transfer of this call is under way', attempts: 0 });
+      return Promise.resolve({
+        outcome: 'failed',
+        phone_number: request.phoneNumber,
+        reason: 'another transfer of this call is under way',
+        attempts: 0,
+      });
     }
     if (session.state !== 'live') {
-      return Promise.resolve({ outcome: 'failed', phone_number: request.phoneNumber, reason: 'the call is not live', attempts: 0 });
+      return Promise.resolve({
+        outcome: 'failed',
+        phone_number: request.phoneNumber,
+        reason: 'the call is not live',
+        attempts: 0,
+      });
     }
     const id = this.nextId++;
     return new Promise((resolve) => {
       const t: CallTransfer = {
-        id, request, hooks, leg: null, attempts: 0, referRefused: null, answeredBy: null,
+        id,
+        request,
+        hooks,
+        leg: null,
+        attempts: 0,
+        referRefused: null,
+        answeredBy: null,
         settle: (result) => {
           if (session.transfer !== t) return;
           session.transfer = null;
@@ -92,7 +119,11 @@ export class WorkerTransfers {
       session.transfer = t;
       const callerId = transferCallerId(session, request.useAgentPhoneNumber);
       const agentNumber = transferCallerId(session, true);
-      this.opts.post({ type: 'call_transfer', callId: session.callId, event: { kind: 'request', transferId: id, request, callerId, agentNumber } });
+      this.opts.post({
+        type: 'call_transfer',
+        callId: session.callId,
+        event: { kind: 'request', transferId: id, request, callerId, agentNumber },
+      });
     });
   }
 
@@ -100,7 +131,10 @@ export class WorkerTransfers {
   command(session: TransferableCall, cmd: TransferCommand): void {
     const t = session.transfer;
     if (t === null || t.id !== cmd.transferId) {
-      session.log.warn({ command: cmd.kind, transferId: cmd.transferId }, 'transfer command for no transfer under way: ignored');
+      session.log.warn(
+        { command: cmd.kind, transferId: cmd.transferId },
+        'transfer command for no transfer under way: ignored',
+      );
       if (cmd.kind === 'open_leg') this.legReady(session, cmd.transferId, 'no transfer under way');
       return;
     }
@@ -108,8 +142,13 @@ export class WorkerTransfers {
       case 'open_leg': {
         try {
           const log = session.log;
-          t.leg = TransferLeg.open(this.opts.group(), this.opts.bindAddress, cmd.rtpPort, session.codecName, this.opts.now, (err: UdpIoError) =>
-            log.warn({ err }, 'transfer leg RTP socket error'),
+          t.leg = TransferLeg.open(
+            this.opts.group(),
+            this.opts.bindAddress,
+            cmd.rtpPort,
+            session.codecName,
+            this.opts.now,
+            (err: UdpIoError) => log.warn({ err }, 'transfer leg RTP socket error'),
           );
         } catch (err) {
           return this.legReady(session, t.id, (err as Error).message);
@@ -121,11 +160,22 @@ export class WorkerTransfers {
         const leg = t.leg;
         t.attempts = cmd.attempts;
         t.referRefused = cmd.referRefused;
-        if (leg === null) return t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: 'no leg was opened', attempts: cmd.attempts });
+        if (leg === null)
+          return t.settle({
+            outcome: 'failed',
+            phone_number: t.request.phoneNumber,
+            reason: 'no leg was opened',
+            attempts: cmd.attempts,
+          });
         try {
           leg.answer(cmd.remote, cmd.media);
         } catch (err) {
-          return t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: (err as Error).message, attempts: cmd.attempts });
+          return t.settle({
+            outcome: 'failed',
+            phone_number: t.request.phoneNumber,
+            reason: (err as Error).message,
+            attempts: cmd.attempts,
+          });
         }
         if (!t.request.detectVoicemail) return this.bridge(session, t, leg);
         this.screen(session, t, leg);
@@ -137,11 +187,20 @@ export class WorkerTransfers {
         const duration = t.leg?.durationSec() ?? 0;
         const bridged = t.leg?.bridged ?? false;
         if (!bridged) {
-          return t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: 'the target hung up before the bridge', attempts: t.attempts });
+          return t.settle({
+            outcome: 'failed',
+            phone_number: t.request.phoneNumber,
+            reason: 'the target hung up before the bridge',
+            attempts: t.attempts,
+          });
         }
         return t.settle({
           outcome: t.request.keepListening ? 'bridge_ended' : 'transferred',
-          method: 'bridge', phone_number: t.request.phoneNumber, bridge_duration_sec: duration, ended_by_party: 'target', attempts: t.attempts,
+          method: 'bridge',
+          phone_number: t.request.phoneNumber,
+          bridge_duration_sec: duration,
+          ended_by_party: 'target',
+          attempts: t.attempts,
           ...bridgedExtras(t),
         });
       }
@@ -157,11 +216,21 @@ export class WorkerTransfers {
     const leg = t.leg;
     if (leg?.bridged) {
       t.settle({
-        outcome: 'transferred', method: 'bridge', phone_number: t.request.phoneNumber,
-        bridge_duration_sec: leg.durationSec(), ended_by_party: 'caller', attempts: t.attempts, ...bridgedExtras(t),
+        outcome: 'transferred',
+        method: 'bridge',
+        phone_number: t.request.phoneNumber,
+        bridge_duration_sec: leg.durationSec(),
+        ended_by_party: 'caller',
+        attempts: t.attempts,
+        ...bridgedExtras(t),
       });
     } else {
-      t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: 'the call ended before the transfer completed', attempts: t.attempts });
+      t.settle({
+        outcome: 'failed',
+        phone_number: t.request.phoneNumber,
+        reason: 'the call ended before the transfer completed',
+        attempts: t.attempts,
+      });
     }
   }
 
@@ -169,8 +238,12 @@ export class WorkerTransfers {
   private bridge(session: TransferableCall, t: CallTransfer, leg: TransferLeg): void {
     const media = leg.answeredMedia!;
     leg.bridge(null, media, t.request.dtmf, t.request.keepListening);
-    if (t.request.dtmf && !leg.sendsDigits) session.log.warn('the transfer target negotiated no telephone-event: its digits are not sent');
-    session.log.info({ codec: media.codec, listening: t.request.keepListening, answeredBy: t.answeredBy?.result }, 'transfer bridged');
+    if (t.request.dtmf && !leg.sendsDigits)
+      session.log.warn('the transfer target negotiated no telephone-event: its digits are not sent');
+    session.log.info(
+      { codec: media.codec, listening: t.request.keepListening, answeredBy: t.answeredBy?.result },
+      'transfer bridged',
+    );
     t.hooks.connected();
   }
 
@@ -187,13 +260,22 @@ export class WorkerTransfers {
         if (session.transfer !== t || t.leg !== leg || !leg.answered) return;
         t.answeredBy = answeredBy;
         session.log.info({ answeredBy }, 'transfer target screened');
-        this.opts.post({ type: 'call_transfer', callId: session.callId, event: { kind: 'leg_screened', transferId: t.id, answeredBy } });
+        this.opts.post({
+          type: 'call_transfer',
+          callId: session.callId,
+          event: { kind: 'leg_screened', transferId: t.id, answeredBy },
+        });
         if (answeredBy.result === 'machine') leg.unanswer();
         else this.bridge(session, t, leg);
       },
       (err: unknown) => {
         session.log.error({ err }, 'answering-machine detection of the transfer leg failed');
-        t.settle({ outcome: 'failed', phone_number: t.request.phoneNumber, reason: `answering-machine detection failed: ${(err as Error).message}`, attempts: t.attempts });
+        t.settle({
+          outcome: 'failed',
+          phone_number: t.request.phoneNumber,
+          reason: `answering-machine detection failed: ${(err as Error).message}`,
+          attempts: t.attempts,
+        });
       },
     );
   }
@@ -210,8 +292,12 @@ export class WorkerTransfers {
 
   private legReady(session: TransferableCall, transferId: number, error: string | null): void {
     this.opts.post({
-      type: 'call_transfer', callId: session.callId,
-      event: error === null ? { kind: 'leg_ready', transferId, ok: true } : { kind: 'leg_ready', transferId, ok: false, error },
+      type: 'call_transfer',
+      callId: session.callId,
+      event:
+        error === null
+          ? { kind: 'leg_ready', transferId, ok: true }
+          : { kind: 'leg_ready', transferId, ok: false, error },
     });
   }
 }

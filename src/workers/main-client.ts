@@ -112,7 +112,8 @@ export function conversationStore(main: MainClient): ConversationStore {
 /** The recording compressor's store (src/media/recording-compressor.ts): the `recording_compressed` request. */
 export function compressionStore(main: MainClient): CompressionStore {
   return {
-    recordingCompressed: (conversationId, side, from, to) => main.request('recording_compressed', { conversationId, side, from, to }),
+    recordingCompressed: (conversationId, side, from, to) =>
+      main.request('recording_compressed', { conversationId, side, from, to }),
   };
 }
 

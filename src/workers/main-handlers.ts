@@ -14,7 +14,11 @@ import type { Logger } from '../log.js';
 import { isDatabaseUnavailable, type Sql } from '../store/db.js';
 import { AllowlistCache, lookupCredential, type Auth } from '../auth/authenticate.js';
 import { admitConversation } from '../domain/admission.js';
-import { resolveAgentForConversation, resolveProjectForConversation, toolsForConversation } from '../domain/conversation-agent.js';
+import {
+  resolveAgentForConversation,
+  resolveProjectForConversation,
+  toolsForConversation,
+} from '../domain/conversation-agent.js';
 import { DomainError, forbidden, type DomainErrorKind } from '../domain/errors.js';
 import { release, type LeasePolicy } from '../store/leases.js';
 import {
@@ -24,7 +28,13 @@ import {
   moveRecordingToCompressed,
   updateConversation,
 } from '../store/conversations.js';
-import { AppendBatcher, APPEND_BATCH_DEFAULTS, APPEND_HOLD_DEFAULTS, type AppendBatchOptions, type AppendHoldOptions } from '../store/append-batcher.js';
+import {
+  AppendBatcher,
+  APPEND_BATCH_DEFAULTS,
+  APPEND_HOLD_DEFAULTS,
+  type AppendBatchOptions,
+  type AppendHoldOptions,
+} from '../store/append-batcher.js';
 import { conversationStoragePolicy, recordStorageOutcome } from '../store/external-storage.js';
 import { storagePolicyFromRow } from '../jobs/external-storage/delivery.js';
 import { wakeJobQueues } from '../jobs/queue.js';
@@ -64,7 +74,10 @@ export interface HandlerDeps {
 }
 
 /** The workspace's ip_allowlist refused the client's address (the worker answers the upgrade with 403). */
-const IP_NOT_ALLOWED = { code: 'ip_not_allowed', message: 'client address is not in the workspace ip_allowlist' } as const;
+const IP_NOT_ALLOWED = {
+  code: 'ip_not_allowed',
+  message: 'client address is not in the workspace ip_allowlist',
+} as const;
 
 /** The status a worker reads off a failed reply, by kind (HTTP's: the STS upgrade answers with it). */
 const STATUS_OF_KIND: Record<DomainErrorKind, number> = {
@@ -84,7 +97,8 @@ export interface RequestOrigin {
 
 /** Requests about a conversation's external storage go to its owner only: they carry its policy's credentials. */
 function ownedBy(from: RequestOrigin | undefined, conversationId: string): void {
-  if (!from?.owns(conversationId)) throw forbidden(`this worker does not own conversation ${conversationId}`, 'not_owner');
+  if (!from?.owns(conversationId))
+    throw forbidden(`this worker does not own conversation ${conversationId}`, 'not_owner');
 }
 
 export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest, from?: RequestOrigin) => Promise<Reply> {
@@ -97,7 +111,12 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest, fr
    * Runs `write` until it succeeds or fails otherwise than for an unavailable database, trying again no later than
    * `deadline` (performance.now(); hold.max_hold_ms from now by default).
    */
-  async function heldWrite<T>(what: string, conversationId: string, write: () => Promise<T>, deadline = performance.now() + hold.max_hold_ms): Promise<T> {
+  async function heldWrite<T>(
+    what: string,
+    conversationId: string,
+    write: () => Promise<T>,
+    deadline = performance.now() + hold.max_hold_ms,
+  ): Promise<T> {
     let delay = hold.retry_min_ms;
     for (;;) {
       try {
@@ -114,18 +133,27 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest, fr
   /** The record could not be created: nobody will finish it, so its lease goes now (while the database lets it). */
   async function releaseUncreated(conversationId: string, cause: unknown): Promise<void> {
     try {
-      await heldWrite('releasing the lease of a conversation whose record could not be created', conversationId, () => release(sql, conversationId));
+      await heldWrite('releasing the lease of a conversation whose record could not be created', conversationId, () =>
+        release(sql, conversationId),
+      );
     } catch (err) {
-      deps.log.error({ err, cause, conversationId }, 'the lease of a conversation whose record could not be created was not released: it expires with its node');
+      deps.log.error(
+        { err, cause, conversationId },
+        'the lease of a conversation whose record could not be created was not released: it expires with its node',
+      );
     }
   }
 
-  async function answer(req: WorkerRequest, from: RequestOrigin | undefined): Promise<WorkerReplies[WorkerRequest['type']]> {
+  async function answer(
+    req: WorkerRequest,
+    from: RequestOrigin | undefined,
+  ): Promise<WorkerReplies[WorkerRequest['type']]> {
     switch (req.type) {
       case 'authenticate': {
         const cred = await lookupCredential(sql, req.secret, deps.now());
         if (!cred) return null satisfies Auth | null;
-        if (!allowlists.allows(cred.ipAllowlist, req.clientAddress)) throw forbidden(IP_NOT_ALLOWED.message, IP_NOT_ALLOWED.code);
+        if (!allowlists.allows(cred.ipAllowlist, req.clientAddress))
+          throw forbidden(IP_NOT_ALLOWED.message, IP_NOT_ALLOWED.code);
         return cred.auth;
       }
       case 'resolve_agent':
@@ -154,7 +182,10 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest, fr
         // commit with the finish; its post-call jobs and deliveries run at once.
         const deadline = performance.now() + hold.max_hold_ms;
         await appends.settled(req.conversationId);
-        const finish = () => finishConversation(sql, req.conversationId, req.finish, req.recordings, { onFirstFinish: raiseConversationEnd });
+        const finish = () =>
+          finishConversation(sql, req.conversationId, req.finish, req.recordings, {
+            onFirstFinish: raiseConversationEnd,
+          });
         const outcome = await heldWrite('finishing a conversation', req.conversationId, finish, deadline);
         if (outcome.ended) nodeMetrics.conversationsEnded.inc({ ended_by: req.finish.ended_by });
         wakeJobQueues();
@@ -182,7 +213,12 @@ export function createRequestHandler(deps: HandlerDeps): (req: WorkerRequest, fr
       return { type: 'reply', id: req.id, ok: true, value: await answer(req, from) };
     } catch (err) {
       if (err instanceof DomainError) {
-        return { type: 'reply', id: req.id, ok: false, error: { message: err.message, status: STATUS_OF_KIND[err.kind], code: err.code } };
+        return {
+          type: 'reply',
+          id: req.id,
+          ok: false,
+          error: { message: err.message, status: STATUS_OF_KIND[err.kind], code: err.code },
+        };
       }
       if (isDatabaseUnavailable(err)) {
         deps.log.warn({ err, request: req.type }, 'worker request failed: the database is unavailable');

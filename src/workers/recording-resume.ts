@@ -24,7 +24,11 @@ import type { Logger } from '../log.js';
 import { RecordingError, recordingPath, RECORDINGS_DIR } from '../media/recording.js';
 import { RecordingCompressor, type CompressFn } from '../media/recording-compressor.js';
 import type { Sql } from '../store/db.js';
-import { moveRecordingToCompressed, pendingCompressions, pendingCompressionsOfOtherNodes } from '../store/conversations.js';
+import {
+  moveRecordingToCompressed,
+  pendingCompressions,
+  pendingCompressionsOfOtherNodes,
+} from '../store/conversations.js';
 
 export interface ResumeOptions {
   sql: Sql;
@@ -37,12 +41,18 @@ export interface ResumeOptions {
 }
 
 /** Queues every pending compression of this node's conversations; close() the compressor at shutdown. */
-export async function resumeCompressions(opts: ResumeOptions): Promise<{ compressor: RecordingCompressor; queued: number }> {
+export async function resumeCompressions(
+  opts: ResumeOptions,
+): Promise<{ compressor: RecordingCompressor; queued: number }> {
   const { sql, log } = opts;
   const compressor = new RecordingCompressor({
     log,
     compress: opts.compress,
-    store: { recordingCompressed: async (id, side, from, to) => ({ updated: await moveRecordingToCompressed(sql, id, side, from, to) }) },
+    store: {
+      recordingCompressed: async (id, side, from, to) => ({
+        updated: await moveRecordingToCompressed(sql, id, side, from, to),
+      }),
+    },
   });
   const dir = join(opts.dataDir, RECORDINGS_DIR);
   // Both read before anything is queued, so a failing read leaves no compressor running that nobody closes.
@@ -56,7 +66,10 @@ export async function resumeCompressions(opts: ResumeOptions): Promise<{ compres
       wav = recordingPath(opts.dataDir, r.path);
     } catch (err) {
       if (!(err instanceof RecordingError)) throw err;
-      log.error({ err, conversationId: r.conversation_id }, 'pending recording outside the recordings directory: not compressed');
+      log.error(
+        { err, conversationId: r.conversation_id },
+        'pending recording outside the recordings directory: not compressed',
+      );
       continue;
     }
     // This node's row whose WAV is not in its data directory (the node's id moved to another disk): nothing to
@@ -68,19 +81,27 @@ export async function resumeCompressions(opts: ResumeOptions): Promise<{ compres
     const rel = relative(dir, wav);
     try {
       await unlink(`${wav}.gz`);
-      log.info({ conversationId: r.conversation_id, path: `${rel}.gz` }, 'removed the partial gzip of an interrupted compression');
+      log.info(
+        { conversationId: r.conversation_id, path: `${rel}.gz` },
+        'removed the partial gzip of an interrupted compression',
+      );
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     }
     compressor.enqueue({ conversationId: r.conversation_id, side: r.side, dir, wav: rel });
     queued++;
   }
-  if (queued > 0 || notOnDisk > 0) log.info({ queued, notOnDisk }, 'resuming recording compressions left by the previous run');
+  if (queued > 0 || notOnDisk > 0)
+    log.info({ queued, notOnDisk }, 'resuming recording compressions left by the previous run');
   if (others.length > 0) {
     log.info(
       {
         recordings: others.reduce((n, o) => n + o.recordings, 0),
-        nodes: others.map((o) => ({ nodeId: o.node_id, recordings: o.recordings, heartbeatAt: o.heartbeat_at?.toISOString() ?? null })),
+        nodes: others.map((o) => ({
+          nodeId: o.node_id,
+          recordings: o.recordings,
+          heartbeatAt: o.heartbeat_at?.toISOString() ?? null,
+        })),
       },
       'pending recording compressions of other nodes left to them, also of a node whose heartbeat is long dead: it resumes them when it starts again with its PARLEY_NODE_ID',
     );

@@ -17,7 +17,14 @@ import { nodeMetrics } from '../metrics/node.js';
 import { createRequestHandler } from './main-handlers.js';
 import { resumeCompressions } from './recording-resume.js';
 import type { RecordingCompressor } from '../media/recording-compressor.js';
-import type { CallMessage, CallNotice, MainMessage, RelayKind, SocketInspection, WorkerMessage } from './worker-protocol.js';
+import type {
+  CallMessage,
+  CallNotice,
+  MainMessage,
+  RelayKind,
+  SocketInspection,
+  WorkerMessage,
+} from './worker-protocol.js';
 import type { WorkerData } from './worker.js';
 
 export const POOL_DEFAULTS = {
@@ -37,7 +44,13 @@ const WORKER_EXIT_SLACK_MS = 5_000;
  * of a conversation not live here (4404) or of another workspace's (4403); a reconnect that came too late (4800) or
  * names another workspace's conversation (4801); the owning worker went away (4410).
  */
-export const RELAY_CLOSE = { notFound: 4404, forbidden: 4403, ownerGone: 4410, sessionExpired: 4800, invalidState: 4801 } as const;
+export const RELAY_CLOSE = {
+  notFound: 4404,
+  forbidden: 4403,
+  ownerGone: 4410,
+  sessionExpired: 4800,
+  invalidState: 4801,
+} as const;
 
 /** Abandoned conversations ended per recovery sweep at most (src/domain/recovery.ts). */
 const RECOVERY_SWEEP_LIMIT = 100;
@@ -134,7 +147,12 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
   // Conversations of dead nodes, any node's, once a lease TTL has passed without their lease being renewed.
   const recovery = startRecoverySweep(
     { sql, log, dataDir: settings.PARLEY_DATA_DIR, nodeId: conversationNodeId(settings), leaseNodeId: policy.nodeId },
-    { isLive: (id) => directory.has(id), minAgeSec: policy.ttlSec, limit: RECOVERY_SWEEP_LIMIT, everyMs: policy.ttlSec * 1000 },
+    {
+      isLive: (id) => directory.has(id),
+      minAgeSec: policy.ttlSec,
+      limit: RECOVERY_SWEEP_LIMIT,
+      everyMs: policy.ttlSec * 1000,
+    },
   );
   // A cancel through the API (this node's, and on PostgreSQL every node's): the owning worker ends it at once.
   const canceled = (conversationId: string) => {
@@ -147,7 +165,10 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
     try {
       unsubscribeRemote = await subscribe(sql, CANCELED_CHANNEL, canceled, () => undefined);
     } catch (err) {
-      log.error({ err }, 'cannot listen for cancels of other nodes: a conversation canceled there stops at its next write');
+      log.error(
+        { err },
+        'cannot listen for cancels of other nodes: a conversation canceled there stops at its next write',
+      );
     }
   }
   const members: Member[] = [];
@@ -196,7 +217,11 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       case 'call_transfer':
       case 'call_dtmf_out':
         if (callListener) callListener(from.id, msg);
-        else log.warn({ workerId: from.id, notice: msg.type, callId: msg.callId }, 'telephony notice with no telephony listening');
+        else
+          log.warn(
+            { workerId: from.id, notice: msg.type, callId: msg.callId },
+            'telephony notice with no telephony listening',
+          );
         return;
       case 'metrics':
         nodeMetrics.workerSnapshot(from.id, msg.snapshot);
@@ -213,13 +238,26 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         const refuse = (code: number, reason: string) =>
           post(from.id, { type: 'relay_closed', relayId: msg.relayId, code, reason });
         const reconnect = msg.kind === 'reconnect';
-        if (!owner) return refuse(reconnect ? RELAY_CLOSE.sessionExpired : RELAY_CLOSE.notFound, 'conversation is not live on this node');
+        if (!owner)
+          return refuse(
+            reconnect ? RELAY_CLOSE.sessionExpired : RELAY_CLOSE.notFound,
+            'conversation is not live on this node',
+          );
         if (owner.orgId !== msg.auth.orgId) {
-          return refuse(reconnect ? RELAY_CLOSE.invalidState : RELAY_CLOSE.forbidden, 'conversation belongs to another workspace');
+          return refuse(
+            reconnect ? RELAY_CLOSE.invalidState : RELAY_CLOSE.forbidden,
+            'conversation belongs to another workspace',
+          );
         }
         relays.set(msg.relayId, { socketWorker: from.id, ownerWorker: owner.worker });
         relayed[msg.kind]++;
-        post(owner.worker, { type: 'relay_open', relayId: msg.relayId, conversationId: msg.conversationId, kind: msg.kind, auth: msg.auth });
+        post(owner.worker, {
+          type: 'relay_open',
+          relayId: msg.relayId,
+          conversationId: msg.conversationId,
+          kind: msg.kind,
+          auth: msg.auth,
+        });
         return;
       }
       case 'relay_to_socket': {
@@ -245,12 +283,16 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
         return;
       }
       default: {
-        const answered: Promise<void> = handle(msg, { owns: (conversationId) => directory.get(conversationId)?.worker === from.id }).then(
-          (reply) => {
-            if (from.running) from.worker.postMessage(reply satisfies MainMessage);
-          },
-          (err: Error) => log.error({ err }, 'worker request handler failed'),
-        ).finally(() => from.inFlight.delete(answered));
+        const answered: Promise<void> = handle(msg, {
+          owns: (conversationId) => directory.get(conversationId)?.worker === from.id,
+        })
+          .then(
+            (reply) => {
+              if (from.running) from.worker.postMessage(reply satisfies MainMessage);
+            },
+            (err: Error) => log.error({ err }, 'worker request handler failed'),
+          )
+          .finally(() => from.inFlight.delete(answered));
         from.inFlight.add(answered);
       }
     }
@@ -258,14 +300,28 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
 
   function spawn(id: number, port: number): Promise<number> {
     const workerData: WorkerData = { workerId: id, settings, port };
-    const worker = new Worker(BOOTSTRAP, { eval: true, workerData, execArgv: process.execArgv.filter((a) => a === '--enable-source-maps') });
+    const worker = new Worker(BOOTSTRAP, {
+      eval: true,
+      workerData,
+      execArgv: process.execArgv.filter((a) => a === '--enable-source-maps'),
+    });
     let resolveExit!: () => void;
     const member: Member = {
-      id, worker, running: true, conversations: 0, assignedSinceLoad: 0, inFlight: new Set(), drainLive: null, exited: new Promise((r) => (resolveExit = r)),
+      id,
+      worker,
+      running: true,
+      conversations: 0,
+      assignedSinceLoad: 0,
+      inFlight: new Set(),
+      drainLive: null,
+      exited: new Promise((r) => (resolveExit = r)),
     };
     members[id] = member;
     return new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`media worker ${id} did not start within ${POOL_DEFAULTS.start_timeout_ms} ms`)), POOL_DEFAULTS.start_timeout_ms);
+      const timer = setTimeout(
+        () => reject(new Error(`media worker ${id} did not start within ${POOL_DEFAULTS.start_timeout_ms} ms`)),
+        POOL_DEFAULTS.start_timeout_ms,
+      );
       const ready = (p: number) => {
         clearTimeout(timer);
         resolve(p);
@@ -323,10 +379,13 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       members.map(async (m) => {
         // Last resort only: terminating a worker whose uWS sockets are still open aborts Node. The worker bounds
         // its own shutdown (graceMs to save conversations, 1 s for sockets, graceMs for the last replies).
-        const killer = setTimeout(() => {
-          log.error({ workerId: m.id }, 'media worker did not end within its grace period; terminating it');
-          void m.worker.terminate();
-        }, 2 * graceMs + WORKER_EXIT_SLACK_MS);
+        const killer = setTimeout(
+          () => {
+            log.error({ workerId: m.id }, 'media worker did not end within its grace period; terminating it');
+            void m.worker.terminate();
+          },
+          2 * graceMs + WORKER_EXIT_SLACK_MS,
+        );
         await m.exited;
         clearTimeout(killer);
       }),
@@ -356,7 +415,8 @@ export async function startWorkerPool(opts: WorkerPoolOptions): Promise<WorkerPo
       let best: Member | null = null;
       for (const m of members) {
         if (!m.running) continue;
-        if (best === null || m.conversations + m.assignedSinceLoad < best.conversations + best.assignedSinceLoad) best = m;
+        if (best === null || m.conversations + m.assignedSinceLoad < best.conversations + best.assignedSinceLoad)
+          best = m;
       }
       return best?.id ?? null;
     },

@@ -31,7 +31,14 @@ export type WorkerRequest =
    * to `to`, only while it still points at `from` (compare-and-set; `updated: false` when the recording was
    * deleted or replaced meanwhile: the worker then removes the `.gz`, on true the `.wav`).
    */
-  | { type: 'recording_compressed'; id: number; conversationId: string; side: RecordingSide; from: string; to: CompressedRecording }
+  | {
+      type: 'recording_compressed';
+      id: number;
+      conversationId: string;
+      side: RecordingSide;
+      from: string;
+      to: CompressedRecording;
+    }
   // External storage (docs/external-storage.md), answered only to the worker that owns the conversation (403
   // otherwise): the policy of the conversation's project that `ref` names, credentials included, asked at the start
   // by name and before every request by id (rotated credentials apply at once); an artifact's outcome (never its
@@ -232,7 +239,14 @@ export type CallMessage =
  */
 export type TransferCommand =
   | { kind: 'open_leg'; transferId: number; rtpPort: number }
-  | { kind: 'bridge'; transferId: number; remote: MediaAddress | null; media: CallMedia; attempts: number; referRefused: string | null }
+  | {
+      kind: 'bridge';
+      transferId: number;
+      remote: MediaAddress | null;
+      media: CallMedia;
+      attempts: number;
+      referRefused: string | null;
+    }
   | { kind: 'leg_hangup'; transferId: number }
   | { kind: 'result'; transferId: number; result: PhoneTransferResult };
 
@@ -242,7 +256,13 @@ export type TransferCommand =
  * the leg's ports (the bridge ended or the transfer settled), main may reuse them and hangs the leg up.
  */
 export type TransferEvent =
-  | { kind: 'request'; transferId: number; request: PhoneTransferRequest; callerId: string | null; agentNumber: string | null }
+  | {
+      kind: 'request';
+      transferId: number;
+      request: PhoneTransferRequest;
+      callerId: string | null;
+      agentNumber: string | null;
+    }
   | { kind: 'leg_ready'; transferId: number; ok: true }
   | { kind: 'leg_ready'; transferId: number; ok: false; error: string }
   | { kind: 'leg_closed'; transferId: number }

@@ -20,7 +20,11 @@ for (const db of DB_KINDS) {
       server.sql<{ version: number; config: { system_prompt: string }; phone_numbers: unknown }[]>`
         select version, config, phone_numbers from agent_versions where agent_id = ${id} order by version`;
 
-    const created = await client.put('/v1/agents/upsert', { name: 'desk', phone_number: 'custom', custom_phone_numbers: [NUMBER] });
+    const created = await client.put('/v1/agents/upsert', {
+      name: 'desk',
+      phone_number: 'custom',
+      custom_phone_numbers: [NUMBER],
+    });
     t.equal(created.status, 200);
     const id: string = created.body.agent.id;
 
@@ -30,9 +34,16 @@ for (const db of DB_KINDS) {
       t.same([res.body.inserted, res.body.updated], [false, true]);
       t.same(res.body.agent.phone_numbers, [NUMBER], 'the numbers stay (upsert without phone directives)');
       t.equal(res.body.agent.system_prompt, 'Revision two.');
-      t.same((await client.get('/v1/agents/desk')).body.agent, res.body.agent, 'a read answers what the write answered');
+      t.same(
+        (await client.get('/v1/agents/desk')).body.agent,
+        res.body.agent,
+        'a read answers what the write answered',
+      );
       const rows = await history(id);
-      t.same(rows.map((r) => r.version), [1, 2]);
+      t.same(
+        rows.map((r) => r.version),
+        [1, 2],
+      );
       t.equal(rows[1].config.system_prompt, 'Revision two.');
       t.same(rows[1].phone_numbers, [{ number: NUMBER, kind: 'custom' }]);
       const [agent] = await server.sql<{ version: number }[]>`select version from agents where id = ${id}`;
@@ -42,7 +53,10 @@ for (const db of DB_KINDS) {
     t.test('the same body again is no change and no version', async (t) => {
       const res = await client.put('/v1/agents/upsert', { name: 'desk', system_prompt: 'Revision two.' });
       t.same([res.status, res.body.updated], [200, false]);
-      t.same((await history(id)).map((r) => r.version), [1, 2]);
+      t.same(
+        (await history(id)).map((r) => r.version),
+        [1, 2],
+      );
     });
 
     t.test('409 agent_busy while a write of the agent is in flight in this process, changed or not', async (t) => {
@@ -53,7 +67,11 @@ for (const db of DB_KINDS) {
       const same = await client.put('/v1/agents/upsert', { name: 'desk', system_prompt: 'Revision two.' });
       t.same([same.status, same.body.error?.code], [409, 'agent_busy']);
       release!();
-      t.same((await history(id)).map((r) => r.version), [1, 2], 'nothing written');
+      t.same(
+        (await history(id)).map((r) => r.version),
+        [1, 2],
+        'nothing written',
+      );
     });
 
     if (db === 'postgres') {
@@ -67,7 +85,10 @@ for (const db of DB_KINDS) {
         });
         const after = await client.put('/v1/agents/upsert', { name: 'desk', system_prompt: 'Revision three.' });
         t.same([after.status, after.body.updated], [200, true]);
-        t.same((await history(id)).map((r) => r.version), [1, 2, 3]);
+        t.same(
+          (await history(id)).map((r) => r.version),
+          [1, 2, 3],
+        );
       });
     }
 

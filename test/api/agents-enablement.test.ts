@@ -14,7 +14,16 @@ for (const db of DB_KINDS) {
 
     t.test('new agents are enabled under the maximum and disabled at it; upsert has no 403', async (t) => {
       t.equal((await client.put('/v1/agents/upsert', { name: 'one' })).status, 200);
-      t.equal((await client.put('/v1/agents/upsert', { name: 'two', phone_number: 'custom', custom_phone_numbers: ['+14155551002'] })).status, 200);
+      t.equal(
+        (
+          await client.put('/v1/agents/upsert', {
+            name: 'two',
+            phone_number: 'custom',
+            custom_phone_numbers: ['+14155551002'],
+          })
+        ).status,
+        200,
+      );
       const third = await client.put('/v1/agents/upsert', { name: 'three' });
       t.equal(third.status, 200);
       t.same([await enabled('one'), await enabled('two'), await enabled('three')], [true, true, false]);
@@ -28,7 +37,11 @@ for (const db of DB_KINDS) {
       const ok = await client.post('/v1/agents/three/enable');
       t.same([ok.status, ok.body], [200, { success: true }]);
       t.equal(await enabled('three'), true);
-      t.same((await client.post('/v1/agents/three/enable')).body, { success: true }, 'enabling an enabled agent is a no-op');
+      t.same(
+        (await client.post('/v1/agents/three/enable')).body,
+        { success: true },
+        'enabling an enabled agent is a no-op',
+      );
       t.equal((await client.post('/v1/agents/nobody/enable')).status, 404);
     });
 
@@ -41,7 +54,10 @@ for (const db of DB_KINDS) {
       t.equal(mixed.status, 409);
       t.equal((await client.put('/v1/agents/upsert', { name: 'two' })).status, 409);
       t.equal((await client.patch('/v1/agents/two/phone-numbers', { phone_number: '+14155551003' })).status, 409);
-      t.equal((await client.delete('/v1/agents/two/custom-phone-numbers', { phone_number: '+14155551002' })).status, 409);
+      t.equal(
+        (await client.delete('/v1/agents/two/custom-phone-numbers', { phone_number: '+14155551002' })).status,
+        409,
+      );
       const release = await client.patch('/v1/agents/two', { phone_number: null });
       t.equal(release.status, 200);
       t.same(release.body.agent.phone_numbers, []);

@@ -48,7 +48,9 @@ for (const db of DB_KINDS) {
       const created = await client.post('/v1/api_keys', { name: 'temp' });
       t.same((await client.patch(`/v1/api_keys/${created.body.id}`, { name: 'renamed' })).body, { success: true });
       const list = await client.get('/v1/api_keys');
-      t.ok(list.body.api_keys.some((k: { id: string; name: string }) => k.id === created.body.id && k.name === 'renamed'));
+      t.ok(
+        list.body.api_keys.some((k: { id: string; name: string }) => k.id === created.body.id && k.name === 'renamed'),
+      );
       const badName = await client.patch(`/v1/api_keys/${created.body.id}`, { name: '' });
       t.equal(badName.status, 400);
       t.ok(badName.body.param_errors.name);
@@ -73,8 +75,13 @@ for (const db of DB_KINDS) {
       // Each request authenticates with a key being deleted, so a late one may meet 401; none may leave zero keys.
       const results = await Promise.all(keys.map((k) => theirs.delete(`/v1/api_keys/${k.id}`)));
       const statuses = results.map((r) => r.status);
-      t.ok(statuses.every((s) => s === 200 || s === 401 || s === 409), statuses.join(','));
-      const [{ n }] = await server.sql<{ n: number }[]>`select count(*)::int as n from api_keys where org_id = ${ws.orgId}`;
+      t.ok(
+        statuses.every((s) => s === 200 || s === 401 || s === 409),
+        statuses.join(','),
+      );
+      const [{ n }] = await server.sql<
+        { n: number }[]
+      >`select count(*)::int as n from api_keys where org_id = ${ws.orgId}`;
       t.ok(n >= 1, `${n} keys remain`);
       t.equal(n, keys.length - statuses.filter((s) => s === 200).length);
     });
@@ -85,7 +92,11 @@ for (const db of DB_KINDS) {
       t.equal((await client.post(`/v1/api_keys/${theirKey.id}/rotate`)).status, 403);
       t.equal((await client.patch(`/v1/api_keys/${theirKey.id}`, { name: 'x' })).status, 403);
       t.equal((await client.delete(`/v1/api_keys/${theirKey.id}`)).status, 403);
-      t.equal((await client.get('/v1/projects', undefined, { key: other.apiKey })).status, 200, 'their key still works');
+      t.equal(
+        (await client.get('/v1/projects', undefined, { key: other.apiKey })).status,
+        200,
+        'their key still works',
+      );
     });
   });
 }

@@ -21,7 +21,12 @@ interface Seeded {
 }
 
 /** Seeds conversations one minute apart from DAY 09:00 UTC (every fourth shares its predecessor's start). */
-async function seed(server: TestServer, projectId: string, n: number, extra: Partial<NewConversation> = {}): Promise<Seeded[]> {
+async function seed(
+  server: TestServer,
+  projectId: string,
+  n: number,
+  extra: Partial<NewConversation> = {},
+): Promise<Seeded[]> {
   const out: Seeded[] = [];
   for (let i = 0; i < n; i++) {
     const minute = i % 4 === 3 ? i - 1 : i;
@@ -34,7 +39,12 @@ async function seed(server: TestServer, projectId: string, n: number, extra: Par
       started_at: startedAt,
       items: [
         { role: 'user', live_transcript: `question ${i}`, duration_ms: 400, started_at: startedAt },
-        { role: 'assistant', live_transcript: `answer ${i}`, duration_ms: 600, started_at: new Date(startedAt.getTime() + 500) },
+        {
+          role: 'assistant',
+          live_transcript: `answer ${i}`,
+          duration_ms: 600,
+          started_at: new Date(startedAt.getTime() + 500),
+        },
       ],
       finish: { ended_by: 'user', ended_at: new Date(startedAt.getTime() + durationMs), duration_ms: durationMs },
       ...extra,
@@ -86,23 +96,42 @@ for (const db of DB_KINDS) {
             duration_ms: 900,
             started_at: startedAt,
             tool_calls: [
-              { tool: { id: 'tool_x', name: 'lookup' }, request_body: { q: 1 }, response_body: { a: 2 }, timed_out: false, error_message: null },
+              {
+                tool: { id: 'tool_x', name: 'lookup' },
+                request_body: { q: 1 },
+                response_body: { a: 2 },
+                timed_out: false,
+                error_message: null,
+              },
             ],
           },
         ],
-        finish: { ended_by: 'assistant', ended_at: new Date(startedAt.getTime() + 5000), duration_ms: 5000, latencies_ms: [250] },
+        finish: {
+          ended_by: 'assistant',
+          ended_at: new Date(startedAt.getTime() + 5000),
+          duration_ms: 5000,
+          latencies_ms: [250],
+        },
       });
       const res = await client.get(`/v1/conversations/${id}`);
       t.equal(res.status, 200);
       const c = res.body.conversation;
       t.ok(conversationSchema.safeParse(c).success, 'the body is a spec Conversation');
       t.equal(c.id, id);
-      t.same(c.agent, { id: 'agent_00000000-0000-4000-8000-000000000000', name: 'gone', is_deleted: true }, 'an agent no longer stored is reported deleted');
+      t.same(
+        c.agent,
+        { id: 'agent_00000000-0000-4000-8000-000000000000', name: 'gone', is_deleted: true },
+        'an agent no longer stored is reported deleted',
+      );
       t.equal(c.workspace, workspaceName);
       t.same(c.project, { id: server.projectId, name: 'main' });
       t.equal(c.origin, 'telephony-outbound');
       t.equal(c.external_id, 'crm-single');
-      t.same(c.call_info, { from_phone_number: '+14155550100', to_phone_number: '+14155550199', telephony_call_sid: 'sid-1' });
+      t.same(c.call_info, {
+        from_phone_number: '+14155550100',
+        to_phone_number: '+14155550199',
+        telephony_call_sid: 'sid-1',
+      });
       t.equal(c.started_at, startedAt.toISOString());
       t.equal(c.ended_by, 'assistant');
       t.equal(c.duration_ms, 5000);
@@ -114,7 +143,11 @@ for (const db of DB_KINDS) {
 
       const single = await client.get('/v1/conversations?external_id=crm-single');
       t.equal(single.status, 200);
-      t.same(Object.keys(single.body), ['conversation'], 'an external_id matching exactly one answers that conversation');
+      t.same(
+        Object.keys(single.body),
+        ['conversation'],
+        'an external_id matching exactly one answers that conversation',
+      );
       t.equal(single.body.conversation.id, id);
       await server.sql`delete from conversations where id = ${id}`;
     });
@@ -125,19 +158,34 @@ for (const db of DB_KINDS) {
       const agentId = (await client.get('/v1/agents/helper')).body.agent.id;
       t.match(agentId, /^agent_/);
       const id = await createConversation(server.sql, {
-        orgId: server.orgId, projectId: server.projectId, origin: 'web', agent: { id: agentId, name: 'helper' },
+        orgId: server.orgId,
+        projectId: server.projectId,
+        origin: 'web',
+        agent: { id: agentId, name: 'helper' },
         finish: { ended_by: 'user', ended_at: new Date() },
       });
-      t.same((await client.get(`/v1/conversations/${id}`)).body.conversation.agent, { id: agentId, name: 'helper', is_deleted: false });
+      t.same((await client.get(`/v1/conversations/${id}`)).body.conversation.agent, {
+        id: agentId,
+        name: 'helper',
+        is_deleted: false,
+      });
       t.equal((await client.delete('/v1/agents/helper')).status, 200);
-      t.same((await client.get(`/v1/conversations/${id}`)).body.conversation.agent, { id: agentId, name: 'helper', is_deleted: true });
+      t.same((await client.get(`/v1/conversations/${id}`)).body.conversation.agent, {
+        id: agentId,
+        name: 'helper',
+        is_deleted: true,
+      });
       await server.sql`delete from conversations where id = ${id}`;
     });
 
     t.test('get: 404, 403, 401 and a bad audio_container', async (t) => {
       t.equal((await client.get('/v1/conversations/conv_nope')).status, 404);
       const other = await createWorkspace(server.sql, 'other-ws-get');
-      const theirs = await createConversation(server.sql, { orgId: other.orgId, projectId: other.projectId, origin: 'web' });
+      const theirs = await createConversation(server.sql, {
+        orgId: other.orgId,
+        projectId: other.projectId,
+        origin: 'web',
+      });
       const forbidden = await client.get(`/v1/conversations/${theirs}`);
       t.equal(forbidden.status, 403);
       t.match(forbidden.body, { error: { message: String } });
@@ -146,7 +194,9 @@ for (const db of DB_KINDS) {
       const bad = await client.get(`/v1/conversations/${all[0].id}?audio_container=mp3`);
       t.equal(bad.status, 400);
       t.ok(bad.body.param_errors.audio_container);
-      const theirList = await client.get(`/v1/conversations?project=${server.projectId}`, undefined, { key: other.apiKey });
+      const theirList = await client.get(`/v1/conversations?project=${server.projectId}`, undefined, {
+        key: other.apiKey,
+      });
       t.equal(theirList.status, 403, "another workspace's project id is forbidden");
     });
 
@@ -154,7 +204,10 @@ for (const db of DB_KINDS) {
       const first = await client.get('/v1/conversations');
       t.equal(first.status, 200);
       t.equal(first.body.conversations.length, 20, 'default limit 20');
-      t.same(first.body.conversations.map((c: { id: string }) => c.id), expectedOrder.slice(0, 20));
+      t.same(
+        first.body.conversations.map((c: { id: string }) => c.id),
+        expectedOrder.slice(0, 20),
+      );
       t.equal(first.body.pagination.prev_cursor, null, 'no newer page');
       t.equal(first.body.pagination.next_cursor, expectedOrder[19]);
 
@@ -190,10 +243,22 @@ for (const db of DB_KINDS) {
 
       let r = await client.get('/v1/conversations?duration_min=5&duration_max=9&limit=100');
       t.equal(r.status, 200);
-      t.same(ids(r), within((s) => s.durationMs >= 5000 && s.durationMs <= 9000), 'duration in whole seconds, inclusive');
+      t.same(
+        ids(r),
+        within((s) => s.durationMs >= 5000 && s.durationMs <= 9000),
+        'duration in whole seconds, inclusive',
+      );
 
-      r = await client.get('/v1/conversations?started_at_min=2026-11-10T09:05:00Z&started_at_max=2026-11-10T09:10:00.000Z&limit=100');
-      t.same(ids(r), within((s) => s.startedAt >= new Date('2026-11-10T09:05:00Z') && s.startedAt <= new Date('2026-11-10T09:10:00Z')), 'timestamp bounds, inclusive');
+      r = await client.get(
+        '/v1/conversations?started_at_min=2026-11-10T09:05:00Z&started_at_max=2026-11-10T09:10:00.000Z&limit=100',
+      );
+      t.same(
+        ids(r),
+        within(
+          (s) => s.startedAt >= new Date('2026-11-10T09:05:00Z') && s.startedAt <= new Date('2026-11-10T09:10:00Z'),
+        ),
+        'timestamp bounds, inclusive',
+      );
       t.ok(ids(r).length > 0);
 
       r = await client.get(`/v1/conversations?started_at_min=${DAY}&started_at_max=${DAY}&limit=100`);
@@ -257,17 +322,33 @@ for (const db of DB_KINDS) {
           'old', 'Old', '[]'::jsonb, now())
         returning id`;
       const e1 = await addExtraction(server.sql, conv, {
-        schemaId: schema.id, schemaName: 'order', result: { order_id: 'A-1' }, createdAt: new Date('2026-11-10T10:00:00Z'),
+        schemaId: schema.id,
+        schemaName: 'order',
+        result: { order_id: 'A-1' },
+        createdAt: new Date('2026-11-10T10:00:00Z'),
       });
       const e2 = await addExtraction(server.sql, conv, {
-        schemaId: gone.id, schemaName: 'old', result: { x: [1, 2] }, createdAt: new Date('2026-11-10T10:01:00Z'),
+        schemaId: gone.id,
+        schemaName: 'old',
+        result: { x: [1, 2] },
+        createdAt: new Date('2026-11-10T10:01:00Z'),
       });
       const r = await client.get(`/v1/conversations/${conv}/extractions`);
       t.equal(r.status, 200);
       t.same(r.body, {
         extractions: [
-          { id: e1, schema: { id: schema.id, name: 'order', isDeleted: false }, result: { order_id: 'A-1' }, created_at: '2026-11-10T10:00:00.000Z' },
-          { id: e2, schema: { id: gone.id, name: 'old', isDeleted: true }, result: { x: [1, 2] }, created_at: '2026-11-10T10:01:00.000Z' },
+          {
+            id: e1,
+            schema: { id: schema.id, name: 'order', isDeleted: false },
+            result: { order_id: 'A-1' },
+            created_at: '2026-11-10T10:00:00.000Z',
+          },
+          {
+            id: e2,
+            schema: { id: gone.id, name: 'old', isDeleted: true },
+            result: { x: [1, 2] },
+            created_at: '2026-11-10T10:01:00.000Z',
+          },
         ],
       });
       t.same((await client.get(`/v1/conversations/${all[1].id}/extractions`)).body, { extractions: [] });
@@ -276,11 +357,19 @@ for (const db of DB_KINDS) {
 
     t.test('cancel', async (t) => {
       const live = await createConversation(server.sql, {
-        orgId: server.orgId, projectId: server.projectId, origin: 'web', state: 'active', started_at: new Date(),
+        orgId: server.orgId,
+        projectId: server.projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
       });
       const policy = { nodeId: 'node-test', ttlSec: 60, workspaceCap: 100 };
       t.equal((await admit(server.sql, policy, server.projectId, live)).admitted, true);
-      t.equal((await client.get('/v1/projects/main')).body.project.active_conversations, 1, 'the live conversation counts');
+      t.equal(
+        (await client.get('/v1/projects/main')).body.project.active_conversations,
+        1,
+        'the live conversation counts',
+      );
 
       const r = await client.post(`/v1/conversations/${live}/cancel`);
       t.equal(r.status, 200);
@@ -295,7 +384,12 @@ for (const db of DB_KINDS) {
       t.equal(again.body.error.code, 'conversation_ended');
       t.equal((await client.post('/v1/conversations/conv_nope/cancel')).status, 404);
       const other = await createWorkspace(server.sql, 'other-ws-cancel');
-      const theirs = await createConversation(server.sql, { orgId: other.orgId, projectId: other.projectId, origin: 'web', state: 'active' });
+      const theirs = await createConversation(server.sql, {
+        orgId: other.orgId,
+        projectId: other.projectId,
+        origin: 'web',
+        state: 'active',
+      });
       t.equal((await client.post(`/v1/conversations/${theirs}/cancel`)).status, 403);
     });
 
@@ -306,18 +400,30 @@ for (const db of DB_KINDS) {
       t.same(r.body, { success: true });
       const c = (await client.get(`/v1/conversations/${id}`)).body.conversation;
       t.equal(c.live_transcript, null);
-      t.same(c.items.map((i: { live_transcript: string | null }) => i.live_transcript), [null, null]);
+      t.same(
+        c.items.map((i: { live_transcript: string | null }) => i.live_transcript),
+        [null, null],
+      );
       t.ok(Date.parse(c.deletion_info.transcripts_deleted_at) > 0);
       t.ok(Date.parse(c.deletion_info.audio_recordings_deleted_at) > 0);
       t.equal(c.audio_url, null);
       t.equal((await client.delete(`/v1/conversations/${id}`)).status, 200, 'deleting again is harmless');
 
-      const live = await createConversation(server.sql, { orgId: server.orgId, projectId: server.projectId, origin: 'web', state: 'active' });
+      const live = await createConversation(server.sql, {
+        orgId: server.orgId,
+        projectId: server.projectId,
+        origin: 'web',
+        state: 'active',
+      });
       const busy = await client.delete(`/v1/conversations/${live}`);
       t.equal(busy.status, 409, 'a conversation in progress must be canceled first');
       t.equal((await client.delete('/v1/conversations/conv_nope')).status, 404);
       const other = await createWorkspace(server.sql, 'other-ws-delete');
-      const theirs = await createConversation(server.sql, { orgId: other.orgId, projectId: other.projectId, origin: 'web' });
+      const theirs = await createConversation(server.sql, {
+        orgId: other.orgId,
+        projectId: other.projectId,
+        origin: 'web',
+      });
       t.equal((await client.delete(`/v1/conversations/${theirs}`)).status, 403);
     });
 

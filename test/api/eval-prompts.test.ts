@@ -18,7 +18,9 @@ for (const db of DB_KINDS) {
     t.same(Object.keys(created.body), ['id']);
     const list = await client.get(path);
     t.equal(list.status, 200);
-    t.match(list.body.conversation_eval_prompts, [{ id: created.body.id, name: 'politeness', prompt: 'Was the agent polite?' }]);
+    t.match(list.body.conversation_eval_prompts, [
+      { id: created.body.id, name: 'politeness', prompt: 'Was the agent polite?' },
+    ]);
 
     for (const [payload, param] of [
       [{ prompt: 'x' }, 'name'],
@@ -30,12 +32,24 @@ for (const db of DB_KINDS) {
       t.ok(res.body.param_errors[param], param);
     }
     t.equal((await client.post(path, { name: 'a', prompt: 'b' }, { key: null })).status, 401);
-    const missing = await client.post('/v1/projects/proj_00000000-0000-0000-0000-000000000000/conversation_eval_prompts', { name: 'a', prompt: 'b' });
+    const missing = await client.post(
+      '/v1/projects/proj_00000000-0000-0000-0000-000000000000/conversation_eval_prompts',
+      { name: 'a', prompt: 'b' },
+    );
     t.equal(missing.status, 404);
     const other = await createWorkspace(server.sql, `other-${db}`);
-    const foreign = await client.post(`/v1/projects/${other.projectId}/conversation_eval_prompts`, { name: 'a', prompt: 'b' });
+    const foreign = await client.post(`/v1/projects/${other.projectId}/conversation_eval_prompts`, {
+      name: 'a',
+      prompt: 'b',
+    });
     t.equal(foreign.status, 403);
-    t.same((await api({ url: server.url, apiKey: other.apiKey }).get(`/v1/projects/${other.projectId}/conversation_eval_prompts`)).body,
-      { conversation_eval_prompts: [] });
+    t.same(
+      (
+        await api({ url: server.url, apiKey: other.apiKey }).get(
+          `/v1/projects/${other.projectId}/conversation_eval_prompts`,
+        )
+      ).body,
+      { conversation_eval_prompts: [] },
+    );
   });
 }

@@ -28,26 +28,50 @@ for (const db of DB_KINDS) {
       const got = await client.get('/v1/external_storage_policies/recordings_s3');
       t.equal(got.status, 200);
       t.match(got.body.external_storage_policy, {
-        id: created.body.id, name: 'recordings_s3', endpoint_url: policy.endpoint_url, bucket: 'acme-recordings',
-        region: 'eu-west-1', key_prefix: null, addressing_style: 'auto', access_key_id: 'AKIAEXAMPLE',
+        id: created.body.id,
+        name: 'recordings_s3',
+        endpoint_url: policy.endpoint_url,
+        bucket: 'acme-recordings',
+        region: 'eu-west-1',
+        key_prefix: null,
+        addressing_style: 'auto',
+        access_key_id: 'AKIAEXAMPLE',
       });
       t.notOk(JSON.stringify(got.body).includes('secret-one'));
       t.same((await client.get(`/v1/external_storage_policies/${created.body.id}`)).body, got.body);
       t.equal((await client.get('/v1/external_storage_policies')).body.external_storage_policies.length, 1);
 
-      t.same((await client.patch('/v1/external_storage_policies/recordings_s3', { key_prefix: 'calls/', region: null })).body, { success: true });
+      t.same(
+        (await client.patch('/v1/external_storage_policies/recordings_s3', { key_prefix: 'calls/', region: null }))
+          .body,
+        { success: true },
+      );
       const [row1] = await server.sql`select * from external_storage_policies where id = ${created.body.id}`;
-      t.match(row1, { key_prefix: 'calls/', region: null, access_key_id: 'AKIAEXAMPLE', secret_access_key: 'secret-one' });
+      t.match(row1, {
+        key_prefix: 'calls/',
+        region: null,
+        access_key_id: 'AKIAEXAMPLE',
+        secret_access_key: 'secret-one',
+      });
 
       const half = await client.patch('/v1/external_storage_policies/recordings_s3', { access_key_id: 'AKIANEW' });
       t.equal(half.status, 400, 'one credential alone does not rotate');
       t.ok(half.body.param_errors.secret_access_key);
-      t.same((await client.patch('/v1/external_storage_policies/recordings_s3', { access_key_id: 'AKIANEW', secret_access_key: 'secret-two' })).body,
-        { success: true });
+      t.same(
+        (
+          await client.patch('/v1/external_storage_policies/recordings_s3', {
+            access_key_id: 'AKIANEW',
+            secret_access_key: 'secret-two',
+          })
+        ).body,
+        { success: true },
+      );
       const [row2] = await server.sql`select * from external_storage_policies where id = ${created.body.id}`;
       t.match(row2, { access_key_id: 'AKIANEW', secret_access_key: 'secret-two' });
 
-      t.same((await client.patch(`/v1/external_storage_policies/${created.body.id}`, { name: 'archive' })).body, { success: true });
+      t.same((await client.patch(`/v1/external_storage_policies/${created.body.id}`, { name: 'archive' })).body, {
+        success: true,
+      });
       t.equal((await client.get('/v1/external_storage_policies/recordings_s3')).status, 404);
       t.same((await client.delete('/v1/external_storage_policies/archive')).body, { success: true });
       t.equal((await client.get('/v1/external_storage_policies/archive')).status, 404);
@@ -98,7 +122,10 @@ for (const db of DB_KINDS) {
       const other = await createWorkspace(server.sql, `other-${db}`);
       const theirs = await api({ url: server.url, apiKey: other.apiKey }).post('/v1/external_storage_policies', policy);
       t.equal(theirs.status, 201);
-      t.equal((await client.patch(`/v1/external_storage_policies/${theirs.body.id}`, { bucket: 'mine-now' })).status, 403);
+      t.equal(
+        (await client.patch(`/v1/external_storage_policies/${theirs.body.id}`, { bucket: 'mine-now' })).status,
+        403,
+      );
       t.equal((await client.get(`/v1/external_storage_policies/${theirs.body.id}`)).status, 403);
     });
   });
@@ -107,8 +134,15 @@ for (const db of DB_KINDS) {
 t.test('PARLEY_ALLOW_PRIVATE_ENDPOINTS=1 admits a local endpoint (development)', { timeout: 60_000 }, async (t) => {
   const server = await startTestServer({ db: 'postgres', env: { PARLEY_ALLOW_PRIVATE_ENDPOINTS: '1' } });
   t.teardown(() => server.close());
-  const res = await api(server).post('/v1/external_storage_policies', { ...policy, endpoint_url: 'https://127.0.0.1:9000' });
+  const res = await api(server).post('/v1/external_storage_policies', {
+    ...policy,
+    endpoint_url: 'https://127.0.0.1:9000',
+  });
   t.equal(res.status, 201);
-  const insecure = await api(server).post('/v1/external_storage_policies', { ...policy, name: 'x', endpoint_url: 'http://127.0.0.1:9000' });
+  const insecure = await api(server).post('/v1/external_storage_policies', {
+    ...policy,
+    name: 'x',
+    endpoint_url: 'http://127.0.0.1:9000',
+  });
   t.equal(insecure.status, 400, 'still https only');
 });

@@ -18,7 +18,11 @@ for (const db of DB_KINDS) {
     const client = api(server);
 
     t.test('create, get by name and id, list, update, delete', async (t) => {
-      const created = await client.post('/v1/extraction_schemas', { name: 'orders', prompt: 'Extract the order.', fields });
+      const created = await client.post('/v1/extraction_schemas', {
+        name: 'orders',
+        prompt: 'Extract the order.',
+        fields,
+      });
       t.equal(created.status, 201);
       t.match(created.body, { id: /^conv_extract_schema_[0-9a-f-]{36}$/, name: 'orders' });
       const expected = { id: created.body.id, name: 'orders', prompt: 'Extract the order.', fields };
@@ -34,7 +38,11 @@ for (const db of DB_KINDS) {
 
       const upd = await client.patch('/v1/extraction_schemas/orders', { prompt: 'New prompt.', fields: [fields[0]] });
       t.same(upd.body, { success: true });
-      t.same((await client.get('/v1/extraction_schemas/orders')).body.extraction_schema, { ...expected, prompt: 'New prompt.', fields: [fields[0]] });
+      t.same((await client.get('/v1/extraction_schemas/orders')).body.extraction_schema, {
+        ...expected,
+        prompt: 'New prompt.',
+        fields: [fields[0]],
+      });
 
       t.same((await client.delete('/v1/extraction_schemas/orders')).body, { success: true });
       t.equal((await client.get('/v1/extraction_schemas/orders')).status, 404);
@@ -60,14 +68,20 @@ for (const db of DB_KINDS) {
       }
       const created = await client.post('/v1/extraction_schemas', { name: 'b', prompt: 'p', fields });
       t.equal(created.status, 201);
-      const bad = await client.patch('/v1/extraction_schemas/b', { fields: [{ name: 'x', type: 'bool[]', description: 3 }] });
+      const bad = await client.patch('/v1/extraction_schemas/b', {
+        fields: [{ name: 'x', type: 'bool[]', description: 3 }],
+      });
       t.equal(bad.status, 400);
       t.ok(bad.body.param_errors['fields.0.description']);
     });
 
     t.test("another workspace's schema: 403 by id", async (t) => {
       const other = await createWorkspace(server.sql, `other-${db}`);
-      const theirs = await api({ url: server.url, apiKey: other.apiKey }).post('/v1/extraction_schemas', { name: 'x', prompt: 'p', fields });
+      const theirs = await api({ url: server.url, apiKey: other.apiKey }).post('/v1/extraction_schemas', {
+        name: 'x',
+        prompt: 'p',
+        fields,
+      });
       t.equal((await client.get(`/v1/extraction_schemas/${theirs.body.id}`)).status, 403);
       t.equal((await client.delete(`/v1/extraction_schemas/${theirs.body.id}`)).status, 403);
       t.equal((await client.get('/v1/extraction_schemas/x')).status, 404, 'names resolve in the caller’s own project');

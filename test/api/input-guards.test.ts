@@ -37,33 +37,86 @@ for (const db of DB_KINDS) {
 
     t.test('NUL or an unpaired surrogate in a body: 400 naming the field, nothing written', async (t) => {
       const cases: [string, () => Promise<{ status: number; body: any }>, string, string][] = [
-        ['agent upsert system_prompt (NUL)', () => client.put('/v1/agents/upsert', { name: 'sales', system_prompt: 'Be kind.\u0000' }), 'system_prompt', UNSAFE],
-        ['agent upsert system_prompt (lone surrogate)', () => client.put('/v1/agents/upsert', { name: 'sales', system_prompt: 'Be kind.\ud800' }), 'system_prompt', UNSAFE],
-        ['agent upsert name (low surrogate alone)', () => client.put('/v1/agents/upsert', { name: 'sa\udc00les' }), 'name', UNSAFE],
-        ['tool description', () => client.post('/v1/tools', { ...webhook, description: 'Weather\u0000' }), 'description', UNSAFE],
-        ['tool header name', () => client.post('/v1/tools', { ...webhook, endpoint_headers: { ['x-k\u0000ey']: 'v' } }), 'endpoint_headers', UNSAFE_KEY],
-        ['tool header value', () => client.post('/v1/tools', { ...webhook, endpoint_headers: { 'x-key': 'v\u0000' } }), 'endpoint_headers.x-key', UNSAFE],
-        ['extraction schema prompt', () => client.post('/v1/extraction_schemas', { name: 'orders', prompt: 'Extract\u0000', fields: [] }), 'prompt', UNSAFE],
+        [
+          'agent upsert system_prompt (NUL)',
+          () => client.put('/v1/agents/upsert', { name: 'sales', system_prompt: 'Be kind.\u0000' }),
+          'system_prompt',
+          UNSAFE,
+        ],
+        [
+          'agent upsert system_prompt (lone surrogate)',
+          () => client.put('/v1/agents/upsert', { name: 'sales', system_prompt: 'Be kind.\ud800' }),
+          'system_prompt',
+          UNSAFE,
+        ],
+        [
+          'agent upsert name (low surrogate alone)',
+          () => client.put('/v1/agents/upsert', { name: 'sa\udc00les' }),
+          'name',
+          UNSAFE,
+        ],
+        [
+          'tool description',
+          () => client.post('/v1/tools', { ...webhook, description: 'Weather\u0000' }),
+          'description',
+          UNSAFE,
+        ],
+        [
+          'tool header name',
+          () => client.post('/v1/tools', { ...webhook, endpoint_headers: { ['x-k\u0000ey']: 'v' } }),
+          'endpoint_headers',
+          UNSAFE_KEY,
+        ],
+        [
+          'tool header value',
+          () => client.post('/v1/tools', { ...webhook, endpoint_headers: { 'x-key': 'v\u0000' } }),
+          'endpoint_headers.x-key',
+          UNSAFE,
+        ],
+        [
+          'extraction schema prompt',
+          () => client.post('/v1/extraction_schemas', { name: 'orders', prompt: 'Extract\u0000', fields: [] }),
+          'prompt',
+          UNSAFE,
+        ],
         [
           'extraction schema field description',
-          () => client.post('/v1/extraction_schemas', { name: 'orders', prompt: 'Extract', fields: [{ name: 'id', type: 'string', description: 'the id\ud800' }] }),
+          () =>
+            client.post('/v1/extraction_schemas', {
+              name: 'orders',
+              prompt: 'Extract',
+              fields: [{ name: 'id', type: 'string', description: 'the id\ud800' }],
+            }),
           'fields.0.description',
           UNSAFE,
         ],
-        ['workspace logo_url', () => client.patch('/v1/workspace', { logo_url: 'https://cdn.example.com/lo\u0000go.png' }), 'logo_url', UNSAFE],
+        [
+          'workspace logo_url',
+          () => client.patch('/v1/workspace', { logo_url: 'https://cdn.example.com/lo\u0000go.png' }),
+          'logo_url',
+          UNSAFE,
+        ],
         ['workspace, a key', () => client.patch('/v1/workspace', { ['logo\u0000']: null }), 'body', UNSAFE_KEY],
         ['project name', () => client.post('/v1/projects', { name: 'sales\u0000' }), 'name', UNSAFE],
       ];
       for (const [what, send, field, message] of cases) {
         const res = await send();
         t.equal(res.status, 400, `${what}: 400`);
-        t.same(res.body, { error: { message: `invalid parameter ${field}: ${message}` }, param_errors: { [field]: message } }, `${what}: names ${field}`);
+        t.same(
+          res.body,
+          { error: { message: `invalid parameter ${field}: ${message}` }, param_errors: { [field]: message } },
+          `${what}: names ${field}`,
+        );
       }
       t.equal((await client.get('/v1/agents')).body.agents.length, 0, 'no agent written');
       t.same((await client.get('/v1/tools')).body.tools, [], 'no tool written');
       t.same((await client.get('/v1/extraction_schemas')).body.extraction_schemas, [], 'no extraction schema written');
       t.equal((await client.get('/v1/workspace')).body.workspace.logo_url, null, 'the workspace unchanged');
-      t.same((await client.get('/v1/projects')).body.projects.map((p: { name: string }) => p.name), ['main'], 'no project written');
+      t.same(
+        (await client.get('/v1/projects')).body.projects.map((p: { name: string }) => p.name),
+        ['main'],
+        'no project written',
+      );
     });
 
     t.test('NUL in a query or path parameter: 400 naming it', async (t) => {
@@ -73,19 +126,45 @@ for (const db of DB_KINDS) {
       const byQuery = await client.get('/v1/conversations?external_id=crm%00');
       t.equal(byQuery.status, 400);
       t.same(byQuery.body.param_errors, { external_id: UNSAFE });
-      t.equal((await client.get('/v1/agents/sales', undefined, { key: null })).status, 401, 'authentication still comes first');
+      t.equal(
+        (await client.get('/v1/agents/sales', undefined, { key: null })).status,
+        401,
+        'authentication still comes first',
+      );
     });
 
     t.test('tool schemas: nested 1,000 deep is a 400, six levels the rule-5 error', async (t) => {
-      const deep = await client.post('/v1/tools', { ...webhook, type: 'custom_websocket', endpoint_method: undefined, endpoint_url: undefined, parameters: { type: 'object', properties: { a: nested(1000) } } });
+      const deep = await client.post('/v1/tools', {
+        ...webhook,
+        type: 'custom_websocket',
+        endpoint_method: undefined,
+        endpoint_url: undefined,
+        parameters: { type: 'object', properties: { a: nested(1000) } },
+      });
       t.equal(deep.status, 400);
       t.same(Object.keys(deep.body.param_errors), ['parameters'], 'names the field');
-      const six = await client.post('/v1/tools', { name: 'six', description: 'd', type: 'custom_websocket', execution_mode: 'sync', parameters: { type: 'object', properties: { a: nested(5) } } });
+      const six = await client.post('/v1/tools', {
+        name: 'six',
+        description: 'd',
+        type: 'custom_websocket',
+        execution_mode: 'sync',
+        parameters: { type: 'object', properties: { a: nested(5) } },
+      });
       t.equal(six.status, 400);
       t.same(six.body.param_errors, { 'parameters.properties.a': 'nesting depth must be at most 5' });
-      const five = await client.post('/v1/tools', { name: 'five', description: 'd', type: 'custom_websocket', execution_mode: 'sync', parameters: { type: 'object', properties: { a: nested(4) } } });
+      const five = await client.post('/v1/tools', {
+        name: 'five',
+        description: 'd',
+        type: 'custom_websocket',
+        execution_mode: 'sync',
+        parameters: { type: 'object', properties: { a: nested(4) } },
+      });
       t.equal(five.status, 201, 'five levels are allowed');
-      const deepJson = await client.post('/v1/conversations/outbound_call', { to_phone_number: '+14155550123', call_info: nested(200), dry_run: true });
+      const deepJson = await client.post('/v1/conversations/outbound_call', {
+        to_phone_number: '+14155550123',
+        call_info: nested(200),
+        dry_run: true,
+      });
       t.equal(deepJson.status, 400, 'any body nested past the limit');
       t.same(Object.keys(deepJson.body.param_errors), ['call_info']);
     });
@@ -112,10 +191,12 @@ for (const db of DB_KINDS) {
       t.equal((await client.get('/v1/tools/probe')).status, 404, 'no tool saved');
     });
 
-    t.test('431 and the router\'s client errors answer with the API\'s error body', async (t) => {
+    t.test("431 and the router's client errors answer with the API's error body", async (t) => {
       const big = await client.get('/v1/agents', undefined, { headers: { 'x-filler': 'x'.repeat(64 * 1024) } });
       t.equal(big.status, 431);
-      t.same(big.body, { error: { message: 'request header fields too large', code: 'request_header_fields_too_large' } });
+      t.same(big.body, {
+        error: { message: 'request header fields too large', code: 'request_header_fields_too_large' },
+      });
       const malformed = await rawRequest(server.url, 'GET /v1/agents HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
       t.match(malformed, /^HTTP\/1\.1 400 /);
       t.match(malformed, /\{"error":\{"message":"malformed HTTP request","code":"bad_request"\}\}$/);

@@ -14,7 +14,11 @@ t.test('openapi document and reference page', async (t) => {
   t.equal(res.status, 200);
   const doc = res.body;
   t.equal(doc.openapi, '3.1.0');
-  t.same(doc.components.securitySchemes.bearer, { type: 'http', scheme: 'bearer', description: 'API key or session token' });
+  t.same(doc.components.securitySchemes.bearer, {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'API key or session token',
+  });
   const expected: [string, string][] = [
     ['/v1/auth/session_token', 'post'],
     ['/v1/api_keys/{id}/rotate', 'post'],
@@ -28,11 +32,23 @@ t.test('openapi document and reference page', async (t) => {
   ];
   for (const [path, method] of expected) t.ok(doc.paths[path]?.[method], `${method.toUpperCase()} ${path} documented`);
   t.notOk(doc.paths['/v1/openapi.json'], 'the document itself is hidden');
-  t.notOk(Object.keys(doc.paths).some((p: string) => p.startsWith('/samples')), 'signed sample links are hidden');
+  t.notOk(
+    Object.keys(doc.paths).some((p: string) => p.startsWith('/samples')),
+    'signed sample links are hidden',
+  );
 
   const patchEsp = doc.paths['/v1/external_storage_policies/{nameOrId}'].patch;
   const props = patchEsp.requestBody.content['application/json'].schema.properties;
-  t.same(Object.keys(props).sort(), ['access_key_id', 'addressing_style', 'bucket', 'endpoint_url', 'key_prefix', 'name', 'region', 'secret_access_key']);
+  t.same(Object.keys(props).sort(), [
+    'access_key_id',
+    'addressing_style',
+    'bucket',
+    'endpoint_url',
+    'key_prefix',
+    'name',
+    'region',
+    'secret_access_key',
+  ]);
   t.same(props.addressing_style.enum, ['auto', 'virtual', 'path']);
   t.ok(patchEsp.parameters.some((p: { name: string; in: string }) => p.name === 'project' && p.in === 'query'));
   const token = doc.paths['/v1/auth/session_token'].post.requestBody.content['application/json'].schema;

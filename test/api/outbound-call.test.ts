@@ -35,8 +35,16 @@ for (const db of DB_KINDS) {
       for (const body of [
         { to_phone_number: TO, dry_run: true },
         { to_phone_number: TO, dry_run: true, config: { agent: 'sales' } },
-        { to_phone_number: TO, dry_run: true, config: { agent: 'sales', project: 'main', tools: ['to_desk'], voice_id: 'grant' } },
-        { to_phone_number: TO, dry_run: true, config: { system_prompt: 'Be brief.', multilingual_mode: 'auto', additional_languages: ['de', 'fr'] } },
+        {
+          to_phone_number: TO,
+          dry_run: true,
+          config: { agent: 'sales', project: 'main', tools: ['to_desk'], voice_id: 'grant' },
+        },
+        {
+          to_phone_number: TO,
+          dry_run: true,
+          config: { system_prompt: 'Be brief.', multilingual_mode: 'auto', additional_languages: ['de', 'fr'] },
+        },
       ]) {
         const r = await call(body);
         t.equal(r.status, 200, JSON.stringify(body.config ?? {}));
@@ -52,16 +60,44 @@ for (const db of DB_KINDS) {
         [{ to_phone_number: '4155550123', dry_run: true }, 'to_phone_number'],
         [{ to_phone_number: '+0123', dry_run: true }, 'to_phone_number'],
         [{ to_phone_number: TO, dry_run: 'yes' }, 'dry_run'],
-        [{ to_phone_number: TO, dry_run: true, config: { multilingual_mode: 'auto', additional_languages: ['de', 'fr', 'es'] } }, 'config.additional_languages'],
-        [{ to_phone_number: TO, dry_run: true, config: { default_language: 'de', additional_languages: ['de'] } }, 'config.additional_languages'],
+        [
+          {
+            to_phone_number: TO,
+            dry_run: true,
+            config: { multilingual_mode: 'auto', additional_languages: ['de', 'fr', 'es'] },
+          },
+          'config.additional_languages',
+        ],
+        [
+          { to_phone_number: TO, dry_run: true, config: { default_language: 'de', additional_languages: ['de'] } },
+          'config.additional_languages',
+        ],
         [{ to_phone_number: TO, dry_run: true, config: { default_language: 'xx' } }, 'config.default_language'],
         [{ to_phone_number: TO, dry_run: true, config: { audio_speed: 1.25 } }, 'config.audio_speed'],
         [{ to_phone_number: TO, dry_run: true, config: { model: 'other' } }, 'config.model'],
         [{ to_phone_number: TO, dry_run: true, config: { tools: ['to_desk', 'nope'] } }, 'config.tools.1'],
         [{ to_phone_number: TO, dry_run: true, config: { voice_id: 'nobody' } }, 'config.voice_id'],
-        [{ to_phone_number: TO, dry_run: true, config: { outbound_number_pool: { active: ['123'], blocked: [] } } }, 'config.outbound_number_pool.active.0'],
-        [{ to_phone_number: TO, dry_run: true, config: { configuration_endpoint: { url: 'http://example.com/cfg' } } }, 'config.configuration_endpoint.url'],
-        [{ to_phone_number: TO, dry_run: true, config: { pronunciation_dictionary: [{ word: 'a', pronunciation: 'x' }, { word: 'a', pronunciation: 'y' }] } }, 'config.pronunciation_dictionary.1.word'],
+        [
+          { to_phone_number: TO, dry_run: true, config: { outbound_number_pool: { active: ['123'], blocked: [] } } },
+          'config.outbound_number_pool.active.0',
+        ],
+        [
+          { to_phone_number: TO, dry_run: true, config: { configuration_endpoint: { url: 'http://example.com/cfg' } } },
+          'config.configuration_endpoint.url',
+        ],
+        [
+          {
+            to_phone_number: TO,
+            dry_run: true,
+            config: {
+              pronunciation_dictionary: [
+                { word: 'a', pronunciation: 'x' },
+                { word: 'a', pronunciation: 'y' },
+              ],
+            },
+          },
+          'config.pronunciation_dictionary.1.word',
+        ],
       ];
       for (const [body, param] of cases) {
         const r = await call(body);
@@ -81,7 +117,11 @@ for (const db of DB_KINDS) {
       t.equal(disabled.body.error.code, 'agent_disabled');
       const noProject = await call({ to_phone_number: TO, dry_run: true, config: { agent: 'sales', project: 'nope' } });
       t.equal(noProject.status, 404);
-      const tools = await call({ to_phone_number: TO, dry_run: true, config: { agent: 'sales', project: 'side', tools: ['to_desk'] } });
+      const tools = await call({
+        to_phone_number: TO,
+        dry_run: true,
+        config: { agent: 'sales', project: 'side', tools: ['to_desk'] },
+      });
       t.equal(tools.status, 404, 'the agent is checked before the tools');
     });
 
@@ -89,14 +129,19 @@ for (const db of DB_KINDS) {
       const [main] = await server.sql<{ id: string }[]>`select id from projects where id = ${server.projectId}`;
       await server.sql`update projects set max_active_conversations = ${CAP} where id = ${main.id}`;
       const policy = { nodeId: 'node-test', ttlSec: 60, workspaceCap: 100 };
-      for (let i = 0; i < CAP; i++) t.equal((await admit(server.sql, policy, main.id, `conv_busy_${i}`)).admitted, true);
+      for (let i = 0; i < CAP; i++)
+        t.equal((await admit(server.sql, policy, main.id, `conv_busy_${i}`)).admitted, true);
       const r = await call({ to_phone_number: TO, dry_run: true, config: { agent: 'sales' } });
       t.equal(r.status, 429);
       t.equal(r.body.error.code, 'concurrency_limit_reached');
       const side = await call({ to_phone_number: TO, dry_run: true, config: { agent: 'sales', project: 'side' } });
       t.equal(side.status, 404, 'other projects are not affected by this cap (but have no agent sales)');
       await server.sql`update conversation_leases set expires_at = now() - interval '1 second' where node_id = 'node-test'`;
-      t.equal((await call({ to_phone_number: TO, dry_run: true, config: { agent: 'sales' } })).status, 200, 'expired leases free the cap');
+      t.equal(
+        (await call({ to_phone_number: TO, dry_run: true, config: { agent: 'sales' } })).status,
+        200,
+        'expired leases free the cap',
+      );
       await server.sql`delete from conversation_leases`;
     });
 
@@ -104,11 +149,19 @@ for (const db of DB_KINDS) {
       const r = await call({ to_phone_number: TO, config: { agent: 'sales' } });
       t.equal(r.status, 400);
       t.match(r.body, { error: { message: /PARLEY_OUTBOUND_TRUNK/, code: 'outbound_trunk_not_configured' } });
-      t.equal((await call({ to_phone_number: TO, dry_run: false, config: { agent: 'ghost' } })).status, 404, 'validation comes first');
+      t.equal(
+        (await call({ to_phone_number: TO, dry_run: false, config: { agent: 'ghost' } })).status,
+        404,
+        'validation comes first',
+      );
     });
 
     t.test('401 without credentials', async (t) => {
-      t.equal((await client.post('/v1/conversations/outbound_call', { to_phone_number: TO, dry_run: true }, { key: null })).status, 401);
+      t.equal(
+        (await client.post('/v1/conversations/outbound_call', { to_phone_number: TO, dry_run: true }, { key: null }))
+          .status,
+        401,
+      );
     });
   });
 
@@ -119,7 +172,10 @@ for (const db of DB_KINDS) {
     t.equal((await client.put('/v1/agents/upsert', { name: 'sales' })).status, 200, 'agent sales');
     const dry = await client.post('/v1/conversations/outbound_call', { to_phone_number: TO, dry_run: true });
     t.equal(dry.status, 200);
-    const real = await client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config: { agent: 'sales' } });
+    const real = await client.post('/v1/conversations/outbound_call', {
+      to_phone_number: TO,
+      config: { agent: 'sales' },
+    });
     t.equal(real.status, 503, 'a control plane without a SIP service places no calls');
     t.equal(real.body.error.code, 'outbound_unavailable');
   });

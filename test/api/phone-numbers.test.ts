@@ -6,12 +6,18 @@ import { api, createWorkspace, DB_KINDS, startTestServer } from '../helpers/serv
 
 t.setTimeout(600_000);
 
-t.test('PARLEY_PHONE_NUMBERS takes comma-separated E.164 numbers; anything else stops start-up naming it', async (t) => {
-  t.equal(loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100, +14155550101' }).PARLEY_PHONE_NUMBERS, '+14155550100, +14155550101');
-  const err = t.throws(() => loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100,4155550101' })) as ConfigError;
-  t.ok(err instanceof ConfigError);
-  t.equal(err.problems[0]?.setting, 'PARLEY_PHONE_NUMBERS');
-});
+t.test(
+  'PARLEY_PHONE_NUMBERS takes comma-separated E.164 numbers; anything else stops start-up naming it',
+  async (t) => {
+    t.equal(
+      loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100, +14155550101' }).PARLEY_PHONE_NUMBERS,
+      '+14155550100, +14155550101',
+    );
+    const err = t.throws(() => loadSettings({ PARLEY_PHONE_NUMBERS: '+14155550100,4155550101' })) as ConfigError;
+    t.ok(err instanceof ConfigError);
+    t.equal(err.problems[0]?.setting, 'PARLEY_PHONE_NUMBERS');
+  },
+);
 
 for (const db of DB_KINDS) {
   t.test(`phone numbers on ${db}`, { timeout: 180_000 }, async (t) => {
@@ -22,8 +28,11 @@ for (const db of DB_KINDS) {
     t.equal((await client.put('/v1/agents/upsert', { name: 'support' })).status, 200);
     const numbersOf = async (name: string) => (await client.get(`/v1/agents/${name}`)).body.agent.phone_numbers;
     const endpointOf = async (n: string) =>
-      (await server.sql<{ configuration_endpoint: unknown }[]>`select configuration_endpoint from agent_phone_numbers where number = ${n}`)[0]
-        ?.configuration_endpoint;
+      (
+        await server.sql<
+          { configuration_endpoint: unknown }[]
+        >`select configuration_endpoint from agent_phone_numbers where number = ${n}`
+      )[0]?.configuration_endpoint;
 
     t.test('PATCH assigns a number with its configuration endpoint, then updates the endpoint', async (t) => {
       const res = await client.patch('/v1/agents/sales/phone-numbers', {
@@ -33,8 +42,15 @@ for (const db of DB_KINDS) {
       t.equal(res.status, 200);
       t.same(res.body, { success: true });
       t.same(await numbersOf('sales'), ['+14155552001']);
-      t.same(await endpointOf('+14155552001'), { url: 'https://config.example.com/calls', headers: { 'x-token': 'abc' }, timeout_ms: 3000 });
-      const again = await client.patch(`/v1/agents/${sales.id}/phone-numbers`, { phone_number: '+14155552001', configuration_endpoint: null });
+      t.same(await endpointOf('+14155552001'), {
+        url: 'https://config.example.com/calls',
+        headers: { 'x-token': 'abc' },
+        timeout_ms: 3000,
+      });
+      const again = await client.patch(`/v1/agents/${sales.id}/phone-numbers`, {
+        phone_number: '+14155552001',
+        configuration_endpoint: null,
+      });
       t.equal(again.status, 200);
       t.equal(await endpointOf('+14155552001'), null);
       const agent = (await client.get('/v1/agents/sales')).body.agent;
@@ -43,8 +59,14 @@ for (const db of DB_KINDS) {
       t.equal(inbound?.row.id, sales.id, 'an inbound call on the number finds its agent');
       t.equal(inbound?.phone.kind, 'custom');
       t.equal(await agentByPhoneNumber(server.sql, '+14155552999'), undefined);
-      const hist = await server.sql<{ version: number }[]>`select version from agent_versions where agent_id = ${sales.id} order by version`;
-      t.same(hist.map((r) => r.version), [1, 2, 3], 'each change of numbers is a version');
+      const hist = await server.sql<
+        { version: number }[]
+      >`select version from agent_versions where agent_id = ${sales.id} order by version`;
+      t.same(
+        hist.map((r) => r.version),
+        [1, 2, 3],
+        'each change of numbers is a version',
+      );
     });
 
     t.test('PATCH 400: invalid number, invalid endpoint, number of another agent', async (t) => {
@@ -54,7 +76,10 @@ for (const db of DB_KINDS) {
       const missing = await client.patch('/v1/agents/sales/phone-numbers', {});
       t.equal(missing.status, 400);
       t.ok('phone_number' in missing.body.param_errors);
-      const url = await client.patch('/v1/agents/sales/phone-numbers', { phone_number: '+14155552005', configuration_endpoint: { url: 'https://localhost/cfg' } });
+      const url = await client.patch('/v1/agents/sales/phone-numbers', {
+        phone_number: '+14155552005',
+        configuration_endpoint: { url: 'https://localhost/cfg' },
+      });
       t.equal(url.status, 400);
       t.ok('configuration_endpoint.url' in url.body.param_errors);
       const taken = await client.patch('/v1/agents/support/phone-numbers', { phone_number: '+14155552001' });
@@ -68,25 +93,48 @@ for (const db of DB_KINDS) {
       const other = await createWorkspace(server.sql, `phones-other-${db}`);
       const theirs = api({ url: server.url, apiKey: other.apiKey });
       const theirAgent = (await theirs.put('/v1/agents/upsert', { name: 'theirs' })).body.agent;
-      t.equal((await client.patch(`/v1/agents/${theirAgent.id}/phone-numbers`, { phone_number: '+14155552009' })).status, 403);
-      t.equal((await client.delete(`/v1/agents/${theirAgent.id}/custom-phone-numbers`, { phone_number: '+14155552009' })).status, 403);
+      t.equal(
+        (await client.patch(`/v1/agents/${theirAgent.id}/phone-numbers`, { phone_number: '+14155552009' })).status,
+        403,
+      );
+      t.equal(
+        (await client.delete(`/v1/agents/${theirAgent.id}/custom-phone-numbers`, { phone_number: '+14155552009' }))
+          .status,
+        403,
+      );
       const token = (await client.post('/v1/auth/session_token', {})).body.session_token;
-      const byToken = await client.patch('/v1/agents/sales/phone-numbers', { phone_number: '+14155552009' }, { key: token });
+      const byToken = await client.patch(
+        '/v1/agents/sales/phone-numbers',
+        { phone_number: '+14155552009' },
+        { key: token },
+      );
       t.equal(byToken.status, 401);
-      t.equal((await client.delete('/v1/agents/sales/custom-phone-numbers', { phone_number: '+14155552001' }, { key: token })).status, 401);
-      t.equal((await client.patch('/v1/agents/sales/phone-numbers', { phone_number: '+14155552009' }, { key: null })).status, 401);
+      t.equal(
+        (await client.delete('/v1/agents/sales/custom-phone-numbers', { phone_number: '+14155552001' }, { key: token }))
+          .status,
+        401,
+      );
+      t.equal(
+        (await client.patch('/v1/agents/sales/phone-numbers', { phone_number: '+14155552009' }, { key: null })).status,
+        401,
+      );
     });
 
     t.test('DELETE: 404 unknown number, 400 number of another agent, 400 not custom, 200 custom', async (t) => {
       const unknown = await client.delete('/v1/agents/sales/custom-phone-numbers', { phone_number: '+14155559999' });
       t.equal(unknown.status, 404);
-      t.equal((await client.delete('/v1/agents/nobody/custom-phone-numbers', { phone_number: '+14155552001' })).status, 404);
+      t.equal(
+        (await client.delete('/v1/agents/nobody/custom-phone-numbers', { phone_number: '+14155552001' })).status,
+        404,
+      );
       const auto = await client.patch('/v1/agents/support', { phone_number: 'assign-automatically' });
       t.same(auto.body.agent.phone_numbers, ['+14155552000']);
       const notMine = await client.delete('/v1/agents/sales/custom-phone-numbers', { phone_number: '+14155552000' });
       t.equal(notMine.status, 400);
       t.match(notMine.body.param_errors.phone_number, /not assigned/);
-      const notCustom = await client.delete('/v1/agents/support/custom-phone-numbers', { phone_number: '+14155552000' });
+      const notCustom = await client.delete('/v1/agents/support/custom-phone-numbers', {
+        phone_number: '+14155552000',
+      });
       t.equal(notCustom.status, 400);
       t.match(notCustom.body.param_errors.phone_number, /not a custom number/);
       const bad = await client.delete('/v1/agents/sales/custom-phone-numbers', { phone_number: 'nope' });
@@ -128,7 +176,9 @@ for (const db of DB_KINDS) {
 
     t.test('concurrent requests on one agent: each answers 200 or 409, never waits into a wrong state', async (t) => {
       const numbers = ['+14155552021', '+14155552022', '+14155552023', '+14155552024'];
-      const results = await Promise.all(numbers.map((n) => client.patch('/v1/agents/support/phone-numbers', { phone_number: n })));
+      const results = await Promise.all(
+        numbers.map((n) => client.patch('/v1/agents/support/phone-numbers', { phone_number: n })),
+      );
       for (const r of results) t.ok(r.status === 200 || r.status === 409, `status ${r.status}`);
       const assigned = await numbersOf('support');
       const won = numbers.filter((_, i) => results[i].status === 200);

@@ -28,7 +28,10 @@ t.test('point reads on postgres', async (t) => {
   t.test('concurrent reads each get their own agent', async (t) => {
     const order = names.flatMap((name) => Array.from({ length: READS_PER_AGENT }, () => name));
     const answers = await Promise.all(order.map((name) => client.get(`/v1/agents/${name}`)));
-    const wrong = answers.filter((res, i) => res.status !== 200 || res.body.agent.name !== order[i] || res.body.agent.system_prompt !== `I am ${order[i]}.`);
+    const wrong = answers.filter(
+      (res, i) =>
+        res.status !== 200 || res.body.agent.name !== order[i] || res.body.agent.system_prompt !== `I am ${order[i]}.`,
+    );
     t.equal(wrong.length, 0);
     const rows = await lanes();
     t.equal(rows.length, 1, 'one point-read connection');
@@ -39,7 +42,11 @@ t.test('point reads on postgres', async (t) => {
     const created = await client.post('/v1/api_keys', { name: 'reader' });
     t.equal(created.status, 201);
     // A route whose own statements run on the pool: the last statement of the point-read connection is the lookup.
-    t.equal((await client.get('/v1/api_keys', undefined, { key: created.body.api_key })).status, 200, 'a key not yet cached');
+    t.equal(
+      (await client.get('/v1/api_keys', undefined, { key: created.body.api_key })).status,
+      200,
+      'a key not yet cached',
+    );
     t.match((await lanes())[0].query, /from api_keys k join organizations o/);
   });
 

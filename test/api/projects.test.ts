@@ -16,14 +16,24 @@ for (const db of DB_KINDS) {
       t.equal(res.status, 200);
       t.same(res.body, {
         projects: [
-          { id: server.projectId, name: 'main', default_agent: null, active_conversations: 0, max_active_conversations: null },
+          {
+            id: server.projectId,
+            name: 'main',
+            default_agent: null,
+            active_conversations: 0,
+            max_active_conversations: null,
+          },
         ],
       });
       t.match(server.projectId, /^proj_[0-9a-f-]{36}$/);
     });
 
     t.test('401 without a key, with an unknown key, and with another scheme', async (t) => {
-      for (const opts of [{ key: null }, { key: 'pk_not-a-real-key' }, { key: null, headers: { authorization: `Basic ${server.apiKey}` } }]) {
+      for (const opts of [
+        { key: null },
+        { key: 'pk_not-a-real-key' },
+        { key: null, headers: { authorization: `Basic ${server.apiKey}` } },
+      ]) {
         const res = await client.get('/v1/projects', undefined, opts);
         t.equal(res.status, 401);
         t.equal(res.body.error.code, 'unauthorized');
@@ -45,7 +55,12 @@ for (const db of DB_KINDS) {
     t.test('create, update, conflict, delete', async (t) => {
       const created = await client.post('/v1/projects', { name: 'sales', max_active_conversations: 5 });
       t.equal(created.status, 201);
-      t.match(created.body.project, { name: 'sales', max_active_conversations: 5, default_agent: null, active_conversations: 0 });
+      t.match(created.body.project, {
+        name: 'sales',
+        max_active_conversations: 5,
+        default_agent: null,
+        active_conversations: 0,
+      });
       const dup = await client.post('/v1/projects', { name: 'sales' });
       t.equal(dup.status, 409);
       t.same(dup.body.param_errors, { name: "a project named 'sales' already exists" });
@@ -72,7 +87,11 @@ for (const db of DB_KINDS) {
       const unknown = await client.patch('/v1/projects/main', { default_agent: 'nobody' });
       t.equal(unknown.status, 400);
       t.ok(unknown.body.param_errors.default_agent);
-      t.same((await client.patch('/v1/projects/main', { default_agent: agent.id })).body, { success: true }, 'by id too');
+      t.same(
+        (await client.patch('/v1/projects/main', { default_agent: agent.id })).body,
+        { success: true },
+        'by id too',
+      );
 
       await server.sql`insert into conversation_leases (conversation_id, project_id, node_id, expires_at) values
         ('conv_live_1', ${server.projectId}, 'node-a', now() + interval '1 minute'),
@@ -92,7 +111,10 @@ for (const db of DB_KINDS) {
       const list = await client.get('/v1/projects');
       t.notOk(list.body.projects.some((p: { id: string }) => p.id === other.projectId));
       const theirs = await api({ url: server.url, apiKey: other.apiKey }).get('/v1/projects');
-      t.same(theirs.body.projects.map((p: { id: string }) => p.id), [other.projectId]);
+      t.same(
+        theirs.body.projects.map((p: { id: string }) => p.id),
+        [other.projectId],
+      );
     });
   });
 }

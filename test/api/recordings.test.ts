@@ -16,7 +16,8 @@ import type { RecordingRow } from '../../src/store/conversations.js';
 const SPEECH_WAV = soundFile('hello-world');
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-if (!existsSync(SPEECH_WAV)) throw new Error(`${SPEECH_WAV} is missing: install asterisk-core-sounds-en-wav (.ci/run does)`);
+if (!existsSync(SPEECH_WAV))
+  throw new Error(`${SPEECH_WAV} is missing: install asterisk-core-sounds-en-wav (.ci/run does)`);
 const speech = readFileSync(SPEECH_WAV);
 
 // Two databases, each a fresh server: more than tap's default file timeout on a loaded machine.
@@ -47,7 +48,14 @@ for (const db of DB_KINDS) {
       const rel = `${id}/both.${format}`;
       const bytes = format === 'wav' ? speech : gzipSync(speech);
       writeFileSync(join(recDir, rel), bytes);
-      await addRecording(server.sql, id, { side: 'both', path: rel, format, sample_rate: 8000, channels: 1, bytes: bytes.length });
+      await addRecording(server.sql, id, {
+        side: 'both',
+        path: rel,
+        format,
+        sample_rate: 8000,
+        channels: 1,
+        bytes: bytes.length,
+      });
       return id;
     }
 
@@ -61,7 +69,11 @@ for (const db of DB_KINDS) {
         const id = await withRecording(stored);
         const gz = (await client.get(`/v1/conversations/${id}`)).body.conversation.audio_url as string;
         t.ok(gz.startsWith(server.url), 'the link is absolute, on the public URL');
-        t.match(gz, new RegExp(`/v1/recordings/${id}/both\\.wav\\.gz\\?expires=\\d+&sig=[0-9a-f]{64}$`), 'wav.gz by default');
+        t.match(
+          gz,
+          new RegExp(`/v1/recordings/${id}/both\\.wav\\.gz\\?expires=\\d+&sig=[0-9a-f]{64}$`),
+          'wav.gz by default',
+        );
         const expires = Number(new URL(gz).searchParams.get('expires'));
         t.ok(Math.abs(expires * 1000 - (Date.now() + DAY_MS)) < 60_000, 'valid for one day');
         const a = await fetchBytes(gz);
@@ -69,7 +81,8 @@ for (const db of DB_KINDS) {
         t.equal(a.type, 'application/gzip');
         t.ok(gunzipSync(a.bytes).equals(speech), 'the gzip holds the recording byte for byte');
 
-        const wav = (await client.get(`/v1/conversations/${id}?audio_container=wav`)).body.conversation.audio_url as string;
+        const wav = (await client.get(`/v1/conversations/${id}?audio_container=wav`)).body.conversation
+          .audio_url as string;
         t.match(wav, /\/both\.wav\?expires=/);
         const b = await fetchBytes(wav);
         t.equal(b.status, 200, `stored ${stored}, served wav`);
@@ -127,12 +140,22 @@ for (const db of DB_KINDS) {
 
     t.test('a stored path outside the recordings directory is refused', async (t) => {
       const id = await createConversation(server.sql, {
-        orgId: server.orgId, projectId: server.projectId, origin: 'web',
+        orgId: server.orgId,
+        projectId: server.projectId,
+        origin: 'web',
         finish: { ended_by: 'user', ended_at: new Date() },
       });
       copyFileSync(SPEECH_WAV, join(dataDir, 'outside.wav'));
-      await addRecording(server.sql, id, { side: 'both', path: '../outside.wav', format: 'wav', sample_rate: 8000, channels: 1, bytes: speech.length });
-      const link = (await client.get(`/v1/conversations/${id}?audio_container=wav`)).body.conversation.audio_url as string;
+      await addRecording(server.sql, id, {
+        side: 'both',
+        path: '../outside.wav',
+        format: 'wav',
+        sample_rate: 8000,
+        channels: 1,
+        bytes: speech.length,
+      });
+      const link = (await client.get(`/v1/conversations/${id}?audio_container=wav`)).body.conversation
+        .audio_url as string;
       t.equal((await fetchBytes(link)).status, 500, 'a corrupt path is an internal error, never served');
     });
   });
@@ -144,7 +167,15 @@ t.test('openRecording: a file gone between the row read and the open is looked u
   const dir = mkdtempSync(join(tmpdir(), 'parley-open-rec-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'c.wav.gz'), gzipSync(speech));
-  const row = (path: string, format: 'wav' | 'wav.gz'): RecordingRow => ({ conversation_id: 'c', side: 'both', path, format, sample_rate: 8000, channels: 2, bytes: 1 });
+  const row = (path: string, format: 'wav' | 'wav.gz'): RecordingRow => ({
+    conversation_id: 'c',
+    side: 'both',
+    path,
+    format,
+    sample_rate: 8000,
+    channels: 2,
+    bytes: 1,
+  });
   const fileOf = (r: RecordingRow) => join(dir, r.path);
 
   const moved = [row('c.wav', 'wav'), row('c.wav.gz', 'wav.gz')];
@@ -156,12 +187,20 @@ t.test('openRecording: a file gone between the row read and the open is looked u
   await opened!.file.close();
 
   let gone = 0;
-  t.equal(await openRecording(async () => (gone++, row('missing.wav', 'wav')), fileOf), null, 'a file missing on both reads: no recording');
+  t.equal(
+    await openRecording(async () => (gone++, row('missing.wav', 'wav')), fileOf),
+    null,
+    'a file missing on both reads: no recording',
+  );
   t.equal(gone, 2, 'looked up twice, then given up');
   t.equal(await openRecording(async () => null, fileOf), null, 'no row: no recording');
 
   writeFileSync(join(dir, 'plain'), 'x');
-  await t.rejects(openRecording(async () => row('plain/c.wav', 'wav'), fileOf), { code: 'ENOTDIR' }, 'other open errors are not hidden as a missing file');
+  await t.rejects(
+    openRecording(async () => row('plain/c.wav', 'wav'), fileOf),
+    { code: 'ENOTDIR' },
+    'other open errors are not hidden as a missing file',
+  );
 
   const held = await openRecording(async () => row('c.wav.gz', 'wav.gz'), fileOf);
   rmSync(join(dir, 'c.wav.gz'));

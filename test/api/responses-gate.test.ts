@@ -81,7 +81,11 @@ for (const db of DB_KINDS) {
         t.equal((await otherClient.post('/v1/responses', body)).status, 404);
         t.notOk(await setWorkspaceFlag(server.sql, 'org_missing', true));
         await server.sql`update organizations set features = ${server.sql.json({ responses: 'yes' })} where id = ${other.orgId}`;
-        t.equal((await otherClient.post('/v1/responses', body)).status, 404, 'a flag that is not a boolean counts as unset');
+        t.equal(
+          (await otherClient.post('/v1/responses', body)).status,
+          404,
+          'a flag that is not a boolean counts as unset',
+        );
       });
 
       t.test('401 without credentials, 403 for a session token', async (t) => {
@@ -101,11 +105,18 @@ for (const db of DB_KINDS) {
         const takes = await Promise.all([1, 2, 3, 4, 5].map(() => takeToken(server.sql, key, rule)));
         t.equal(takes.filter((x) => x.allowed).length, 3, 'concurrent takes never exceed the burst');
         const denied = takes.find((x) => !x.allowed);
-        t.ok(denied && !denied.allowed && denied.retryAfterSec >= 30 && denied.retryAfterSec <= 60, 'Retry-After: about a minute to the next token');
+        t.ok(
+          denied && !denied.allowed && denied.retryAfterSec >= 30 && denied.retryAfterSec <= 60,
+          'Retry-After: about a minute to the next token',
+        );
         // Age the bucket by two minutes of refill: two more takes pass, the third does not.
         await server.sql`update rate_limit_buckets set updated_at = updated_at - interval '2 minutes' where key = ${key}`;
         t.same(
-          [(await takeToken(server.sql, key, rule)).allowed, (await takeToken(server.sql, key, rule)).allowed, (await takeToken(server.sql, key, rule)).allowed],
+          [
+            (await takeToken(server.sql, key, rule)).allowed,
+            (await takeToken(server.sql, key, rule)).allowed,
+            (await takeToken(server.sql, key, rule)).allowed,
+          ],
           [true, true, false],
         );
         // A long quiet period refills only up to the burst.

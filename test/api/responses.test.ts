@@ -47,7 +47,8 @@ const lookup = {
   },
   parameter_locations: { verbose: 'query_string' },
 };
-const post = (body: Record<string, unknown>) => client.post('/v1/responses', { system_prompt: 'You are Ada, a shop assistant.', ...body });
+const post = (body: Record<string, unknown>) =>
+  client.post('/v1/responses', { system_prompt: 'You are Ada, a shop assistant.', ...body });
 const lastRequest = (): RecordedChatRequest => chat.requests[chat.requests.length - 1]!;
 
 async function storeTool(definition: Record<string, unknown>): Promise<void> {
@@ -66,7 +67,18 @@ t.test('a text reply; system prompt, voice, languages and the whole history shap
     tools: ['natural_conversation_ending'],
     input: [
       user('Where is my order 42?'),
-      { role: 'assistant', text: 'Let me check.', tool_calls: [{ tool_call_id: 'c1', tool: { name: 'lookup_order' }, request_body: { order_id: '42' }, query_params: { verbose: 'true' } }] },
+      {
+        role: 'assistant',
+        text: 'Let me check.',
+        tool_calls: [
+          {
+            tool_call_id: 'c1',
+            tool: { name: 'lookup_order' },
+            request_body: { order_id: '42' },
+            query_params: { verbose: 'true' },
+          },
+        ],
+      },
       { type: 'tool_call_output', tool_call_id: 'c1', response_status_code: 200, response_body: { status: 'packed' } },
       { role: 'assistant', text: 'It is packed.' },
       user('Press one for me'),
@@ -89,7 +101,10 @@ t.test('a text reply; system prompt, voice, languages and the whole history shap
     ['user', 'assistant', 'tool', 'assistant', 'user', 'assistant', 'tool', 'user'],
   );
   t.match(history[1], { content: 'Let me check.', tool_calls: [{ id: 'c1', function: { name: 'lookup_order' } }] });
-  t.same(JSON.parse((history[1]!.tool_calls as { function: { arguments: string } }[])[0]!.function.arguments), { order_id: '42', verbose: 'true' });
+  t.same(JSON.parse((history[1]!.tool_calls as { function: { arguments: string } }[])[0]!.function.arguments), {
+    order_id: '42',
+    verbose: 'true',
+  });
   t.same(JSON.parse(history[2]!.content!), { status_code: 200, body: { status: 'packed' } });
   t.equal(history[2]!.tool_call_id, 'c1');
   t.match(history[5], { tool_calls: [{ function: { name: 'keypad_input', arguments: '{"digits":"1"}' } }] });
@@ -97,7 +112,11 @@ t.test('a text reply; system prompt, voice, languages and the whole history shap
     req.body.tools!.map((tool) => tool.function.name),
     ['lookup_order', 'natural_conversation_ending'],
   );
-  t.same(req.body.tools![0]!.function.parameters, { type: 'object', properties: lookup.parameters.properties, required: ['order_id'] });
+  t.same(req.body.tools![0]!.function.parameters, {
+    type: 'object',
+    properties: lookup.parameters.properties,
+    required: ['order_id'],
+  });
 });
 
 t.test('always exactly num_responses responses, one completion each', async (t) => {
@@ -112,18 +131,30 @@ t.test('always exactly num_responses responses, one completion each', async (t) 
   t.match(over.body, { param_errors: { num_responses: /at most 4/ } });
 });
 
-t.test('an inline tool call becomes a tool_calls entry (not executed) with request_body and query_params', async (t) => {
-  chat.script({ reply: { content: 'One moment.', toolCalls: [{ name: 'lookup_order', arguments: { order_id: '42', verbose: true } }] } });
-  const res = await post({ input: [user('Where is order 42?')], tool_definitions: [lookup] });
-  t.equal(res.status, 200);
-  const [r] = res.body.responses;
-  t.equal(r.text, 'One moment.');
-  t.equal(r.tool_calls.length, 1);
-  t.match(r.tool_calls[0], { tool: { name: 'lookup_order' }, request_body: { order_id: '42' }, query_params: { verbose: 'true' } });
-  t.match(r.tool_calls[0].tool_call_id, /^call_/);
-  t.notOk('action' in r);
-  t.equal(chat.requests.length, 1, 'nothing ran after the call');
-});
+t.test(
+  'an inline tool call becomes a tool_calls entry (not executed) with request_body and query_params',
+  async (t) => {
+    chat.script({
+      reply: {
+        content: 'One moment.',
+        toolCalls: [{ name: 'lookup_order', arguments: { order_id: '42', verbose: true } }],
+      },
+    });
+    const res = await post({ input: [user('Where is order 42?')], tool_definitions: [lookup] });
+    t.equal(res.status, 200);
+    const [r] = res.body.responses;
+    t.equal(r.text, 'One moment.');
+    t.equal(r.tool_calls.length, 1);
+    t.match(r.tool_calls[0], {
+      tool: { name: 'lookup_order' },
+      request_body: { order_id: '42' },
+      query_params: { verbose: 'true' },
+    });
+    t.match(r.tool_calls[0].tool_call_id, /^call_/);
+    t.notOk('action' in r);
+    t.equal(chat.requests.length, 1, 'nothing ran after the call');
+  },
+);
 
 t.test('require_speech_before_tool_call (default true) gets speech before a silent call', async (t) => {
   chat.script(
@@ -139,7 +170,10 @@ t.test('require_speech_before_tool_call (default true) gets speech before a sile
   t.match(lastRequest().body.messages.at(-1), { role: 'system', content: /lookup_order/ });
 
   chat.script({ reply: { content: null, toolCalls: [{ name: 'lookup_order', arguments: { order_id: '7' } }] } });
-  const silent = await post({ input: [user('Order 7?')], tool_definitions: [{ ...lookup, require_speech_before_tool_call: false }] });
+  const silent = await post({
+    input: [user('Order 7?')],
+    tool_definitions: [{ ...lookup, require_speech_before_tool_call: false }],
+  });
   t.equal(silent.status, 200);
   t.equal(silent.body.responses[0].text, '');
   t.equal(silent.body.responses[0].tool_calls.length, 1);
@@ -148,12 +182,17 @@ t.test('require_speech_before_tool_call (default true) gets speech before a sile
 
 t.test('forbid_tool_call_after_speech drops a call made after speech and keeps the speech', async (t) => {
   const def = { ...lookup, forbid_tool_call_after_speech: true };
-  chat.script({ reply: { content: 'Sure, checking.', toolCalls: [{ name: 'lookup_order', arguments: { order_id: '1' } }] } });
+  chat.script({
+    reply: { content: 'Sure, checking.', toolCalls: [{ name: 'lookup_order', arguments: { order_id: '1' } }] },
+  });
   const res = await post({ input: [user('Order 1?')], tool_definitions: [def] });
   t.equal(res.status, 200);
   t.same(res.body.responses[0], { text: 'Sure, checking.', tool_calls: [] });
   // A call without speech before it is kept (and gets its required speech generated).
-  chat.script({ reply: { content: '', toolCalls: [{ name: 'lookup_order', arguments: { order_id: '1' } }] } }, { reply: { content: 'Checking.' } });
+  chat.script(
+    { reply: { content: '', toolCalls: [{ name: 'lookup_order', arguments: { order_id: '1' } }] } },
+    { reply: { content: 'Checking.' } },
+  );
   const kept = await post({ input: [user('Order 1?')], tool_definitions: [def] });
   t.equal(kept.body.responses[0].text, 'Checking.');
   t.equal(kept.body.responses[0].tool_calls.length, 1);
@@ -161,14 +200,25 @@ t.test('forbid_tool_call_after_speech drops a call made after speech and keeps t
 
 t.test('built-in actions', async (t) => {
   t.test('keypad_input -> dtmf with digits', async (t) => {
-    chat.script({ reply: { content: 'Pressing two.', toolCalls: [{ name: 'keypad_input', arguments: { digits: '2#' } }] } });
+    chat.script({
+      reply: { content: 'Pressing two.', toolCalls: [{ name: 'keypad_input', arguments: { digits: '2#' } }] },
+    });
     const res = await post({ input: [user('Press 2 then pound')], tools: ['keypad_input'] });
     t.same(res.body.responses[0], { text: 'Pressing two.', tool_calls: [], action: { type: 'dtmf', digits: '2#' } });
   });
   t.test('natural_conversation_ending -> assistant_ended_conversation', async (t) => {
-    chat.script({ reply: { content: 'Goodbye!', toolCalls: [{ name: 'natural_conversation_ending', arguments: {} }] } });
-    const res = await post({ input: [user('Thanks, bye')], tools: [{ type: 'built_in', name: 'natural_conversation_ending' }] });
-    t.same(res.body.responses[0], { text: 'Goodbye!', tool_calls: [], action: { type: 'assistant_ended_conversation' } });
+    chat.script({
+      reply: { content: 'Goodbye!', toolCalls: [{ name: 'natural_conversation_ending', arguments: {} }] },
+    });
+    const res = await post({
+      input: [user('Thanks, bye')],
+      tools: [{ type: 'built_in', name: 'natural_conversation_ending' }],
+    });
+    t.same(res.body.responses[0], {
+      text: 'Goodbye!',
+      tool_calls: [],
+      action: { type: 'assistant_ended_conversation' },
+    });
   });
   t.test('choose_not_to_respond -> assistant_chose_not_to_respond with respond_after_sec', async (t) => {
     chat.script({ reply: { content: 'Hmm', toolCalls: [{ name: 'choose_not_to_respond', arguments: {} }] } });
@@ -176,7 +226,11 @@ t.test('built-in actions', async (t) => {
       input: [user('hold on, talking to my wife')],
       tools: [{ type: 'built_in', name: 'choose_not_to_respond', tool_config: { respond_after_sec: 4.5 } }],
     });
-    t.same(res.body.responses[0], { text: '', tool_calls: [], action: { type: 'assistant_chose_not_to_respond', respond_after_sec: 4.5 } });
+    t.same(res.body.responses[0], {
+      text: '',
+      tool_calls: [],
+      action: { type: 'assistant_chose_not_to_respond', respond_after_sec: 4.5 },
+    });
     chat.script({ reply: { toolCalls: [{ name: 'choose_not_to_respond', arguments: {} }] } });
     const silent = await post({ input: [user('uh')], tools: ['choose_not_to_respond'] });
     t.same(silent.body.responses[0].action, { type: 'assistant_chose_not_to_respond', respond_after_sec: null });
@@ -185,15 +239,32 @@ t.test('built-in actions', async (t) => {
     chat.script({ reply: { content: 'Bye now', toolCalls: [{ name: 'natural_conversation_ending', arguments: {} }] } });
     const suppressed = await post({
       input: [user('bye')],
-      tools: [{ type: 'built_in', name: 'natural_conversation_ending', tool_config: { speech_before_tool_call: 'suppressed' } }],
+      tools: [
+        {
+          type: 'built_in',
+          name: 'natural_conversation_ending',
+          tool_config: { speech_before_tool_call: 'suppressed' },
+        },
+      ],
     });
-    t.same(suppressed.body.responses[0], { text: '', tool_calls: [], action: { type: 'assistant_ended_conversation' } });
-    chat.script({ reply: { toolCalls: [{ name: 'keypad_input', arguments: { digits: '5' } }] } }, { reply: { content: 'Pressing five.' } });
+    t.same(suppressed.body.responses[0], {
+      text: '',
+      tool_calls: [],
+      action: { type: 'assistant_ended_conversation' },
+    });
+    chat.script(
+      { reply: { toolCalls: [{ name: 'keypad_input', arguments: { digits: '5' } }] } },
+      { reply: { content: 'Pressing five.' } },
+    );
     const required = await post({
       input: [user('press 5')],
       tools: [{ type: 'built_in', name: 'keypad_input', tool_config: { speech_before_tool_call: 'required' } }],
     });
-    t.same(required.body.responses[0], { text: 'Pressing five.', tool_calls: [], action: { type: 'dtmf', digits: '5' } });
+    t.same(required.body.responses[0], {
+      text: 'Pressing five.',
+      tool_calls: [],
+      action: { type: 'dtmf', digits: '5' },
+    });
   });
   t.test('one action per response: the first call decides', async (t) => {
     chat.script({
@@ -206,7 +277,11 @@ t.test('built-in actions', async (t) => {
         ],
       },
     });
-    const res = await post({ input: [user('9 then bye')], tools: ['keypad_input', 'natural_conversation_ending'], tool_definitions: [lookup] });
+    const res = await post({
+      input: [user('9 then bye')],
+      tools: ['keypad_input', 'natural_conversation_ending'],
+      tool_definitions: [lookup],
+    });
     t.same(res.body.responses[0], { text: 'Ok.', tool_calls: [], action: { type: 'dtmf', digits: '9' } });
   });
 });
@@ -249,7 +324,9 @@ t.test('stored transfer tools become transfer actions with the stored settings',
     endpoint_url: 'https://crm.example.com/x',
   });
 
-  chat.script({ reply: { content: 'Transferring you to billing.', toolCalls: [{ name: 'transfer_billing', arguments: {} }] } });
+  chat.script({
+    reply: { content: 'Transferring you to billing.', toolCalls: [{ name: 'transfer_billing', arguments: {} }] },
+  });
   const phone = await post({ input: [user('billing please')], tools: ['transfer_billing'], project: 'main' });
   t.equal(phone.status, 200);
   t.same(phone.body.responses[0], {
@@ -265,10 +342,24 @@ t.test('stored transfer tools become transfer actions with the stored settings',
       dtmf: '12',
     },
   });
-  t.same(lastRequest().body.tools![0]!.function.parameters, { type: 'object', properties: {}, required: [], additionalProperties: false });
+  t.same(lastRequest().body.tools![0]!.function.parameters, {
+    type: 'object',
+    properties: {},
+    required: [],
+    additionalProperties: false,
+  });
 
-  chat.script({ reply: { content: 'Connecting.', toolCalls: [{ name: 'transfer_anywhere', arguments: { phone_number: '+442071234567', dtmf: '3' } }] } });
-  const dynamic = await post({ input: [user('call +44 20 7123 4567, ext 3')], tools: ['transfer_anywhere'], project: server.projectId });
+  chat.script({
+    reply: {
+      content: 'Connecting.',
+      toolCalls: [{ name: 'transfer_anywhere', arguments: { phone_number: '+442071234567', dtmf: '3' } }],
+    },
+  });
+  const dynamic = await post({
+    input: [user('call +44 20 7123 4567, ext 3')],
+    tools: ['transfer_anywhere'],
+    project: server.projectId,
+  });
   t.same(dynamic.body.responses[0].action, {
     type: 'transfer_to_phone_number',
     phone_number: '+442071234567',
@@ -279,10 +370,16 @@ t.test('stored transfer tools become transfer actions with the stored settings',
     dtmf: '3',
   });
 
-  chat.script({ reply: { content: 'Handing you to sales.', toolCalls: [{ name: 'handoff', arguments: { agent: 'sales-bot' } }] } });
+  chat.script({
+    reply: { content: 'Handing you to sales.', toolCalls: [{ name: 'handoff', arguments: { agent: 'sales-bot' } }] },
+  });
   const agent = await post({ input: [user('sales')], tools: ['handoff'], project: 'main' });
   t.same(agent.body.responses[0].action, { type: 'transfer_to_agent', agent: 'sales-bot' });
-  t.same((lastRequest().body.tools![0]!.function.parameters as { properties: { agent: { enum: string[] } } }).properties.agent.enum, ['sales-bot', 'support-bot']);
+  t.same(
+    (lastRequest().body.tools![0]!.function.parameters as { properties: { agent: { enum: string[] } } }).properties
+      .agent.enum,
+    ['sales-bot', 'support-bot'],
+  );
 
   chat.script({ reply: { content: 'x', toolCalls: [{ name: 'handoff', arguments: { agent: 'ghost-bot' } }] } });
   const wrongAgent = await post({ input: [user('ghost')], tools: ['handoff'], project: 'main' });
@@ -292,12 +389,31 @@ t.test('stored transfer tools become transfer actions with the stored settings',
   chat.requests.length = 0;
 
   // Stored tools of the other built-in types are those built-ins under their own name, description and config.
-  await storeTool({ name: 'wait_quietly', description: 'Wait while the caller looks for something', type: 'built_in_choose_not_to_respond', execution_mode: 'sync', respond_after_sec: 7 });
-  await storeTool({ name: 'press_keys', description: 'Navigate the IVR', type: 'built_in_keypad_input', execution_mode: 'sync', speech_before_tool_call: 'suppressed' });
+  await storeTool({
+    name: 'wait_quietly',
+    description: 'Wait while the caller looks for something',
+    type: 'built_in_choose_not_to_respond',
+    execution_mode: 'sync',
+    respond_after_sec: 7,
+  });
+  await storeTool({
+    name: 'press_keys',
+    description: 'Navigate the IVR',
+    type: 'built_in_keypad_input',
+    execution_mode: 'sync',
+    speech_before_tool_call: 'suppressed',
+  });
   chat.script({ reply: { content: 'Sure.', toolCalls: [{ name: 'wait_quietly', arguments: {} }] } });
   const wait = await post({ input: [user('hang on, let me find my card')], tools: ['wait_quietly'], project: 'main' });
-  t.same(wait.body.responses[0], { text: '', tool_calls: [], action: { type: 'assistant_chose_not_to_respond', respond_after_sec: 7 } });
-  t.match(lastRequest().body.tools![0]!.function, { name: 'wait_quietly', description: 'Wait while the caller looks for something' });
+  t.same(wait.body.responses[0], {
+    text: '',
+    tool_calls: [],
+    action: { type: 'assistant_chose_not_to_respond', respond_after_sec: 7 },
+  });
+  t.match(lastRequest().body.tools![0]!.function, {
+    name: 'wait_quietly',
+    description: 'Wait while the caller looks for something',
+  });
   chat.script({ reply: { content: 'Pressing 3.', toolCalls: [{ name: 'press_keys', arguments: { digits: '3' } }] } });
   const keys = await post({ input: [user('menu says press 3')], tools: ['press_keys'], project: 'main' });
   t.same(keys.body.responses[0], { text: '', tool_calls: [], action: { type: 'dtmf', digits: '3' } });
@@ -313,17 +429,33 @@ t.test('stored transfer tools become transfer actions with the stored settings',
   t.match(unknownTool.body, { param_errors: { 'tools.0': /no tool 'no_such_tool'/ } });
   const webhook = await post({ input: [user('x')], tools: ['crm_webhook'], project: 'main' });
   t.equal(webhook.status, 400);
-  t.match(webhook.body, { param_errors: { 'tools.0': /only built-in tools and stored transfer tools.*tool_definitions/ } });
+  t.match(webhook.body, {
+    param_errors: { 'tools.0': /only built-in tools and stored transfer tools.*tool_definitions/ },
+  });
   t.equal(chat.requests.length, 2, 'rejected requests never reached the model');
 });
 
 t.test('web_search runs and its results reach the model before its final reply', async (t) => {
-  search.results.set('weather oslo', [{ url: 'https://met.example/oslo', title: 'Oslo', content: 'Sunny, 12 degrees' }]);
+  search.results.set('weather oslo', [
+    { url: 'https://met.example/oslo', title: 'Oslo', content: 'Sunny, 12 degrees' },
+  ]);
   chat.script(
-    { reply: { content: 'Let me check.', toolCalls: [{ id: 'ws1', name: 'web_search', arguments: { query: 'weather oslo' } }] } },
+    {
+      reply: {
+        content: 'Let me check.',
+        toolCalls: [{ id: 'ws1', name: 'web_search', arguments: { query: 'weather oslo' } }],
+      },
+    },
     (req) => {
       const tool = req.body.messages.find((m) => m.role === 'tool');
-      return { reply: { content: tool && /Sunny, 12 degrees/.test(tool.content ?? '') ? 'It is sunny and 12 degrees.' : 'I could not find it.' } };
+      return {
+        reply: {
+          content:
+            tool && /Sunny, 12 degrees/.test(tool.content ?? '')
+              ? 'It is sunny and 12 degrees.'
+              : 'I could not find it.',
+        },
+      };
     },
   );
   const res = await post({ input: [user('Weather in Oslo?')], tools: ['web_search'] });
@@ -338,10 +470,9 @@ t.test('web_search runs and its results reach the model before its final reply',
   // A failing search is reported to the model, which answers anyway.
   search.failWith = 500;
   t.teardown(() => void (search.failWith = null));
-  chat.script(
-    { reply: { toolCalls: [{ id: 'ws2', name: 'web_search', arguments: { query: 'x' } }] } },
-    (req) => ({ reply: { content: /HTTP 500/.test(req.body.messages.at(-1)!.content ?? '') ? 'Search is down.' : 'unexpected' } }),
-  );
+  chat.script({ reply: { toolCalls: [{ id: 'ws2', name: 'web_search', arguments: { query: 'x' } }] } }, (req) => ({
+    reply: { content: /HTTP 500/.test(req.body.messages.at(-1)!.content ?? '') ? 'Search is down.' : 'unexpected' },
+  }));
   const failed = await post({ input: [user('x?')], tools: ['web_search'] });
   t.equal(failed.body.responses[0].text, 'Search is down.');
 });
@@ -410,10 +541,17 @@ t.test('503 when the model is unavailable; a retry that succeeds is a 200', asyn
 
 t.test('400 with the validation shape for body rules', async (t) => {
   const res = await post({
-    input: [user('x'), { role: 'assistant', text: '', tool_calls: [{ tool_call_id: 'a', tool: { name: 'lookup_order' } }] }, user('y')],
+    input: [
+      user('x'),
+      { role: 'assistant', text: '', tool_calls: [{ tool_call_id: 'a', tool: { name: 'lookup_order' } }] },
+      user('y'),
+    ],
   });
   t.equal(res.status, 400);
-  t.match(res.body, { error: { message: /input\.2/ }, param_errors: { 'input.2': /expected the output of tool call 'a'/ } });
+  t.match(res.body, {
+    error: { message: /input\.2/ },
+    param_errors: { 'input.2': /expected the output of tool call 'a'/ },
+  });
   const empty = await post({ input: [] });
   t.equal(empty.status, 400);
   t.match(empty.body.param_errors, { input: /at least one/ });

@@ -13,7 +13,10 @@ const agentBody = z.object({ agent: agentRecord });
 /** Both serializers of `schema`, as Fastify would compile them for a route's 200 answer. */
 function both(schema: z.ZodType): { compiled: (d: unknown) => string; zod: (d: unknown) => string } {
   const route = { schema, method: 'GET', url: '/v1/test', httpStatus: '200' };
-  return { compiled: serializerCompiler(route) as (d: unknown) => string, zod: zodSerializerCompiler(route) as (d: unknown) => string };
+  return {
+    compiled: serializerCompiler(route) as (d: unknown) => string,
+    zod: zodSerializerCompiler(route) as (d: unknown) => string,
+  };
 }
 
 function record(over: Partial<AgentRecord> = {}): AgentRecord {
@@ -52,8 +55,15 @@ t.test('agent records are written as zod wrote them', async (t) => {
           no_input_poke_sec: 15,
           data_retention_policy: { zero_data_retention: true },
           outbound_number_pool: { active: ['+14155550003'], blocked: [] },
-          configuration_endpoint: { url: 'https://config.example.com/agent', headers: { 'x-token': 'abc' }, timeout_ms: 3000 },
-          template_variables: { customer: { default_value: 'friend' }, product: { default_value: 'widget', is_boosted_keyword: true } },
+          configuration_endpoint: {
+            url: 'https://config.example.com/agent',
+            headers: { 'x-token': 'abc' },
+            timeout_ms: 3000,
+          },
+          template_variables: {
+            customer: { default_value: 'friend' },
+            product: { default_value: 'widget', is_boosted_keyword: true },
+          },
           built_in_tool_configs: { web_search: { max_results: 3, nested: { a: [1, null, 'x'] } } },
           tasks: [{ name: 'greet', description: 'say hello' }],
           pronunciation_dictionary: [{ word: 'SQL', pronunciation: 'sequel' }],
@@ -76,7 +86,11 @@ t.test('agent records are written as zod wrote them', async (t) => {
 });
 
 t.test('key order is the schema order, whatever the object order', async (t) => {
-  const schema = z.object({ b: z.string(), a: z.number().nullable(), c: z.array(z.object({ y: z.boolean(), x: z.string().optional() })) });
+  const schema = z.object({
+    b: z.string(),
+    a: z.number().nullable(),
+    c: z.array(z.object({ y: z.boolean(), x: z.string().optional() })),
+  });
   const { compiled, zod } = both(schema);
   const body = { c: [{ x: 'x', y: true }, { y: false }], a: null, b: 'b' };
   t.equal(compiled(body), '{"b":"b","a":null,"c":[{"y":true,"x":"x"},{"y":false}]}');

@@ -20,7 +20,10 @@ for (const db of DB_KINDS) {
       t.equal(res.status, 200);
       t.match(res.body, { session_token: /^st_[A-Za-z0-9_-]{43}$/, expires_at: String });
       const expires = Date.parse(res.body.expires_at);
-      t.ok(expires >= Math.floor(before / 1000) * 1000 + 300_000 - 1000 && expires <= after + 300_000, 'issued time plus 300 s');
+      t.ok(
+        expires >= Math.floor(before / 1000) * 1000 + 300_000 - 1000 && expires <= after + 300_000,
+        'issued time plus 300 s',
+      );
       const cred = await lookupCredential(server.sql, res.body.session_token, new Date());
       t.match(cred?.auth, { kind: 'session_token', orgId: server.orgId, conversationIds: null });
       const noBody = await client.post('/v1/auth/session_token');
@@ -28,12 +31,18 @@ for (const db of DB_KINDS) {
     });
 
     t.test('ttl_seconds and conversation_ids are kept', async (t) => {
-      const res = await client.post('/v1/auth/session_token', { ttl_seconds: 60, conversation_ids: ['conv_a', 'conv_b'] });
+      const res = await client.post('/v1/auth/session_token', {
+        ttl_seconds: 60,
+        conversation_ids: ['conv_a', 'conv_b'],
+      });
       t.equal(res.status, 200);
       const cred = await lookupCredential(server.sql, res.body.session_token, new Date());
       t.same(cred?.auth.kind === 'session_token' && cred.auth.conversationIds, ['conv_a', 'conv_b']);
-      t.same(await lookupCredential(server.sql, res.body.session_token, new Date(Date.parse(res.body.expires_at) + 1)), null,
-        'not valid after expires_at');
+      t.same(
+        await lookupCredential(server.sql, res.body.session_token, new Date(Date.parse(res.body.expires_at) + 1)),
+        null,
+        'not valid after expires_at',
+      );
     });
 
     t.test('only API keys may create session tokens (403); other routes refuse session tokens', async (t) => {

@@ -59,7 +59,11 @@ for (const db of DB_KINDS) {
       const unsigned = new URL(url);
       unsigned.search = '';
       t.equal((await fetch(unsigned)).status, 403);
-      const past = server.ctx.signer.sign('/samples/voices/sabrina.wav', VOICE_TTL_PAST, new Date(Date.now() - SEVEN_DAYS_MS - 60_000));
+      const past = server.ctx.signer.sign(
+        '/samples/voices/sabrina.wav',
+        VOICE_TTL_PAST,
+        new Date(Date.now() - SEVEN_DAYS_MS - 60_000),
+      );
       const expired = await fetch(server.url + past);
       t.equal(expired.status, 403);
       t.match(await expired.json(), { error: { message: /expired/ } });
@@ -79,10 +83,18 @@ t.test('PARLEY_PUBLIC_URL and PARLEY_VOICES_FILE', { timeout: 60_000 }, async (t
   const dir = mkdtempSync(join(tmpdir(), 'parley-voices-'));
   const file = join(dir, 'voices.json');
   writeFileSync(file, JSON.stringify([{ id: 'robo', name: 'Robo', description: null, engines: { echo: 'en-us' } }]));
-  const server = await startTestServer({ db: 'postgres', env: { PARLEY_PUBLIC_URL: 'https://voice.example.com/', PARLEY_VOICES_FILE: file } });
+  const server = await startTestServer({
+    db: 'postgres',
+    env: { PARLEY_PUBLIC_URL: 'https://voice.example.com/', PARLEY_VOICES_FILE: file },
+  });
   t.teardown(() => server.close());
   const res = await api(server).get('/v1/voices');
   t.equal(res.body.voices.length, 1);
-  t.match(res.body.voices[0], { id: 'robo', name: 'Robo', description: null, audio_url: /^https:\/\/voice\.example\.com\/samples\/voices\/robo\.wav\?expires=\d+&sig=[0-9a-f]{64}$/ });
+  t.match(res.body.voices[0], {
+    id: 'robo',
+    name: 'Robo',
+    description: null,
+    audio_url: /^https:\/\/voice\.example\.com\/samples\/voices\/robo\.wav\?expires=\d+&sig=[0-9a-f]{64}$/,
+  });
   t.equal((await api(server).get('/v1/voices/grant')).status, 404);
 });

@@ -17,10 +17,18 @@ for (const db of DB_KINDS) {
     const client = api(server);
 
     t.test('create shows the secret once; list and delete', async (t) => {
-      const created = await client.post('/v1/webhooks', { url: 'https://hooks.example.com/parley', description: 'CRM' });
+      const created = await client.post('/v1/webhooks', {
+        url: 'https://hooks.example.com/parley',
+        description: 'CRM',
+      });
       t.equal(created.status, 201);
       t.match(created.body, {
-        webhook: { id: /^webhook_/, url: 'https://hooks.example.com/parley', description: 'CRM', events: ['conversation.ended', 'conversation.analyzed', 'conversation.failed'] },
+        webhook: {
+          id: /^webhook_/,
+          url: 'https://hooks.example.com/parley',
+          description: 'CRM',
+          events: ['conversation.ended', 'conversation.analyzed', 'conversation.failed'],
+        },
         secret: /^whsec_[A-Za-z0-9+/]{43}=$/,
       });
       const listed = await client.get('/v1/webhooks');
@@ -28,13 +36,19 @@ for (const db of DB_KINDS) {
       t.same(listed.body.webhooks, [created.body.webhook]);
       t.notOk(JSON.stringify(listed.body).includes(created.body.secret.slice(6)), 'the list never shows the secret');
 
-      const only = await client.post('/v1/webhooks', { url: 'https://hooks.example.com/failures', events: ['conversation.failed', 'conversation.failed'] });
+      const only = await client.post('/v1/webhooks', {
+        url: 'https://hooks.example.com/failures',
+        events: ['conversation.failed', 'conversation.failed'],
+      });
       t.same(only.body.webhook.events, ['conversation.failed'], 'events are deduplicated');
       t.not(only.body.secret, created.body.secret, 'each endpoint has its own secret');
 
       t.same((await client.delete(`/v1/webhooks/${created.body.webhook.id}`)).body, { success: true });
       t.equal((await client.delete(`/v1/webhooks/${created.body.webhook.id}`)).status, 404);
-      t.same((await client.get('/v1/webhooks')).body.webhooks.map((w: { id: string }) => w.id), [only.body.webhook.id]);
+      t.same(
+        (await client.get('/v1/webhooks')).body.webhooks.map((w: { id: string }) => w.id),
+        [only.body.webhook.id],
+      );
       await client.delete(`/v1/webhooks/${only.body.webhook.id}`);
     });
 
@@ -55,26 +69,41 @@ for (const db of DB_KINDS) {
       for (const [body, param] of cases) {
         const res = await client.post('/v1/webhooks', body);
         t.equal(res.status, 400, JSON.stringify(body));
-        t.ok(res.body.param_errors?.[param], `${JSON.stringify(body)} names ${param}: ${JSON.stringify(res.body.param_errors)}`);
+        t.ok(
+          res.body.param_errors?.[param],
+          `${JSON.stringify(body)} names ${param}: ${JSON.stringify(res.body.param_errors)}`,
+        );
       }
       t.same((await client.get('/v1/webhooks')).body.webhooks, [], 'nothing was created');
     });
 
     t.test(`a project has at most ${WEBHOOK_MAX_ENDPOINTS} endpoints; projects are separate`, async (t) => {
       // Created all at once: the bound holds under concurrency.
-      const all = await Promise.all(Array.from({ length: WEBHOOK_MAX_ENDPOINTS + 5 }, (_, i) => client.post('/v1/webhooks', { url: `https://hooks.example.com/${i}` })));
+      const all = await Promise.all(
+        Array.from({ length: WEBHOOK_MAX_ENDPOINTS + 5 }, (_, i) =>
+          client.post('/v1/webhooks', { url: `https://hooks.example.com/${i}` }),
+        ),
+      );
       t.equal(all.filter((r) => r.status === 201).length, WEBHOOK_MAX_ENDPOINTS);
       const over = all.filter((r) => r.status !== 201);
-      t.same(over.map((r) => [r.status, r.body.error.code]), Array(5).fill([409, 'limit_reached']));
+      t.same(
+        over.map((r) => [r.status, r.body.error.code]),
+        Array(5).fill([409, 'limit_reached']),
+      );
       t.equal((await client.post('/v1/projects', { name: 'second' })).status, 201);
-      t.equal((await client.post('/v1/webhooks?project=second', { url: 'https://hooks.example.com/second' })).status, 201, 'another project has its own bound');
+      t.equal(
+        (await client.post('/v1/webhooks?project=second', { url: 'https://hooks.example.com/second' })).status,
+        201,
+        'another project has its own bound',
+      );
       t.equal((await client.get('/v1/webhooks?project=second')).body.webhooks.length, 1);
       t.equal((await client.get('/v1/webhooks?project=nope')).status, 404);
       await server.sql`delete from webhook_endpoints`;
     });
 
     t.test('another workspace cannot see, read the log of, or delete an endpoint', async (t) => {
-      const mine = (await client.post('/v1/webhooks', { url: 'https://hooks.example.com/mine' })).body.webhook.id as string;
+      const mine = (await client.post('/v1/webhooks', { url: 'https://hooks.example.com/mine' })).body.webhook
+        .id as string;
       const other = await createWorkspace(server.sql, 'other');
       const theirs = api({ url: server.url, apiKey: other.apiKey });
       t.same((await theirs.get('/v1/webhooks')).body.webhooks, []);
@@ -89,9 +118,14 @@ for (const db of DB_KINDS) {
       const created = (await client.post('/v1/webhooks', { url: 'https://hooks.example.com/log' })).body;
       const id = created.webhook.id as string;
       const jobs: { delivery_id: string }[] = [];
-      const enqueue = async (_db: unknown, _kind: string, payload: unknown) => void jobs.push(payload as { delivery_id: string });
+      const enqueue = async (_db: unknown, _kind: string, payload: unknown) =>
+        void jobs.push(payload as { delivery_id: string });
       for (const conv of ['conv_1', 'conv_2', 'conv_3']) {
-        await enqueueWebhookEvent(server.sql, { type: 'conversation.ended', projectId: server.projectId, conversationId: conv }, enqueue);
+        await enqueueWebhookEvent(
+          server.sql,
+          { type: 'conversation.ended', projectId: server.projectId, conversationId: conv },
+          enqueue,
+        );
       }
       // The endpoint answers 503, then 200: the first delivery takes two attempts.
       const answers = [503, 200, 200, 200];
@@ -108,18 +142,36 @@ for (const db of DB_KINDS) {
       t.equal(sent.length, 4);
       t.equal(sent[0]!.url, 'https://hooks.example.com/log');
       const body = await sent[0]!.text();
-      t.ok(new Webhook(created.secret).verify(body, Object.fromEntries(sent[0]!.headers)), 'signed with the secret shown at creation');
+      t.ok(
+        new Webhook(created.secret).verify(body, Object.fromEntries(sent[0]!.headers)),
+        'signed with the secret shown at creation',
+      );
 
       const page1 = await client.get(`/v1/webhooks/${id}/deliveries?limit=2`);
       t.equal(page1.status, 200);
-      t.same(page1.body.deliveries.map((d: { conversation_id: string }) => d.conversation_id), ['conv_3', 'conv_2'], 'newest first');
+      t.same(
+        page1.body.deliveries.map((d: { conversation_id: string }) => d.conversation_id),
+        ['conv_3', 'conv_2'],
+        'newest first',
+      );
       t.ok(page1.body.pagination.next_cursor);
-      const page2 = await client.get(`/v1/webhooks/${id}/deliveries?limit=2&after=${page1.body.pagination.next_cursor}`);
+      const page2 = await client.get(
+        `/v1/webhooks/${id}/deliveries?limit=2&after=${page1.body.pagination.next_cursor}`,
+      );
       t.equal(page2.body.pagination.next_cursor, null);
       const first = page2.body.deliveries[0];
       t.match(first, {
-        id: /^whdel_/, event_id: /^evt_/, event_type: 'conversation.ended', conversation_id: 'conv_1', status: 'succeeded',
-        attempts: 2, response_status_code: 200, error: null, created_at: String, last_attempt_at: String, delivered_at: String,
+        id: /^whdel_/,
+        event_id: /^evt_/,
+        event_type: 'conversation.ended',
+        conversation_id: 'conv_1',
+        status: 'succeeded',
+        attempts: 2,
+        response_status_code: 200,
+        error: null,
+        created_at: String,
+        last_attempt_at: String,
+        delivered_at: String,
       });
       t.equal((await client.get(`/v1/webhooks/${id}/deliveries?limit=0`)).status, 400);
       t.same((await client.delete(`/v1/webhooks/${id}`)).body, { success: true });

@@ -16,8 +16,17 @@ for (const db of DB_KINDS) {
     t.test('get and update only what is sent', async (t) => {
       const got = await client.get('/v1/workspace');
       t.equal(got.status, 200);
-      t.match(got.body.workspace, { id: server.orgId, logo_url: null, invite_link_allowed_domains: [], ip_allowlist: [], features: {} });
-      const upd = await client.patch('/v1/workspace', { logo_url: 'https://cdn.example.com/brand/logo.svg', invite_link_allowed_domains: ['Example.com'] });
+      t.match(got.body.workspace, {
+        id: server.orgId,
+        logo_url: null,
+        invite_link_allowed_domains: [],
+        ip_allowlist: [],
+        features: {},
+      });
+      const upd = await client.patch('/v1/workspace', {
+        logo_url: 'https://cdn.example.com/brand/logo.svg',
+        invite_link_allowed_domains: ['Example.com'],
+      });
       t.same(upd.body, { success: true });
       t.same((await client.patch('/v1/workspace', {})).body, { success: true });
       const after = (await client.get('/v1/workspace')).body.workspace;
@@ -44,12 +53,16 @@ for (const db of DB_KINDS) {
         t.equal(res.status, 400, JSON.stringify(payload));
         t.ok(res.body.param_errors?.[param], `${param} named in ${JSON.stringify(res.body)}`);
       }
-      t.same((await client.patch('/v1/workspace', { logo_url: 'https://cdn.example.com/a/logo.PNG' })).body, { success: true });
+      t.same((await client.patch('/v1/workspace', { logo_url: 'https://cdn.example.com/a/logo.PNG' })).body, {
+        success: true,
+      });
     });
 
     t.test('ip_allowlist is enforced on every request once set', async (t) => {
       const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
-      t.same((await client.patch('/v1/workspace', { ip_allowlist: ['203.0.113.0/24', '2001:db8::1'] })).body, { success: true });
+      t.same((await client.patch('/v1/workspace', { ip_allowlist: ['203.0.113.0/24', '2001:db8::1'] })).body, {
+        success: true,
+      });
       const direct = await client.get('/v1/projects');
       t.equal(direct.status, 403, 'the proxy itself (127.0.0.1) is not allowed');
       t.match(direct.body, { error: { message: /ip_allowlist/, code: 'ip_not_allowed' } });

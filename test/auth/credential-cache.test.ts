@@ -52,7 +52,14 @@ t.test('notification payloads forget what they name; an unknown payload forgets 
   let queries = 0;
   const rows: Record<string, unknown> = {
     key: { id: 'api_key_1', org_id: 'org_1', ip_allowlist: [] },
-    token: { id: 'st_id_1', org_id: 'org_2', api_key_id: 'api_key_9', conversation_ids: null, expires_at: new Date(Date.now() + 60_000), ip_allowlist: [] },
+    token: {
+      id: 'st_id_1',
+      org_id: 'org_2',
+      api_key_id: 'api_key_9',
+      conversation_ids: null,
+      expires_at: new Date(Date.now() + 60_000),
+      ip_allowlist: [],
+    },
   };
   const fake = ((strings: TemplateStringsArray) => {
     queries++;
@@ -96,7 +103,8 @@ for (const db of DB_KINDS) {
     t.test('a verified key costs one query until it expires or is forgotten', async (t) => {
       const { sql, queries } = counting(server.sql);
       const cache = new CredentialCache(sql, { ttlMs: NO_TTL });
-      for (let i = 0; i < 5; i++) t.match(await cache.lookup(server.apiKey, new Date()), { auth: { kind: 'api_key', orgId: server.orgId } });
+      for (let i = 0; i < 5; i++)
+        t.match(await cache.lookup(server.apiKey, new Date()), { auth: { kind: 'api_key', orgId: server.orgId } });
       t.equal(queries(), 1);
       t.equal(await cache.lookup('pk_unknown', new Date()), null);
       t.equal(await cache.lookup('pk_unknown', new Date()), null);
@@ -127,9 +135,15 @@ for (const db of DB_KINDS) {
         t.equal((await client.get('/v1/projects', undefined, { key: secret })).status, 200);
         t.equal((await client.get('/v1/projects', undefined, { key: secret })).status, 200, 'served from the cache');
         const done =
-          action === 'rotate' ? await client.post(`/v1/api_keys/${created.body.id}/rotate`) : await client.delete(`/v1/api_keys/${created.body.id}`);
+          action === 'rotate'
+            ? await client.post(`/v1/api_keys/${created.body.id}/rotate`)
+            : await client.delete(`/v1/api_keys/${created.body.id}`);
         t.equal(done.status, 200);
-        t.equal((await client.get('/v1/projects', undefined, { key: secret })).status, 401, `${action}: refused at once`);
+        t.equal(
+          (await client.get('/v1/projects', undefined, { key: secret })).status,
+          401,
+          `${action}: refused at once`,
+        );
       }
     });
 
@@ -164,13 +178,19 @@ for (const db of DB_KINDS) {
         const secret: string = created.body.api_key;
         t.ok(await cache.lookup(secret, new Date()));
         await other`delete from api_keys where id = ${created.body.id}`;
-        await until(async () => (await cache.lookup(secret, new Date())) === null, { what: 'the deleted key forgotten', timeoutMs: NOTIFIED_WITHIN_MS });
+        await until(async () => (await cache.lookup(secret, new Date())) === null, {
+          what: 'the deleted key forgotten',
+          timeoutMs: NOTIFIED_WITHIN_MS,
+        });
         t.equal(await cache.lookup(secret, new Date()), null, 'deleted elsewhere: forgotten');
 
         t.ok(await cache.lookup(server.apiKey, new Date()));
         await other`update organizations set ip_allowlist = '["198.51.100.7"]'::jsonb where id = ${server.orgId}`;
         const allowlist = async () => (await cache.lookup(server.apiKey, new Date()))?.ipAllowlist;
-        await until(async () => (await allowlist())?.[0] === '198.51.100.7', { what: 'the changed allowlist', timeoutMs: NOTIFIED_WITHIN_MS });
+        await until(async () => (await allowlist())?.[0] === '198.51.100.7', {
+          what: 'the changed allowlist',
+          timeoutMs: NOTIFIED_WITHIN_MS,
+        });
         t.same(await allowlist(), ['198.51.100.7'], 'allowlist changed elsewhere: looked up again');
         await other`update organizations set ip_allowlist = '[]'::jsonb where id = ${server.orgId}`;
         t.same(await lookupCredential(server.sql, server.apiKey, new Date()).then((c) => c?.ipAllowlist), []);

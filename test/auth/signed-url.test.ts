@@ -5,7 +5,11 @@ import { createSigner } from '../../src/auth/signed-url.js';
 const now = new Date('2026-11-22T12:00:00Z');
 const read = (link: string) => {
   const u = new URL(link, 'http://x');
-  return { path: u.pathname, expires: u.searchParams.get('expires') ?? undefined, sig: u.searchParams.get('sig') ?? undefined };
+  return {
+    path: u.pathname,
+    expires: u.searchParams.get('expires') ?? undefined,
+    sig: u.searchParams.get('sig') ?? undefined,
+  };
 };
 
 t.test('a link verifies for its path until it expires', async (t) => {
@@ -24,15 +28,19 @@ t.test('a link verifies for its path until it expires', async (t) => {
   t.notOk(createSigner('another-secret-of-16+').verify(path, expires, sig, now), 'another secret');
 });
 
-t.test('the signing secret: the setting when given, else generated once and kept in the database', { timeout: 120_000 }, async (t) => {
-  const { startTestServer } = await import('../helpers/server.js');
-  const { loadSigningSecret } = await import('../../src/auth/signed-url.js');
-  const server = await startTestServer({ db: 'postgres' });
-  t.teardown(() => server.close());
-  const first = await loadSigningSecret(server.sql, undefined);
-  t.match(first, /^[0-9a-f]{64}$/);
-  t.equal(await loadSigningSecret(server.sql, undefined), first, 'stable across starts');
-  t.equal(await loadSigningSecret(server.sql, 'configured-secret-123'), 'configured-secret-123');
-  const [row] = await server.sql<{ value: string }[]>`select value from settings where key = 'signing_secret'`;
-  t.equal(row.value, first);
-});
+t.test(
+  'the signing secret: the setting when given, else generated once and kept in the database',
+  { timeout: 120_000 },
+  async (t) => {
+    const { startTestServer } = await import('../helpers/server.js');
+    const { loadSigningSecret } = await import('../../src/auth/signed-url.js');
+    const server = await startTestServer({ db: 'postgres' });
+    t.teardown(() => server.close());
+    const first = await loadSigningSecret(server.sql, undefined);
+    t.match(first, /^[0-9a-f]{64}$/);
+    t.equal(await loadSigningSecret(server.sql, undefined), first, 'stable across starts');
+    t.equal(await loadSigningSecret(server.sql, 'configured-secret-123'), 'configured-secret-123');
+    const [row] = await server.sql<{ value: string }[]>`select value from settings where key = 'signing_secret'`;
+    t.equal(row.value, first);
+  },
+);

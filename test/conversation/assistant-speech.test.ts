@@ -31,7 +31,11 @@ t.test('ended utterances beyond the bound are forgotten, oldest first; recent on
   t.equal(s.find('r0'), undefined, 'the oldest is gone');
   const last = s.find(`r${responses - 1}`);
   t.ok(last && !last.isActive, 'the newest ended one is still found (its late events are dropped, not replayed)');
-  t.equal(s.find(`r${responses - MAX_TRACKED_UTTERANCES}`)?.responseId, `r${responses - MAX_TRACKED_UTTERANCES}`, 'the oldest kept');
+  t.equal(
+    s.find(`r${responses - MAX_TRACKED_UTTERANCES}`)?.responseId,
+    `r${responses - MAX_TRACKED_UTTERANCES}`,
+    'the oldest kept',
+  );
 });
 
 t.test('active utterances and ones with a tool call running are never forgotten', async (t) => {

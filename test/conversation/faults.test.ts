@@ -30,28 +30,31 @@ function storeError(status: number, message: string): Error {
   return Object.assign(new Error(message), { status });
 }
 
-t.test('a client that leaves while admission is under way: the record is created and finished, the slot freed', async (t) => {
-  const store = new MemoryStore();
-  const admitting = gate();
-  const admit = store.admit.bind(store);
-  store.admit = async (...args) => {
-    const out = await admit(...args);
-    await admitting.wait;
-    return out;
-  };
-  const s = setup({ store });
-  const started = s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
-  await settle(() => store.active.size === 1, 'admitted');
-  s.conv.clientGone();
-  admitting.open();
-  await started;
-  t.equal(await s.conv.ended, 'user');
-  const rec = s.store.only();
-  t.equal(rec.finish?.ended_by, 'user', 'the record made after admission is finished');
-  t.equal(store.active.size, 0, 'and its slot freed with it');
-  t.equal(s.client.count('conversation_created'), 0, 'the client that left is told nothing');
-  t.equal(s.pacing.streams.size, 0, 'nothing left on the pacing clock');
-});
+t.test(
+  'a client that leaves while admission is under way: the record is created and finished, the slot freed',
+  async (t) => {
+    const store = new MemoryStore();
+    const admitting = gate();
+    const admit = store.admit.bind(store);
+    store.admit = async (...args) => {
+      const out = await admit(...args);
+      await admitting.wait;
+      return out;
+    };
+    const s = setup({ store });
+    const started = s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
+    await settle(() => store.active.size === 1, 'admitted');
+    s.conv.clientGone();
+    admitting.open();
+    await started;
+    t.equal(await s.conv.ended, 'user');
+    const rec = s.store.only();
+    t.equal(rec.finish?.ended_by, 'user', 'the record made after admission is finished');
+    t.equal(store.active.size, 0, 'and its slot freed with it');
+    t.equal(s.client.count('conversation_created'), 0, 'the client that left is told nothing');
+    t.equal(s.pacing.streams.size, 0, 'nothing left on the pacing clock');
+  },
+);
 
 t.test('a client that leaves while the record is being created: it is finished as soon as it exists', async (t) => {
   const store = new MemoryStore();
@@ -131,19 +134,22 @@ t.test('a creation that timed out may yet land: the finish ends such a row and f
   t.equal(store.active.size, 0, 'its slot freed');
 });
 
-t.test('say and generate_reply: at most CLIENT_LIMITS.queued_replies queued; the newest beyond is dropped and told', async (t) => {
-  const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
-  const extra = 5;
-  for (let i = 0; i < CLIENT_LIMITS.queued_replies + extra; i++) s.conv.handle({ type: 'say', text: `Number ${i}.` });
-  s.conv.handle({ type: 'generate_reply' });
-  const refused = s.client.events('error').filter((e) => e.error.code === 'queue_full');
-  t.equal(refused.length, extra + 1, 'each one over the bound is refused with queue_full');
-  t.match(refused[0].error.message, String(CLIENT_LIMITS.queued_replies), 'naming the bound');
-  // Speech stops at once when the conversation ends: what was never heard leaves no item.
-  await s.conv.end('user');
-  t.same(s.store.only().items, [], 'queued replies never heard are not on the record');
-});
+t.test(
+  'say and generate_reply: at most CLIENT_LIMITS.queued_replies queued; the newest beyond is dropped and told',
+  async (t) => {
+    const s = setup();
+    await s.conv.start({ kind: 'config', config: config({ scripted_engine: {} }) });
+    const extra = 5;
+    for (let i = 0; i < CLIENT_LIMITS.queued_replies + extra; i++) s.conv.handle({ type: 'say', text: `Number ${i}.` });
+    s.conv.handle({ type: 'generate_reply' });
+    const refused = s.client.events('error').filter((e) => e.error.code === 'queue_full');
+    t.equal(refused.length, extra + 1, 'each one over the bound is refused with queue_full');
+    t.match(refused[0].error.message, String(CLIENT_LIMITS.queued_replies), 'naming the bound');
+    // Speech stops at once when the conversation ends: what was never heard leaves no item.
+    await s.conv.end('user');
+    t.same(s.store.only().items, [], 'queued replies never heard are not on the record');
+  },
+);
 
 t.test('add_system_message: a burst, then one per interval', async (t) => {
   const s = setup();
@@ -205,17 +211,24 @@ t.test('a client that drops and never comes back ended when it left, not when th
   back.conv.clientReturned();
   back.timers.advance(3_000);
   await back.conv.end('user');
-  t.equal(back.store.only().finish!.duration_ms, back.timers.now() - start, 'a client that came back: its whole time counts');
+  t.equal(
+    back.store.only().finish!.duration_ms,
+    back.timers.now() - start,
+    'a client that came back: its whole time counts',
+  );
 });
 
-t.test('ended from outside with a close code: the socket gets it (a shutdown closes with 1012 restarting)', async (t) => {
-  const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ welcome_message: 'Hello.', scripted_engine: {} }) });
-  await tickUntil(s, () => s.client.count('assistant_started_speaking') === 1, 'the welcome');
-  await s.conv.end('error', { code: 1012, reason: 'restarting' });
-  t.same(s.client.closed, { code: 1012, reason: 'restarting' });
-  t.equal(s.store.only().finish?.ended_by, 'error');
-});
+t.test(
+  'ended from outside with a close code: the socket gets it (a shutdown closes with 1012 restarting)',
+  async (t) => {
+    const s = setup();
+    await s.conv.start({ kind: 'config', config: config({ welcome_message: 'Hello.', scripted_engine: {} }) });
+    await tickUntil(s, () => s.client.count('assistant_started_speaking') === 1, 'the welcome');
+    await s.conv.end('error', { code: 1012, reason: 'restarting' });
+    t.same(s.client.closed, { code: 1012, reason: 'restarting' });
+    t.equal(s.store.only().finish?.ended_by, 'error');
+  },
+);
 
 /** A record's store whose finishes fail as told, then land. */
 class FlakyFinishes extends MemoryStore {
@@ -240,7 +253,11 @@ async function boundRecord(store: MemoryStore): Promise<ConversationRecord> {
 
 t.test('a finish the database cannot take now is tried again in the background until it lands', async (t) => {
   const store = new FlakyFinishes();
-  store.failures = [storeError(503, 'unavailable'), storeError(504, 'main did not answer'), storeError(503, 'unavailable')];
+  store.failures = [
+    storeError(503, 'unavailable'),
+    storeError(504, 'main did not answer'),
+    storeError(503, 'unavailable'),
+  ];
   const record = await boundRecord(store);
   await record.finish('user', 1_000, 61_000);
   t.ok(record.retrying, 'not abandoned: retrying');
@@ -252,27 +269,35 @@ t.test('a finish the database cannot take now is tried again in the background u
   t.match(store.only().finish, { ended_by: 'user', duration_ms: 60_000 });
 });
 
-t.test('a finish refused for what it holds is made again without the transcript; an item, without its text', async (t) => {
-  const store = new FlakyFinishes();
-  const appended: NewItem[][] = [];
-  let refuseText = true;
-  store.appendItems = async (id: string, items: NewItem[]) => {
-    if (refuseText && items.some((i) => i.live_transcript)) throw storeError(400, 'a value could not be stored');
-    appended.push(items);
-    return { itemIds: items.map((i) => i.id!) };
-  };
-  store.failures = [storeError(400, 'a value could not be stored')];
-  const record = await boundRecord(store);
-  record.holdUserItem({ role: 'user', live_transcript: 'bad \u0000 text', duration_ms: 500, started_at: new Date(0) });
-  record.flushUserItem();
-  await record.finish('user', 1_000, 2_000);
-  refuseText = false;
-  t.equal(appended.length, 1, 'the item is stored');
-  t.equal(appended[0][0].live_transcript, null, 'without its text');
-  t.ok(appended[0][0].id, 'with the id it was given (a resend is not stored twice)');
-  t.equal(store.attempts.length, 2);
-  t.match(store.attempts[0], { live_transcript: 'user: bad \u0000 text' }, 'the full finish first');
-  t.equal(store.attempts[1].live_transcript, null, 'then without the transcript');
-  t.match(store.only().finish, { ended_by: 'user', duration_ms: 1_000 }, 'the record is finished');
-  t.equal(record.retrying, null, 'nothing left to retry');
-});
+t.test(
+  'a finish refused for what it holds is made again without the transcript; an item, without its text',
+  async (t) => {
+    const store = new FlakyFinishes();
+    const appended: NewItem[][] = [];
+    let refuseText = true;
+    store.appendItems = async (id: string, items: NewItem[]) => {
+      if (refuseText && items.some((i) => i.live_transcript)) throw storeError(400, 'a value could not be stored');
+      appended.push(items);
+      return { itemIds: items.map((i) => i.id!) };
+    };
+    store.failures = [storeError(400, 'a value could not be stored')];
+    const record = await boundRecord(store);
+    record.holdUserItem({
+      role: 'user',
+      live_transcript: 'bad \u0000 text',
+      duration_ms: 500,
+      started_at: new Date(0),
+    });
+    record.flushUserItem();
+    await record.finish('user', 1_000, 2_000);
+    refuseText = false;
+    t.equal(appended.length, 1, 'the item is stored');
+    t.equal(appended[0][0].live_transcript, null, 'without its text');
+    t.ok(appended[0][0].id, 'with the id it was given (a resend is not stored twice)');
+    t.equal(store.attempts.length, 2);
+    t.match(store.attempts[0], { live_transcript: 'user: bad \u0000 text' }, 'the full finish first');
+    t.equal(store.attempts[1].live_transcript, null, 'then without the transcript');
+    t.match(store.only().finish, { ended_by: 'user', duration_ms: 1_000 }, 'the record is finished');
+    t.equal(record.retrying, null, 'nothing left to retry');
+  },
+);

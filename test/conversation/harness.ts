@@ -6,7 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { Conversation } from '../../src/conversation/conversation.js';
-import type { ConversationClient, ConversationStore, ConversationTimers, PacingRegistry } from '../../src/conversation/host.js';
+import type {
+  ConversationClient,
+  ConversationStore,
+  ConversationTimers,
+  PacingRegistry,
+} from '../../src/conversation/host.js';
 import type { SpeechEngine } from '../../src/engines/engine.js';
 import type { WebSearch } from '../../src/engines/web-search.js';
 import { createScriptedEngine, parseScript, type EngineScript } from '../../src/engines/scripted.js';
@@ -130,7 +135,8 @@ export class MemoryStore implements ConversationStore {
     return names.flatMap((n) => (this.tools.has(n) ? [this.tools.get(n)!] : []));
   }
   async admit(_orgId: string, _projectId: string, conversationId: string) {
-    if (this.active.size >= this.cap) return { admitted: false as const, reason: 'at_capacity' as const, active: this.active.size, cap: this.cap };
+    if (this.active.size >= this.cap)
+      return { admitted: false as const, reason: 'at_capacity' as const, active: this.active.size, cap: this.cap };
     this.active.add(conversationId);
     return { admitted: true as const, active: this.active.size, cap: this.cap };
   }
@@ -183,15 +189,35 @@ export interface Setup {
   dataDir: string;
 }
 
-export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?: EngineScript; engine?: SpeechEngine; webSearch?: WebSearch } = {}): Setup {
+export function setup(
+  opts: {
+    store?: MemoryStore;
+    fetch?: typeof fetch;
+    script?: EngineScript;
+    engine?: SpeechEngine;
+    webSearch?: WebSearch;
+  } = {},
+): Setup {
   const timers = new ManualTimers();
   const pacing = new ManualPacing(timers);
   const client = new RecordingClient();
   const store = opts.store ?? new MemoryStore();
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-conv-'));
-  const engine = opts.engine ?? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null });
+  const engine =
+    opts.engine ?? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null });
   const conv = new Conversation(
-    { client, store, engineFor: () => engine, timers, pacing, log, dataDir, allowPrivateEndpoints: true, fetch: opts.fetch ?? globalThis.fetch, webSearch: opts.webSearch },
+    {
+      client,
+      store,
+      engineFor: () => engine,
+      timers,
+      pacing,
+      log,
+      dataDir,
+      allowPrivateEndpoints: true,
+      fetch: opts.fetch ?? globalThis.fetch,
+      webSearch: opts.webSearch,
+    },
     { orgId: 'org_test', origin: 'web' },
   );
   return { conv, client, store, timers, pacing, dataDir };
@@ -199,7 +225,13 @@ export function setup(opts: { store?: MemoryStore; fetch?: typeof fetch; script?
 
 /** Inline config with test defaults: 8 kHz PCM in, 16 kHz PCM out, no speed-up. */
 export function config(fields: Partial<ConfigMessage> & { scripted_engine?: unknown }): ConfigMessage {
-  return { type: 'config', input_format: 'pcm_8000', output_format: 'pcm_16000', audio_speed: 1, ...fields } as ConfigMessage;
+  return {
+    type: 'config',
+    input_format: 'pcm_8000',
+    output_format: 'pcm_16000',
+    audio_speed: 1,
+    ...fields,
+  } as ConfigMessage;
 }
 
 /** Ticks the pacing clock until `cond` holds (engine audio may still be arriving); returns the ticks run. */

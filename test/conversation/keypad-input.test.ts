@@ -39,7 +39,10 @@ t.test('keys in a row are one input, recorded once and answered once', async (t)
   t.equal(probe.of('createResponse').length, 2, 'keys pending at the end are recorded, not answered');
   // (The probe engine says nothing: its answers are empty assistant items.)
   const items = s.store.only().items.filter((i) => i.role === 'user');
-  t.same(items.map((i) => i.live_transcript), ['DTMF 12', 'DTMF 3#', 'DTMF 9']);
+  t.same(
+    items.map((i) => i.live_transcript),
+    ['DTMF 12', 'DTMF 3#', 'DTMF 9'],
+  );
   t.equal(items[0].duration_ms, 500, 'from the first key to the last');
   t.equal(items[0].started_at.getTime(), startedAt, 'starting at the first key');
   t.equal(s.store.only().finish?.live_transcript, 'user: DTMF 12\nuser: DTMF 3#\nuser: DTMF 9');
@@ -83,23 +86,42 @@ t.test('listen-only: keys and turns are recorded, neither is answered', async (t
     return out;
   });
   await speak(s, mulaw);
-  t.same(probe.of('commitUserTurn').map((c) => c.respond), [false], 'the turn is transcribed, not answered');
+  t.same(
+    probe.of('commitUserTurn').map((c) => c.respond),
+    [false],
+    'the turn is transcribed, not answered',
+  );
   t.equal(probe.of('createResponse').length, 0, 'nothing answers the keys');
   await s.conv.end('user');
   const rec = s.store.only();
   t.equal(rec.conversation.settings?.listen_only, true);
-  t.ok(rec.items.some((i) => i.live_transcript === 'DTMF 7#'), 'the keys recorded');
+  t.ok(
+    rec.items.some((i) => i.live_transcript === 'DTMF 7#'),
+    'the keys recorded',
+  );
 });
 
 /** A call whose answering-machine detection is still under way: the conversation is being set up until it settles. */
-function callAwaitingDetection(): { start: Parameters<ReturnType<typeof setup>['conv']['start']>[0]; settle: () => void } {
+function callAwaitingDetection(): {
+  start: Parameters<ReturnType<typeof setup>['conv']['start']>[0];
+  settle: () => void;
+} {
   let settle!: () => void;
   const answeredBy = new Promise<AnsweredBy>((resolve) => {
-    settle = () => resolve({ result: 'human', reason: 'short_answer', decided_at_ms: 900, beep_at_ms: null, beep_end_ms: null });
+    settle = () =>
+      resolve({ result: 'human', reason: 'short_answer', decided_at_ms: 900, beep_at_ms: null, beep_end_ms: null });
   });
   const start = {
     kind: 'call' as const,
-    call: { conversationId: 'conv_keys_early', agent: agent({}), format: 'mulaw_8000' as const, configurationEndpoint: null, overrides: null, listenOnly: false, answeredBy },
+    call: {
+      conversationId: 'conv_keys_early',
+      agent: agent({}),
+      format: 'mulaw_8000' as const,
+      configurationEndpoint: null,
+      overrides: null,
+      listenOnly: false,
+      answeredBy,
+    },
   };
   return { start, settle };
 }
@@ -115,7 +137,14 @@ t.test('keys pressed while the conversation is set up are recorded when it ends 
   // (A call's session settles its detection when the call closes.)
   settle();
   await started;
-  t.same(s.store.only().items.filter((i) => i.role === 'user').map((i) => i.live_transcript), ['DTMF 5'], 'the key is on the record');
+  t.same(
+    s.store
+      .only()
+      .items.filter((i) => i.role === 'user')
+      .map((i) => i.live_transcript),
+    ['DTMF 5'],
+    'the key is on the record',
+  );
   t.equal(probe.of('createResponse').length, 0, 'and not answered');
 });
 
@@ -132,7 +161,17 @@ t.test('keys pressed while the conversation is set up are one entry, answered on
   t.equal(probe.of('createResponse').length, 0, 'the entry goes on once live');
   s.conv.pushDtmf('3');
   s.timers.advance(DTMF_ENTRY_END_MS);
-  t.match(probe.of('createResponse'), [{ instructions: /pressed the keys 123 / }], 'then it is answered, with the keys after');
+  t.match(
+    probe.of('createResponse'),
+    [{ instructions: /pressed the keys 123 / }],
+    'then it is answered, with the keys after',
+  );
   await s.conv.end('user');
-  t.same(s.store.only().items.filter((i) => i.role === 'user').map((i) => i.live_transcript), ['DTMF 123']);
+  t.same(
+    s.store
+      .only()
+      .items.filter((i) => i.role === 'user')
+      .map((i) => i.live_transcript),
+    ['DTMF 123'],
+  );
 });

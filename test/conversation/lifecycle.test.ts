@@ -20,20 +20,36 @@ async function endpointServer(t: { teardown(fn: () => unknown): void }) {
       hits.push({ method: req.method!, path: req.url!, body: JSON.parse(data), auth: req.headers.authorization });
       if (req.url === '/error') return void res.writeHead(500).end('boom');
       if (req.url === '/invalid') return void res.writeHead(200).end('not json');
-      if (req.url === '/wrong') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"vad_threshold": 7}');
-      if (req.url === '/ok') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"welcome_message": "Hi {{name}} from the endpoint.", "template_variables": {"name": "Bo"}}');
+      if (req.url === '/wrong')
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"vad_threshold": 7}');
+      if (req.url === '/ok')
+        return void res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end('{"welcome_message": "Hi {{name}} from the endpoint.", "template_variables": {"name": "Bo"}}');
       // '/slow': never answers
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
   return { hits, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
 t.test('configuration endpoint: overrides applied; error, invalid response and timeout end it', async (t) => {
   const { hits, base } = await endpointServer(t);
   const ok = setup();
-  await ok.conv.start({ kind: 'config', config: config({ configuration_endpoint: { url: `${base}/ok`, headers: { authorization: 'Bearer x' }, timeout_ms: 1000 }, scripted_engine: {} }) });
+  await ok.conv.start({
+    kind: 'config',
+    config: config({
+      configuration_endpoint: { url: `${base}/ok`, headers: { authorization: 'Bearer x' }, timeout_ms: 1000 },
+      scripted_engine: {},
+    }),
+  });
   t.equal(ok.conv.state, 'ready');
   t.equal(hits[0].auth, 'Bearer x', 'configured headers sent');
   t.equal(hits[0].method, 'POST', 'called with POST');
@@ -41,12 +57,25 @@ t.test('configuration endpoint: overrides applied; error, invalid response and t
   t.same(hits[0].body.project, { id: 'proj_main', name: 'main' }, 'and its project');
   await tickUntil(ok, () => ok.client.count('assistant_finished_speaking') === 1, 'welcome');
   t.equal(ok.client.events('audio_chunk').length, 0);
-  t.match(ok.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), 'Hi Bo from the endpoint.');
+  t.match(
+    ok.client.log
+      .filter((e) => e.type === 'audio')
+      .map((e) => (e as { text: string }).text)
+      .join(''),
+    'Hi Bo from the endpoint.',
+  );
   await ok.conv.end('user');
 
-  for (const [path, endedBy] of [['/error', 'configuration_endpoint_error'], ['/invalid', 'configuration_endpoint_invalid_response'], ['/wrong', 'configuration_endpoint_invalid_response']] as const) {
+  for (const [path, endedBy] of [
+    ['/error', 'configuration_endpoint_error'],
+    ['/invalid', 'configuration_endpoint_invalid_response'],
+    ['/wrong', 'configuration_endpoint_invalid_response'],
+  ] as const) {
     const s = setup();
-    await s.conv.start({ kind: 'config', config: config({ configuration_endpoint: { url: `${base}${path}`, timeout_ms: 1000 }, scripted_engine: {} }) });
+    await s.conv.start({
+      kind: 'config',
+      config: config({ configuration_endpoint: { url: `${base}${path}`, timeout_ms: 1000 }, scripted_engine: {} }),
+    });
     t.equal(await s.conv.ended, endedBy, path);
     t.equal(s.store.only().finish?.ended_by, endedBy);
     t.same(s.client.types, ['conversation_created', 'error']);
@@ -54,7 +83,10 @@ t.test('configuration endpoint: overrides applied; error, invalid response and t
   }
 
   const slow = setup();
-  const started = slow.conv.start({ kind: 'config', config: config({ configuration_endpoint: { url: `${base}/slow`, timeout_ms: 1000 }, scripted_engine: {} }) });
+  const started = slow.conv.start({
+    kind: 'config',
+    config: config({ configuration_endpoint: { url: `${base}/slow`, timeout_ms: 1000 }, scripted_engine: {} }),
+  });
   await until(() => hits.some((h) => h.path === '/slow'), { what: 'the slow request' });
   slow.timers.advance(999);
   t.equal(slow.conv.state, 'configuring');
@@ -83,12 +115,27 @@ t.test('unknown agent is refused', async (t) => {
 
 t.test('no input: poke text after no_input_poke_sec, then the silence limit ends it', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ no_input_poke_sec: 5, no_input_poke_text: 'Are you there, {{name}}?', template_variables: { name: 'Ada' }, no_input_end_conversation_sec: 12, scripted_engine: {} }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({
+      no_input_poke_sec: 5,
+      no_input_poke_text: 'Are you there, {{name}}?',
+      template_variables: { name: 'Ada' },
+      no_input_end_conversation_sec: 12,
+      scripted_engine: {},
+    }),
+  });
   s.timers.advance(4999);
   t.equal(s.client.count('assistant_started_speaking'), 0);
   s.timers.advance(1);
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'the poke');
-  t.equal(s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), 'Are you there, Ada?');
+  t.equal(
+    s.client.log
+      .filter((e) => e.type === 'audio')
+      .map((e) => (e as { text: string }).text)
+      .join(''),
+    'Are you there, Ada?',
+  );
   t.equal(s.conv.state, 'active');
   s.timers.advance(12_000);
   t.equal(await s.conv.ended, 'assistant_silence_limit_reached');
@@ -97,10 +144,23 @@ t.test('no input: poke text after no_input_poke_sec, then the silence limit ends
 
 t.test('generated poke text comes from the engine', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ no_input_poke_sec: 2, generate_no_input_poke_text: true, scripted_engine: { responses: [{ say: 'Hello? Anyone?' }] } }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({
+      no_input_poke_sec: 2,
+      generate_no_input_poke_text: true,
+      scripted_engine: { responses: [{ say: 'Hello? Anyone?' }] },
+    }),
+  });
   s.timers.advance(2000);
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'the generated poke');
-  t.equal(s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), 'Hello? Anyone?');
+  t.equal(
+    s.client.log
+      .filter((e) => e.type === 'audio')
+      .map((e) => (e as { text: string }).text)
+      .join(''),
+    'Hello? Anyone?',
+  );
   await s.conv.end('user');
 });
 
@@ -117,9 +177,24 @@ t.test('websocket_timeout_sec: an idle client ends the conversation; client mess
 
 t.test('an engine that fails to open ends the conversation with ended_by error and a saved record', async (t) => {
   const s = setup();
-  const failing: SpeechEngine = { name: 'broken', open: async () => { throw new EngineError('no model', 'broken'); } };
+  const failing: SpeechEngine = {
+    name: 'broken',
+    open: async () => {
+      throw new EngineError('no model', 'broken');
+    },
+  };
   const conv = new Conversation(
-    { client: s.client, store: s.store, engineFor: () => failing, timers: s.timers, pacing: s.pacing, log: pino({ level: 'silent' }), dataDir: s.dataDir, allowPrivateEndpoints: true, fetch: globalThis.fetch },
+    {
+      client: s.client,
+      store: s.store,
+      engineFor: () => failing,
+      timers: s.timers,
+      pacing: s.pacing,
+      log: pino({ level: 'silent' }),
+      dataDir: s.dataDir,
+      allowPrivateEndpoints: true,
+      fetch: globalThis.fetch,
+    },
     { orgId: 'org_test', origin: 'web' },
   );
   await conv.start({ kind: 'config', config: config({}) });
@@ -144,15 +219,32 @@ t.test('an engine error mid-conversation ends it with ended_by error and the rec
     open: async (_o, hooks) => {
       fail = () => hooks.onError(new EngineError('lost the model', 'flaky'));
       return {
-        sampleRate: 16000, transcribesLive: false,
-        appendAudio() {}, commitUserTurn() {}, clearUserTurn() {},
-        createResponse: () => 'r1', speak: () => 'r2', submitToolOutput() {}, cancelResponse() {}, updateSession() {},
+        sampleRate: 16000,
+        transcribesLive: false,
+        appendAudio() {},
+        commitUserTurn() {},
+        clearUserTurn() {},
+        createResponse: () => 'r1',
+        speak: () => 'r2',
+        submitToolOutput() {},
+        cancelResponse() {},
+        updateSession() {},
         close: async () => {},
       };
     },
   };
   const conv = new Conversation(
-    { client: s.client, store: s.store, engineFor: () => engine, timers: s.timers, pacing: s.pacing, log: pino({ level: 'silent' }), dataDir: s.dataDir, allowPrivateEndpoints: true, fetch: globalThis.fetch },
+    {
+      client: s.client,
+      store: s.store,
+      engineFor: () => engine,
+      timers: s.timers,
+      pacing: s.pacing,
+      log: pino({ level: 'silent' }),
+      dataDir: s.dataDir,
+      allowPrivateEndpoints: true,
+      fetch: globalThis.fetch,
+    },
     { orgId: 'org_test', origin: 'web' },
   );
   await conv.start({ kind: 'config', config: config({}) });
@@ -185,7 +277,11 @@ t.test('STS audio before ready_to_start_conversation: dropped, and the client to
   s.conv.pushAudioFrame(new ArrayBuffer(640));
   await started;
   t.equal(s.conv.state, 'ready');
-  t.same(s.client.events('warning').map((w) => w.warning.code), ['audio_before_ready'], 'one warning for both');
+  t.same(
+    s.client.events('warning').map((w) => w.warning.code),
+    ['audio_before_ready'],
+    'one warning for both',
+  );
   await s.conv.end('user');
   t.equal(s.store.only().items.filter((i) => i.role === 'user').length, 0, 'no user turn from it');
 });

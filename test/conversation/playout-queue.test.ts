@@ -17,30 +17,33 @@ function readAll<U>(q: PlayoutQueue<U>, owner: U, chunk = 37): number[] {
   return out;
 }
 
-t.test('samples come out in order across block boundaries, and every block goes back to the pool once read', async (t) => {
-  const pool = new AudioBlockPool(BLOCK, clock);
-  const q = new PlayoutQueue<string>(pool);
-  q.push('a', ramp(0, 250));
-  q.push('a', ramp(250, 1000), 10, 90); // part of a lent array: samples 260..339
-  t.equal(q.samples, 330);
-  t.equal(pool.stats().blocksInUse, 4, '330 samples in blocks of 100');
-  const got = readAll(q, 'a');
-  t.same(got, [...ramp(0, 250), ...ramp(260, 80)]);
-  t.ok(q.isEmpty);
-  t.equal(q.headOwner(), null);
-  t.equal(pool.stats().blocksInUse, 0, 'all given back');
-  q.push('a', ramp(5, 3));
-  t.same(readAll(q, 'a'), [5, 6, 7], 'usable again after running empty');
-});
+t.test(
+  'samples come out in order across block boundaries, and every block goes back to the pool once read',
+  async (t) => {
+    const pool = new AudioBlockPool(BLOCK, clock);
+    const q = new PlayoutQueue<string>(pool);
+    q.push('a', ramp(0, 250));
+    q.push('a', ramp(250, 1000), 10, 90); // part of a lent array: samples 260..339
+    t.equal(q.samples, 330);
+    t.equal(pool.stats().blocksInUse, 4, '330 samples in blocks of 100');
+    const got = readAll(q, 'a');
+    t.same(got, [...ramp(0, 250), ...ramp(260, 80)]);
+    t.ok(q.isEmpty);
+    t.equal(q.headOwner(), null);
+    t.equal(pool.stats().blocksInUse, 0, 'all given back');
+    q.push('a', ramp(5, 3));
+    t.same(readAll(q, 'a'), [5, 6, 7], 'usable again after running empty');
+  },
+);
 
-t.test('a read stops at the next owner\'s audio; that owner is then at the head', async (t) => {
+t.test("a read stops at the next owner's audio; that owner is then at the head", async (t) => {
   const q = new PlayoutQueue<string>(new AudioBlockPool(BLOCK, clock));
   q.push('a', ramp(0, 150));
   q.push('b', ramp(1000, 120));
   const dst = new Int16Array(400);
   t.equal(q.headOwner(), 'a');
   t.equal(q.read('b', dst, 0, 400), 0, 'b is not at the head');
-  t.equal(q.read('a', dst, 0, 400), 150, 'only a\'s samples');
+  t.equal(q.read('a', dst, 0, 400), 150, "only a's samples");
   t.equal(q.headOwner(), 'b');
   t.equal(q.read('b', dst, 10, 400), 120);
   t.same([...dst.subarray(10, 130)], [...ramp(1000, 120)], 'written from the offset asked');
@@ -54,7 +57,7 @@ t.test('dropping an owner skips its audio wherever it is queued, and counts it',
   q.push('a', ramp(2000, 40));
   q.push('c', ramp(3000, 30));
   t.ok(q.has('b'));
-  t.equal(q.drop('b'), 170, 'b\'s samples dropped');
+  t.equal(q.drop('b'), 170, "b's samples dropped");
   t.equal(q.drop('b'), 0, 'nothing left to drop');
   t.notOk(q.has('b'));
   t.equal(q.samples, 200);

@@ -105,7 +105,10 @@ t.test('with time-stretch, the first stretched audio also goes out at once', asy
   playout.finish(a);
   for (let i = 0; i < 20; i++) tick();
   const total = sent.at(-1)!.playedEnd;
-  t.ok(total > 10 * 160 * 0.75 && total < 10 * 160, `the stretched audio played, shorter than the input (${total} samples)`);
+  t.ok(
+    total > 10 * 160 * 0.75 && total < 10 * 160,
+    `the stretched audio played, shorter than the input (${total} samples)`,
+  );
   t.same(
     sent.slice(1).map((s) => s.atTick),
     sent.slice(1).map((_, i) => i + 1),
@@ -113,64 +116,76 @@ t.test('with time-stretch, the first stretched audio also goes out at once', asy
   );
 });
 
-t.test('with time-stretch, engine chunks of any length play exactly what the stretcher makes of their 40 ms pieces', async (t) => {
-  const rate = 8000;
-  const speed = 1.25;
-  const piece = (rate * 40) / 1000;
-  const frames: number[] = [];
-  const playout = new Playout<Owner>({
-    engineRate: rate,
-    outputFormat: 'pcm_8000',
-    speed,
-    noise: null,
-    sink: {
-      frame(_owner, pcm) {
-        frames.push(...pcm);
-        return true;
+t.test(
+  'with time-stretch, engine chunks of any length play exactly what the stretcher makes of their 40 ms pieces',
+  async (t) => {
+    const rate = 8000;
+    const speed = 1.25;
+    const piece = (rate * 40) / 1000;
+    const frames: number[] = [];
+    const playout = new Playout<Owner>({
+      engineRate: rate,
+      outputFormat: 'pcm_8000',
+      speed,
+      noise: null,
+      sink: {
+        frame(_owner, pcm) {
+          frames.push(...pcm);
+          return true;
+        },
+        drained: () => undefined,
       },
-      drained: () => undefined,
-    },
-  });
-  // A reference stretcher fed the same pieces: the playout must queue its output, sample for sample.
-  const reference = new TimeStretch({ sampleRate: rate, maxInput: piece, speed });
-  const refOut = new Int16Array(reference.maxOutput(piece) * 2);
-  const expected: number[] = [];
-  const owner = new Owner('a');
-  let seed = 7;
-  const lengths = [800, 100, 2000, 333, 6000, 1];
-  for (const length of lengths) {
-    const chunk = Int16Array.from({ length }, () => ((seed = (seed * 1103515245 + 12345) >>> 0) >> 17) - 16384);
-    playout.enqueue(owner, chunk);
-    for (let i = 0; i < length; i += piece) {
-      const m = reference.process(chunk.slice(i, Math.min(length, i + piece)), refOut);
-      expected.push(...refOut.subarray(0, m));
+    });
+    // A reference stretcher fed the same pieces: the playout must queue its output, sample for sample.
+    const reference = new TimeStretch({ sampleRate: rate, maxInput: piece, speed });
+    const refOut = new Int16Array(reference.maxOutput(piece) * 2);
+    const expected: number[] = [];
+    const owner = new Owner('a');
+    let seed = 7;
+    const lengths = [800, 100, 2000, 333, 6000, 1];
+    for (const length of lengths) {
+      const chunk = Int16Array.from({ length }, () => ((seed = (seed * 1103515245 + 12345) >>> 0) >> 17) - 16384);
+      playout.enqueue(owner, chunk);
+      for (let i = 0; i < length; i += piece) {
+        const m = reference.process(chunk.slice(i, Math.min(length, i + piece)), refOut);
+        expected.push(...refOut.subarray(0, m));
+      }
     }
-  }
-  playout.finish(owner);
-  expected.push(...refOut.subarray(0, reference.flush(refOut)));
-  for (let i = 0; i < 200 && frames.length < expected.length; i++) playout.tick();
-  t.ok(expected.length > 0.75 * lengths.reduce((a, b) => a + b) && expected.length < lengths.reduce((a, b) => a + b), 'the audio was stretched');
-  t.same(frames.slice(0, expected.length), expected, 'the same samples in the same order');
-  t.ok(frames.slice(expected.length).every((v) => v === 0), 'then silence to the end of the last frame');
-});
+    playout.finish(owner);
+    expected.push(...refOut.subarray(0, reference.flush(refOut)));
+    for (let i = 0; i < 200 && frames.length < expected.length; i++) playout.tick();
+    t.ok(
+      expected.length > 0.75 * lengths.reduce((a, b) => a + b) && expected.length < lengths.reduce((a, b) => a + b),
+      'the audio was stretched',
+    );
+    t.same(frames.slice(0, expected.length), expected, 'the same samples in the same order');
+    t.ok(
+      frames.slice(expected.length).every((v) => v === 0),
+      'then silence to the end of the last frame',
+    );
+  },
+);
 
-t.test('queued audio sits in the worker\'s block pool: given back once played, on barge-in and on destroy', async (t) => {
-  const pool = audioBlockPool(8000);
-  const base = pool.stats().blocksInUse;
-  const { playout, sent, tick } = setup();
-  const a = new Owner('a');
-  const b = new Owner('b');
-  playout.enqueue(a, audio(60)); // 1.2 s: two blocks of 1 s
-  t.equal(pool.stats().blocksInUse - base, 2);
-  for (let i = 0; i < 60; i++) tick();
-  t.equal(sent.length, 60, 'all of it played');
-  t.equal(pool.stats().blocksInUse - base, 0, 'played out: blocks back');
-  playout.enqueue(b, audio(75));
-  t.equal(pool.stats().blocksInUse - base, 2);
-  t.equal(playout.clear(b), 74 * 160, 'barge-in drops what was not sent');
-  t.equal(pool.stats().blocksInUse - base, 0, 'cleared: blocks back');
-  playout.enqueue(a, audio(120));
-  t.equal(pool.stats().blocksInUse - base, 3);
-  playout.destroy();
-  t.equal(pool.stats().blocksInUse - base, 0, 'destroyed: blocks back');
-});
+t.test(
+  "queued audio sits in the worker's block pool: given back once played, on barge-in and on destroy",
+  async (t) => {
+    const pool = audioBlockPool(8000);
+    const base = pool.stats().blocksInUse;
+    const { playout, sent, tick } = setup();
+    const a = new Owner('a');
+    const b = new Owner('b');
+    playout.enqueue(a, audio(60)); // 1.2 s: two blocks of 1 s
+    t.equal(pool.stats().blocksInUse - base, 2);
+    for (let i = 0; i < 60; i++) tick();
+    t.equal(sent.length, 60, 'all of it played');
+    t.equal(pool.stats().blocksInUse - base, 0, 'played out: blocks back');
+    playout.enqueue(b, audio(75));
+    t.equal(pool.stats().blocksInUse - base, 2);
+    t.equal(playout.clear(b), 74 * 160, 'barge-in drops what was not sent');
+    t.equal(pool.stats().blocksInUse - base, 0, 'cleared: blocks back');
+    playout.enqueue(a, audio(120));
+    t.equal(pool.stats().blocksInUse - base, 3);
+    playout.destroy();
+    t.equal(pool.stats().blocksInUse - base, 0, 'destroyed: blocks back');
+  },
+);

@@ -1,6 +1,14 @@
 // A speech engine the test drives by hand: it records every call the conversation makes on its session, and hands
 // the test the hooks to answer with (transcripts, audio, tool calls, response done). No synthesis, no timing.
-import type { EngineHooks, EngineSessionOptions, EngineToolCall, ResponseId, ResponseOptions, SpeechEngine, SpeechEngineSession } from '../../src/engines/engine.js';
+import type {
+  EngineHooks,
+  EngineSessionOptions,
+  EngineToolCall,
+  ResponseId,
+  ResponseOptions,
+  SpeechEngine,
+  SpeechEngineSession,
+} from '../../src/engines/engine.js';
 
 export const PROBE_RATE = 16_000;
 /** 20 ms of engine audio. */
@@ -35,7 +43,12 @@ export class ProbeEngine implements SpeechEngine {
       clearUserTurn: () => void calls.push({ kind: 'clearUserTurn' }),
       createResponse(instructions?: string, options?: ResponseOptions) {
         const id = next();
-        calls.push({ kind: 'createResponse', id, ...(instructions === undefined ? {} : { instructions }), ...(options === undefined ? {} : { options }) });
+        calls.push({
+          kind: 'createResponse',
+          id,
+          ...(instructions === undefined ? {} : { instructions }),
+          ...(options === undefined ? {} : { options }),
+        });
         return id;
       },
       speak(text: string) {
@@ -44,7 +57,13 @@ export class ProbeEngine implements SpeechEngine {
         return id;
       },
       submitToolOutput: (callId, output, respond, options) =>
-        void calls.push({ kind: 'submitToolOutput', callId, output, respond, ...(options === undefined ? {} : { options }) }),
+        void calls.push({
+          kind: 'submitToolOutput',
+          callId,
+          output,
+          respond,
+          ...(options === undefined ? {} : { options }),
+        }),
       cancelResponse: (id, playedMs) => void calls.push({ kind: 'cancelResponse', id, playedMs }),
       updateSession: (update) => void calls.push({ kind: 'updateSession', update }),
       close: async () => {},

@@ -2,27 +2,30 @@ import t from 'tap';
 import { ownedTimer, slidingTimer } from '../../src/conversation/timer.js';
 import { ManualTimers } from './harness.js';
 
-t.test('a sliding timer fires its delay after the last start, with one pending timer however often it is started', async (t) => {
-  const timers = new ManualTimers();
-  let fired = 0;
-  const idle = slidingTimer(timers, 1000, () => fired++);
-  t.equal(idle.armed, false);
-  for (let i = 0; i < 100; i++) {
-    idle.start();
-    t.ok(timers.pending <= 1, 'never more than one pending timer');
-    timers.advance(20);
-  }
-  // Now 2000 ms; the last start was at 1980 ms, so the deadline is 2980 ms.
-  timers.advance(970);
-  t.equal(fired, 0, 'not before the deadline');
-  t.equal(idle.armed, true);
-  timers.advance(10);
-  t.equal(fired, 1, 'at the deadline');
-  t.equal(idle.armed, false);
-  t.equal(timers.pending, 0, 'nothing left pending');
-  timers.advance(5000);
-  t.equal(fired, 1, 'once');
-});
+t.test(
+  'a sliding timer fires its delay after the last start, with one pending timer however often it is started',
+  async (t) => {
+    const timers = new ManualTimers();
+    let fired = 0;
+    const idle = slidingTimer(timers, 1000, () => fired++);
+    t.equal(idle.armed, false);
+    for (let i = 0; i < 100; i++) {
+      idle.start();
+      t.ok(timers.pending <= 1, 'never more than one pending timer');
+      timers.advance(20);
+    }
+    // Now 2000 ms; the last start was at 1980 ms, so the deadline is 2980 ms.
+    timers.advance(970);
+    t.equal(fired, 0, 'not before the deadline');
+    t.equal(idle.armed, true);
+    timers.advance(10);
+    t.equal(fired, 1, 'at the deadline');
+    t.equal(idle.armed, false);
+    t.equal(timers.pending, 0, 'nothing left pending');
+    timers.advance(5000);
+    t.equal(fired, 1, 'once');
+  },
+);
 
 t.test('a sliding timer fires exactly when an owned timer started at the same moments does', async (t) => {
   const timers = new ManualTimers();

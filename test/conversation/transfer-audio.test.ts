@@ -13,11 +13,22 @@ import { concatPcm as concat, loadPrompt } from '../media/speech.js';
 t.setTimeout(120_000);
 
 const transferTool = {
-  id: 'tool_tr', name: 'transfer',
-  definition: { type: 'built_in_transfer_to_agent', name: 'transfer', description: 'Transfer', execution_mode: 'sync', agents_to_transfer_to: ['billing'] },
+  id: 'tool_tr',
+  name: 'transfer',
+  definition: {
+    type: 'built_in_transfer_to_agent',
+    name: 'transfer',
+    description: 'Transfer',
+    execution_mode: 'sync',
+    agents_to_transfer_to: ['billing'],
+  },
 };
 const billing = (config: Record<string, unknown>) => ({
-  orgId: 'org_test', project: { id: 'proj_main', name: 'main' }, agent: { id: 'agent_billing', name: 'billing', enabled: true }, config, tools: [],
+  orgId: 'org_test',
+  project: { id: 'proj_main', name: 'main' },
+  agent: { id: 'agent_billing', name: 'billing', enabled: true },
+  config,
+  tools: [],
 });
 
 /** Hands a transfer call to the conversation and waits for its output to reach the engine. */
@@ -64,48 +75,64 @@ function saySilence(probe: ProbeEngine, id: string, frames: number): void {
   probe.hooks!.onResponseDone(id);
 }
 
-t.test("transfer to agent: the next utterance is sent over the new agent's noise bed and level; the one playing keeps its own", async (t) => {
-  const UTTERANCE_FRAMES = 10;
-  const PLAYED_BEFORE_TRANSFER = 3;
-  const probe = new ProbeEngine();
-  const s = setup({ engine: probe });
-  s.store.tools.set('transfer', transferTool);
-  s.store.agents.set('billing', billing({ system_prompt: 'Billing.', background_noise: 'office', background_noise_level: 0.5 }));
-  await s.conv.start({
-    kind: 'config',
-    config: config({ tools: ['transfer'], background_noise: 'coffee-shop', background_noise_level: 0.2, welcome_message: null }),
-  });
-  const sent = captureSent(s);
-  const finished = (n: number) => {
-    for (let i = 0; i < 2 * UTTERANCE_FRAMES && s.client.count('assistant_finished_speaking') < n; i++) s.pacing.tick();
-    t.equal(s.client.count('assistant_finished_speaking'), n, `utterance ${n} played out`);
-  };
+t.test(
+  "transfer to agent: the next utterance is sent over the new agent's noise bed and level; the one playing keeps its own",
+  async (t) => {
+    const UTTERANCE_FRAMES = 10;
+    const PLAYED_BEFORE_TRANSFER = 3;
+    const probe = new ProbeEngine();
+    const s = setup({ engine: probe });
+    s.store.tools.set('transfer', transferTool);
+    s.store.agents.set(
+      'billing',
+      billing({ system_prompt: 'Billing.', background_noise: 'office', background_noise_level: 0.5 }),
+    );
+    await s.conv.start({
+      kind: 'config',
+      config: config({
+        tools: ['transfer'],
+        background_noise: 'coffee-shop',
+        background_noise_level: 0.2,
+        welcome_message: null,
+      }),
+    });
+    const sent = captureSent(s);
+    const finished = (n: number) => {
+      for (let i = 0; i < 2 * UTTERANCE_FRAMES && s.client.count('assistant_finished_speaking') < n; i++)
+        s.pacing.tick();
+      t.equal(s.client.count('assistant_finished_speaking'), n, `utterance ${n} played out`);
+    };
 
-  s.conv.handle({ type: 'generate_reply' });
-  const before = probe.of('createResponse')[0].id;
-  saySilence(probe, before, UTTERANCE_FRAMES);
-  for (let i = 1; i < PLAYED_BEFORE_TRANSFER; i++) s.pacing.tick(); // the first frame went out on enqueue
-  t.equal(sent.length, PLAYED_BEFORE_TRANSFER, 'part of the first utterance is out when the transfer comes');
-  await transfer(s, probe);
-  finished(1);
-  const first = concat(sent.splice(0));
+    s.conv.handle({ type: 'generate_reply' });
+    const before = probe.of('createResponse')[0].id;
+    saySilence(probe, before, UTTERANCE_FRAMES);
+    for (let i = 1; i < PLAYED_BEFORE_TRANSFER; i++) s.pacing.tick(); // the first frame went out on enqueue
+    t.equal(sent.length, PLAYED_BEFORE_TRANSFER, 'part of the first utterance is out when the transfer comes');
+    await transfer(s, probe);
+    finished(1);
+    const first = concat(sent.splice(0));
 
-  s.conv.handle({ type: 'generate_reply' });
-  const after = probe.of('createResponse')[1].id;
-  saySilence(probe, after, UTTERANCE_FRAMES);
-  finished(2);
-  const second = concat(sent.splice(0));
-  await s.conv.end('user');
+    s.conv.handle({ type: 'generate_reply' });
+    const after = probe.of('createResponse')[1].id;
+    saySilence(probe, after, UTTERANCE_FRAMES);
+    finished(2);
+    const second = concat(sent.splice(0));
+    await s.conv.end('user');
 
-  t.equal(first.length, UTTERANCE_FRAMES * PROBE_FRAME);
-  t.equal(second.length, UTTERANCE_FRAMES * PROBE_FRAME);
-  t.not(bedOffset(first, 'coffee-shop', 0.2), -1, 'the utterance playing at the transfer: coffee-shop at 0.2 throughout, unbroken');
-  t.equal(bedOffset(first, 'office', 0.5), -1, 'none of it is office');
-  t.not(bedOffset(second, 'office', 0.5), -1, 'the next utterance: office at 0.5 throughout');
-  t.equal(bedOffset(second, 'coffee-shop', 0.2), -1, 'none of it is coffee-shop');
-  // The level is in bedOffset's exact match (each sample is the bed's scaled by exactly that level). An RMS
-  // comparison is not: 200 ms of two beds at loop offsets that depend on timing differ by more than 0.2 vs 0.5.
-});
+    t.equal(first.length, UTTERANCE_FRAMES * PROBE_FRAME);
+    t.equal(second.length, UTTERANCE_FRAMES * PROBE_FRAME);
+    t.not(
+      bedOffset(first, 'coffee-shop', 0.2),
+      -1,
+      'the utterance playing at the transfer: coffee-shop at 0.2 throughout, unbroken',
+    );
+    t.equal(bedOffset(first, 'office', 0.5), -1, 'none of it is office');
+    t.not(bedOffset(second, 'office', 0.5), -1, 'the next utterance: office at 0.5 throughout');
+    t.equal(bedOffset(second, 'coffee-shop', 0.2), -1, 'none of it is coffee-shop');
+    // The level is in bedOffset's exact match (each sample is the bed's scaled by exactly that level). An RMS
+    // comparison is not: 200 ms of two beds at loop offsets that depend on timing differ by more than 0.2 vs 0.5.
+  },
+);
 
 // ---- prebuffer ----
 
@@ -141,13 +168,19 @@ function appendRecording(probe: ProbeEngine, fed: () => number): { engine: Speec
   const appends: Append[] = [];
   const engine: SpeechEngine = {
     name: 'probe',
-    open: async (options, hooks) => ({ ...(await probe.open(options, hooks)), appendAudio: (pcm: Int16Array) => void appends.push({ pcm: pcm.slice(), fed: fed() }) }),
+    open: async (options, hooks) => ({
+      ...(await probe.open(options, hooks)),
+      appendAudio: (pcm: Int16Array) => void appends.push({ pcm: pcm.slice(), fed: fed() }),
+    }),
   };
   return { engine, appends };
 }
 
 /** The audio handed to the engine at the start of the user's turn (its first append), and where the input stood. */
-async function prebufferHanded(first: Record<string, unknown>, transferTo: Record<string, unknown> | null): Promise<{ got: Int16Array; expected: Int16Array }> {
+async function prebufferHanded(
+  first: Record<string, unknown>,
+  transferTo: Record<string, unknown> | null,
+): Promise<{ got: Int16Array; expected: Int16Array }> {
   const input = userInput();
   let fed = 0;
   const probe = new ProbeEngine();
@@ -155,7 +188,10 @@ async function prebufferHanded(first: Record<string, unknown>, transferTo: Recor
   const s = setup({ engine });
   s.store.tools.set('transfer', transferTool);
   s.store.agents.set('billing', billing({ system_prompt: 'Billing.', ...transferTo }));
-  await s.conv.start({ kind: 'config', config: config({ tools: ['transfer'], input_format: 'pcm_16000', welcome_message: null, ...first }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({ tools: ['transfer'], input_format: 'pcm_16000', welcome_message: null, ...first }),
+  });
   if (transferTo) await transfer(s, probe);
   while (fed < input.length && s.client.count('user_started_speaking') === 0) {
     const frame = input.subarray(fed, fed + INPUT_FRAME);
@@ -169,16 +205,29 @@ async function prebufferHanded(first: Record<string, unknown>, transferTo: Recor
   return { got: pcm, expected: input.subarray(Math.max(0, at - pcm.length), at) };
 }
 
-t.test("transfer to agent: the next user turn hands the engine the new agent's vad_prebuffer_duration_ms of audio", async (t) => {
-  const samples = (ms: number) => (PROBE_RATE * ms) / 1000;
-  const cases = [
-    { name: 'no transfer: 500 ms', first: { vad_prebuffer_duration_ms: 500 }, transferTo: null, ms: 500 },
-    { name: 'transfer 500 -> 1000 ms (the copy must grow)', first: { vad_prebuffer_duration_ms: 500 }, transferTo: { vad_prebuffer_duration_ms: 1000 }, ms: 1000 },
-    { name: 'transfer 500 -> 200 ms', first: { vad_prebuffer_duration_ms: 500 }, transferTo: { vad_prebuffer_duration_ms: 200 }, ms: 200 },
-  ];
-  for (const c of cases) {
-    const { got, expected } = await prebufferHanded(c.first, c.transferTo);
-    t.equal(got.length, samples(c.ms), `${c.name}: ${samples(c.ms)} samples`);
-    t.same(got, expected, `${c.name}: the input audio just before the start decision, sample for sample`);
-  }
-});
+t.test(
+  "transfer to agent: the next user turn hands the engine the new agent's vad_prebuffer_duration_ms of audio",
+  async (t) => {
+    const samples = (ms: number) => (PROBE_RATE * ms) / 1000;
+    const cases = [
+      { name: 'no transfer: 500 ms', first: { vad_prebuffer_duration_ms: 500 }, transferTo: null, ms: 500 },
+      {
+        name: 'transfer 500 -> 1000 ms (the copy must grow)',
+        first: { vad_prebuffer_duration_ms: 500 },
+        transferTo: { vad_prebuffer_duration_ms: 1000 },
+        ms: 1000,
+      },
+      {
+        name: 'transfer 500 -> 200 ms',
+        first: { vad_prebuffer_duration_ms: 500 },
+        transferTo: { vad_prebuffer_duration_ms: 200 },
+        ms: 200,
+      },
+    ];
+    for (const c of cases) {
+      const { got, expected } = await prebufferHanded(c.first, c.transferTo);
+      t.equal(got.length, samples(c.ms), `${c.name}: ${samples(c.ms)} samples`);
+      t.same(got, expected, `${c.name}: the input audio just before the start decision, sample for sample`);
+    }
+  },
+);

@@ -8,7 +8,8 @@ import { BACKCHANNEL_TEXT } from '../../src/conversation/turn-taking.js';
 
 t.setTimeout(120_000);
 
-const LONG = 'Welcome to the test line. This message is long on purpose, so that there is time to speak over it while it plays out to the caller, and then some more words to be sure.';
+const LONG =
+  'Welcome to the test line. This message is long on purpose, so that there is time to speak over it while it plays out to the caller, and then some more words to be sure.';
 
 t.test('min_words_to_interrupt: fewer words are cancelled, enough words interrupt', async (t) => {
   const s = setup();
@@ -33,38 +34,54 @@ t.test('min_words_to_interrupt: fewer words are cancelled, enough words interrup
   const fin = s.client.index('assistant_finished_speaking');
   const start2 = s.client.log.lastIndexOf(s.client.events('user_started_speaking')[1]);
   t.ok(fin > start2, 'the interruption follows the second user_started_speaking');
-  t.ok(s.client.log.slice(start2, fin).filter((e) => e.type === 'audio').length > 0, 'the assistant kept talking until the words were heard');
+  t.ok(
+    s.client.log.slice(start2, fin).filter((e) => e.type === 'audio').length > 0,
+    'the assistant kept talking until the words were heard',
+  );
   const nextStart = s.client.index('assistant_started_speaking', fin);
-  t.equal(s.client.log.slice(fin, nextStart < 0 ? undefined : nextStart).filter((e) => e.type === 'audio').length, 0, 'no welcome audio after the interruption');
+  t.equal(
+    s.client.log.slice(fin, nextStart < 0 ? undefined : nextStart).filter((e) => e.type === 'audio').length,
+    0,
+    'no welcome audio after the interruption',
+  );
   t.ok(s.client.count('audio') > before);
   await s.conv.end('user');
   t.equal(s.store.only().finish?.interruptions_count, 1);
 });
 
-t.test('min_words_to_interrupt needs live words: an engine without them is barged in at once, told how much was heard', async (t) => {
-  const probe = new ProbeEngine();
-  const s = setup({ engine: probe });
-  await s.conv.start({ kind: 'config', config: config({ welcome_message: 'Welcome.', min_words_to_interrupt: 3, vad_prebuffer_duration_ms: 0 }) });
-  const [welcome] = probe.of('speak');
-  probe.say(welcome.id, 'Welcome.', 500);
-  for (let i = 0; i < 25; i++) s.pacing.tick();
-  let heardFrames = -1;
-  await speak(s, speechFrames('hello', 300), () => {
-    if (heardFrames < 0 && s.client.count('user_started_speaking') === 1) heardFrames = s.client.count('audio');
-  });
-  const cut = s.client.index('user_started_speaking');
-  t.equal(s.client.log[cut + 1]?.type, 'assistant_finished_speaking', 'interrupted on the VAD decision');
-  t.equal(s.client.count('input_cancelled'), 0);
-  const [cancel] = probe.of('cancelResponse');
-  t.equal(cancel?.id, welcome.id);
-  t.equal(cancel?.playedMs, heardFrames * 20, 'the engine is told the audio played, frame for frame');
-  await s.conv.end('user');
-  t.equal(s.store.only().finish?.interruptions_count, 1);
-});
+t.test(
+  'min_words_to_interrupt needs live words: an engine without them is barged in at once, told how much was heard',
+  async (t) => {
+    const probe = new ProbeEngine();
+    const s = setup({ engine: probe });
+    await s.conv.start({
+      kind: 'config',
+      config: config({ welcome_message: 'Welcome.', min_words_to_interrupt: 3, vad_prebuffer_duration_ms: 0 }),
+    });
+    const [welcome] = probe.of('speak');
+    probe.say(welcome.id, 'Welcome.', 500);
+    for (let i = 0; i < 25; i++) s.pacing.tick();
+    let heardFrames = -1;
+    await speak(s, speechFrames('hello', 300), () => {
+      if (heardFrames < 0 && s.client.count('user_started_speaking') === 1) heardFrames = s.client.count('audio');
+    });
+    const cut = s.client.index('user_started_speaking');
+    t.equal(s.client.log[cut + 1]?.type, 'assistant_finished_speaking', 'interrupted on the VAD decision');
+    t.equal(s.client.count('input_cancelled'), 0);
+    const [cancel] = probe.of('cancelResponse');
+    t.equal(cancel?.id, welcome.id);
+    t.equal(cancel?.playedMs, heardFrames * 20, 'the engine is told the audio played, frame for frame');
+    await s.conv.end('user');
+    t.equal(s.store.only().finish?.interruptions_count, 1);
+  },
+);
 
 t.test('an uninterruptible welcome is not cut by user speech', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ welcome_message: LONG, is_welcome_message_interruptible: false, scripted_engine: {} }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({ welcome_message: LONG, is_welcome_message_interruptible: false, scripted_engine: {} }),
+  });
   await tickUntil(s, () => s.client.count('audio') >= 10, 'welcome playing');
   await speak(s, speechFrames('hello', 100));
   t.equal(s.client.count('user_started_speaking'), 1);
@@ -77,7 +94,10 @@ t.test('an uninterruptible welcome is not cut by user speech', async (t) => {
 
 t.test('push-to-talk: mute ends the turn and it is answered; without it, mute drops the turn', async (t) => {
   const ptt = setup();
-  await ptt.conv.start({ kind: 'config', config: config({ push_to_talk: true, scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  await ptt.conv.start({
+    kind: 'config',
+    config: config({ push_to_talk: true, scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }),
+  });
   await speak(ptt, speechFrames('hello', 100));
   t.equal(ptt.client.count('user_finished_speaking'), 0, 'the VAD has not ended the turn yet');
   ptt.conv.handle({ type: 'mute' });
@@ -88,7 +108,10 @@ t.test('push-to-talk: mute ends the turn and it is answered; without it, mute dr
   await ptt.conv.end('user');
 
   const plain = setup();
-  await plain.conv.start({ kind: 'config', config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  await plain.conv.start({
+    kind: 'config',
+    config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }),
+  });
   await speak(plain, speechFrames('hello', 100));
   plain.conv.handle({ type: 'mute' });
   t.equal(plain.client.count('input_cancelled'), 1);
@@ -101,7 +124,10 @@ t.test('push-to-talk: mute ends the turn and it is answered; without it, mute dr
 
 t.test('say and generate_reply; update_system_prompt and set_external_id reach engine and store', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ scripted_engine: { responses: [{ say: 'Generated line.' }] } }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({ scripted_engine: { responses: [{ say: 'Generated line.' }] } }),
+  });
   s.conv.handle({ type: 'say', text: 'Said verbatim.' });
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') === 1, 'say');
   s.conv.handle({ type: 'generate_reply', system_message: 'Be brief.' });
@@ -110,17 +136,33 @@ t.test('say and generate_reply; update_system_prompt and set_external_id reach e
   s.conv.handle({ type: 'update_system_prompt', system_prompt: 'New prompt' });
   await s.conv.end('user');
   const rec = s.store.only();
-  t.same(rec.items.map((i) => i.live_transcript), ['Said verbatim.', 'Generated line.']);
+  t.same(
+    rec.items.map((i) => i.live_transcript),
+    ['Said verbatim.', 'Generated line.'],
+  );
   t.ok(rec.patches.some((p) => (p as { external_id?: string }).external_id === 'crm-7'));
   t.equal(s.conv.settings?.system_prompt, 'New prompt');
 });
 
 t.test('backchannel: a short acknowledgement during long user speech', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ enable_assistant_backchannel: true, assistant_backchannel_aggressiveness: 1, scripted_engine: {} }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({
+      enable_assistant_backchannel: true,
+      assistant_backchannel_aggressiveness: 1,
+      scripted_engine: {},
+    }),
+  });
   await speak(s, speechFrames('demo-thanks', 100));
   await tickUntil(s, () => s.client.count('assistant_finished_speaking') >= 1, 'the backchannel');
-  t.match(s.client.log.filter((e) => e.type === 'audio').map((e) => (e as { text: string }).text).join(''), BACKCHANNEL_TEXT);
+  t.match(
+    s.client.log
+      .filter((e) => e.type === 'audio')
+      .map((e) => (e as { text: string }).text)
+      .join(''),
+    BACKCHANNEL_TEXT,
+  );
   await s.conv.end('user');
 });
 
@@ -128,11 +170,19 @@ t.test('backchannel only when enabled; user audio keeps the client from timing o
   for (const enabled of [false, true]) {
     const probe = new ProbeEngine();
     const s = setup({ engine: probe });
-    await s.conv.start({ kind: 'config', config: config({ enable_assistant_backchannel: enabled, assistant_backchannel_aggressiveness: 1, websocket_timeout_sec: 2 }) });
+    await s.conv.start({
+      kind: 'config',
+      config: config({
+        enable_assistant_backchannel: enabled,
+        assistant_backchannel_aggressiveness: 1,
+        websocket_timeout_sec: 2,
+      }),
+    });
     await speak(s, speechFrames('demo-thanks', 100));
     t.equal(s.conv.state, 'active', `${enabled}: 5.5 s of audio with a 2 s websocket_timeout_sec: still live`);
     const said = probe.of('speak').map((c) => c.text);
-    if (enabled) t.ok(said.length >= 1 && said.every((x) => x === BACKCHANNEL_TEXT), `enabled: acknowledged (${said.length}x)`);
+    if (enabled)
+      t.ok(said.length >= 1 && said.every((x) => x === BACKCHANNEL_TEXT), `enabled: acknowledged (${said.length}x)`);
     else t.same(said, [], 'disabled: no backchannel');
     await s.conv.end('user');
   }
@@ -140,7 +190,10 @@ t.test('backchannel only when enabled; user audio keeps the client from timing o
 
 t.test('a backed-up client: frames are held, not lost, and resume in order', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ welcome_message: 'Hello there, this is a test.', scripted_engine: {} }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({ welcome_message: 'Hello there, this is a test.', scripted_engine: {} }),
+  });
   await tickUntil(s, () => s.client.count('audio') >= 5, 'welcome playing');
   s.client.backpressure = true;
   for (let i = 0; i < 20; i++) s.pacing.tick();
@@ -153,7 +206,10 @@ t.test('a backed-up client: frames are held, not lost, and resume in order', asy
 
 t.test('audio chunks longer than the chain takes at once (100 ms) are heard whole', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }),
+  });
   const frames = speechFrames('hello', 1200);
   const chunks: Uint8Array[] = [];
   for (let i = 0; i < frames.length; i += 5) {
@@ -173,11 +229,18 @@ t.test('audio chunks longer than the chain takes at once (100 ms) are heard whol
 
 t.test('a turn under way when the conversation ends is recorded, unanswered', async (t) => {
   const s = setup();
-  await s.conv.start({ kind: 'config', config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }) });
+  await s.conv.start({
+    kind: 'config',
+    config: config({ scripted_engine: { turns: [{ heard: 'hello', say: 'Hi.' }] } }),
+  });
   await speak(s, speechFrames('hello-world', 100));
   t.equal(s.client.count('user_finished_speaking'), 0, 'the VAD has not ended the turn');
   await s.conv.end('user');
   const items = s.store.only().items;
-  t.same(items.map((i) => i.role), ['user'], 'the turn is one user item, and nothing answers it');
+  t.same(
+    items.map((i) => i.role),
+    ['user'],
+    'the turn is one user item, and nothing answers it',
+  );
   t.ok((items[0]?.duration_ms ?? 0) >= 800, `it lasts from its start to the end (${items[0]?.duration_ms} ms)`);
 });

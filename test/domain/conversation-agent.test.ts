@@ -14,7 +14,9 @@ const lookupTool = {
   execution_mode: 'sync',
   endpoint_method: 'POST',
   endpoint_url: 'https://hooks.example.com/orders',
-  parameters: [{ type: 'string', name: 'order', description: 'Order number', is_required: true, location: 'request_body' }],
+  parameters: [
+    { type: 'string', name: 'order', description: 'Order number', is_required: true, location: 'request_body' },
+  ],
 };
 
 t.setTimeout(300_000);
@@ -25,10 +27,17 @@ for (const db of DB_KINDS) {
     t.teardown(() => server.close());
     const client = api(server);
     t.equal((await client.post('/v1/tools', lookupTool)).status, 201, 'tool created');
-    const upsert = await client.put('/v1/agents/upsert', { name: 'support', voice_id: 'grant', tools: ['lookup_order'] });
+    const upsert = await client.put('/v1/agents/upsert', {
+      name: 'support',
+      voice_id: 'grant',
+      tools: ['lookup_order'],
+    });
     t.equal(upsert.status, 200, 'agent created');
     const agentId = upsert.body.agent.id as string;
-    const assign = await client.patch('/v1/agents/support/phone-numbers', { phone_number: NUMBER, configuration_endpoint: ENDPOINT });
+    const assign = await client.patch('/v1/agents/support/phone-numbers', {
+      phone_number: NUMBER,
+      configuration_endpoint: ENDPOINT,
+    });
     t.equal(assign.status, 200, 'number assigned with its endpoint');
 
     const found = await agentForPhoneNumber(server.sql, NUMBER);
@@ -39,7 +48,11 @@ for (const db of DB_KINDS) {
       agent: { id: agentId, name: 'support', enabled: true },
       config: { voice_id: 'grant', tools: ['lookup_order'] },
     });
-    t.same(found!.agent.tools.map((x) => x.name), ['lookup_order'], "the agent's custom tools, defined");
+    t.same(
+      found!.agent.tools.map((x) => x.name),
+      ['lookup_order'],
+      "the agent's custom tools, defined",
+    );
     t.equal(found!.agent.tools[0]?.definition.endpoint_url, lookupTool.endpoint_url);
     t.equal(found!.enabled, true);
     t.same(found!.configurationEndpoint, { ...ENDPOINT, timeout_ms: 3000 }, "the number's own endpoint");

@@ -33,18 +33,30 @@ for (const db of DB_KINDS) {
     t.teardown(() => server.close());
     const client = api(server);
     const { ctx, orgId } = server;
-    t.equal((await client.put('/v1/agents/upsert', { name: 'sales', voice_id: 'grant', welcome_message: 'Hello from sales' })).status, 200);
+    t.equal(
+      (await client.put('/v1/agents/upsert', { name: 'sales', voice_id: 'grant', welcome_message: 'Hello from sales' }))
+        .status,
+      200,
+    );
     t.equal((await client.put('/v1/agents/upsert', { name: 'idle' })).status, 200);
     t.equal((await client.post('/v1/agents/idle/disable')).status, 200);
     t.equal((await client.post('/v1/tools', transferTool)).status, 201);
 
     t.test('a call with an agent: the agent, its settings under what the config sends, the tools', async (t) => {
-      const call = await resolveOutboundCall(ctx, orgId, { agent: 'sales', welcome_message: 'Hi', tools: ['to_desk'] }, { dryRun: true });
+      const call = await resolveOutboundCall(
+        ctx,
+        orgId,
+        { agent: 'sales', welcome_message: 'Hi', tools: ['to_desk'] },
+        { dryRun: true },
+      );
       t.same(call.project, { id: server.projectId, name: 'main' });
       t.match(call.agent, { orgId, agent: { name: 'sales', enabled: true }, config: { voice_id: 'grant' } });
       t.equal(call.config.voice_id, 'grant', "the agent's voice");
       t.equal(call.config.welcome_message, 'Hi', 'the config overrides the agent');
-      t.same(call.tools.map((x) => x.name), ['to_desk']);
+      t.same(
+        call.tools.map((x) => x.name),
+        ['to_desk'],
+      );
     });
 
     t.test('a call without an agent: the defaults, in main', async (t) => {
@@ -59,9 +71,24 @@ for (const db of DB_KINDS) {
         ['unknown project', { agent: 'sales', project: 'nope' }, { dryRun: true }, { kind: 'not_found' }],
         ['unknown agent', { agent: 'ghost' }, { dryRun: true }, { kind: 'not_found' }],
         ['disabled agent', { agent: 'idle' }, { dryRun: true }, { kind: 'conflict', code: 'agent_disabled' }],
-        ['unknown voice', { voice_id: 'nobody' }, { dryRun: true }, { kind: 'invalid', paramErrors: { 'config.voice_id': "no voice 'nobody' (see GET /v1/voices)" } }],
-        ['unknown tool', { tools: ['to_desk', 'nope'] }, { dryRun: true }, { kind: 'invalid', paramErrors: { 'config.tools.1': "no tool 'nope' in project 'main'" } }],
-        ['a real call without a trunk', { agent: 'sales' }, { dryRun: false }, { kind: 'invalid', code: 'outbound_trunk_not_configured' }],
+        [
+          'unknown voice',
+          { voice_id: 'nobody' },
+          { dryRun: true },
+          { kind: 'invalid', paramErrors: { 'config.voice_id': "no voice 'nobody' (see GET /v1/voices)" } },
+        ],
+        [
+          'unknown tool',
+          { tools: ['to_desk', 'nope'] },
+          { dryRun: true },
+          { kind: 'invalid', paramErrors: { 'config.tools.1': "no tool 'nope' in project 'main'" } },
+        ],
+        [
+          'a real call without a trunk',
+          { agent: 'sales' },
+          { dryRun: false },
+          { kind: 'invalid', code: 'outbound_trunk_not_configured' },
+        ],
         ['an agent is checked before the trunk', { agent: 'ghost' }, { dryRun: false }, { kind: 'not_found' }],
       ];
       for (const [what, config, opts, expected] of cases) {
@@ -77,7 +104,10 @@ for (const db of DB_KINDS) {
       const err = await refusal(t, resolveOutboundCall(ctx, orgId, { agent: 'sales' }, { dryRun: true }));
       t.match(err, { kind: 'limit_reached', code: 'concurrency_limit_reached', message: /limit of 1 concurrent/ });
       await server.sql`delete from conversation_leases`;
-      t.ok(await resolveOutboundCall(ctx, orgId, { agent: 'sales' }, { dryRun: true }), 'admitted again once the lease is gone');
+      t.ok(
+        await resolveOutboundCall(ctx, orgId, { agent: 'sales' }, { dryRun: true }),
+        'admitted again once the lease is gone',
+      );
     });
   });
 }

@@ -36,14 +36,21 @@ function client(opts: { maxRetries?: number; timeoutMs?: number; random?: () => 
 }
 
 t.test('sends model, messages, tools and the API key; reads text and tool calls', async (t) => {
-  fake.script({ reply: { content: 'Let me check.', toolCalls: [{ id: 'call_1', name: 'lookup', arguments: { id: 7 } }] } });
+  fake.script({
+    reply: { content: 'Let me check.', toolCalls: [{ id: 'call_1', name: 'lookup', arguments: { id: 7 } }] },
+  });
   const { c } = client({ apiKey: 'sk-test' });
   const out = await c.complete({
     messages: [
       { role: 'system', content: 'be brief' },
       { role: 'user', content: 'hi' },
     ],
-    tools: [{ type: 'function', function: { name: 'lookup', description: 'd', parameters: { type: 'object', properties: {} } } }],
+    tools: [
+      {
+        type: 'function',
+        function: { name: 'lookup', description: 'd', parameters: { type: 'object', properties: {} } },
+      },
+    ],
   });
   t.equal(out.content, 'Let me check.');
   t.same(out.toolCalls, [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"id":7}' } }]);
@@ -71,10 +78,21 @@ t.test('without tools no tools or tool_choice are sent; a null content reads as 
 });
 
 t.test('sends temperature, max_tokens and response_format; reads usage', async (t) => {
-  fake.script({ reply: { content: '{"name":"Ada"}' } }, { raw: JSON.stringify({ choices: [{ message: { content: 'x' } }], usage: 'weird' }) });
+  fake.script(
+    { reply: { content: '{"name":"Ada"}' } },
+    { raw: JSON.stringify({ choices: [{ message: { content: 'x' } }], usage: 'weird' }) },
+  );
   const { c } = client();
-  const format = { type: 'json_schema', json_schema: { name: 'person', schema: { type: 'object' }, strict: true } } as const;
-  const out = await c.complete({ messages: [{ role: 'user', content: 'who?' }], temperature: 0, maxTokens: 50, responseFormat: format });
+  const format = {
+    type: 'json_schema',
+    json_schema: { name: 'person', schema: { type: 'object' }, strict: true },
+  } as const;
+  const out = await c.complete({
+    messages: [{ role: 'user', content: 'who?' }],
+    temperature: 0,
+    maxTokens: 50,
+    responseFormat: format,
+  });
   t.equal(out.content, '{"name":"Ada"}');
   t.same(out.usage, { promptTokens: 12, completionTokens: 5 });
   t.match(fake.requests[0]!.body, { temperature: 0, max_tokens: 50, response_format: format });
@@ -147,7 +165,11 @@ t.test('an unreachable server is unavailable', async (t) => {
 });
 
 t.test('malformed output is invalid (502) and not retried', async (t) => {
-  fake.script({ raw: 'this is not json' }, { raw: JSON.stringify({ choices: [] }) }, { raw: JSON.stringify({ foo: 1 }) });
+  fake.script(
+    { raw: 'this is not json' },
+    { raw: JSON.stringify({ choices: [] }) },
+    { raw: JSON.stringify({ foo: 1 }) },
+  );
   const { c } = client();
   for (const pattern of [/other than JSON/, /not a chat completion/, /not a chat completion/]) {
     const err = await c.complete({ messages: [{ role: 'user', content: 'hi' }] }).catch((e) => e);
@@ -177,9 +199,19 @@ t.test('the caller can cancel', async (t) => {
 });
 
 t.test('backoff and Retry-After arithmetic', async (t) => {
-  t.equal(backoffDelay(0, 100, 1000, () => 0.999), 99);
-  t.equal(backoffDelay(3, 100, 1000, () => 0.5), 400);
-  t.equal(backoffDelay(10, 100, 1000, () => 0.5), 500, 'capped by the maximum');
+  t.equal(
+    backoffDelay(0, 100, 1000, () => 0.999),
+    99,
+  );
+  t.equal(
+    backoffDelay(3, 100, 1000, () => 0.5),
+    400,
+  );
+  t.equal(
+    backoffDelay(10, 100, 1000, () => 0.5),
+    500,
+    'capped by the maximum',
+  );
   t.equal(parseRetryAfter('7', 0), 7000);
   t.equal(parseRetryAfter(null, 0), null);
   t.equal(parseRetryAfter('soon', 0), null);

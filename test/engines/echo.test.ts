@@ -25,7 +25,8 @@ t.test('echo plays each user turn back, sample for sample, and reports its trans
   // A dropped turn is forgotten: only what follows the clear is echoed.
   session.appendAudio(new Int16Array(320).fill(1234));
   session.clearUserTurn();
-  for (let at = 0; at < speech.length; at += 320) session.appendAudio(speech.subarray(at, Math.min(speech.length, at + 320)));
+  for (let at = 0; at < speech.length; at += 320)
+    session.appendAudio(speech.subarray(at, Math.min(speech.length, at + 320)));
   session.commitUserTurn();
   t.same(hooks.events[0], { kind: 'transcript', text: '', final: true }, 'the transcript is final and empty at once');
   await hooks.untilKind('done');
@@ -38,34 +39,44 @@ t.test('echo plays each user turn back, sample for sample, and reports its trans
   await session.close();
 });
 
-t.test('an echo session runs at an 8 kHz client\'s own rate, at 16 kHz for any other, at a configured rate always', async (t) => {
-  const tts = toneTts();
-  const rateFor = async (clientSampleRate: number | undefined, sampleRate?: 8000 | 16000 | 24000) => {
-    const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log, sampleRate });
-    const session = await engine.open(sessionOptions({ clientSampleRate }), new Recorder());
-    await session.close();
-    return session.sampleRate;
-  };
-  t.equal(await rateFor(8000), 8000, 'pcm_8000 / G.711 clients: no resampling in or out');
-  t.equal(await rateFor(16000), 16000);
-  t.equal(await rateFor(48000), 16000, 'wideband clients get the wideband default');
-  t.equal(await rateFor(undefined), 16000, 'unknown client rate: the default');
-  t.equal(await rateFor(8000, 24000), 24000, 'a configured rate wins');
+t.test(
+  "an echo session runs at an 8 kHz client's own rate, at 16 kHz for any other, at a configured rate always",
+  async (t) => {
+    const tts = toneTts();
+    const rateFor = async (clientSampleRate: number | undefined, sampleRate?: 8000 | 16000 | 24000) => {
+      const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log, sampleRate });
+      const session = await engine.open(sessionOptions({ clientSampleRate }), new Recorder());
+      await session.close();
+      return session.sampleRate;
+    };
+    t.equal(await rateFor(8000), 8000, 'pcm_8000 / G.711 clients: no resampling in or out');
+    t.equal(await rateFor(16000), 16000);
+    t.equal(await rateFor(48000), 16000, 'wideband clients get the wideband default');
+    t.equal(await rateFor(undefined), 16000, 'unknown client rate: the default');
+    t.equal(await rateFor(8000, 24000), 24000, 'a configured rate wins');
 
-  // An 8 kHz session echoes 8 kHz samples as they came and speaks at 8 kHz.
-  const hooks = new Recorder();
-  const session = await createEchoEngine({ tts, voiceFor: () => 'en-us', log }).open(sessionOptions({ clientSampleRate: 8000 }), hooks);
-  const turn = Int16Array.from({ length: 800 }, (_, i) => (i * 37) % 2000);
-  for (let at = 0; at < turn.length; at += 160) session.appendAudio(turn.subarray(at, at + 160));
-  session.commitUserTurn();
-  await hooks.untilKind('done');
-  const echoedId = (hooks.events.find((e) => e.kind === 'done') as { responseId: string }).responseId;
-  t.same(Array.from(hooks.samplesOf(echoedId)), Array.from(turn), 'the very 8 kHz samples');
-  const id = session.speak('one two');
-  await hooks.untilDone(id);
-  t.equal(hooks.samplesOf(id).length, (2 * (TONE_WORD_MS + TONE_GAP_MS) * 8000) / 1000, 'speech synthesized at 8 kHz');
-  await session.close();
-});
+    // An 8 kHz session echoes 8 kHz samples as they came and speaks at 8 kHz.
+    const hooks = new Recorder();
+    const session = await createEchoEngine({ tts, voiceFor: () => 'en-us', log }).open(
+      sessionOptions({ clientSampleRate: 8000 }),
+      hooks,
+    );
+    const turn = Int16Array.from({ length: 800 }, (_, i) => (i * 37) % 2000);
+    for (let at = 0; at < turn.length; at += 160) session.appendAudio(turn.subarray(at, at + 160));
+    session.commitUserTurn();
+    await hooks.untilKind('done');
+    const echoedId = (hooks.events.find((e) => e.kind === 'done') as { responseId: string }).responseId;
+    t.same(Array.from(hooks.samplesOf(echoedId)), Array.from(turn), 'the very 8 kHz samples');
+    const id = session.speak('one two');
+    await hooks.untilDone(id);
+    t.equal(
+      hooks.samplesOf(id).length,
+      (2 * (TONE_WORD_MS + TONE_GAP_MS) * 8000) / 1000,
+      'speech synthesized at 8 kHz',
+    );
+    await session.close();
+  },
+);
 
 t.test('without espeak-ng, echo speaks a tone pattern as long as the text', async (t) => {
   const tts = toneTts();
@@ -80,7 +91,10 @@ t.test('without espeak-ng, echo speaks a tone pattern as long as the text', asyn
   t.ok(energy(pcm) > 1000, 'audible tones');
   const ack = session.createResponse('ignored without a model');
   await hooks.untilDone(ack);
-  t.ok(hooks.events.some((e) => e.kind === 'text' && e.responseId === ack && e.delta === ECHO_ACKNOWLEDGEMENT), 'createResponse speaks the fixed acknowledgement');
+  t.ok(
+    hooks.events.some((e) => e.kind === 'text' && e.responseId === ack && e.delta === ECHO_ACKNOWLEDGEMENT),
+    'createResponse speaks the fixed acknowledgement',
+  );
   await session.close();
 });
 
@@ -96,7 +110,10 @@ t.test('a canceled response says nothing more, not even done', async (t) => {
   const next = session.speak('next');
   await hooks.untilDone(next);
   t.equal(hooks.events.filter((e) => e.kind === 'audio' && e.responseId === id).length, 1, 'one chunk, then silence');
-  t.notOk(hooks.events.some((e) => e.kind === 'done' && e.responseId === id), 'no done for the canceled response');
+  t.notOk(
+    hooks.events.some((e) => e.kind === 'done' && e.responseId === id),
+    'no done for the canceled response',
+  );
   await session.close();
 });
 
@@ -129,11 +146,19 @@ t.test('turn blocks are reused without mixing turns; a turn over the cap keeps i
   await hooks.untilKind('done', 1);
   turnOf(-2000, 17_000); // reuses the first turn's blocks
   await hooks.untilKind('done', 2);
-  const [a, b] = hooks.events.filter((e) => e.kind === 'done').map((e) => hooks.samplesOf((e as { responseId: string }).responseId));
+  const [a, b] = hooks.events
+    .filter((e) => e.kind === 'done')
+    .map((e) => hooks.samplesOf((e as { responseId: string }).responseId));
   t.equal(a.length, 40_000);
-  t.ok(a.every((v) => v === 1000), 'first turn intact');
+  t.ok(
+    a.every((v) => v === 1000),
+    'first turn intact',
+  );
   t.equal(b.length, 17_000);
-  t.ok(b.every((v) => v === -2000), 'second turn holds none of the first');
+  t.ok(
+    b.every((v) => v === -2000),
+    'second turn holds none of the first',
+  );
 
   for (let s = 0; s < 62; s++) for (let f = 0; f < 50; f++) session.appendAudio(new Int16Array(320).fill(s));
   session.commitUserTurn();
@@ -145,64 +170,81 @@ t.test('turn blocks are reused without mixing turns; a turn over the cap keeps i
   await session.close();
 });
 
-t.test('a session that held a long turn reuses its blocks for the next long turn: no new block in steady state', async (t) => {
-  /**
-   * Records which blocks the played audio came from (the playback lends views of the turn's blocks; blocks are
-   * 1 s views of the pool's slabs, so a block is its buffer and its 32,000-byte place in it).
-   */
-  class BufferRecorder extends Recorder {
-    readonly buffers = new Map<string, Set<string>>();
-    private readonly bufferIds = new Map<ArrayBufferLike, number>();
-    override onAssistantAudio(responseId: string, pcm: Int16Array): void {
-      super.onAssistantAudio(responseId, pcm);
-      const set = this.buffers.get(responseId) ?? new Set<string>();
-      if (!this.bufferIds.has(pcm.buffer)) this.bufferIds.set(pcm.buffer, this.bufferIds.size);
-      set.add(`${this.bufferIds.get(pcm.buffer)}:${Math.floor(pcm.byteOffset / (16000 * 2))}`);
-      this.buffers.set(responseId, set);
+t.test(
+  'a session that held a long turn reuses its blocks for the next long turn: no new block in steady state',
+  async (t) => {
+    /**
+     * Records which blocks the played audio came from (the playback lends views of the turn's blocks; blocks are
+     * 1 s views of the pool's slabs, so a block is its buffer and its 32,000-byte place in it).
+     */
+    class BufferRecorder extends Recorder {
+      readonly buffers = new Map<string, Set<string>>();
+      private readonly bufferIds = new Map<ArrayBufferLike, number>();
+      override onAssistantAudio(responseId: string, pcm: Int16Array): void {
+        super.onAssistantAudio(responseId, pcm);
+        const set = this.buffers.get(responseId) ?? new Set<string>();
+        if (!this.bufferIds.has(pcm.buffer)) this.bufferIds.set(pcm.buffer, this.bufferIds.size);
+        set.add(`${this.bufferIds.get(pcm.buffer)}:${Math.floor(pcm.byteOffset / (16000 * 2))}`);
+        this.buffers.set(responseId, set);
+      }
     }
-  }
-  const engine = createEchoEngine({ tts: toneTts(), voiceFor: () => 'en-us', log });
-  const hooks = new BufferRecorder();
-  const session = await engine.open(sessionOptions(), hooks);
-  const SEC = 16000;
-  const turnOf = (value: number, sec: number) => {
-    for (let f = 0; f < sec * 50; f++) session.appendAudio(new Int16Array(SEC / 50).fill(value));
-    session.commitUserTurn();
-  };
-  const played: Set<string>[] = [];
-  for (let i = 0; i < 3; i++) {
-    turnOf(i + 1, 10);
-    await hooks.untilKind('done', i + 1);
-    await new Promise((r) => setImmediate(r)); // the blocks go back once the response has finished, after done
-    const id = (hooks.events.filter((e) => e.kind === 'done')[i] as { responseId: string }).responseId;
-    t.ok(hooks.samplesOf(id).every((v) => v === i + 1), `turn ${i + 1} played intact`);
-    played.push(hooks.buffers.get(id)!);
-  }
-  t.equal(played[0].size, 10, 'a 10 s turn is held in ten 1 s blocks');
-  t.same([...played[1]].filter((b) => !played[0].has(b)), [], 'the second 10 s turn is all blocks of the first (a fixed 4-block free list allocated 6 again)');
-  t.same([...played[2]].filter((b) => !played[0].has(b)), [], 'and so is the third');
-  await session.close();
-});
+    const engine = createEchoEngine({ tts: toneTts(), voiceFor: () => 'en-us', log });
+    const hooks = new BufferRecorder();
+    const session = await engine.open(sessionOptions(), hooks);
+    const SEC = 16000;
+    const turnOf = (value: number, sec: number) => {
+      for (let f = 0; f < sec * 50; f++) session.appendAudio(new Int16Array(SEC / 50).fill(value));
+      session.commitUserTurn();
+    };
+    const played: Set<string>[] = [];
+    for (let i = 0; i < 3; i++) {
+      turnOf(i + 1, 10);
+      await hooks.untilKind('done', i + 1);
+      await new Promise((r) => setImmediate(r)); // the blocks go back once the response has finished, after done
+      const id = (hooks.events.filter((e) => e.kind === 'done')[i] as { responseId: string }).responseId;
+      t.ok(
+        hooks.samplesOf(id).every((v) => v === i + 1),
+        `turn ${i + 1} played intact`,
+      );
+      played.push(hooks.buffers.get(id)!);
+    }
+    t.equal(played[0].size, 10, 'a 10 s turn is held in ten 1 s blocks');
+    t.same(
+      [...played[1]].filter((b) => !played[0].has(b)),
+      [],
+      'the second 10 s turn is all blocks of the first (a fixed 4-block free list allocated 6 again)',
+    );
+    t.same(
+      [...played[2]].filter((b) => !played[0].has(b)),
+      [],
+      'and so is the third',
+    );
+    await session.close();
+  },
+);
 
-t.test('updateSession (a transfer): the next response speaks with the new voice and pronunciations; one under way keeps its own', async (t) => {
-  const tts = toneTts();
-  const engine = createEchoEngine({ tts, voiceFor: (id) => (id === 'sarah' ? 'en-us+m3' : 'en-us'), log });
-  const hooks = new Recorder();
-  const session = await engine.open(sessionOptions({ voiceId: 'grant' }), hooks);
-  const text = 'Your invoice is ready.';
-  const before = session.speak(text);
-  session.updateSession({ voiceId: 'sarah', pronunciations: [{ word: 'invoice', pronunciation: 'bill' }] });
-  t.equal(session.voiceId, 'sarah');
-  const after = session.speak(text);
-  await hooks.untilDone(after);
-  await hooks.untilDone(before);
-  const oldVoice = await tts.synthesize(text, 'en-us', 16000);
-  const newVoice = await tts.synthesize('Your bill is ready.', 'en-us+m3', 16000);
-  t.not(Array.from(oldVoice).join(), Array.from(newVoice).join(), 'the two voices sound different');
-  t.same(Array.from(hooks.samplesOf(before)), Array.from(oldVoice), 'the response asked for first: the old voice');
-  t.same(Array.from(hooks.samplesOf(after)), Array.from(newVoice), 'the next: new voice and pronunciations');
-  await session.close();
-});
+t.test(
+  'updateSession (a transfer): the next response speaks with the new voice and pronunciations; one under way keeps its own',
+  async (t) => {
+    const tts = toneTts();
+    const engine = createEchoEngine({ tts, voiceFor: (id) => (id === 'sarah' ? 'en-us+m3' : 'en-us'), log });
+    const hooks = new Recorder();
+    const session = await engine.open(sessionOptions({ voiceId: 'grant' }), hooks);
+    const text = 'Your invoice is ready.';
+    const before = session.speak(text);
+    session.updateSession({ voiceId: 'sarah', pronunciations: [{ word: 'invoice', pronunciation: 'bill' }] });
+    t.equal(session.voiceId, 'sarah');
+    const after = session.speak(text);
+    await hooks.untilDone(after);
+    await hooks.untilDone(before);
+    const oldVoice = await tts.synthesize(text, 'en-us', 16000);
+    const newVoice = await tts.synthesize('Your bill is ready.', 'en-us+m3', 16000);
+    t.not(Array.from(oldVoice).join(), Array.from(newVoice).join(), 'the two voices sound different');
+    t.same(Array.from(hooks.samplesOf(before)), Array.from(oldVoice), 'the response asked for first: the old voice');
+    t.same(Array.from(hooks.samplesOf(after)), Array.from(newVoice), 'the next: new voice and pronunciations');
+    await session.close();
+  },
+);
 
 t.test('without espeak-ng another voice is another tone pattern, as long', async (t) => {
   const tts = toneTts();
@@ -210,16 +252,23 @@ t.test('without espeak-ng another voice is another tone pattern, as long', async
   const b = await tts.synthesize('one two three', 'en-us+m3', 16000);
   t.equal(tts.backend, 'tones');
   t.equal(a.length, b.length);
-  t.ok(a.some((v, i) => v !== b[i]), 'the voice is heard');
+  t.ok(
+    a.some((v, i) => v !== b[i]),
+    'the voice is heard',
+  );
   const fresh = toneTts();
   const c = await fresh.synthesize('one two three', 'en-us', 16000);
-  t.ok(c.every((v, i) => v === a[i]), 'and stable');
+  t.ok(
+    c.every((v, i) => v === a[i]),
+    'and stable',
+  );
 });
 
 /** Lets queued playbacks finish (a stopped response gives its blocks back on a later turn of the event loop). */
 /** A user turn of `samples` samples, all `value`, appended in 20 ms frames (at 16 kHz) and committed. */
 function speakTurn(session: SpeechEngineSession, value: number, samples: number): void {
-  for (let at = 0; at < samples; at += 320) session.appendAudio(new Int16Array(Math.min(320, samples - at)).fill(value));
+  for (let at = 0; at < samples; at += 320)
+    session.appendAudio(new Int16Array(Math.min(320, samples - at)).fill(value));
   session.commitUserTurn();
 }
 
@@ -236,19 +285,21 @@ t.test('a turn spoken while the previous one still plays back never gets its blo
   const turnOf = (value: number, samples: number) => speakTurn(session, value, samples);
   turnOf(111, 5 * 16000);
   // The first turn is queued for playback (not a sample played yet): the next turn takes other blocks.
-  t.equal(pool.stats().blocksInUse, inUseBefore + 5, 'the first turn\'s 5 blocks are out, held by its playback');
+  t.equal(pool.stats().blocksInUse, inUseBefore + 5, "the first turn's 5 blocks are out, held by its playback");
   turnOf(-222, 5 * 16000);
   t.equal(pool.stats().blocksInUse, inUseBefore + 10, '5 more for the second: none of the first reused');
   await hooks.untilKind('done', 2);
-  const [a, b] = hooks.events.filter((e) => e.kind === 'done').map((e) => hooks.samplesOf((e as { responseId: string }).responseId));
+  const [a, b] = hooks.events
+    .filter((e) => e.kind === 'done')
+    .map((e) => hooks.samplesOf((e as { responseId: string }).responseId));
   t.ok(a.length === 80_000 && a.every((v) => v === 111), 'first turn intact');
   t.ok(b.length === 80_000 && b.every((v) => v === -222), 'second turn intact');
   await settle();
-  t.equal(pool.stats().blocksInUse, inUseBefore, 'both turns\' blocks back once played');
+  t.equal(pool.stats().blocksInUse, inUseBefore, "both turns' blocks back once played");
   await session.close();
 });
 
-t.test('sessions of one rate share the worker\'s pool and never hold one block at once', async (t) => {
+t.test("sessions of one rate share the worker's pool and never hold one block at once", async (t) => {
   const pool = audioBlockPool(8000);
   const tts = toneTts();
   const engine = createEchoEngine({ tts, voiceFor: () => 'en-us', log });
@@ -306,10 +357,13 @@ t.test('close gives every block back: the open turn at once, queued playbacks on
   speak(3, 2.5); // the open turn
   t.equal(pool.stats().blocksInUse, inUseBefore + 3 + 4 + 3);
   await session.close();
-  t.equal(pool.stats().blocksInUse, inUseBefore + 7, 'the open turn\'s blocks at once');
+  t.equal(pool.stats().blocksInUse, inUseBefore + 7, "the open turn's blocks at once");
   await settle();
-  t.equal(pool.stats().blocksInUse, inUseBefore, 'the queued turns\' once their playback stopped');
-  t.notOk(hooks.events.some((e) => e.kind === 'done'), 'nothing played after close');
+  t.equal(pool.stats().blocksInUse, inUseBefore, "the queued turns' once their playback stopped");
+  t.notOk(
+    hooks.events.some((e) => e.kind === 'done'),
+    'nothing played after close',
+  );
   session.appendAudio(new Int16Array(320));
   session.clearUserTurn();
   t.equal(pool.stats().blocksInUse, inUseBefore, 'a closed session takes nothing');

@@ -38,15 +38,21 @@ function aptGet(...args: string[]) {
 function requireEspeak(): void {
   if (espeakRuns()) return;
   if (process.getuid?.() !== ROOT_UID) {
-    throw new Error(`${ESPEAK} is not on PATH and this test does not run as root to install it: apt-get install -y ${ESPEAK_PACKAGE}`);
+    throw new Error(
+      `${ESPEAK} is not on PATH and this test does not run as root to install it: apt-get install -y ${ESPEAK_PACKAGE}`,
+    );
   }
   let install = aptGet('install', '-y', ESPEAK_PACKAGE);
   if (install.status !== 0) {
     aptGet('update');
     install = aptGet('install', '-y', ESPEAK_PACKAGE);
   }
-  if (install.status !== 0) throw new Error(`${ESPEAK} is missing and apt-get install -y ${ESPEAK_PACKAGE} failed (${install.status}): ${install.stderr}`);
-  if (!espeakRuns()) throw new Error(`apt-get installed ${ESPEAK_PACKAGE}, yet ${ESPEAK} does not run from PATH (${process.env.PATH})`);
+  if (install.status !== 0)
+    throw new Error(
+      `${ESPEAK} is missing and apt-get install -y ${ESPEAK_PACKAGE} failed (${install.status}): ${install.stderr}`,
+    );
+  if (!espeakRuns())
+    throw new Error(`apt-get installed ${ESPEAK_PACKAGE}, yet ${ESPEAK} does not run from PATH (${process.env.PATH})`);
 }
 
 t.before(requireEspeak);
@@ -80,19 +86,26 @@ t.test('echo speaks text with espeak-ng, cached on disk and in memory per text a
   t.same(Array.from(fromDisk), Array.from(spoken));
   const otherVoice = await fresh.synthesize('Welcome to Parley. How can I help you today?', 'en-us+m3', 16000);
   t.equal(fresh.synthesisRuns, 1, 'another voice is another entry');
-  t.not(otherVoice.length === spoken.length && otherVoice.every((v, i) => v === spoken[i]), true, 'and sounds different');
+  t.not(
+    otherVoice.length === spoken.length && otherVoice.every((v, i) => v === spoken[i]),
+    true,
+    'and sounds different',
+  );
   const at8k = await fresh.synthesize('Welcome to Parley. How can I help you today?', 'en-us+f3', 8000);
   t.ok(Math.abs(at8k.length * 2 - spoken.length) <= 2, 'resampled to the session rate');
   await session.close();
 });
 
-t.test('espeak-ng speech is not the tone stand-in, and a text starting with a dash is spoken, not parsed', async (t) => {
-  const tts = createLocalTts({ cacheDir: null });
-  const text = 'Welcome to Parley.';
-  const spoken = await tts.synthesize(text, 'en-us', 16000);
-  t.equal(tts.backend, 'espeak');
-  t.not(Array.from(spoken).join(), Array.from(tonePattern(text, 16000, 'en-us')).join(), 'real speech');
-  const dash = await tts.synthesize('-v is not an option here', 'en-us', 16000);
-  t.ok(dash.length > 16000 / 2 && energy(dash) > 100, `spoken (${dash.length} samples)`);
-  t.equal(tts.synthesisRuns, 2);
-});
+t.test(
+  'espeak-ng speech is not the tone stand-in, and a text starting with a dash is spoken, not parsed',
+  async (t) => {
+    const tts = createLocalTts({ cacheDir: null });
+    const text = 'Welcome to Parley.';
+    const spoken = await tts.synthesize(text, 'en-us', 16000);
+    t.equal(tts.backend, 'espeak');
+    t.not(Array.from(spoken).join(), Array.from(tonePattern(text, 16000, 'en-us')).join(), 'real speech');
+    const dash = await tts.synthesize('-v is not an option here', 'en-us', 16000);
+    t.ok(dash.length > 16000 / 2 && energy(dash) > 100, `spoken (${dash.length} samples)`);
+    t.equal(tts.synthesisRuns, 2);
+  },
+);

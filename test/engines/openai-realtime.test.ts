@@ -15,7 +15,11 @@ t.beforeEach(async () => {
 t.afterEach(() => fake.close());
 
 const tools = [
-  { name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } },
+  {
+    name: 'get_weather',
+    description: 'Weather of a city',
+    parameters: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] },
+  },
 ];
 
 async function open(overrides: Parameters<typeof sessionOptions>[0] = {}, turnDetection?: 'parley' | 'server') {
@@ -46,7 +50,9 @@ t.test('configures the session: prompt, voice, pcm16, our turn detection, tools,
   t.equal(update.session.input_audio_format, 'pcm16');
   t.equal(update.session.output_audio_format, 'pcm16');
   t.equal(update.session.turn_detection, null, "Parley's VAD ends turns");
-  t.same(update.session.tools, [{ type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: tools[0].parameters }]);
+  t.same(update.session.tools, [
+    { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: tools[0].parameters },
+  ]);
   await session.close();
 });
 
@@ -59,8 +65,16 @@ t.test('a user turn: audio appended, committed, transcribed, answered with audio
   await hooks.untilKind('done');
   const append = fake.events.find((e) => e.type === 'input_audio_buffer.append') as unknown as { audio: string };
   const sent = Buffer.from(append.audio, 'base64');
-  t.same(Array.from(new Int16Array(sent.buffer, sent.byteOffset, sent.length / 2)), Array.from(pcm), 'the very samples, base64 PCM16');
-  t.same(fake.events.map((e) => e.type).slice(1), ['input_audio_buffer.append', 'input_audio_buffer.commit', 'response.create']);
+  t.same(
+    Array.from(new Int16Array(sent.buffer, sent.byteOffset, sent.length / 2)),
+    Array.from(pcm),
+    'the very samples, base64 PCM16',
+  );
+  t.same(fake.events.map((e) => e.type).slice(1), [
+    'input_audio_buffer.append',
+    'input_audio_buffer.commit',
+    'response.create',
+  ]);
   const transcripts = hooks.events.filter((e) => e.kind === 'transcript');
   t.same(transcripts.at(-1), { kind: 'transcript', text: 'hello there', final: true });
   t.same(transcripts[0], { kind: 'transcript', text: 'hello', final: false }, 'live deltas first');
@@ -69,7 +83,10 @@ t.test('a user turn: audio appended, committed, transcribed, answered with audio
   t.equal(audio.length, 4800);
   t.equal(audio[1], Math.round(8000 * Math.sin((2 * Math.PI * 440) / 24000)), 'decoded PCM16 little-endian');
   t.same(
-    hooks.events.filter((e) => e.kind === 'text').map((e) => (e as { delta: string }).delta).join(''),
+    hooks.events
+      .filter((e) => e.kind === 'text')
+      .map((e) => (e as { delta: string }).delta)
+      .join(''),
     'Nice to meet you',
   );
   await session.close();
@@ -87,7 +104,13 @@ t.test('the newer output_audio event names are understood too', async (t) => {
 
 t.test('function calls reach onToolCall; their output goes back as an item and a new response', async (t) => {
   const { hooks, session } = await open();
-  fake.script({ transcript: 'Checking', functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_abc' } }, { transcript: 'Snowing' });
+  fake.script(
+    {
+      transcript: 'Checking',
+      functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_abc' },
+    },
+    { transcript: 'Snowing' },
+  );
   const first = session.createResponse('Greet the caller.');
   hooks.onEvent = (e) => {
     if (e.kind === 'tool') session.submitToolOutput(e.call.callId, '{"sky":"snow"}', true);
@@ -116,28 +139,43 @@ t.test('barge-in cancels the response and truncates its item to what was played'
   const truncate = fake.events.find((e) => e.type === 'conversation.item.truncate');
   t.same(truncate, { type: 'conversation.item.truncate', item_id: 'item_1', content_index: 0, audio_end_ms: 40 });
   t.equal(hooks.events.filter((e) => e.kind === 'audio' && e.responseId === id).length, 1, 'no audio after the cancel');
-  t.notOk(hooks.events.some((e) => e.kind === 'done' && e.responseId === id), 'no done for it');
-  t.match((fake.events.find((e) => e.type === 'response.create') as unknown as { response: { instructions: string } }).response.instructions, /A long answer\./);
+  t.notOk(
+    hooks.events.some((e) => e.kind === 'done' && e.responseId === id),
+    'no done for it',
+  );
+  t.match(
+    (fake.events.find((e) => e.type === 'response.create') as unknown as { response: { instructions: string } })
+      .response.instructions,
+    /A long answer\./,
+  );
   t.notOk(hooks.events.some((e) => e.kind === 'error'));
   await session.close();
 });
 
 t.test('a response.create the server refuses (one already active) is done, having said nothing', async (t) => {
   const { hooks, session } = await open();
-  fake.script({ error: { code: 'conversation_already_has_active_response', message: 'busy' } }, { transcript: 'Later' });
+  fake.script(
+    { error: { code: 'conversation_already_has_active_response', message: 'busy' } },
+    { transcript: 'Later' },
+  );
   const refused = session.createResponse();
   await hooks.untilDone(refused);
   t.equal(hooks.samplesOf(refused).length, 0);
   const next = session.createResponse();
   await hooks.untilDone(next);
-  t.ok(hooks.events.some((e) => e.kind === 'text' && e.responseId === next && e.delta === 'Later'), 'the next response is bound to its own id');
+  t.ok(
+    hooks.events.some((e) => e.kind === 'text' && e.responseId === next && e.delta === 'Later'),
+    'the next response is bound to its own id',
+  );
   t.notOk(hooks.events.some((e) => e.kind === 'error'));
   await session.close();
 });
 
 t.test('server VAD: commit is left to the server', async (t) => {
   const { session } = await open({}, 'server');
-  t.same((fake.events[0] as unknown as { session: { turn_detection: unknown } }).session.turn_detection, { type: 'server_vad' });
+  t.same((fake.events[0] as unknown as { session: { turn_detection: unknown } }).session.turn_detection, {
+    type: 'server_vad',
+  });
   session.appendAudio(new Int16Array(480));
   session.commitUserTurn();
   session.clearUserTurn();
@@ -156,7 +194,10 @@ t.test('errors: refused session, refused upgrade, server error, failed response,
 
   {
     const { hooks, session } = await open();
-    fake.script({ error: { code: 'response_cancel_not_active', message: 'benign race' } }, { error: { code: 'server_error', message: 'boom' } });
+    fake.script(
+      { error: { code: 'response_cancel_not_active', message: 'benign race' } },
+      { error: { code: 'server_error', message: 'boom' } },
+    );
     session.createResponse();
     session.createResponse();
     await hooks.untilKind('error');
@@ -178,7 +219,10 @@ t.test('errors: refused session, refused upgrade, server error, failed response,
     const { hooks, session } = await open();
     fake.dropClients();
     await hooks.untilKind('error');
-    t.match((hooks.events.find((e) => e.kind === 'error') as { error: Error }).error.message, /server closed the session \(1011/);
+    t.match(
+      (hooks.events.find((e) => e.kind === 'error') as { error: Error }).error.message,
+      /server closed the session \(1011/,
+    );
     await session.close();
   }
   {
@@ -195,38 +239,55 @@ t.test('open gives up when the conversation ends meanwhile', async (t) => {
 });
 
 type SessionUpdateEvent = { type: string; session: Record<string, unknown> };
-const sessionUpdates = () => fake.events.filter((e) => e.type === 'session.update').slice(1) as unknown as SessionUpdateEvent[];
+const sessionUpdates = () =>
+  fake.events.filter((e) => e.type === 'session.update').slice(1) as unknown as SessionUpdateEvent[];
 
-t.test('updateSession (a transfer) before any audio: prompt, keywords and language in one session.update, the voice in its own', async (t) => {
-  const { hooks, session } = await open();
-  session.updateSession({ systemPrompt: 'You handle billing.', voiceId: 'sarah', defaultLanguage: 'fr', boostedKeywords: ['facture'], tools: [] });
-  await fake.waitFor('session.update', 3);
-  const [settings, voice] = sessionUpdates();
-  t.match(settings.session.instructions, /^You handle billing\.\n\nWords you may hear: facture\.$/);
-  t.same(settings.session.input_audio_transcription, { model: 'whisper-1', language: 'fr' });
-  t.same(settings.session.tools, []);
-  t.notOk('voice' in settings.session, 'a refused voice cannot take the rest of the update with it');
-  t.same(voice.session, { voice: 'alloy' }, "the new agent's voice, mapped for the engine");
-  t.equal(session.voiceId, 'sarah');
-  const id = session.createResponse();
-  await hooks.untilDone(id);
-  t.equal(session.voiceId, 'sarah', 'the server took it');
-  t.notOk(hooks.events.some((e) => e.kind === 'error'));
-  await session.close();
-});
+t.test(
+  'updateSession (a transfer) before any audio: prompt, keywords and language in one session.update, the voice in its own',
+  async (t) => {
+    const { hooks, session } = await open();
+    session.updateSession({
+      systemPrompt: 'You handle billing.',
+      voiceId: 'sarah',
+      defaultLanguage: 'fr',
+      boostedKeywords: ['facture'],
+      tools: [],
+    });
+    await fake.waitFor('session.update', 3);
+    const [settings, voice] = sessionUpdates();
+    t.match(settings.session.instructions, /^You handle billing\.\n\nWords you may hear: facture\.$/);
+    t.same(settings.session.input_audio_transcription, { model: 'whisper-1', language: 'fr' });
+    t.same(settings.session.tools, []);
+    t.notOk('voice' in settings.session, 'a refused voice cannot take the rest of the update with it');
+    t.same(voice.session, { voice: 'alloy' }, "the new agent's voice, mapped for the engine");
+    t.equal(session.voiceId, 'sarah');
+    const id = session.createResponse();
+    await hooks.untilDone(id);
+    t.equal(session.voiceId, 'sarah', 'the server took it');
+    t.notOk(hooks.events.some((e) => e.kind === 'error'));
+    await session.close();
+  },
+);
 
-t.test('a voice change after audio: not sent (the protocol refuses it), the voice stays, the rest applies', async (t) => {
-  const { hooks, session } = await open();
-  const id = session.createResponse();
-  await hooks.untilDone(id);
-  session.updateSession({ systemPrompt: 'You handle billing.', voiceId: 'sarah' });
-  await fake.waitFor('session.update', 2);
-  const next = session.createResponse();
-  await hooks.untilDone(next);
-  t.same(sessionUpdates().map((u) => Object.keys(u.session)), [['instructions']], 'only the prompt went out');
-  t.equal(session.voiceId, 'grant', 'the session says it keeps its voice');
-  await session.close();
-});
+t.test(
+  'a voice change after audio: not sent (the protocol refuses it), the voice stays, the rest applies',
+  async (t) => {
+    const { hooks, session } = await open();
+    const id = session.createResponse();
+    await hooks.untilDone(id);
+    session.updateSession({ systemPrompt: 'You handle billing.', voiceId: 'sarah' });
+    await fake.waitFor('session.update', 2);
+    const next = session.createResponse();
+    await hooks.untilDone(next);
+    t.same(
+      sessionUpdates().map((u) => Object.keys(u.session)),
+      [['instructions']],
+      'only the prompt went out',
+    );
+    t.equal(session.voiceId, 'grant', 'the session says it keeps its voice');
+    await session.close();
+  },
+);
 
 t.test('a voice change the server refuses (audio crossed it): the voice stays, the conversation goes on', async (t) => {
   const { hooks, session } = await open();
@@ -235,46 +296,80 @@ t.test('a voice change the server refuses (audio crossed it): the voice stays, t
   session.updateSession({ voiceId: 'sarah' });
   t.equal(session.voiceId, 'sarah', 'asked for');
   await hooks.untilDone(first);
-  await until(() => session.voiceId === 'grant', { what: 'the refusal taken back to the old voice', timeoutMs: 1_000, intervalMs: 5 });
+  await until(() => session.voiceId === 'grant', {
+    what: 'the refusal taken back to the old voice',
+    timeoutMs: 1_000,
+    intervalMs: 5,
+  });
   t.equal(session.voiceId, 'grant', 'refused: the old voice stays');
-  t.same(sessionUpdates().map((u) => u.session), [{ voice: 'alloy' }], 'the voice was asked for');
-  t.notOk(hooks.events.some((e) => e.kind === 'error'), 'cannot_update_voice is no engine error');
+  t.same(
+    sessionUpdates().map((u) => u.session),
+    [{ voice: 'alloy' }],
+    'the voice was asked for',
+  );
+  t.notOk(
+    hooks.events.some((e) => e.kind === 'error'),
+    'cannot_update_voice is no engine error',
+  );
   const next = session.createResponse();
   await hooks.untilDone(next);
   t.ok(hooks.samplesOf(next).length > 0, 'the session still answers');
   await session.close();
 });
 
-t.test('tool outputs: one response.create once every call of the response has its output and the response is done', async (t) => {
-  const { hooks, session } = await open();
-  fake.script(
-    {
-      transcript: 'Checking both',
-      functionCalls: [
-        { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' },
-        { name: 'get_weather', arguments: '{"city":"Rome"}', call_id: 'call_2' },
-      ],
-    },
-    { transcript: 'Snow and sun' },
-  );
-  const first = session.createResponse();
-  // Outputs as the calls arrive: before the server's response.done.
-  hooks.onEvent = (e) => {
-    if (e.kind === 'tool') session.submitToolOutput(e.call.callId, `{"city":"${String(e.call.arguments.city)}"}`, e.call.callId === 'call_2');
-  };
-  await hooks.untilKind('done', 2);
-  const types = fake.events.map((e) => e.type).filter((ty) => ty === 'response.create' || ty === 'conversation.item.create');
-  t.same(types, ['response.create', 'conversation.item.create', 'conversation.item.create', 'response.create'], 'both outputs, then one reply');
-  const replies = hooks.events.filter((e) => e.kind === 'done').map((e) => (e as { responseId: string }).responseId);
-  t.equal(replies[0], first);
-  t.ok(hooks.events.some((e) => e.kind === 'text' && e.responseId === replies[1] && e.delta === 'Snow'), 'the reply was made, not refused as a second active response');
-  t.notOk(fake.events.some((e) => e.type === 'error'), 'nothing refused');
-  await session.close();
-});
+t.test(
+  'tool outputs: one response.create once every call of the response has its output and the response is done',
+  async (t) => {
+    const { hooks, session } = await open();
+    fake.script(
+      {
+        transcript: 'Checking both',
+        functionCalls: [
+          { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' },
+          { name: 'get_weather', arguments: '{"city":"Rome"}', call_id: 'call_2' },
+        ],
+      },
+      { transcript: 'Snow and sun' },
+    );
+    const first = session.createResponse();
+    // Outputs as the calls arrive: before the server's response.done.
+    hooks.onEvent = (e) => {
+      if (e.kind === 'tool')
+        session.submitToolOutput(
+          e.call.callId,
+          `{"city":"${String(e.call.arguments.city)}"}`,
+          e.call.callId === 'call_2',
+        );
+    };
+    await hooks.untilKind('done', 2);
+    const types = fake.events
+      .map((e) => e.type)
+      .filter((ty) => ty === 'response.create' || ty === 'conversation.item.create');
+    t.same(
+      types,
+      ['response.create', 'conversation.item.create', 'conversation.item.create', 'response.create'],
+      'both outputs, then one reply',
+    );
+    const replies = hooks.events.filter((e) => e.kind === 'done').map((e) => (e as { responseId: string }).responseId);
+    t.equal(replies[0], first);
+    t.ok(
+      hooks.events.some((e) => e.kind === 'text' && e.responseId === replies[1] && e.delta === 'Snow'),
+      'the reply was made, not refused as a second active response',
+    );
+    t.notOk(
+      fake.events.some((e) => e.type === 'error'),
+      'nothing refused',
+    );
+    await session.close();
+  },
+);
 
 t.test('tool outputs asking for no reply: no response.create', async (t) => {
   const { hooks, session } = await open();
-  fake.script({ transcript: 'Noted', functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' } });
+  fake.script({
+    transcript: 'Noted',
+    functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' },
+  });
   session.createResponse();
   hooks.onEvent = (e) => {
     if (e.kind === 'tool') session.submitToolOutput(e.call.callId, '{}', false);
@@ -288,7 +383,11 @@ t.test('tool outputs asking for no reply: no response.create', async (t) => {
 
 t.test('speech-only responses: tool_choice none on createResponse and on the reply after an output', async (t) => {
   const { hooks, session } = await open();
-  fake.script({ transcript: 'Checking', functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' } }, { transcript: 'Snowing' }, { transcript: 'One moment' });
+  fake.script(
+    { transcript: 'Checking', functionCall: { name: 'get_weather', arguments: '{"city":"Oslo"}', call_id: 'call_1' } },
+    { transcript: 'Snowing' },
+    { transcript: 'One moment' },
+  );
   session.createResponse();
   hooks.onEvent = (e) => {
     if (e.kind === 'tool') session.submitToolOutput(e.call.callId, '{"sky":"snow"}', true, { speechOnly: true });
@@ -297,21 +396,53 @@ t.test('speech-only responses: tool_choice none on createResponse and on the rep
   hooks.onEvent = () => {};
   const line = session.createResponse('Say what you are about to do.', { speechOnly: true });
   await hooks.untilDone(line);
-  const creates = fake.events.filter((e) => e.type === 'response.create') as unknown as { response?: { tool_choice?: string; instructions?: string } }[];
-  t.same(creates.map((c) => c.response?.tool_choice ?? 'auto'), ['auto', 'none', 'none'], 'the reply to the output and the line: speech only');
+  const creates = fake.events.filter((e) => e.type === 'response.create') as unknown as {
+    response?: { tool_choice?: string; instructions?: string };
+  }[];
+  t.same(
+    creates.map((c) => c.response?.tool_choice ?? 'auto'),
+    ['auto', 'none', 'none'],
+    'the reply to the output and the line: speech only',
+  );
   t.match(creates[2].response?.instructions, /Say what you are about to do\.$/, 'instructions ride along');
   await session.close();
 });
 
 t.test('a speech-suppressed tool: the model is told to call it without speaking first', async (t) => {
   const { session } = await open({
-    tools: [{ name: 'keypad_input', description: 'Press keys.', parameters: { type: 'object', properties: {} }, speechSuppressed: true }],
+    tools: [
+      {
+        name: 'keypad_input',
+        description: 'Press keys.',
+        parameters: { type: 'object', properties: {} },
+        speechSuppressed: true,
+      },
+    ],
   });
   const update = fake.events[0] as unknown as { session: { tools: { name: string; description: string }[] } };
-  t.same(update.session.tools.map((x) => x.description), ['Press keys.\nCall this function without saying anything first.']);
-  session.updateSession({ tools: [...tools, { name: 'keypad_input', description: 'Press keys.', parameters: { type: 'object', properties: {} }, speechSuppressed: true }] });
+  t.same(
+    update.session.tools.map((x) => x.description),
+    ['Press keys.\nCall this function without saying anything first.'],
+  );
+  session.updateSession({
+    tools: [
+      ...tools,
+      {
+        name: 'keypad_input',
+        description: 'Press keys.',
+        parameters: { type: 'object', properties: {} },
+        speechSuppressed: true,
+      },
+    ],
+  });
   await fake.waitFor('session.update', 2);
-  const later = fake.events.filter((e) => e.type === 'session.update')[1] as unknown as { session: { tools: { description: string }[] } };
-  t.same(later.session.tools.map((x) => x.description), ['Weather of a city', 'Press keys.\nCall this function without saying anything first.'], 'on updates too');
+  const later = fake.events.filter((e) => e.type === 'session.update')[1] as unknown as {
+    session: { tools: { description: string }[] };
+  };
+  t.same(
+    later.session.tools.map((x) => x.description),
+    ['Weather of a city', 'Press keys.\nCall this function without saying anything first.'],
+    'on updates too',
+  );
   await session.close();
 });

@@ -1,6 +1,12 @@
 // Test helper: EngineHooks that record every event in order, and waits on them.
 import { concatPcm } from '../media/speech.js';
-import type { EngineError, EngineHooks, EngineSessionOptions, EngineToolCall, ResponseId } from '../../src/engines/engine.js';
+import type {
+  EngineError,
+  EngineHooks,
+  EngineSessionOptions,
+  EngineToolCall,
+  ResponseId,
+} from '../../src/engines/engine.js';
 
 export type Recorded =
   | { kind: 'transcript'; text: string; final: boolean }

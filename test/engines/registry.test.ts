@@ -54,23 +54,39 @@ t.test('per-model overrides map each vendor_model to its configured engine', asy
   const hooks = new Recorder();
   const session = await r.engineFor(null).open(sessionOptions(), hooks);
   session.commitUserTurn();
-  t.same(hooks.events[0], { kind: 'transcript', text: 'from the file', final: true }, 'the script of PARLEY_SCRIPTED_ENGINE_FILE');
+  t.same(
+    hooks.events[0],
+    { kind: 'transcript', text: 'from the file', final: true },
+    'the script of PARLEY_SCRIPTED_ENGINE_FILE',
+  );
   await session.close();
 });
 
 t.test('a selected engine without its settings stops start-up with an EngineError naming them', async (t) => {
-  t.throws(() => registry({ PARLEY_ENGINE_VENDOR_V1: 'openai-realtime' }), { name: 'EngineError', message: /PARLEY_REALTIME_URL/ });
+  t.throws(() => registry({ PARLEY_ENGINE_VENDOR_V1: 'openai-realtime' }), {
+    name: 'EngineError',
+    message: /PARLEY_REALTIME_URL/,
+  });
   t.throws(() => registry({ PARLEY_ENGINE_DEFAULT: 'cascade', PARLEY_STT_BASE_URL: 'http://127.0.0.1:9/v1' }), {
     name: 'EngineError',
     message: /PARLEY_TTS_BASE_URL, PARLEY_LLM_BASE_URL and PARLEY_LLM_MODEL/,
   });
   const bad = join(dir, 'bad.json');
   writeFileSync(bad, JSON.stringify({ turns: [{ say: 5 }] }));
-  t.throws(() => registry({ PARLEY_ENGINE_DEFAULT: 'scripted', PARLEY_SCRIPTED_ENGINE_FILE: bad }), { name: 'EngineError', message: /bad\.json.*turns\.0\.say/ });
-  t.throws(() => registry({ PARLEY_ENGINE_DEFAULT: 'scripted', PARLEY_SCRIPTED_ENGINE_FILE: join(dir, 'missing.json') }), EngineError);
+  t.throws(() => registry({ PARLEY_ENGINE_DEFAULT: 'scripted', PARLEY_SCRIPTED_ENGINE_FILE: bad }), {
+    name: 'EngineError',
+    message: /bad\.json.*turns\.0\.say/,
+  });
+  t.throws(
+    () => registry({ PARLEY_ENGINE_DEFAULT: 'scripted', PARLEY_SCRIPTED_ENGINE_FILE: join(dir, 'missing.json') }),
+    EngineError,
+  );
   // Without any script the scripted engine still starts; a conversation must then bring its own.
   const r = registry({ PARLEY_ENGINE_DEFAULT: 'scripted' });
-  await t.rejects(r.engineFor(null).open(sessionOptions(), new Recorder()), { name: 'EngineError', message: /no script/ });
+  await t.rejects(r.engineFor(null).open(sessionOptions(), new Recorder()), {
+    name: 'EngineError',
+    message: /no script/,
+  });
 });
 
 t.test("the voice catalog maps a voice id to each engine's voice", async (t) => {
@@ -83,9 +99,18 @@ t.test("the voice catalog maps a voice id to each engine's voice", async (t) => 
 
   const fake = await startFakeRealtimeServer();
   t.teardown(() => fake.close());
-  const r = registry({ PARLEY_ENGINE_DEFAULT: 'openai-realtime', PARLEY_REALTIME_URL: fake.url, PARLEY_REALTIME_MODEL: 'rt-model', PARLEY_REALTIME_API_KEY: 'k' });
+  const r = registry({
+    PARLEY_ENGINE_DEFAULT: 'openai-realtime',
+    PARLEY_REALTIME_URL: fake.url,
+    PARLEY_REALTIME_MODEL: 'rt-model',
+    PARLEY_REALTIME_API_KEY: 'k',
+  });
   const session = await r.engineFor(null).open(sessionOptions({ voiceId: 'maya' }), new Recorder());
-  t.equal((fake.events[0] as unknown as { session: { voice: string } }).session.voice, 'coral', 'the realtime engine speaks the mapped voice');
+  t.equal(
+    (fake.events[0] as unknown as { session: { voice: string } }).session.voice,
+    'coral',
+    'the realtime engine speaks the mapped voice',
+  );
   t.match(fake.lastUpgrade!.url, /model=rt-model/);
   await session.close();
 });

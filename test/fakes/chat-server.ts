@@ -112,7 +112,8 @@ export async function startFakeChatServer(): Promise<FakeChatServer> {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(completionBody(step.reply.content ?? null, step.reply.toolCalls)));
     } else if ('status' in step) {
-      const text = typeof step.body === 'string' ? step.body : JSON.stringify(step.body ?? { error: { message: 'fake error' } });
+      const text =
+        typeof step.body === 'string' ? step.body : JSON.stringify(step.body ?? { error: { message: 'fake error' } });
       res.writeHead(step.status, { 'content-type': 'application/json', ...step.headers });
       res.end(text);
     } else if ('raw' in step) {

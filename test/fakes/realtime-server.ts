@@ -130,9 +130,18 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
       let canceled = false;
       for (let c = 0, at = 0; at < total; c++, at += per) {
         const pcm = Buffer.alloc(Math.min(per, total - at) * 2);
-        for (let i = 0; i < pcm.length / 2; i++) pcm.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * (at + i)) / RATE)), i * 2);
-        if (words[c]) send({ type: textType, response_id: id, item_id: itemId, delta: c === 0 ? words[c] : ` ${words[c]}` });
-        send({ type: audioType, response_id: id, item_id: itemId, output_index: 0, content_index: 0, delta: pcm.toString('base64') });
+        for (let i = 0; i < pcm.length / 2; i++)
+          pcm.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * (at + i)) / RATE)), i * 2);
+        if (words[c])
+          send({ type: textType, response_id: id, item_id: itemId, delta: c === 0 ? words[c] : ` ${words[c]}` });
+        send({
+          type: audioType,
+          response_id: id,
+          item_id: itemId,
+          output_index: 0,
+          content_index: 0,
+          delta: pcm.toString('base64'),
+        });
         audioSent = true;
         if (c === 0 && plan.hold) {
           await new Promise<void>((resume) => (held = { id, resume }));
@@ -143,7 +152,13 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
       }
       const calls = [...(plan.functionCall ? [plan.functionCall] : []), ...(plan.functionCalls ?? [])];
       if (!canceled && calls.length > 0) {
-        for (const call of calls) send({ type: 'response.function_call_arguments.done', response_id: id, item_id: `item_${++itemSeq}`, ...call });
+        for (const call of calls)
+          send({
+            type: 'response.function_call_arguments.done',
+            response_id: id,
+            item_id: `item_${++itemSeq}`,
+            ...call,
+          });
         // The server finishes the call items (output_item.done and the like) before response.done: a client that
         // answers a call at once gets there first.
         await new Promise((r) => setTimeout(r, CALL_TO_DONE_MS));
@@ -152,7 +167,11 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
       const status = canceled ? 'cancelled' : (plan.status ?? 'completed');
       send({
         type: 'response.done',
-        response: { id, status, ...(status === 'failed' ? { status_details: { type: 'failed', error: { code: 'server_error' } } } : {}) },
+        response: {
+          id,
+          status,
+          ...(status === 'failed' ? { status_details: { type: 'failed', error: { code: 'server_error' } } } : {}),
+        },
       });
     }
 
@@ -163,21 +182,49 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
       switch (event.type) {
         case 'session.update':
           if (audioSent && (event.session as { voice?: unknown }).voice !== undefined) {
-            send({ type: 'error', error: { type: 'invalid_request_error', code: 'cannot_update_voice', message: "Cannot update a conversation's voice if assistant audio is present." } });
-          } else if (fake.refuseSession) send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_value', message: 'voice not supported' } });
+            send({
+              type: 'error',
+              error: {
+                type: 'invalid_request_error',
+                code: 'cannot_update_voice',
+                message: "Cannot update a conversation's voice if assistant audio is present.",
+              },
+            });
+          } else if (fake.refuseSession)
+            send({
+              type: 'error',
+              error: { type: 'invalid_request_error', code: 'invalid_value', message: 'voice not supported' },
+            });
           else send({ type: 'session.updated', session: event.session });
           return;
         case 'input_audio_buffer.commit': {
           const item = `item_${++itemSeq}`;
           send({ type: 'input_audio_buffer.committed', item_id: item });
           const words = fake.inputTranscript.split(' ');
-          words.forEach((w, i) => send({ type: 'conversation.item.input_audio_transcription.delta', item_id: item, delta: i === 0 ? w : ` ${w}` }));
-          send({ type: 'conversation.item.input_audio_transcription.completed', item_id: item, transcript: fake.inputTranscript });
+          words.forEach((w, i) =>
+            send({
+              type: 'conversation.item.input_audio_transcription.delta',
+              item_id: item,
+              delta: i === 0 ? w : ` ${w}`,
+            }),
+          );
+          send({
+            type: 'conversation.item.input_audio_transcription.completed',
+            item_id: item,
+            transcript: fake.inputTranscript,
+          });
           return;
         }
         case 'response.create':
           if (active !== null) {
-            send({ type: 'error', error: { type: 'invalid_request_error', code: 'conversation_already_has_active_response', message: `${active} is in progress` } });
+            send({
+              type: 'error',
+              error: {
+                type: 'invalid_request_error',
+                code: 'conversation_already_has_active_response',
+                message: `${active} is in progress`,
+              },
+            });
             return;
           }
           void respond(plans.shift() ?? { transcript: 'Okay.' });
@@ -189,7 +236,15 @@ export async function startFakeRealtimeServer(): Promise<FakeRealtimeServer> {
             // Cancelled at once: a response.create right after it is taken.
             active = null;
             h.resume();
-          } else send({ type: 'error', error: { type: 'invalid_request_error', code: 'response_cancel_not_active', message: 'no active response' } });
+          } else
+            send({
+              type: 'error',
+              error: {
+                type: 'invalid_request_error',
+                code: 'response_cancel_not_active',
+                message: 'no active response',
+              },
+            });
           return;
         default:
           return;

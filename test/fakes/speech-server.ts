@@ -27,16 +27,31 @@ function wavSeconds(bytes: Buffer): number {
 }
 
 /** The answer to a transcription request: `{text}`, or verbose_json with words. */
-function transcription(entry: string | FakeTranscript | undefined, fields: Record<string, string>, file: Buffer): unknown {
+function transcription(
+  entry: string | FakeTranscript | undefined,
+  fields: Record<string, string>,
+  file: Buffer,
+): unknown {
   const queued = typeof entry === 'string' || entry === undefined ? { text: entry ?? '', words: null } : entry;
   if (fields.response_format !== 'verbose_json') return { text: queued.text };
   const duration = wavSeconds(file);
   let words = queued.words;
   if (!words) {
     const list = queued.text.split(/\s+/).filter(Boolean);
-    words = list.map((word, i) => ({ word, start: (i * duration) / list.length, end: ((i + 1) * duration) / list.length }));
+    words = list.map((word, i) => ({
+      word,
+      start: (i * duration) / list.length,
+      end: ((i + 1) * duration) / list.length,
+    }));
   }
-  return { task: 'transcribe', language: fields.language ?? 'english', duration, text: queued.text, words, segments: [] };
+  return {
+    task: 'transcribe',
+    language: fields.language ?? 'english',
+    duration,
+    text: queued.text,
+    words,
+    segments: [],
+  };
 }
 
 export interface RecordedSpeech {
@@ -60,7 +75,8 @@ export interface FakeSpeechServer {
 
 function tone(samples: number, rate: number): Buffer {
   const out = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) out.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * 330 * i) / rate)), i * 2);
+  for (let i = 0; i < samples; i++)
+    out.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * 330 * i) / rate)), i * 2);
   return out;
 }
 
@@ -103,7 +119,11 @@ export async function startFakeSpeechServer(): Promise<FakeSpeechServer> {
       const raw = await body(req);
       if (req.method === 'POST' && req.url === '/v1/audio/transcriptions') {
         // The platform's multipart parser: a Request over the raw body.
-        const form = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': req.headers['content-type'] ?? '' }, body: raw }).formData();
+        const form = await new Request('http://fake/', {
+          method: 'POST',
+          headers: { 'content-type': req.headers['content-type'] ?? '' },
+          body: raw,
+        }).formData();
         const fields: Record<string, string> = {};
         let file: RecordedTranscription['file'] | null = null;
         for (const [k, v] of form.entries()) {
@@ -112,17 +132,23 @@ export async function startFakeSpeechServer(): Promise<FakeSpeechServer> {
         }
         fake.transcriptions.push({ fields, file: file!, authorization: req.headers.authorization });
         if (fake.failTranscription !== null) {
-          res.writeHead(fake.failTranscription, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'model overloaded' } }));
+          res
+            .writeHead(fake.failTranscription, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: { message: 'model overloaded' } }));
           return;
         }
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(transcription(fake.transcripts.shift(), fields, file!.bytes)));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify(transcription(fake.transcripts.shift(), fields, file!.bytes)));
         return;
       }
       if (req.method === 'POST' && req.url === '/v1/audio/speech') {
         const parsed = JSON.parse(raw.toString()) as RecordedSpeech['body'];
         fake.speeches.push({ body: parsed, authorization: req.headers.authorization });
         if (fake.failSpeech !== null) {
-          res.writeHead(fake.failSpeech, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'voice unknown' } }));
+          res
+            .writeHead(fake.failSpeech, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: { message: 'voice unknown' } }));
           return;
         }
         const ms = parsed.input.length * FAKE_TTS_MS_PER_CHAR;

@@ -19,7 +19,13 @@ export interface MainProcess {
  * DATABASE_URL in `env` it runs embedded.
  */
 export function startMain(env: Record<string, string>): MainProcess {
-  const childEnv = userEnv({ PARLEY_HTTP_PORT: '0', PARLEY_SIP_PORT: '0', PARLEY_LOG_LEVEL: 'info', PARLEY_WORKERS: '1', ...env });
+  const childEnv = userEnv({
+    PARLEY_HTTP_PORT: '0',
+    PARLEY_SIP_PORT: '0',
+    PARLEY_LOG_LEVEL: 'info',
+    PARLEY_WORKERS: '1',
+    ...env,
+  });
   if (!env.DATABASE_URL) delete childEnv.DATABASE_URL;
   const [cmd, ...pre] = USER_NODE;
   const child = spawn(cmd, [...pre, '--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env: childEnv });
@@ -31,10 +37,12 @@ export function startMain(env: Record<string, string>): MainProcess {
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    for (const w of waiters.splice(0)) w();
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      for (const w of waiters.splice(0)) w();
+      resolve(code);
+    }),
+  );
   return {
     output: () => out,
     exited,

@@ -33,13 +33,20 @@ export interface RealtimeServer extends TestServer {
 const ENDED_TIMEOUT_MS = 30_000;
 const ENDED_POLL_MS = 100;
 
-export async function startRealtimeServer(opts: { workers?: number; env?: Record<string, string> } = {}): Promise<RealtimeServer> {
+export async function startRealtimeServer(
+  opts: { workers?: number; env?: Record<string, string> } = {},
+): Promise<RealtimeServer> {
   const server = await startTestServer({ db: 'postgres', env: { PARLEY_WS_PORT: '0', ...opts.env } });
   let pool: WorkerPool;
   try {
     pool = await startWorkerPool({
       // Errors of the realtime side show in the test output (a failing test then says why); the rest is quiet.
-      settings: { ...server.settings, PARLEY_HOST: '127.0.0.1', PARLEY_WS_PORT: 0, PARLEY_LOG_LEVEL: realtimeLogLevel(server.settings.PARLEY_LOG_LEVEL) },
+      settings: {
+        ...server.settings,
+        PARLEY_HOST: '127.0.0.1',
+        PARLEY_WS_PORT: 0,
+        PARLEY_LOG_LEVEL: realtimeLogLevel(server.settings.PARLEY_LOG_LEVEL),
+      },
       sql: server.sql,
       log: createLogger(realtimeLogLevel(server.settings.PARLEY_LOG_LEVEL)),
       workers: opts.workers ?? 1,
@@ -106,10 +113,12 @@ export class TestClient {
       }
       this.check();
     });
-    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => {
-      resolve({ code, reason: reason.toString() });
-      this.check();
-    }));
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code, reason) => {
+        resolve({ code, reason: reason.toString() });
+        this.check();
+      }),
+    );
   }
 
   /** Opens a socket; rejects with the HTTP status when the upgrade is refused. */
@@ -118,7 +127,9 @@ export class TestClient {
       const ws = new WebSocket(url, { headers });
       const client = new TestClient(ws);
       ws.once('open', () => resolve(client));
-      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })));
+      ws.once('unexpected-response', (_req, res) =>
+        reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })),
+      );
       ws.once('error', reject);
     });
   }
@@ -188,7 +199,8 @@ export async function streamAudio(
   let sent = 0;
   for (let i = 0; ; i++) {
     const off = i * perFrame;
-    const frame = off < pcm.length ? pcm.subarray(off, Math.min(off + perFrame, pcm.length)) : opts.keepGoing?.() ? silence : null;
+    const frame =
+      off < pcm.length ? pcm.subarray(off, Math.min(off + perFrame, pcm.length)) : opts.keepGoing?.() ? silence : null;
     if (!frame || client.ws.readyState !== WebSocket.OPEN) break;
     const bytes = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength);
     if (opts.binary) client.ws.send(bytes, { binary: true });
@@ -210,11 +222,14 @@ export async function endedConversation(
   timeoutMs = ENDED_TIMEOUT_MS,
 ): Promise<any> {
   let ended: any = null;
-  await until(async () => {
-    const res = await get(`/v1/conversations/${id}`);
-    if (res.status === 200 && res.body.conversation.ended_by) ended = res.body.conversation;
-    return ended !== null;
-  }, { what: `conversation ${id} to end`, timeoutMs, intervalMs: ENDED_POLL_MS });
+  await until(
+    async () => {
+      const res = await get(`/v1/conversations/${id}`);
+      if (res.status === 200 && res.body.conversation.ended_by) ended = res.body.conversation;
+      return ended !== null;
+    },
+    { what: `conversation ${id} to end`, timeoutMs, intervalMs: ENDED_POLL_MS },
+  );
   return ended;
 }
 

@@ -3,7 +3,18 @@
 // through a file in the temp dir), restored per server in under a second. PostgreSQL: a throwaway database
 // (./temp-database.ts), dropped on close.
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadSettings, type Settings } from '../../src/config.js';
@@ -42,7 +53,9 @@ const TEMPLATE_POLL_MS = 200;
 
 function templateKey(): string {
   const h = createHash('sha256');
-  const pkg = JSON.parse(readFileSync(new URL('../../node_modules/@electric-sql/pglite/package.json', import.meta.url), 'utf8'));
+  const pkg = JSON.parse(
+    readFileSync(new URL('../../node_modules/@electric-sql/pglite/package.json', import.meta.url), 'utf8'),
+  );
   h.update(String(pkg.version));
   for (const f of migrationFiles()) h.update(f).update(readFileSync(join(MIGRATIONS_DIR, f)));
   return h.digest('hex').slice(0, 16);
@@ -96,7 +109,12 @@ export interface StartOptions {
 export async function startTestServer(opts: StartOptions): Promise<TestServer> {
   // Each server has its own data directory (voice samples, recordings), removed on close.
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-test-data-'));
-  const env: Record<string, string> = { PARLEY_LOG_LEVEL: 'silent', PARLEY_DATA_DIR: dataDir, ...opts.env, PARLEY_HTTP_PORT: '0' };
+  const env: Record<string, string> = {
+    PARLEY_LOG_LEVEL: 'silent',
+    PARLEY_DATA_DIR: dataDir,
+    ...opts.env,
+    PARLEY_HTTP_PORT: '0',
+  };
   let dropDatabase: (() => Promise<void>) | null = null;
   let store: Store;
   if (opts.db === 'postgres') {
@@ -156,7 +174,10 @@ export async function startTestServer(opts: StartOptions): Promise<TestServer> {
 }
 
 /** Another workspace beside the bootstrap one, for isolation tests. */
-export async function createWorkspace(sql: Sql, name: string): Promise<{ orgId: string; projectId: string; apiKey: string }> {
+export async function createWorkspace(
+  sql: Sql,
+  name: string,
+): Promise<{ orgId: string; projectId: string; apiKey: string }> {
   const w = await createWorkspaceRows(sql, name);
   return { orgId: w.orgId, projectId: w.projectId, apiKey: w.apiKey };
 }
@@ -168,14 +189,19 @@ export interface RequestOptions {
 }
 export interface ApiResponse {
   status: number;
-   
+
   body: any;
   headers: Headers;
 }
 
 /** A tiny HTTP client of a test server. */
 export function api(server: { url: string; apiKey: string }) {
-  const call = async (method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<ApiResponse> => {
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: RequestOptions = {},
+  ): Promise<ApiResponse> => {
     const headers: Record<string, string> = { ...opts.headers };
     const key = opts.key === undefined ? server.apiKey : opts.key;
     if (key !== null) headers.authorization = `Bearer ${key}`;
@@ -198,7 +224,6 @@ export function api(server: { url: string; apiKey: string }) {
   };
 }
 export type ApiClient = ReturnType<typeof api>;
-
 
 /**
  * The environment for a child process that runs Parley as a user would (`npm start`, `npm run admin`): this

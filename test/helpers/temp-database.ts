@@ -31,7 +31,9 @@ export async function createTempDatabase(prefix: string = DEFAULT_PREFIX): Promi
     await admin.unsafe(`create database ${name}`);
   } catch (err) {
     await admin.end();
-    throw new Error(`PostgreSQL on ${POSTGRES_ADMIN_URL} is needed (see .ci/run): ${(err as Error).message}`, { cause: err });
+    throw new Error(`PostgreSQL on ${POSTGRES_ADMIN_URL} is needed (see .ci/run): ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;

@@ -41,7 +41,14 @@ export async function storeEndedConversation(server: TestServer, c: EndedConvers
   if (c.recording) {
     const format = c.recording.format ?? 'wav';
     const path = writeRecording(server.settings.PARLEY_DATA_DIR, `${id}-${count++}`, c.recording.wav, format);
-    recordings.push({ side: 'both', path, format, sample_rate: c.recording.sampleRate, channels: 2, bytes: c.recording.wav.length });
+    recordings.push({
+      side: 'both',
+      path,
+      format,
+      sample_rate: c.recording.sampleRate,
+      channels: 2,
+      bytes: c.recording.wav.length,
+    });
   }
   await finishConversation(
     server.sql,

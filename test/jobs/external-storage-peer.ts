@@ -53,18 +53,30 @@ function s3ErrorXml(code: string, message: string): string {
   return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
 }
 
-const AUTHORIZATION = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/;
+const AUTHORIZATION =
+  /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/;
 
 /** Recomputes a request's signature with the AWS SDK's signer; null when it matches, else S3's error code. */
-async function checkSignature(method: string, rawUrl: string, headers: IncomingHttpHeaders, body: Buffer, keys: Map<string, string>): Promise<[number, string, string] | null> {
+async function checkSignature(
+  method: string,
+  rawUrl: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+  keys: Map<string, string>,
+): Promise<[number, string, string] | null> {
   const m = AUTHORIZATION.exec(String(headers.authorization ?? ''));
   if (!m) return [403, 'AccessDenied', 'no AWS4-HMAC-SHA256 authorization'];
   const [, accessKeyId, , region, signedHeaders, signature] = m;
   const secret = keys.get(accessKeyId!);
-  if (secret === undefined) return [403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'];
+  if (secret === undefined)
+    return [403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'];
   const contentSha = String(headers['x-amz-content-sha256'] ?? '');
   if (contentSha !== 'UNSIGNED-PAYLOAD' && contentSha !== createHash('sha256').update(body).digest('hex')) {
-    return [400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed."];
+    return [
+      400,
+      'XAmzContentSHA256Mismatch',
+      "The provided 'x-amz-content-sha256' header does not match what was computed.",
+    ];
   }
   const url = new URL(rawUrl, `http://${headers.host}`);
   const query: Record<string, string> = {};
@@ -72,7 +84,9 @@ async function checkSignature(method: string, rawUrl: string, headers: IncomingH
   const signed: Record<string, string> = {};
   for (const h of signedHeaders!.split(';')) signed[h] = String(headers[h] ?? '');
   const amzDate = String(headers['x-amz-date'] ?? '');
-  const signingDate = new Date(`${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`);
+  const signingDate = new Date(
+    `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 8)}T${amzDate.slice(9, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
+  );
   const signer = new SignatureV4({
     service: 's3',
     region: region!,
@@ -81,16 +95,37 @@ async function checkSignature(method: string, rawUrl: string, headers: IncomingH
     uriEscapePath: false,
     applyChecksum: false,
   });
-  const req = new HttpRequest({ method, protocol: 'http:', hostname: url.hostname, port: Number(url.port), path: url.pathname, query, headers: signed, body });
+  const req = new HttpRequest({
+    method,
+    protocol: 'http:',
+    hostname: url.hostname,
+    port: Number(url.port),
+    path: url.pathname,
+    query,
+    headers: signed,
+    body,
+  });
   const expected = await signer.sign(req, { signingDate });
   const want = /Signature=([0-9a-f]{64})/.exec(String(expected.headers.authorization))?.[1];
-  if (want !== signature) return [403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided.'];
+  if (want !== signature)
+    return [
+      403,
+      'SignatureDoesNotMatch',
+      'The request signature we calculated does not match the signature you provided.',
+    ];
   return null;
 }
 
 export async function startS3Peer(bucket = 'parley-artifacts'): Promise<S3Peer> {
   const directory = mkdtempSync(join(tmpdir(), 'parley-s3rver-'));
-  const s3rver = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }], serviceEndpoint: 'localhost' });
+  const s3rver = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: bucket }],
+    serviceEndpoint: 'localhost',
+  });
   const backend = await s3rver.run();
   const keys = new Map<string, string>();
 
@@ -105,7 +140,13 @@ export async function startS3Peer(bucket = 'parley-artifacts'): Promise<S3Peer> 
           return void res.end(s3ErrorXml(problem[1], problem[2]));
         }
         const forward = request(
-          { host: '127.0.0.1', port: backend.port, method: req.method, path: req.url, headers: { ...req.headers, 'content-length': String(body.length) } },
+          {
+            host: '127.0.0.1',
+            port: backend.port,
+            method: req.method,
+            path: req.url,
+            headers: { ...req.headers, 'content-length': String(body.length) },
+          },
           (up) => {
             res.writeHead(up.statusCode ?? 502, up.headers);
             up.pipe(res);
@@ -136,7 +177,11 @@ export async function startS3Peer(bucket = 'parley-artifacts'): Promise<S3Peer> 
     },
     async getObject(key) {
       const res = await fetch(`http://127.0.0.1:${backend.port}/${bucket}/${key}`);
-      return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type') };
+      return {
+        status: res.status,
+        bytes: Buffer.from(await res.arrayBuffer()),
+        contentType: res.headers.get('content-type'),
+      };
     },
     async close() {
       front.closeAllConnections();
@@ -166,19 +211,33 @@ export function loopbackFetch(sent: SentRequest[] = []): typeof fetch {
     }
     const body = req.body ? Buffer.from(await req.arrayBuffer()) : null;
     const auth = req.headers.get('authorization');
-    sent.push({ method: req.method, url: req.url, host: url.host, accessKeyId: auth ? (/Credential=([^/]+)/.exec(auth)?.[1] ?? null) : null });
+    sent.push({
+      method: req.method,
+      url: req.url,
+      host: url.host,
+      accessKeyId: auth ? (/Credential=([^/]+)/.exec(auth)?.[1] ?? null) : null,
+    });
     const headers: Record<string, string> = Object.fromEntries(req.headers);
     if (body) headers['content-length'] = String(body.length);
     return new Promise<Response>((resolve, reject) => {
       const r = request(
-        { host: url.hostname, port: Number(url.port || 80), method: req.method, path: url.pathname + url.search, headers, lookup: toLoopback, signal: init?.signal ?? undefined },
+        {
+          host: url.hostname,
+          port: Number(url.port || 80),
+          method: req.method,
+          path: url.pathname + url.search,
+          headers,
+          lookup: toLoopback,
+          signal: init?.signal ?? undefined,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('error', reject);
           res.on('end', () => {
             const h = new Headers();
-            for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+            for (const [k, v] of Object.entries(res.headers))
+              if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
             const status = res.statusCode ?? 502;
             const noBody = status === 204 || status === 304 || req.method === 'HEAD';
             resolve(new Response(noBody ? null : Buffer.concat(chunks), { status, headers: h }));

@@ -49,7 +49,16 @@ t.test('a node killed mid-job: the job is claimed again after the lease and fini
     parse: (p) => p as { n: number },
     run: async (p) => (finished.push(p.n), { status: 'done' }),
   };
-  const q = createJobQueue({ sql: server.sql, settings: server.settings, log: quiet, handlers: [handler], claimant: 'node-b', pin: null, leaseMs: LEASE_MS, now: clock.now });
+  const q = createJobQueue({
+    sql: server.sql,
+    settings: server.settings,
+    log: quiet,
+    handlers: [handler],
+    claimant: 'node-b',
+    pin: null,
+    leaseMs: LEASE_MS,
+    now: clock.now,
+  });
   t.equal(await q.drain(), 0, 'the claim holds for its lease');
   clock.advance(1);
   t.equal(await q.drain(), 1, 'taken back once the lease ran out');

@@ -76,16 +76,21 @@ function voicedSpans(pcm: Int16Array, rate: number): [number, number][] {
 function timed(text: string, fromMs: number, toMs: number): FakeTranscript {
   const words = text.split(' ');
   const step = (toMs - fromMs) / words.length;
-  return { text, words: words.map((word, i) => ({ word, start: (fromMs + i * step) / 1000, end: (fromMs + (i + 1) * step) / 1000 })) };
+  return {
+    text,
+    words: words.map((word, i) => ({ word, start: (fromMs + i * step) / 1000, end: (fromMs + (i + 1) * step) / 1000 })),
+  };
 }
 
-const window = (pcm: Int16Array, rate: number, fromMs: number, ms: number) => pcm.subarray(Math.round((fromMs * rate) / 1000), Math.round(((fromMs + ms) * rate) / 1000));
+const window = (pcm: Int16Array, rate: number, fromMs: number, ms: number) =>
+  pcm.subarray(Math.round((fromMs * rate) / 1000), Math.round(((fromMs + ms) * rate) / 1000));
 const peak = (pcm: Int16Array) => pcm.reduce((m, s) => Math.max(m, Math.abs(s)), 0);
 /** Sample for sample the same (tap's deep comparison is far too slow for arrays this long). */
-const samePcm = (a: Int16Array, b: Int16Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+const samePcm = (a: Int16Array, b: Int16Array) =>
+  Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 function crossings(pcm: Int16Array): number {
   let n = 0;
-  for (let i = 1; i < pcm.length; i++) if ((pcm[i - 1]! < 0) !== (pcm[i]! < 0)) n++;
+  for (let i = 1; i < pcm.length; i++) if (pcm[i - 1]! < 0 !== pcm[i]! < 0) n++;
   return n;
 }
 
@@ -119,17 +124,47 @@ t.test('a redacted conversation through the whole post-call pipeline, with its w
   });
   const http = api(server);
 
-  t.equal((await http.post('/v1/extraction_schemas', { name: 'callback', prompt: 'Does the caller want a callback?', fields: [{ name: 'wants_callback', type: 'bool', description: null }] })).status, 201);
-  t.equal((await http.post(`/v1/projects/${server.projectId}/conversation_eval_prompts`, { name: 'tone', prompt: 'Was the assistant friendly?' })).status, 201);
+  t.equal(
+    (
+      await http.post('/v1/extraction_schemas', {
+        name: 'callback',
+        prompt: 'Does the caller want a callback?',
+        fields: [{ name: 'wants_callback', type: 'bool', description: null }],
+      })
+    ).status,
+    201,
+  );
+  t.equal(
+    (
+      await http.post(`/v1/projects/${server.projectId}/conversation_eval_prompts`, {
+        name: 'tone',
+        prompt: 'Was the assistant friendly?',
+      })
+    ).status,
+    201,
+  );
   // The receiver is plain HTTP on loopback, which the API refuses for an endpoint: stored as the API would store it.
   const secret = newWebhookSecret();
-  await insertWebhookEndpoint(server.sql, { orgId: server.orgId, projectId: server.projectId, url: receiver.url, description: null, events: ['conversation.ended', 'conversation.analyzed', 'conversation.failed'], secret }, 20);
+  await insertWebhookEndpoint(
+    server.sql,
+    {
+      orgId: server.orgId,
+      projectId: server.projectId,
+      url: receiver.url,
+      description: null,
+      events: ['conversation.ended', 'conversation.analyzed', 'conversation.failed'],
+      secret,
+    },
+    20,
+  );
   chat.fallback = (req): ChatStep => {
     const format = (req.body.response_format as { json_schema?: { name?: string } } | undefined)?.json_schema?.name;
     if (format === 'extraction') return { reply: { content: JSON.stringify({ wants_callback: true }) } };
     if (format === 'personal_data') return { reply: { content: JSON.stringify({ entities: [] }) } };
     const question = String(req.body.messages[1]?.content);
-    return { reply: { content: JSON.stringify({ verdict: question.includes('(note)') ? 'pass' : 'fail', reason: 'judged' }) } };
+    return {
+      reply: { content: JSON.stringify({ verdict: question.includes('(note)') ? 'pass' : 'fail', reason: 'judged' }) },
+    };
   };
 
   // ---- the call ----
@@ -163,31 +198,55 @@ t.test('a redacted conversation through the whole post-call pipeline, with its w
   const answer = assistantSpans.at(-1)!;
   speech.transcripts.push(timed(HEARD, userSpan![0], userSpan![1]), {
     text: 'Hello, how can I help? Thanks, noted.',
-    words: [...timed('Hello, how can I help?', welcome[0], welcome[1]).words, ...timed('Thanks, noted.', answer[0], answer[1]).words],
+    words: [
+      ...timed('Hello, how can I help?', welcome[0], welcome[1]).words,
+      ...timed('Thanks, noted.', answer[0], answer[1]).words,
+    ],
   });
-  const analysis = createJobQueue({ sql: server.sql, settings: server.settings, log: quiet, handlers: [postCallTranscriptHandler(), extractionHandler(), evaluationHandler()] });
+  const analysis = createJobQueue({
+    sql: server.sql,
+    settings: server.settings,
+    log: quiet,
+    handlers: [postCallTranscriptHandler(), extractionHandler(), evaluationHandler()],
+  });
   t.equal(await analysis.drain(), 3, 'the transcript, the extraction and the evaluations ran');
 
   let conv = (await http.get(`/v1/conversations/${id}`)).body.conversation;
-  t.match(conv.post_call.jobs, [
-    { kind: 'post_call_transcript', status: 'done' },
-    { kind: 'extraction', status: 'done' },
-    { kind: 'evaluation', status: 'done' },
-    { kind: 'redact', status: 'pending' },
-    { kind: 'conversation_analyzed', status: 'pending' },
-  ], 'redaction (enabled) and the analysis event wait for them');
-  t.equal(conv.post_call_transcript, `assistant: Hello, how can I help?\nuser: ${HEARD}\nassistant: Thanks, noted.`, 'the post-call transcript');
-  t.same(conv.items.map((i: { role: string; post_call_transcript: string | null }) => [i.role, i.post_call_transcript]), [
-    ['assistant', 'Hello, how can I help?'],
-    ['user', HEARD],
-    ['assistant', 'Thanks, noted.'],
-  ], "each item's post-call transcript");
+  t.match(
+    conv.post_call.jobs,
+    [
+      { kind: 'post_call_transcript', status: 'done' },
+      { kind: 'extraction', status: 'done' },
+      { kind: 'evaluation', status: 'done' },
+      { kind: 'redact', status: 'pending' },
+      { kind: 'conversation_analyzed', status: 'pending' },
+    ],
+    'redaction (enabled) and the analysis event wait for them',
+  );
+  t.equal(
+    conv.post_call_transcript,
+    `assistant: Hello, how can I help?\nuser: ${HEARD}\nassistant: Thanks, noted.`,
+    'the post-call transcript',
+  );
+  t.same(
+    conv.items.map((i: { role: string; post_call_transcript: string | null }) => [i.role, i.post_call_transcript]),
+    [
+      ['assistant', 'Hello, how can I help?'],
+      ['user', HEARD],
+      ['assistant', 'Thanks, noted.'],
+    ],
+    "each item's post-call transcript",
+  );
   const extractions = (await http.get(`/v1/conversations/${id}/extractions`)).body.extractions;
   t.match(extractions, [{ schema: { name: 'callback' }, result: { wants_callback: true } }], 'the extraction');
-  t.same(conv.task_results, {
-    tone: { verdict: 'fail', reason: 'judged', kind: 'eval_prompt' },
-    note: { verdict: 'pass', reason: 'judged', kind: 'task' },
-  }, 'the task results');
+  t.same(
+    conv.task_results,
+    {
+      tone: { verdict: 'fail', reason: 'judged', kind: 'eval_prompt' },
+      note: { verdict: 'pass', reason: 'judged', kind: 'task' },
+    },
+    'the task results',
+  );
 
   // ---- the rest of the pipeline: redaction, the analysis event, the webhook deliveries ----
   await jobs.start();
@@ -196,11 +255,28 @@ t.test('a redacted conversation through the whole post-call pipeline, with its w
     return conv.post_call.jobs.every((j: { status: string }) => j.status === 'done') && receiver.requests.length >= 2;
   });
   t.equal(conv.is_redacted, true);
-  t.equal(conv.redacted_transcript, 'assistant: Hello, how can I help?\nuser: my number is [PHONE]\nassistant: Thanks, noted.', 'the redacted transcript');
+  t.equal(
+    conv.redacted_transcript,
+    'assistant: Hello, how can I help?\nuser: my number is [PHONE]\nassistant: Thanks, noted.',
+    'the redacted transcript',
+  );
   t.equal(conv.items[1].redacted_transcript, 'my number is [PHONE]');
-  t.same([conv.live_transcript, conv.post_call_transcript, conv.items[1].live_transcript, conv.items[1].post_call_transcript], [null, null, null, null], 'the unredacted text is gone');
+  t.same(
+    [
+      conv.live_transcript,
+      conv.post_call_transcript,
+      conv.items[1].live_transcript,
+      conv.items[1].post_call_transcript,
+    ],
+    [null, null, null, null],
+    'the unredacted text is gone',
+  );
   t.notOk(JSON.stringify(conv).includes('0132'), 'the number is nowhere in the record');
-  t.match((await http.get(`/v1/conversations/${id}/extractions`)).body.extractions, [{ result: { wants_callback: true } }], 'the extraction stays');
+  t.match(
+    (await http.get(`/v1/conversations/${id}/extractions`)).body.extractions,
+    [{ result: { wants_callback: true } }],
+    'the extraction stays',
+  );
 
   // The number's words (the last three of six) are the tone on the caller's channel; the rest is as recorded.
   const bleeped = await recording(http, id);
@@ -211,20 +287,51 @@ t.test('a redacted conversation through the whole post-call pipeline, with its w
   const inside = window(bleeped.left, bleeped.rate, numberFrom + 20, numberTo - numberFrom - 40);
   t.ok(Math.abs(peak(inside) - TONE_PEAK) <= 2, `the number is the tone's level (${peak(inside)})`);
   const expected = (2 * BLEEP_FREQUENCY_HZ * inside.length) / bleeped.rate;
-  t.ok(Math.abs(crossings(inside) - expected) <= 4, `at the tone's frequency (${crossings(inside)} zero crossings, ${expected} expected)`);
-  t.ok(peak(window(original.left, original.rate, numberFrom + 20, numberTo - numberFrom - 40)) > VOICED, 'where the caller spoke');
-  t.ok(samePcm(window(bleeped.left, bleeped.rate, userSpan![0], 2 * word), window(original.left, original.rate, userSpan![0], 2 * word)), '"my number" is as recorded');
+  t.ok(
+    Math.abs(crossings(inside) - expected) <= 4,
+    `at the tone's frequency (${crossings(inside)} zero crossings, ${expected} expected)`,
+  );
+  t.ok(
+    peak(window(original.left, original.rate, numberFrom + 20, numberTo - numberFrom - 40)) > VOICED,
+    'where the caller spoke',
+  );
+  t.ok(
+    samePcm(
+      window(bleeped.left, bleeped.rate, userSpan![0], 2 * word),
+      window(original.left, original.rate, userSpan![0], 2 * word),
+    ),
+    '"my number" is as recorded',
+  );
   t.ok(samePcm(bleeped.right, original.right), "the assistant's channel is as recorded");
 
   // ---- the webhooks ----
-  const events = receiver.requests.map((r) => new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as { type: string; data: Record<string, unknown> });
-  t.same(events.map((e) => e.type), ['conversation.ended', 'conversation.analyzed'], 'ended, then analyzed; each signature verifies');
-  t.match(events[0], { data: { conversation_id: id, project_id: server.projectId, ended_by: 'user', origin: 'direct', agent: null } });
-  t.same(events[1]!.data.analysis, {
-    post_call_transcript: { status: 'done' },
-    extraction: { status: 'done' },
-    evaluation: { status: 'done' },
-    redact: { status: 'done' },
-  }, 'the analysis event says how each part ended');
-  t.notOk(receiver.requests.some((r) => r.body.includes('0132')), 'no event carries what was said');
+  const events = receiver.requests.map(
+    (r) =>
+      new Webhook(secret).verify(r.body, r.headers as Record<string, string>) as {
+        type: string;
+        data: Record<string, unknown>;
+      },
+  );
+  t.same(
+    events.map((e) => e.type),
+    ['conversation.ended', 'conversation.analyzed'],
+    'ended, then analyzed; each signature verifies',
+  );
+  t.match(events[0], {
+    data: { conversation_id: id, project_id: server.projectId, ended_by: 'user', origin: 'direct', agent: null },
+  });
+  t.same(
+    events[1]!.data.analysis,
+    {
+      post_call_transcript: { status: 'done' },
+      extraction: { status: 'done' },
+      evaluation: { status: 'done' },
+      redact: { status: 'done' },
+    },
+    'the analysis event says how each part ended',
+  );
+  t.notOk(
+    receiver.requests.some((r) => r.body.includes('0132')),
+    'no event carries what was said',
+  );
 });

@@ -52,14 +52,28 @@ for (const db of DB_KINDS) {
           return { status: 'done', detail: { doubled: p.n * 2 } };
         },
       };
-      const skip: JobHandler<unknown> = { kind: 'test_skip', parse: (p) => p, run: async () => ({ status: 'skipped', reason: 'nothing to do' }) };
+      const skip: JobHandler<unknown> = {
+        kind: 'test_skip',
+        parse: (p) => p,
+        run: async () => ({ status: 'skipped', reason: 'nothing to do' }),
+      };
       const q = queueOf(server, [ok, skip]);
       t.equal(await enqueueJob(server.sql, { kind: 'test_ok', key: 'test_ok:1', payload: { n: 21 } }), true);
-      t.equal(await enqueueJob(server.sql, { kind: 'test_ok', key: 'test_ok:1', payload: { n: 99 } }), false, 'one job per key');
+      t.equal(
+        await enqueueJob(server.sql, { kind: 'test_ok', key: 'test_ok:1', payload: { n: 99 } }),
+        false,
+        'one job per key',
+      );
       await enqueueJob(server.sql, { kind: 'test_skip' });
       t.equal(await q.drain(), 2, 'two jobs ran');
       t.same(seen, [{ n: 21 }], 'the handler got the payload, once');
-      t.match(await jobOf(server, 'test_ok'), { status: 'done', attempts: 1, detail: { doubled: 42 }, error: null, locked_by: null });
+      t.match(await jobOf(server, 'test_ok'), {
+        status: 'done',
+        attempts: 1,
+        detail: { doubled: 42 },
+        error: null,
+        locked_by: null,
+      });
       t.match(await jobOf(server, 'test_skip'), { status: 'skipped', reason: 'nothing to do', attempts: 1 });
       t.equal(await q.drain(), 0, 'nothing left');
     });
@@ -90,7 +104,10 @@ for (const db of DB_KINDS) {
       t.equal(await q.drain(), 1, 'retried at its time');
       job = await jobOf(server, 'test_fail');
       t.equal(job.run_at.getTime(), clock.now().getTime() + retryDelay(2, 1000, 60_000, () => 0.5), 'the wait doubled');
-      t.equal(retryDelay(2, 1000, 60_000, () => 0.5), 1500);
+      t.equal(
+        retryDelay(2, 1000, 60_000, () => 0.5),
+        1500,
+      );
       clock.advance(1500);
       t.equal(await q.drain(), 1);
       job = await jobOf(server, 'test_fail');
@@ -101,10 +118,23 @@ for (const db of DB_KINDS) {
     });
 
     t.test('jitter stays within half and all of the doubled ceiling, which is capped', async (t) => {
-      t.equal(retryDelay(1, 1000, 60_000, () => 0), 500);
-      t.equal(retryDelay(1, 1000, 60_000, () => 0.999999), 1000);
-      t.equal(retryDelay(4, 1000, 60_000, () => 0), 4000);
-      t.equal(retryDelay(30, 1000, 60_000, () => 0), 30_000, 'capped');
+      t.equal(
+        retryDelay(1, 1000, 60_000, () => 0),
+        500,
+      );
+      t.equal(
+        retryDelay(1, 1000, 60_000, () => 0.999999),
+        1000,
+      );
+      t.equal(
+        retryDelay(4, 1000, 60_000, () => 0),
+        4000,
+      );
+      t.equal(
+        retryDelay(30, 1000, 60_000, () => 0),
+        30_000,
+        'capped',
+      );
     });
 
     t.test('a payload the handler refuses parks the job at once, without running it', async (t) => {
@@ -127,13 +157,23 @@ for (const db of DB_KINDS) {
       t.match(job.error, /^invalid payload: /);
     });
 
-    t.test("a claim whose node stopped heartbeating is taken back after the lease, and the job runs", async (t) => {
+    t.test('a claim whose node stopped heartbeating is taken back after the lease, and the job runs', async (t) => {
       const clock = manualClock();
       let runs = 0;
-      const work: JobHandler<unknown> = { kind: 'test_stale', parse: (p) => p, run: async () => ((runs++), { status: 'done' }) };
+      const work: JobHandler<unknown> = {
+        kind: 'test_stale',
+        parse: (p) => p,
+        run: async () => (runs++, { status: 'done' }),
+      };
       await enqueueJob(server.sql, { kind: 'test_stale', runAt: clock.now() });
       // A node claims it and dies (never settles, never heartbeats).
-      const [claimed] = await claimJobs(server.sql, { kinds: ['test_stale'], claimant: 'node-dead', pin: null, limit: 5, now: clock.now() });
+      const [claimed] = await claimJobs(server.sql, {
+        kinds: ['test_stale'],
+        claimant: 'node-dead',
+        pin: null,
+        limit: 5,
+        now: clock.now(),
+      });
       t.ok(claimed, 'claimed by the dead node');
       const q = queueOf(server, [work], { now: clock.now });
       clock.advance(LEASE_MS);
@@ -164,8 +204,14 @@ for (const db of DB_KINDS) {
       await started.promise;
       t.match(await jobOf(server, 'test_long'), { status: 'running', attempts: 1 });
       await a.stop();
-      t.match(await jobOf(server, 'test_long'), { status: 'pending', attempts: 0, locked_by: null }, 'given back, the attempt not counted');
-      const b = queueOf(server, [{ kind: 'test_long', parse: (p) => p, run: async () => ({ status: 'done' }) }], { claimant: 'node-b' });
+      t.match(
+        await jobOf(server, 'test_long'),
+        { status: 'pending', attempts: 0, locked_by: null },
+        'given back, the attempt not counted',
+      );
+      const b = queueOf(server, [{ kind: 'test_long', parse: (p) => p, run: async () => ({ status: 'done' }) }], {
+        claimant: 'node-b',
+      });
       t.equal(await b.drain(), 1);
       t.match(await jobOf(server, 'test_long'), { status: 'done', attempts: 1 });
     });
@@ -191,15 +237,27 @@ for (const db of DB_KINDS) {
       t.teardown(() => q.stop());
       await eventually('two jobs running', () => active === 2);
       gate.resolve();
-      await eventually('all six done', async () => (await listJobs(server.sql, 'test_bounded')).every((j) => j.status === 'done'));
+      await eventually('all six done', async () =>
+        (await listJobs(server.sql, 'test_bounded')).every((j) => j.status === 'done'),
+      );
       t.equal(most, 2, 'two at most at once');
     });
 
-    t.test("a job waits for the kinds it comes after, whatever their outcome", async (t) => {
+    t.test('a job waits for the kinds it comes after, whatever their outcome', async (t) => {
       const order: string[] = [];
-      const first: JobHandler<unknown> = { kind: 'test_first', parse: (p) => p, run: async () => (order.push('first'), { status: 'skipped', reason: 'n/a' }) };
-      const then: JobHandler<unknown> = { kind: 'test_then', parse: (p) => p, run: async () => (order.push('then'), { status: 'done' }) };
-      const [conv] = await server.sql<{ id: string }[]>`insert into conversations (id, org_id, project_id, origin, model,
+      const first: JobHandler<unknown> = {
+        kind: 'test_first',
+        parse: (p) => p,
+        run: async () => (order.push('first'), { status: 'skipped', reason: 'n/a' }),
+      };
+      const then: JobHandler<unknown> = {
+        kind: 'test_then',
+        parse: (p) => p,
+        run: async () => (order.push('then'), { status: 'done' }),
+      };
+      const [conv] = await server.sql<
+        { id: string }[]
+      >`insert into conversations (id, org_id, project_id, origin, model,
           input_format, output_format, analysis_id)
         values ('conv_jobs_order', ${server.orgId}, ${server.projectId}, 'web', 'm', 'pcm_16000', 'pcm_16000', 'a') returning id`;
       await enqueueJob(server.sql, { kind: 'test_then', conversationId: conv.id, afterKinds: ['test_first'] });
@@ -242,7 +300,10 @@ for (const db of DB_KINDS) {
     });
 
     t.test('a queue without a handler of a required kind does not start', async (t) => {
-      t.throws(() => queueOf(server, [], { requiredKinds: ['post_call_transcript'] }), /no job handler of kind post_call_transcript/);
+      t.throws(
+        () => queueOf(server, [], { requiredKinds: ['post_call_transcript'] }),
+        /no job handler of kind post_call_transcript/,
+      );
       const h: JobHandler<unknown> = { kind: 'dup', parse: (p) => p, run: async () => ({ status: 'done' }) };
       t.throws(() => queueOf(server, [h, h]), /two job handlers of kind dup/);
     });
@@ -269,12 +330,30 @@ t.test('two runners on one PostgreSQL never run a job twice', async (t) => {
   });
   for (let n = 0; n < JOBS; n++) await enqueueJob(server.sql, { kind: 'test_shared', payload: { n } });
   const a = queueOf(server, [handler('a')], { concurrency: 4, claimant: 'runner-a' });
-  const b = createJobQueue({ sql: second, settings: server.settings, log: quiet, handlers: [handler('b')], claimant: 'runner-b', pin: null, concurrency: 4, pollMs: 20 });
+  const b = createJobQueue({
+    sql: second,
+    settings: server.settings,
+    log: quiet,
+    handlers: [handler('b')],
+    claimant: 'runner-b',
+    pin: null,
+    concurrency: 4,
+    pollMs: 20,
+  });
   await Promise.all([a.start(), b.start()]);
   t.teardown(() => Promise.all([a.stop(), b.stop()]));
-  await eventually('every job done', async () => (await listJobs(server.sql, 'test_shared')).every((j) => j.status === 'done'));
+  await eventually('every job done', async () =>
+    (await listJobs(server.sql, 'test_shared')).every((j) => j.status === 'done'),
+  );
   t.equal(runs.length, JOBS, 'as many runs as jobs');
-  t.same([...new Set(runs)].sort((x, y) => x - y), [...Array(JOBS).keys()], 'each job ran exactly once');
+  t.same(
+    [...new Set(runs)].sort((x, y) => x - y),
+    [...Array(JOBS).keys()],
+    'each job ran exactly once',
+  );
   t.equal(byRunner.a + byRunner.b, JOBS);
-  t.ok((await listJobs(server.sql, 'test_shared')).every((j) => j.attempts === 1), 'each claimed once');
+  t.ok(
+    (await listJobs(server.sql, 'test_shared')).every((j) => j.attempts === 1),
+    'each claimed once',
+  );
 });

@@ -33,7 +33,11 @@ t.test('each tag, written and spoken', async (t) => {
   t.equal(r('I live at 1234 Elm Street, Springfield, IL 62704.'), 'I live at [ADDRESS].');
   t.equal(r('Hi, my name is John Smith and I need help'), 'Hi, my name is [NAME] and I need help');
   t.equal(r('IBAN DE89 3704 0044 0532 0130 00 please'), 'IBAN [IBAN] please');
-  t.equal(r('IBAN DE89 3704 0044 0532 0130 01 please'), 'IBAN DE89 3704 0044 0532 0130 01 please', 'wrong check digits');
+  t.equal(
+    r('IBAN DE89 3704 0044 0532 0130 01 please'),
+    'IBAN DE89 3704 0044 0532 0130 01 please',
+    'wrong check digits',
+  );
   t.equal(r('my IP is 192.168.1.20, not 999.1.1.1'), 'my IP is [IP_ADDRESS], not 999.1.1.1');
   t.equal(r('My account number is 00234567891.'), 'My account number is [ACCOUNT_NUMBER].');
 });
@@ -46,7 +50,7 @@ t.test('hard negatives stay as they are', async (t) => {
     'The meeting is on March 3rd, 2025 at 10:30.',
     'Visit us at example dot com.',
     'I walked 5 blocks down the road.',
-    'This is Monday\'s delivery.',
+    "This is Monday's delivery.",
     'Version 2.4.1 fixed it.',
   ]) {
     t.equal(r(s), s, s);
@@ -55,7 +59,10 @@ t.test('hard negatives stay as they are', async (t) => {
 
 t.test('overlapping spans: the longer wins, then the more specific', async (t) => {
   const s = (start: number, end: number, tag: Span['tag']): Span => ({ start, end, tag, source: 'rules' });
-  t.same(resolveOverlaps([s(0, 5, 'NAME'), s(0, 10, 'ADDRESS'), s(12, 15, 'PHONE')]), [s(0, 10, 'ADDRESS'), s(12, 15, 'PHONE')]);
+  t.same(resolveOverlaps([s(0, 5, 'NAME'), s(0, 10, 'ADDRESS'), s(12, 15, 'PHONE')]), [
+    s(0, 10, 'ADDRESS'),
+    s(12, 15, 'PHONE'),
+  ]);
   t.same(resolveOverlaps([s(2, 6, 'NAME'), s(2, 6, 'EMAIL')]), [s(2, 6, 'EMAIL')]);
   t.equal(applySpans('abcdefghij', [s(1, 3, 'NAME'), s(5, 9, 'PHONE')]), 'a[NAME]de[PHONE]j');
 });
@@ -85,17 +92,37 @@ t.test('the labelled set holds the measured floor (bench/redaction.ts)', async (
   }
   t.ok(score.overall.precision >= 0.98, `overall precision ${score.overall.precision.toFixed(3)}`);
   t.ok(score.overall.recall >= 0.92, `overall recall ${score.overall.recall.toFixed(3)}`);
-  t.ok(score.negativesWithFalsePositives <= 2, `${score.negativesWithFalsePositives} of ${score.negatives} utterances without PII redacted`);
+  t.ok(
+    score.negativesWithFalsePositives <= 2,
+    `${score.negativesWithFalsePositives} of ${score.negatives} utterances without PII redacted`,
+  );
 });
 
-t.test('time spans: the words a span covers, padded; the whole turn when words are missing or do not align', async (t) => {
-  const text = 'Call me at five five five, one two one two.';
-  const words = ['Call', 'me', 'at', 'five', 'five', 'five,', 'one', 'two', 'one', 'two.'].map((w, i) => ({ text: w, start: 1 + i * 0.5, end: 1.4 + i * 0.5 }));
-  const { spans } = redactText(text);
-  const turn = { side: 'user' as const, startMs: 1000, durationMs: 6000 };
-  t.same(audioSpans(text, spans, { ...turn, words }), [{ side: 'user', startMs: 2500 - WORD_PAD_MS, endMs: 5900 + WORD_PAD_MS }]);
-  t.same(audioSpans(text, spans, turn), [{ side: 'user', startMs: 1000 - TURN_PAD_MS, endMs: 7000 + TURN_PAD_MS }], 'no words: the whole turn, padded');
-  const other = words.map((w) => ({ ...w, text: 'unrelated' }));
-  t.same(audioSpans(text, spans, { ...turn, words: other }), [{ side: 'user', startMs: 1000 - TURN_PAD_MS, endMs: 7000 + TURN_PAD_MS }], 'words of another text: the whole turn');
-  t.same(audioSpans(text, [], { ...turn, words }), [], 'nothing to bleep');
-});
+t.test(
+  'time spans: the words a span covers, padded; the whole turn when words are missing or do not align',
+  async (t) => {
+    const text = 'Call me at five five five, one two one two.';
+    const words = ['Call', 'me', 'at', 'five', 'five', 'five,', 'one', 'two', 'one', 'two.'].map((w, i) => ({
+      text: w,
+      start: 1 + i * 0.5,
+      end: 1.4 + i * 0.5,
+    }));
+    const { spans } = redactText(text);
+    const turn = { side: 'user' as const, startMs: 1000, durationMs: 6000 };
+    t.same(audioSpans(text, spans, { ...turn, words }), [
+      { side: 'user', startMs: 2500 - WORD_PAD_MS, endMs: 5900 + WORD_PAD_MS },
+    ]);
+    t.same(
+      audioSpans(text, spans, turn),
+      [{ side: 'user', startMs: 1000 - TURN_PAD_MS, endMs: 7000 + TURN_PAD_MS }],
+      'no words: the whole turn, padded',
+    );
+    const other = words.map((w) => ({ ...w, text: 'unrelated' }));
+    t.same(
+      audioSpans(text, spans, { ...turn, words: other }),
+      [{ side: 'user', startMs: 1000 - TURN_PAD_MS, endMs: 7000 + TURN_PAD_MS }],
+      'words of another text: the whole turn',
+    );
+    t.same(audioSpans(text, [], { ...turn, words }), [], 'nothing to bleep');
+  },
+);

@@ -6,7 +6,13 @@ import { gzipSync } from 'node:zlib';
 import t from 'tap';
 import { parseVerboseTranscription } from '../../src/engines/speech-http.js';
 import { peak, recordingBytes, RecordingFormatError, stereoWindows } from '../../src/jobs/stereo-recording.js';
-import { assignWords, ITEM_MATCH_TOLERANCE_MS, itemsOnTimeline, itemTexts, transcriptText } from '../../src/jobs/words.js';
+import {
+  assignWords,
+  ITEM_MATCH_TOLERANCE_MS,
+  itemsOnTimeline,
+  itemTexts,
+  transcriptText,
+} from '../../src/jobs/words.js';
 import { stereoWav } from './recordings.js';
 
 async function collect(bytes: AsyncIterable<Buffer>, windowSamples: number) {
@@ -87,7 +93,14 @@ t.test('words go to the item of their side whose span holds them, else the neare
   );
   t.same(
     words.map((w) => [w.word, w.item_id]),
-    [['hello', 'u1'], ['there', 'u1'], ['how', 'a1'], ['hm', 'a1'], ['bye', 'u2'], ['later', null]],
+    [
+      ['hello', 'u1'],
+      ['there', 'u1'],
+      ['how', 'a1'],
+      ['hm', 'a1'],
+      ['bye', 'u2'],
+      ['later', null],
+    ],
     'in time order, each with its item',
   );
   t.same(itemTexts(words, items), [
@@ -96,7 +109,11 @@ t.test('words go to the item of their side whose span holds them, else the neare
     { id: 'u2', text: 'bye' },
   ]);
   t.equal(transcriptText(words), 'user: hello there\nassistant: how hm\nuser: bye\nuser: later');
-  t.same(itemTexts([], items).map((i) => i.text), [null, null, null], 'an item nothing was heard in has no text');
+  t.same(
+    itemTexts([], items).map((i) => i.text),
+    [null, null, null],
+    'an item nothing was heard in has no text',
+  );
   t.equal(transcriptText([]), null, 'no words, no transcript');
 });
 
@@ -115,19 +132,37 @@ t.test('words of no item split into lines at long pauses', async (t) => {
 
 t.test('a verbose_json transcription: its words, else its segments spread, else its text over the audio', async (t) => {
   t.same(
-    parseVerboseTranscription({ text: ' Hi there. ', words: [{ word: ' Hi', start: 0.1, end: 0.3 }, { word: 'there', start: 0.4, end: 0.8 }] }, 2),
-    { text: 'Hi there.', words: [{ word: 'Hi', start: 0.1, end: 0.3 }, { word: 'there', start: 0.4, end: 0.8 }] },
+    parseVerboseTranscription(
+      {
+        text: ' Hi there. ',
+        words: [
+          { word: ' Hi', start: 0.1, end: 0.3 },
+          { word: 'there', start: 0.4, end: 0.8 },
+        ],
+      },
+      2,
+    ),
+    {
+      text: 'Hi there.',
+      words: [
+        { word: 'Hi', start: 0.1, end: 0.3 },
+        { word: 'there', start: 0.4, end: 0.8 },
+      ],
+    },
   );
   t.same(parseVerboseTranscription({ text: 'a b', segments: [{ start: 1, end: 2, text: ' a b' }] }, 5).words, [
     { word: 'a', start: 1, end: 1.5 },
     { word: 'b', start: 1.5, end: 2 },
   ]);
-  t.same(parseVerboseTranscription({ text: 'x y z w' }, 4).words.map((w) => [w.word, w.start, w.end]), [
-    ['x', 0, 1],
-    ['y', 1, 2],
-    ['z', 2, 3],
-    ['w', 3, 4],
-  ]);
+  t.same(
+    parseVerboseTranscription({ text: 'x y z w' }, 4).words.map((w) => [w.word, w.start, w.end]),
+    [
+      ['x', 0, 1],
+      ['y', 1, 2],
+      ['z', 2, 3],
+      ['w', 3, 4],
+    ],
+  );
   t.same(parseVerboseTranscription({ text: '' }, 4).words, [], 'silence: no words');
   t.throws(() => parseVerboseTranscription({ words: [] }, 1), /not a verbose_json answer/);
 });

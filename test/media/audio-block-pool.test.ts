@@ -1,5 +1,10 @@
 import t from 'tap';
-import { AudioBlockPool, SLAB_BYTES, SLAB_IDLE_RELEASE_MS, type BlockPoolClock } from '../../src/media/audio-block-pool.js';
+import {
+  AudioBlockPool,
+  SLAB_BYTES,
+  SLAB_IDLE_RELEASE_MS,
+  type BlockPoolClock,
+} from '../../src/media/audio-block-pool.js';
 
 /** A clock the test moves by hand; scheduled runs fire when it passes their time. */
 class ManualClock implements BlockPoolClock {
@@ -66,7 +71,13 @@ t.test('blocks of different owners never alias while both are out', async (t) =>
   for (let step = 0; step < 2000; step++) {
     if (out.length > 0 && step % 3 === 2) {
       const { owner, block } = out.splice((step * 7919) % out.length, 1)[0];
-      if (!t.ok(block.every((v) => v === owner), `block of owner ${owner} intact when given back`)) t.bailout('aliasing');
+      if (
+        !t.ok(
+          block.every((v) => v === owner),
+          `block of owner ${owner} intact when given back`,
+        )
+      )
+        t.bailout('aliasing');
       pool.give(block);
     } else {
       const block = pool.take();
@@ -75,25 +86,36 @@ t.test('blocks of different owners never alias while both are out', async (t) =>
     }
   }
   const corrupted = out.filter(({ owner, block }) => !block.every((v) => v === owner));
-  t.same(corrupted.map((o) => o.owner), [], 'every block still out holds its own pattern');
+  t.same(
+    corrupted.map((o) => o.owner),
+    [],
+    'every block still out holds its own pattern',
+  );
   const buffers = [...new Set(out.map((o) => o.block.buffer))];
   const places = new Set(out.map(({ block }) => `${buffers.indexOf(block.buffer)}:${block.byteOffset}`));
   t.equal(places.size, out.length, 'no two owners share a block');
   t.equal(pool.stats().blocksInUse, out.length);
 });
 
-t.test('a block given back twice, or one not of the pool, throws (a second owner would corrupt the first)', async (t) => {
-  const pool = new AudioBlockPool(BLOCK, new ManualClock());
-  const a = pool.take();
-  pool.give(a);
-  t.throws(() => pool.give(a), /given back twice/);
-  t.throws(() => pool.give(new Int16Array(BLOCK)), /not a block of this pool/);
-  t.throws(() => pool.give(pool.take().subarray(0, 100)), /not a block of this pool/, 'a view of a block is not the block');
-  const b = pool.take();
-  const c = pool.take();
-  t.not(b, c, 'two takes, two blocks');
-  t.equal(pool.stats().blocksInUse, 3);
-});
+t.test(
+  'a block given back twice, or one not of the pool, throws (a second owner would corrupt the first)',
+  async (t) => {
+    const pool = new AudioBlockPool(BLOCK, new ManualClock());
+    const a = pool.take();
+    pool.give(a);
+    t.throws(() => pool.give(a), /given back twice/);
+    t.throws(() => pool.give(new Int16Array(BLOCK)), /not a block of this pool/);
+    t.throws(
+      () => pool.give(pool.take().subarray(0, 100)),
+      /not a block of this pool/,
+      'a view of a block is not the block',
+    );
+    const b = pool.take();
+    const c = pool.take();
+    t.not(b, c, 'two takes, two blocks');
+    t.equal(pool.stats().blocksInUse, 3);
+  },
+);
 
 t.test('retention: a wholly free slab is released after SLAB_IDLE_RELEASE_MS, kept if used again before', async (t) => {
   const clock = new ManualClock();
@@ -131,7 +153,7 @@ t.test('retention: a wholly free slab is released after SLAB_IDLE_RELEASE_MS, ke
   const fresh = pool.take();
   t.equal(fresh.length, BLOCK);
   t.equal(pool.stats().slabsCarved, 6);
-  t.throws(() => pool.give(kept), /not a block of this pool/, 'a block of a released slab is not the pool\'s any more');
+  t.throws(() => pool.give(kept), /not a block of this pool/, "a block of a released slab is not the pool's any more");
 });
 
 t.test('a slab freed later than another is released on its own schedule', async (t) => {

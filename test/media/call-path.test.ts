@@ -22,13 +22,18 @@ t.test('echo call: caller speech comes back on the wire and both sides land in t
   const recorder = await StereoRecorder.open(join(dir, 'call.wav'), { sampleRate: 16000 });
   const sent: Uint8Array[] = [];
   const outbound = new OutboundStream({
-    engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0,
+    engineRate: 16000,
+    wireFormat: 'mulaw_8000',
+    payloadType: 0,
     send: (p, n) => sent.push(p.slice(0, n)),
     onPlayedFrame: (f) => recorder.writeAssistant(f),
   });
   let heard = 0;
   const inbound = new RtpInbound({
-    format: 'mulaw_8000', payloadType: 0, engineRate: 16000, peerAddress: '127.0.0.1',
+    format: 'mulaw_8000',
+    payloadType: 0,
+    engineRate: 16000,
+    peerAddress: '127.0.0.1',
     sink: {
       onAudio: (frame) => {
         heard++;
@@ -66,7 +71,9 @@ t.test('echo call: caller speech comes back on the wire and both sides land in t
   t.equal(heard, frames, 'every caller frame reached the engine');
   t.ok(sent.length >= totalMs / 20 - 2, `a packet per tick went out (${sent.length})`);
   const v = createRtpPacketView();
-  const loud = sent.filter((p) => decodeView(p, v) === 'ok' && p.subarray(v.payloadOffset).some((b) => (b & 0x7f) < 0x60)).length;
+  const loud = sent.filter(
+    (p) => decodeView(p, v) === 'ok' && p.subarray(v.payloadOffset).some((b) => (b & 0x7f) < 0x60),
+  ).length;
   t.ok(loud >= frames * 0.5, `the echoed speech is on the wire (${loud} loud packets)`);
   const res = await recorder.finish();
   const w = new wavefile.WaveFile();
@@ -75,7 +82,7 @@ t.test('echo call: caller speech comes back on the wire and both sides land in t
   const energy = (x: Int16Array) => x.reduce((s, y) => s + y * y, 0);
   t.equal(left.length, res.frames * 320, 'recording as long as the call');
   t.ok(energy(left) > 0 && energy(right) > 0, 'both sides recorded');
-  t.ok(energy(right) > energy(left) * 0.5 && energy(right) < energy(left) * 2, 'the echo has the caller\'s loudness');
+  t.ok(energy(right) > energy(left) * 0.5 && energy(right) < energy(left) * 2, "the echo has the caller's loudness");
   inbound.destroy();
   outbound.destroy();
 });

@@ -18,11 +18,20 @@ t.test('PCM decode: the memcpy path and the byte loop give the same little-endia
   const buf = payload(1001);
   for (const littleEndianHost of [true, false]) {
     const d = new PcmDecoder('pcm_8000', 8000, littleEndianHost);
-    for (const [offset, length] of [[0, 320], [1, 320], [7, 641], [0, 1000]]) {
+    for (const [offset, length] of [
+      [0, 320],
+      [1, 320],
+      [7, 641],
+      [0, 1000],
+    ]) {
       const out = new Int16Array(600).fill(12345);
       const n = d.decodeInto(buf, length, out, offset);
       t.equal(n, length >> 1, `${littleEndianHost ? 'memcpy' : 'loop'}: ${n} samples from ${length} bytes`);
-      t.same(Array.from(out.subarray(0, n)), expectedSamples(buf, offset, n), `${littleEndianHost ? 'memcpy' : 'loop'} at offset ${offset}`);
+      t.same(
+        Array.from(out.subarray(0, n)),
+        expectedSamples(buf, offset, n),
+        `${littleEndianHost ? 'memcpy' : 'loop'} at offset ${offset}`,
+      );
       t.equal(out[n], 12345, 'nothing written past the payload');
     }
   }
@@ -34,7 +43,11 @@ t.test('PCM decode into a view of a larger array writes at the view, and into a 
   const whole = new Int16Array(100);
   const view = whole.subarray(10, 60);
   t.equal(d.decodeInto(buf, 64, view), 32);
-  t.same(Array.from(whole.subarray(10, 42)), expectedSamples(buf, 0, 32), 'samples land at the view, not at the buffer start');
+  t.same(
+    Array.from(whole.subarray(10, 42)),
+    expectedSamples(buf, 0, 32),
+    'samples land at the view, not at the buffer start',
+  );
   t.equal(whole[9], 0, 'before the view untouched');
   const other = new Int16Array(32);
   d.decodeInto(buf, 64, other, 0);
@@ -60,7 +73,11 @@ t.test('PCM encode: both paths write little-endian bytes, from a whole array or 
       const out = new Uint8Array(400);
       const bytes = e.encodeInto(pcm, out);
       t.equal(bytes, pcm.length * 2);
-      t.same(expectedSamples(out, 0, pcm.length), Array.from(pcm), `${littleEndianHost ? 'memcpy' : 'loop'}: ${pcm.length} samples at ${pcm.byteOffset}`);
+      t.same(
+        expectedSamples(out, 0, pcm.length),
+        Array.from(pcm),
+        `${littleEndianHost ? 'memcpy' : 'loop'}: ${pcm.length} samples at ${pcm.byteOffset}`,
+      );
     }
   }
   const odd = new Uint8Array(401).subarray(1);

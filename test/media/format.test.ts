@@ -1,10 +1,24 @@
 import t from 'tap';
-import { AUDIO_FORMATS, durationMs, formatInfo, isAudioFormat, rtpTicksPerFrame, samplesPerFrame } from '../../src/media/format.js';
+import {
+  AUDIO_FORMATS,
+  durationMs,
+  formatInfo,
+  isAudioFormat,
+  rtpTicksPerFrame,
+  samplesPerFrame,
+} from '../../src/media/format.js';
 
 t.test('20 ms frame sizes of every format (docs/CONTRACTS.md)', async (t) => {
   const expected: Record<string, [number, number]> = {
-    pcm_48000: [960, 1920], pcm_44100: [882, 1764], pcm_24000: [480, 960], pcm_22050: [441, 882],
-    pcm_16000: [320, 640], pcm_8000: [160, 320], mulaw_8000: [160, 160], alaw_8000: [160, 160], opus_48000: [960, 0],
+    pcm_48000: [960, 1920],
+    pcm_44100: [882, 1764],
+    pcm_24000: [480, 960],
+    pcm_22050: [441, 882],
+    pcm_16000: [320, 640],
+    pcm_8000: [160, 320],
+    mulaw_8000: [160, 160],
+    alaw_8000: [160, 160],
+    opus_48000: [960, 0],
   };
   for (const f of AUDIO_FORMATS) {
     const info = formatInfo(f);

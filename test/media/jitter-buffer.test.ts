@@ -13,14 +13,21 @@ function rng(seed: number): () => number {
   };
 }
 
-interface Arrival { at: number; seq: number; ts: number; }
+interface Arrival {
+  at: number;
+  seq: number;
+  ts: number;
+}
 
 /**
  * A G.711 stream of `frames` packets through a network: transit = 30 ms + exponential jitter of mean
  * `meanJitterMs`, `loss` of packets dropped, `dup` duplicated (a copy a little later). Sorting by arrival time
  * reorders packets whose jitter differs by more than 20 ms.
  */
-function network(frames: number, opts: { seed: number; meanJitterMs: number; loss: number; dup: number; seq0: number; ts0: number }) {
+function network(
+  frames: number,
+  opts: { seed: number; meanJitterMs: number; loss: number; dup: number; seq0: number; ts0: number },
+) {
   const r = rng(opts.seed);
   const arrivals: Arrival[] = [];
   const dropped = new Set<number>();
@@ -40,7 +47,14 @@ function network(frames: number, opts: { seed: number; meanJitterMs: number; los
 }
 
 /** A packet of `length` payload bytes at the start of `payload` (push reads the payload where it lies). */
-function push(jb: JitterBuffer, seq: number, ts: number, payload: Uint8Array, at: number, length = payload.length): boolean {
+function push(
+  jb: JitterBuffer,
+  seq: number,
+  ts: number,
+  payload: Uint8Array,
+  at: number,
+  length = payload.length,
+): boolean {
   return jb.push({ sequenceNumber: seq, timestamp: ts, payloadOffset: 0, payloadLength: length }, payload, at);
 }
 
@@ -80,32 +94,45 @@ function run(jb: JitterBuffer, arrivals: Arrival[], seq0: number, endMs: number)
   return released;
 }
 
-t.test('reordering, duplication and 5% loss: every frame released once, in order; each loss concealed once', async (t) => {
-  const frames = 3000;
-  const seq0 = 65000; // wraps during the run
-  const { arrivals, dropped } = network(frames, { seed: 1, meanJitterMs: 8, loss: 0.05, dup: 0.05, seq0, ts0: 0xffff0000 });
-  const reordered = arrivals.filter((a, i) => i > 0 && ((a.seq - arrivals[i - 1].seq) & 0xffff) > 0x8000).length;
-  t.ok(reordered > 50, `the network reorders (${reordered} packets overtaken)`);
-  const jb = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
-  const released = run(jb, arrivals, seq0, frames * 20 + 500);
-  t.equal(released.length, frames, 'one output per frame');
-  let inOrder = true;
-  let lostMatches = 0;
-  let lateLost = 0;
-  for (let i = 0; i < frames; i++) {
-    const r = released[i];
-    if (r === 'L') {
-      if (dropped.has(i)) lostMatches++;
-      else lateLost++;
-    } else if (r !== i) inOrder = false;
-  }
-  t.ok(inOrder, 'released frames are in sequence order');
-  t.equal(lostMatches, dropped.size, 'every dropped packet is reported lost exactly at its place');
-  t.ok(dropped.size > 100 && dropped.size < 200, `about 5% dropped (${dropped.size})`);
-  t.ok(lateLost <= frames * 0.01, `few packets arrive after their deadline (${lateLost})`);
-  t.ok(jb.stats.duplicates + jb.stats.late >= 100, `duplicates discarded (${jb.stats.duplicates} dup, ${jb.stats.late} late)`);
-  t.equal(jb.depth, 0, 'nothing left behind');
-});
+t.test(
+  'reordering, duplication and 5% loss: every frame released once, in order; each loss concealed once',
+  async (t) => {
+    const frames = 3000;
+    const seq0 = 65000; // wraps during the run
+    const { arrivals, dropped } = network(frames, {
+      seed: 1,
+      meanJitterMs: 8,
+      loss: 0.05,
+      dup: 0.05,
+      seq0,
+      ts0: 0xffff0000,
+    });
+    const reordered = arrivals.filter((a, i) => i > 0 && ((a.seq - arrivals[i - 1].seq) & 0xffff) > 0x8000).length;
+    t.ok(reordered > 50, `the network reorders (${reordered} packets overtaken)`);
+    const jb = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
+    const released = run(jb, arrivals, seq0, frames * 20 + 500);
+    t.equal(released.length, frames, 'one output per frame');
+    let inOrder = true;
+    let lostMatches = 0;
+    let lateLost = 0;
+    for (let i = 0; i < frames; i++) {
+      const r = released[i];
+      if (r === 'L') {
+        if (dropped.has(i)) lostMatches++;
+        else lateLost++;
+      } else if (r !== i) inOrder = false;
+    }
+    t.ok(inOrder, 'released frames are in sequence order');
+    t.equal(lostMatches, dropped.size, 'every dropped packet is reported lost exactly at its place');
+    t.ok(dropped.size > 100 && dropped.size < 200, `about 5% dropped (${dropped.size})`);
+    t.ok(lateLost <= frames * 0.01, `few packets arrive after their deadline (${lateLost})`);
+    t.ok(
+      jb.stats.duplicates + jb.stats.late >= 100,
+      `duplicates discarded (${jb.stats.duplicates} dup, ${jb.stats.late} late)`,
+    );
+    t.equal(jb.depth, 0, 'nothing left behind');
+  },
+);
 
 t.test('target delay adapts to measured jitter within 20..200 ms', async (t) => {
   const calm = network(1500, { seed: 2, meanJitterMs: 0.5, loss: 0, dup: 0, seq0: 1, ts0: 1 });
@@ -117,7 +144,10 @@ t.test('target delay adapts to measured jitter within 20..200 ms', async (t) => 
   const jbRough = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160 });
   const released = run(jbRough, rough.arrivals, 1, 1500 * 20 + 1000);
   t.ok(jbRough.jitterMs > 10, `jitter measured (${jbRough.jitterMs.toFixed(1)} ms)`);
-  t.ok(jbRough.targetDelayMs > 50 && jbRough.targetDelayMs <= 200, `delay grows with jitter (${jbRough.targetDelayMs.toFixed(1)} ms)`);
+  t.ok(
+    jbRough.targetDelayMs > 50 && jbRough.targetDelayMs <= 200,
+    `delay grows with jitter (${jbRough.targetDelayMs.toFixed(1)} ms)`,
+  );
   const late = released.filter((r) => r === 'L').length;
   t.ok(late < 1500 * 0.05, `adapted delay keeps late losses low (${late})`);
 
@@ -128,7 +158,13 @@ t.test('target delay adapts to measured jitter within 20..200 ms', async (t) => 
 });
 
 t.test('at_deadline releases in-order frames only at their deadline; on_arrival at once', async (t) => {
-  const paced = new JitterBuffer({ clockRate: 8000, ticksPerFrame: 160, maxPayloadBytes: 160, release: 'at_deadline', initialDelayMs: 40 });
+  const paced = new JitterBuffer({
+    clockRate: 8000,
+    ticksPerFrame: 160,
+    maxPayloadBytes: 160,
+    release: 'at_deadline',
+    initialDelayMs: 40,
+  });
   push(paced, 10, 1600, payloadFor(0), 1000);
   t.equal(paced.pop(1000), JB_NONE, 'held');
   t.equal(paced.pop(1039), JB_NONE, 'still held just before target delay');
@@ -168,7 +204,10 @@ t.test('the payload is read where it lies in the packet and released in place', 
   t.ok(jb.push({ sequenceNumber: 7, timestamp: 0xfffffff0, payloadOffset: 12, payloadLength: 160 }, packet, 0));
   packet.fill(0); // the caller reuses its buffer: the jitter buffer kept its own copy
   t.equal(jb.pop(0), 160);
-  t.same(Array.from(jb.store.subarray(jb.releasedOffset, jb.releasedOffset + 160)), Array.from({ length: 160 }, (_, i) => i));
+  t.same(
+    Array.from(jb.store.subarray(jb.releasedOffset, jb.releasedOffset + 160)),
+    Array.from({ length: 160 }, (_, i) => i),
+  );
   t.equal(jb.lastTimestamp, 0xfffffff0);
   t.ok(jb.push({ sequenceNumber: 8, timestamp: 0x90, payloadOffset: 12, payloadLength: 160 }, packet, 20));
   t.equal(jb.pop(20), 160, 'a timestamp that wrapped past 2^32 follows on');

@@ -19,11 +19,17 @@ t.test('beds are deterministic in their seed, distinct, at the nominal level and
     const c = renderNoiseBed(bed, RATE, 8, 2);
     t.same(Buffer.from(a.buffer), Buffer.from(b.buffer), `${bed}: same seed, same samples`);
     t.notSame(Buffer.from(a.buffer), Buffer.from(c.buffer), `${bed}: another seed, another bed`);
-    t.ok(Math.abs(rms(a) - NOISE_FULL_SCALE_RMS) < NOISE_FULL_SCALE_RMS * 0.01, `${bed}: RMS at full scale (${rms(a).toFixed(0)})`);
+    t.ok(
+      Math.abs(rms(a) - NOISE_FULL_SCALE_RMS) < NOISE_FULL_SCALE_RMS * 0.01,
+      `${bed}: RMS at full scale (${rms(a).toFixed(0)})`,
+    );
     // Not silent anywhere: every 100 ms window carries sound.
     let quietest = Infinity;
     for (let i = 0; i + 800 <= a.length; i += 800) quietest = Math.min(quietest, rms(a, i, i + 800));
-    t.ok(quietest > NOISE_FULL_SCALE_RMS * 0.05, `${bed}: no silent stretch (quietest 100 ms at ${quietest.toFixed(0)})`);
+    t.ok(
+      quietest > NOISE_FULL_SCALE_RMS * 0.05,
+      `${bed}: no silent stretch (quietest 100 ms at ${quietest.toFixed(0)})`,
+    );
     rendered.set(bed, a);
   }
   const [o, cc, cs] = NOISE_BEDS.map((b) => rendered.get(b)!);
@@ -37,7 +43,8 @@ t.test('the murmur is speech-shaped: call-center babble puts more energy in the 
     let p = 0;
     for (const f of [300, 500, 700, 1000, 1400]) {
       const k = 2 * Math.cos((2 * Math.PI * f) / RATE);
-      let s1 = 0, s2 = 0;
+      let s1 = 0,
+        s2 = 0;
       for (let i = 0; i < x.length; i++) {
         const s0 = x[i] + k * s1 - s2;
         s2 = s1;
@@ -81,9 +88,16 @@ t.test('NoiseMix: scaled by background_noise_level, continuous across frames, no
     return out;
   };
   const full = collect(1);
-  t.same(Array.from(full.subarray(0, 500)), Array.from(loop.subarray(1000, 1500)), 'frames read the loop contiguously from the offset');
+  t.same(
+    Array.from(full.subarray(0, 500)),
+    Array.from(loop.subarray(1000, 1500)),
+    'frames read the loop contiguously from the offset',
+  );
   const half = collect(0.5);
-  t.ok(Math.abs(rms(half) / rms(full) - 0.5) < 0.01, `level 0.5 halves the RMS (${(rms(half) / rms(full)).toFixed(3)})`);
+  t.ok(
+    Math.abs(rms(half) / rms(full) - 0.5) < 0.01,
+    `level 0.5 halves the RMS (${(rms(half) / rms(full)).toFixed(3)})`,
+  );
   const tenth = collect(0.1);
   t.ok(Math.abs(rms(tenth) / rms(full) - 0.1) < 0.01, 'level 0.1');
   t.equal(rms(collect(0)), 0, 'level 0 adds nothing');

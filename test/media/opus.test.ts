@@ -11,7 +11,8 @@ t.test('Opus round trip keeps a tone (lazy @discordjs/opus)', async (t) => {
   const tone = new Int16Array(OPUS_FRAME_SAMPLES);
   const prev = new Int16Array(OPUS_FRAME_SAMPLES);
   for (let f = 0; f < 25; f++) {
-    for (let i = 0; i < tone.length; i++) tone[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * (f * 960 + i)) / 48000));
+    for (let i = 0; i < tone.length; i++)
+      tone[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * (f * 960 + i)) / 48000));
     const packet = codec.encode(tone);
     t.ok(packet.length > 0 && packet.length < 400, 'a compressed packet');
     const n = codec.decodeInto(packet, out);
@@ -23,7 +24,8 @@ t.test('Opus round trip keeps a tone (lazy @discordjs/opus)', async (t) => {
         energyOut += out[i] * out[i];
       }
       const k = 2 * Math.cos((2 * Math.PI * 440) / 48000);
-      let s1 = 0, s2 = 0;
+      let s1 = 0,
+        s2 = 0;
       for (let i = 0; i < n; i++) {
         const s0 = out[i] + k * s1 - s2;
         s2 = s1;

@@ -29,7 +29,12 @@ const v = createRtpPacketView();
 
 t.test('speed 1, no noise: packets carry exactly the resampled, encoded engine audio; RTP continuous', async (t) => {
   const speech16 = upsample(loadPrompt('vm-goodbye'), 16000);
-  const { stream, packets } = capture({ engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0, rtp: { ssrc: 9, initialSequence: 65530, initialTimestamp: 4294967000 } });
+  const { stream, packets } = capture({
+    engineRate: 16000,
+    wireFormat: 'mulaw_8000',
+    payloadType: 0,
+    rtp: { ssrc: 9, initialSequence: 65530, initialTimestamp: 4294967000 },
+  });
   t.equal(stream.enqueue(speech16), speech16.length);
   const frames = speech16.length / 320;
   for (let i = 0; i < frames + 5; i++) stream.tick();
@@ -57,7 +62,10 @@ t.test('speed 1, no noise: packets carry exactly the resampled, encoded engine a
     if (v.sequenceNumber !== ((65530 + i) & 0xffff)) break;
   }
   decodeView(packets[packets.length - 1], v);
-  t.ok(payloadOf(packets[packets.length - 1], v).every((b) => b === 0xff), 'mu-law silence after the audio');
+  t.ok(
+    payloadOf(packets[packets.length - 1], v).every((b) => b === 0xff),
+    'mu-law silence after the audio',
+  );
   stream.destroy();
 });
 
@@ -66,10 +74,30 @@ t.test('OutboundBatch: one native call per codec group gives the same packets as
   const speech16 = upsample(speech, 16000);
   const speech24 = upsample(speech, 24000);
   const configs: Omit<OutboundOptions, 'send'>[] = [
-    { engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0, rtp: { ssrc: 1, initialSequence: 1, initialTimestamp: 1 } },
-    { engineRate: 24000, wireFormat: 'alaw_8000', payloadType: 8, rtp: { ssrc: 2, initialSequence: 1, initialTimestamp: 1 } },
-    { engineRate: 8000, wireFormat: 'mulaw_8000', payloadType: 0, rtp: { ssrc: 3, initialSequence: 1, initialTimestamp: 1 } },
-    { engineRate: 24000, wireFormat: 'mulaw_8000', payloadType: 0, rtp: { ssrc: 4, initialSequence: 1, initialTimestamp: 1 } },
+    {
+      engineRate: 16000,
+      wireFormat: 'mulaw_8000',
+      payloadType: 0,
+      rtp: { ssrc: 1, initialSequence: 1, initialTimestamp: 1 },
+    },
+    {
+      engineRate: 24000,
+      wireFormat: 'alaw_8000',
+      payloadType: 8,
+      rtp: { ssrc: 2, initialSequence: 1, initialTimestamp: 1 },
+    },
+    {
+      engineRate: 8000,
+      wireFormat: 'mulaw_8000',
+      payloadType: 0,
+      rtp: { ssrc: 3, initialSequence: 1, initialTimestamp: 1 },
+    },
+    {
+      engineRate: 24000,
+      wireFormat: 'mulaw_8000',
+      payloadType: 0,
+      rtp: { ssrc: 4, initialSequence: 1, initialTimestamp: 1 },
+    },
   ];
   const input = (rate: number) => (rate === 16000 ? speech16 : rate === 24000 ? speech24 : speech);
   const alone = configs.map((c) => capture(c));
@@ -85,13 +113,20 @@ t.test('OutboundBatch: one native call per codec group gives the same packets as
   }
   for (let i = 0; i < configs.length; i++) {
     t.equal(batched[i].packets.length, ticks);
-    t.same(batched[i].packets, alone[i].packets, `stream ${i} (${configs[i].engineRate} Hz -> ${configs[i].wireFormat}) identical`);
+    t.same(
+      batched[i].packets,
+      alone[i].packets,
+      `stream ${i} (${configs[i].engineRate} Hz -> ${configs[i].wireFormat}) identical`,
+    );
   }
   // A-law stream decodes back to speech-like audio (not silence).
   decodeView(batched[1].packets[10], v);
   const pcm = new Int16Array(160);
   alawDecodeInto(payloadOf(batched[1].packets[10], v), pcm);
-  t.ok(pcm.some((s) => Math.abs(s) > 100), 'a-law payload carries the speech');
+  t.ok(
+    pcm.some((s) => Math.abs(s) > 100),
+    'a-law payload carries the speech',
+  );
   batch.remove(batched[0].stream);
   batch.tick();
   t.equal(batched[0].packets.length, ticks, 'removed stream no longer ticked');
@@ -128,9 +163,24 @@ t.test('background noise is sent under silence at the level asked', async (t) =>
     }
     return Math.sqrt(s / n);
   };
-  const quiet = capture({ engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0, noise: { bed: 'office', level: 0 } });
-  const half = capture({ engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0, noise: { bed: 'office', level: 0.5 } });
-  const full = capture({ engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0, noise: { bed: 'office', level: 1 } });
+  const quiet = capture({
+    engineRate: 16000,
+    wireFormat: 'mulaw_8000',
+    payloadType: 0,
+    noise: { bed: 'office', level: 0 },
+  });
+  const half = capture({
+    engineRate: 16000,
+    wireFormat: 'mulaw_8000',
+    payloadType: 0,
+    noise: { bed: 'office', level: 0.5 },
+  });
+  const full = capture({
+    engineRate: 16000,
+    wireFormat: 'mulaw_8000',
+    payloadType: 0,
+    noise: { bed: 'office', level: 1 },
+  });
   for (let i = 0; i < 100; i++) for (const c of [quiet, half, full]) c.stream.tick();
   t.equal(rms(quiet.packets), 0, 'level 0: silence');
   t.ok(rms(full.packets) > 1000, `level 1: audible bed (${rms(full.packets).toFixed(0)} RMS)`);
@@ -140,7 +190,13 @@ t.test('background noise is sent under silence at the level asked', async (t) =>
 });
 
 t.test('DTMF replaces audio while it plays, timestamps stay continuous, audio resumes where it paused', async (t) => {
-  const { stream, packets } = capture({ engineRate: 8000, wireFormat: 'mulaw_8000', payloadType: 0, telephoneEventPayloadType: 101, rtp: { ssrc: 1, initialSequence: 0, initialTimestamp: 0 } });
+  const { stream, packets } = capture({
+    engineRate: 8000,
+    wireFormat: 'mulaw_8000',
+    payloadType: 0,
+    telephoneEventPayloadType: 101,
+    rtp: { ssrc: 1, initialSequence: 0, initialTimestamp: 0 },
+  });
   const tone = new Int16Array(160 * 20).fill(3000);
   stream.enqueue(tone);
   stream.tick();
@@ -155,7 +211,20 @@ t.test('DTMF replaces audio while it plays, timestamps stay continuous, audio re
     return `${dtmfDigit(ev.event)}${ev.end ? 'E' : ''}@${v.timestamp}`;
   });
   // 60 ms digit: updates at 20 and 40 ms, the end packet (60 ms) three times; the stream clock runs on.
-  t.same(kinds, ['a0', 'a160', '5@320', '5@320', '5E@320', '5E@320', '5E@320', 'a1120', 'a1280', 'a1440', 'a1600', 'a1760']);
+  t.same(kinds, [
+    'a0',
+    'a160',
+    '5@320',
+    '5@320',
+    '5E@320',
+    '5E@320',
+    '5E@320',
+    'a1120',
+    'a1280',
+    'a1440',
+    'a1600',
+    'a1760',
+  ]);
   t.equal(stream.playedSamples, 7 * 160, 'no audio consumed while the digit played');
   t.throws(() => capture({ engineRate: 8000, wireFormat: 'mulaw_8000', payloadType: 0 }).stream.sendDtmf('1'));
   stream.destroy();
@@ -168,7 +237,10 @@ t.test('barge-in: clear() drops queued audio at once; enqueue is bounded by the 
   t.equal(stream.clear(), 8000 - 160);
   stream.tick();
   decodeView(packets[1], v);
-  t.ok(payloadOf(packets[1], v).every((b) => b === 0xff), 'silence on the very next tick');
+  t.ok(
+    payloadOf(packets[1], v).every((b) => b === 0xff),
+    'silence on the very next tick',
+  );
   stream.destroy();
 });
 
@@ -176,10 +248,15 @@ t.test('on the pacing clock: one participant drives every stream (injected clock
   let now = 0;
   let pending: (() => void) | undefined;
   let at = 0;
-  const timers: TimerApi = { set: (fn, ms) => ((pending = fn), (at = now + ms), fn), clear: () => (pending = undefined) };
+  const timers: TimerApi = {
+    set: (fn, ms) => ((pending = fn), (at = now + ms), fn),
+    clear: () => (pending = undefined),
+  };
   const clock = new PacingClock({ now: () => now, timers });
   const batch = new OutboundBatch();
-  const streams = Array.from({ length: 5 }, () => capture({ engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0 }));
+  const streams = Array.from({ length: 5 }, () =>
+    capture({ engineRate: 16000, wireFormat: 'mulaw_8000', payloadType: 0 }),
+  );
   for (const s of streams) batch.add(s.stream);
   clock.register(batch);
   for (now = 0; now <= 1000; now++) {
@@ -190,7 +267,10 @@ t.test('on the pacing clock: one participant drives every stream (injected clock
     }
   }
   clock.unregister(batch);
-  t.ok(streams.every((s) => s.packets.length === 50), '50 packets per stream per second');
+  t.ok(
+    streams.every((s) => s.packets.length === 50),
+    '50 packets per stream per second',
+  );
   for (const s of streams) s.stream.destroy();
 });
 

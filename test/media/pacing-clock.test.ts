@@ -84,7 +84,11 @@ t.test('after a stall: bounded catch-up, no burst, schedule re-anchored, frame n
   t.equal(a.frames.length, 54, 'next frame a period after the stall');
   time.advance(1000);
   t.equal(a.frames.length, 104, 'back to 50 frames per second');
-  t.same(a.frames, Array.from({ length: 104 }, (_, i) => i), 'frame numbers (RTP timestamps) continuous');
+  t.same(
+    a.frames,
+    Array.from({ length: 104 }, (_, i) => i),
+    'frame numbers (RTP timestamps) continuous',
+  );
 
   // A short hiccup within the bound is fully caught up.
   time.stall(60); // three frames due: within the bound
@@ -93,47 +97,50 @@ t.test('after a stall: bounded catch-up, no burst, schedule re-anchored, frame n
   t.equal(clock.stats.skipped, 22, 'nothing skipped for a short hiccup');
 });
 
-t.test('register and unregister: late joiners count from 0, removal inside a tick, clock stops with the last stream', async (t) => {
-  const time = fakeTime();
-  const order: string[] = [];
-  const clock = new PacingClock({
-    now: time.now,
-    timers: time.timers,
-    onFrameStart: () => order.push('start'),
-    onFrameEnd: () => order.push('end'),
-  });
-  const a = counter();
-  const selfRemoving: PacedStream & { n: number } = {
-    n: 0,
-    tick() {
-      this.n++;
-      if (this.n === 3) clock.unregister(this);
-    },
-  };
-  clock.register(a);
-  clock.register(selfRemoving);
-  time.advance(100);
-  t.equal(a.frames.length, 5);
-  t.equal(selfRemoving.n, 3, 'removed itself during its third tick');
-  t.equal(clock.streamCount, 1);
-  t.same(order.slice(0, 4), ['start', 'end', 'start', 'end'], 'batch hooks around each frame');
-  const late = counter();
-  clock.register(late);
-  time.advance(40);
-  t.same(late.frames, [0, 1]);
-  t.throws(() => clock.register(late), 'double registration refused');
-  clock.unregister(a);
-  clock.unregister(late);
-  t.notOk(clock.isRunning, 'stopped with its last stream');
-  t.notOk(time.hasTimer(), 'no timer left armed');
-  const before = a.frames.length;
-  time.advance(200);
-  t.equal(a.frames.length, before);
-  clock.register(a);
-  t.ok(clock.isRunning, 'restarts with a new stream');
-  clock.stop();
-  t.notOk(time.hasTimer());
-});
+t.test(
+  'register and unregister: late joiners count from 0, removal inside a tick, clock stops with the last stream',
+  async (t) => {
+    const time = fakeTime();
+    const order: string[] = [];
+    const clock = new PacingClock({
+      now: time.now,
+      timers: time.timers,
+      onFrameStart: () => order.push('start'),
+      onFrameEnd: () => order.push('end'),
+    });
+    const a = counter();
+    const selfRemoving: PacedStream & { n: number } = {
+      n: 0,
+      tick() {
+        this.n++;
+        if (this.n === 3) clock.unregister(this);
+      },
+    };
+    clock.register(a);
+    clock.register(selfRemoving);
+    time.advance(100);
+    t.equal(a.frames.length, 5);
+    t.equal(selfRemoving.n, 3, 'removed itself during its third tick');
+    t.equal(clock.streamCount, 1);
+    t.same(order.slice(0, 4), ['start', 'end', 'start', 'end'], 'batch hooks around each frame');
+    const late = counter();
+    clock.register(late);
+    time.advance(40);
+    t.same(late.frames, [0, 1]);
+    t.throws(() => clock.register(late), 'double registration refused');
+    clock.unregister(a);
+    clock.unregister(late);
+    t.notOk(clock.isRunning, 'stopped with its last stream');
+    t.notOk(time.hasTimer(), 'no timer left armed');
+    const before = a.frames.length;
+    time.advance(200);
+    t.equal(a.frames.length, before);
+    clock.register(a);
+    t.ok(clock.isRunning, 'restarts with a new stream');
+    clock.stop();
+    t.notOk(time.hasTimer());
+  },
+);
 
 t.test('real timers: the clock runs and stops (no timing asserted)', async (t) => {
   const clock = new PacingClock();

@@ -25,87 +25,99 @@ t.test('SampleFifo: wraps around, reads exact frames, refuses overflow, discards
   t.equal(f.read(out, 1), 0);
 });
 
-t.test('SampleFifo: any mix of write and read sizes (wrapping at every point, reads at an offset) keeps order', async (t) => {
-  const f = new SampleFifo(37);
-  const expected: number[] = [];
-  let next = 1;
-  const rand = lcg(7);
-  const dst = new Int16Array(64);
-  let mismatches = 0;
-  for (let round = 0; round < 2000; round++) {
-    const w = Math.min(rand(30), f.free);
-    const src = new Int16Array(w + 3).fill(-1);
-    for (let i = 0; i < w; i++) {
-      src[i] = next;
-      expected.push(next);
-      next = next === 30000 ? 1 : next + 1;
+t.test(
+  'SampleFifo: any mix of write and read sizes (wrapping at every point, reads at an offset) keeps order',
+  async (t) => {
+    const f = new SampleFifo(37);
+    const expected: number[] = [];
+    let next = 1;
+    const rand = lcg(7);
+    const dst = new Int16Array(64);
+    let mismatches = 0;
+    for (let round = 0; round < 2000; round++) {
+      const w = Math.min(rand(30), f.free);
+      const src = new Int16Array(w + 3).fill(-1);
+      for (let i = 0; i < w; i++) {
+        src[i] = next;
+        expected.push(next);
+        next = next === 30000 ? 1 : next + 1;
+      }
+      f.write(src, w);
+      const offset = rand(5);
+      const k = f.read(dst, rand(30), offset);
+      for (let i = 0; i < k; i++) if (dst[offset + i] !== expected.shift()) mismatches++;
+      if (f.length !== expected.length) mismatches++;
     }
-    f.write(src, w);
-    const offset = rand(5);
-    const k = f.read(dst, rand(30), offset);
-    for (let i = 0; i < k; i++) if (dst[offset + i] !== expected.shift()) mismatches++;
-    if (f.length !== expected.length) mismatches++;
-  }
-  t.equal(mismatches, 0);
-});
+    t.equal(mismatches, 0);
+  },
+);
 
-t.test('SampleFifo in an arena: moves to and from the arena, whole-array writes and partial ones keep order', async (t) => {
-  // arena: [dst 64 | src 64 | ring 41 | guard 8]; the guard must never be written.
-  const arena = new Int16Array(64 + 64 + 41 + 8);
-  const guard = 64 + 64 + 41;
-  arena.fill(-7, guard);
-  const f = new SampleFifo(41, { array: arena, offset: 128 });
-  const expected: number[] = [];
-  let next = 1;
-  const rand = lcg(11);
-  let mismatches = 0;
-  for (let round = 0; round < 3000; round++) {
-    const w = Math.min(rand(30), f.free);
-    const mode = rand(3);
-    const values: number[] = [];
-    for (let i = 0; i < w; i++) {
-      values.push(next);
-      expected.push(next);
-      next = next === 30000 ? 1 : next + 1;
+t.test(
+  'SampleFifo in an arena: moves to and from the arena, whole-array writes and partial ones keep order',
+  async (t) => {
+    // arena: [dst 64 | src 64 | ring 41 | guard 8]; the guard must never be written.
+    const arena = new Int16Array(64 + 64 + 41 + 8);
+    const guard = 64 + 64 + 41;
+    arena.fill(-7, guard);
+    const f = new SampleFifo(41, { array: arena, offset: 128 });
+    const expected: number[] = [];
+    let next = 1;
+    const rand = lcg(11);
+    let mismatches = 0;
+    for (let round = 0; round < 3000; round++) {
+      const w = Math.min(rand(30), f.free);
+      const mode = rand(3);
+      const values: number[] = [];
+      for (let i = 0; i < w; i++) {
+        values.push(next);
+        expected.push(next);
+        next = next === 30000 ? 1 : next + 1;
+      }
+      if (mode === 0) {
+        f.write(Int16Array.from(values)); // a whole array
+      } else if (mode === 1) {
+        const src = new Int16Array(w + 5).fill(-1);
+        src.set(values, 2);
+        f.write(src, w, 2); // part of an array
+      } else {
+        arena.set(values, 64 + 3);
+        f.write(arena, w, 64 + 3); // from the arena itself
+      }
+      const offset = rand(5);
+      const k = f.read(arena, rand(30), offset); // into the arena itself
+      for (let i = 0; i < k; i++) if (arena[offset + i] !== expected.shift()) mismatches++;
+      if (f.length !== expected.length) mismatches++;
     }
-    if (mode === 0) {
-      f.write(Int16Array.from(values)); // a whole array
-    } else if (mode === 1) {
-      const src = new Int16Array(w + 5).fill(-1);
-      src.set(values, 2);
-      f.write(src, w, 2); // part of an array
-    } else {
-      arena.set(values, 64 + 3);
-      f.write(arena, w, 64 + 3); // from the arena itself
-    }
-    const offset = rand(5);
-    const k = f.read(arena, rand(30), offset); // into the arena itself
-    for (let i = 0; i < k; i++) if (arena[offset + i] !== expected.shift()) mismatches++;
-    if (f.length !== expected.length) mismatches++;
-  }
-  t.equal(mismatches, 0);
-  t.ok(arena.subarray(guard).every((v) => v === -7), 'nothing written past the ring');
-  t.throws(() => new SampleFifo(50, { array: arena, offset: 128 }), RangeError);
-});
+    t.equal(mismatches, 0);
+    t.ok(
+      arena.subarray(guard).every((v) => v === -7),
+      'nothing written past the ring',
+    );
+    t.throws(() => new SampleFifo(50, { array: arena, offset: 128 }), RangeError);
+  },
+);
 
-t.test('SampleFifo in place: headIndex and contiguous show the oldest samples in the arena up to the wrap', async (t) => {
-  const arena = new Int16Array(20);
-  const f = new SampleFifo(8, { array: arena, offset: 5 });
-  t.equal(f.contiguous, 0, 'empty');
-  f.write(Int16Array.from([1, 2, 3, 4, 5, 6]));
-  t.equal(f.headIndex, 5);
-  t.equal(f.contiguous, 6);
-  t.same(Array.from(arena.subarray(f.headIndex, f.headIndex + 6)), [1, 2, 3, 4, 5, 6]);
-  f.discard(5);
-  f.write(Int16Array.from([7, 8, 9, 10]));
-  t.equal(f.headIndex, 10, 'head moved by the discard');
-  t.equal(f.contiguous, 3, 'up to the end of the ring, not past it');
-  t.same(Array.from(arena.subarray(f.headIndex, f.headIndex + 3)), [6, 7, 8]);
-  f.discard(3);
-  t.equal(f.headIndex, 5, 'wrapped to the ring start');
-  t.equal(f.contiguous, 2);
-  t.same(Array.from(arena.subarray(5, 7)), [9, 10]);
-});
+t.test(
+  'SampleFifo in place: headIndex and contiguous show the oldest samples in the arena up to the wrap',
+  async (t) => {
+    const arena = new Int16Array(20);
+    const f = new SampleFifo(8, { array: arena, offset: 5 });
+    t.equal(f.contiguous, 0, 'empty');
+    f.write(Int16Array.from([1, 2, 3, 4, 5, 6]));
+    t.equal(f.headIndex, 5);
+    t.equal(f.contiguous, 6);
+    t.same(Array.from(arena.subarray(f.headIndex, f.headIndex + 6)), [1, 2, 3, 4, 5, 6]);
+    f.discard(5);
+    f.write(Int16Array.from([7, 8, 9, 10]));
+    t.equal(f.headIndex, 10, 'head moved by the discard');
+    t.equal(f.contiguous, 3, 'up to the end of the ring, not past it');
+    t.same(Array.from(arena.subarray(f.headIndex, f.headIndex + 3)), [6, 7, 8]);
+    f.discard(3);
+    t.equal(f.headIndex, 5, 'wrapped to the ring start');
+    t.equal(f.contiguous, 2);
+    t.same(Array.from(arena.subarray(5, 7)), [9, 10]);
+  },
+);
 
 t.test('LossConcealer: faded repeat of the last frame, silence after 60 ms, reset on good audio', async (t) => {
   const plc = new LossConcealer(160);

@@ -31,7 +31,11 @@ t.test('abort with blocks still being written: nothing more taken, the file clos
   for (let i = 0; i < TICKS_PER_BLOCK; i++) rec.tick();
   await new Promise((r) => setTimeout(r, 20));
   t.same(readdirSync(dir), [], 'no file after more audio and ticks');
-  t.equal(rec.failed, undefined, 'nothing was handed to the closed file (its descriptor may belong to another file by now)');
+  t.equal(
+    rec.failed,
+    undefined,
+    'nothing was handed to the closed file (its descriptor may belong to another file by now)',
+  );
   await t.rejects(rec.finish(), RecordingError, 'an aborted recording cannot be finished');
   await t.rejects(rec.abort(), RecordingError, 'nor aborted twice');
 });
@@ -44,7 +48,7 @@ t.test('a wav.gz recording aborted before its first block: the .wav it was writi
   t.same(readdirSync(dir), [], 'removed');
 });
 
-t.test('a finished recording is not aborted: its file is its owner\'s', async (t) => {
+t.test("a finished recording is not aborted: its file is its owner's", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'parley-abort-'));
   const path = join(dir, 'conv.wav');
   const rec = await StereoRecorder.open(path, { sampleRate: RATE, format: 'wav' });

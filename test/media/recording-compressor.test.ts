@@ -17,7 +17,12 @@ import { compressionStore, conversationStore, MainClient } from '../../src/worke
 import { createRequestHandler } from '../../src/workers/main-handlers.js';
 import type { WorkerRequest } from '../../src/workers/worker-protocol.js';
 import { leasePolicy } from '../../src/store/leases.js';
-import { deleteConversationContent, getConversation, getRecording, pendingCompressions } from '../../src/store/conversations.js';
+import {
+  deleteConversationContent,
+  getConversation,
+  getRecording,
+  pendingCompressions,
+} from '../../src/store/conversations.js';
 
 t.setTimeout(120_000);
 
@@ -59,7 +64,9 @@ function gated() {
     calls,
     /** Resolves once `n` compressions have passed their first chunk. */
     started: (n: number): Promise<void> =>
-      started >= n ? Promise.resolve() : new Promise((r) => startedWaiters.push(() => (started >= n ? r() : undefined))),
+      started >= n
+        ? Promise.resolve()
+        : new Promise((r) => startedWaiters.push(() => (started >= n ? r() : undefined))),
     release(): void {
       released = true;
       for (const h of held.splice(0)) h();
@@ -73,7 +80,9 @@ t.test('recording compression against PostgreSQL', async (t) => {
   const { sql, orgId, projectId, settings } = server;
   // The worker's side of the protocol, answered by main's real handlers.
   const handle = createRequestHandler({ sql, policy: leasePolicy(settings), log, now: () => new Date() });
-  const main: MainClient = new MainClient({ postMessage: (m) => void handle(m as WorkerRequest).then((r) => main.handleReply(r)) });
+  const main: MainClient = new MainClient({
+    postMessage: (m) => void handle(m as WorkerRequest).then((r) => main.handleReply(r)),
+  });
   const store = conversationStore(main);
 
   /** A conversation of `seconds` with audio on both sides, ended by the user; returns its id and recordings dir. */
@@ -114,11 +123,18 @@ t.test('recording compression against PostgreSQL', async (t) => {
     gate.release();
     await compressor.idle();
     const after = await getRecording(sql, id, 'both');
-    t.match(after, { path: `${id}.wav.gz`, format: 'wav.gz', sample_rate: RATE, channels: 2 }, 'the row moved to the gzip');
-    t.notOk((await pendingCompressions(sql)).some((p) => p.conversation_id === id), 'no longer pending');
+    t.match(
+      after,
+      { path: `${id}.wav.gz`, format: 'wav.gz', sample_rate: RATE, channels: 2 },
+      'the row moved to the gzip',
+    );
+    t.notOk(
+      (await pendingCompressions(sql)).some((p) => p.conversation_id === id),
+      'no longer pending',
+    );
     const gz = readFileSync(join(dir, `${id}.wav.gz`));
-    t.equal(after!.bytes, gz.length, 'with the gzip\'s size');
-    t.ok(gunzipSync(gz).equals(wav), 'the gzip decompresses to exactly the WAV\'s bytes');
+    t.equal(after!.bytes, gz.length, "with the gzip's size");
+    t.ok(gunzipSync(gz).equals(wav), "the gzip decompresses to exactly the WAV's bytes");
     t.notOk(existsSync(join(dir, `${id}.wav`)), 'the .wav is gone');
     t.same(compressor.outcomes, { compressed: 1, row_gone: 0, abandoned: 0, failed: 0 });
   });
@@ -143,9 +159,16 @@ t.test('recording compression against PostgreSQL', async (t) => {
       t.equal(row!.bytes, wav.length);
       t.ok(wav.toString('ascii', 0, 4) === 'RIFF' && wav.readUInt32LE(40) === wav.length - 44, `${id} playable`);
     }
-    t.same(readdirSync(a.dir).filter((f) => f.endsWith('.gz')), [], 'no .gz left');
+    t.same(
+      readdirSync(a.dir).filter((f) => f.endsWith('.gz')),
+      [],
+      'no .gz left',
+    );
     const pending = (await pendingCompressions(sql)).map((p) => p.conversation_id);
-    t.ok([a, b, c].every(({ id }) => pending.includes(id)), 'all three left pending for the next start');
+    t.ok(
+      [a, b, c].every(({ id }) => pending.includes(id)),
+      'all three left pending for the next start',
+    );
     t.same(compressor.outcomes, { compressed: 0, row_gone: 0, abandoned: 3, failed: 0 });
   });
 
@@ -164,7 +187,8 @@ t.test('recording compression against PostgreSQL', async (t) => {
     }
     gate.release();
     await compressor.idle();
-    for (const { id } of [during, queued]) t.equal(await getRecording(sql, id, 'both'), null, `${id}: no recording row`);
+    for (const { id } of [during, queued])
+      t.equal(await getRecording(sql, id, 'both'), null, `${id}: no recording row`);
     t.same(readdirSync(during.dir), [], 'no file left');
     t.same(compressor.outcomes, { compressed: 0, row_gone: 2, abandoned: 0, failed: 0 });
   });
@@ -177,7 +201,10 @@ t.test('recording compression against PostgreSQL', async (t) => {
     await compressor.idle();
     t.same(gate.calls, [], 'no compression ran');
     t.match(await getRecording(sql, id, 'both'), { path: `${id}.wav`, format: 'wav' });
-    t.notOk((await pendingCompressions(sql)).some((p) => p.conversation_id === id), 'not pending for a later start either');
+    t.notOk(
+      (await pendingCompressions(sql)).some((p) => p.conversation_id === id),
+      'not pending for a later start either',
+    );
     t.same(readdirSync(dir), [`${id}.wav`]);
     t.ok(statSync(join(dir, `${id}.wav`)).size > 44);
   });

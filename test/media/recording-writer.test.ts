@@ -19,9 +19,22 @@ function block(pairs: number, left: number, right: number = left): Int16Array {
   return b;
 }
 
-function run(fds: number[], blocks: Int16Array[], pairs: number[], offsets: number[], groups: number[]): Promise<Float64Array> {
+function run(
+  fds: number[],
+  blocks: Int16Array[],
+  pairs: number[],
+  offsets: number[],
+  groups: number[],
+): Promise<Float64Array> {
   return new Promise((resolve) =>
-    writeBlocks(Int32Array.from(fds), blocks, Int32Array.from(pairs), Float64Array.from(offsets), Int32Array.from(groups), resolve),
+    writeBlocks(
+      Int32Array.from(fds),
+      blocks,
+      Int32Array.from(pairs),
+      Float64Array.from(offsets),
+      Int32Array.from(groups),
+      resolve,
+    ),
   );
 }
 
@@ -49,8 +62,16 @@ t.test('writeBlocks: every block at its offset, a failed group skips the rest of
   t.same([...results], [100, 0, 48, 0, 0, EBADF, 0, BLOCK_SKIPPED, 8, 0], 'bytes and error per write');
   const fileA = readFileSync(join(dir, 'a'));
   t.equal(fileA.length, 158);
-  t.same([fileA[9], fileA[10], fileA[11], fileA[108], fileA[109], fileA[110], fileA[156], fileA[157]], [0, 1, 0, 1, 0, 2, 2, 0], 'each block at its offset');
-  t.same([...readFileSync(join(dir, 'c'))], [0, 0, 0, 5, 0, 6, 0, 5, 0, 6, 0], 'the group after the failed one is written, left and right interleaved');
+  t.same(
+    [fileA[9], fileA[10], fileA[11], fileA[108], fileA[109], fileA[110], fileA[156], fileA[157]],
+    [0, 1, 0, 1, 0, 2, 2, 0],
+    'each block at its offset',
+  );
+  t.same(
+    [...readFileSync(join(dir, 'c'))],
+    [0, 0, 0, 5, 0, 6, 0, 5, 0, 6, 0],
+    'the group after the failed one is written, left and right interleaved',
+  );
 });
 
 t.test('writeBlocks interleaves the planar halves into little-endian pairs, only the pairs asked for', async (t) => {
@@ -75,7 +96,13 @@ t.test('writeBlocks interleaves the planar halves into little-endian pairs, only
     fds.push(openSync(join(dir, `f${i}`), 'w'));
     expected.push(Array.from({ length: 2 * pairs }, (_, k) => (k % 2 === 0 ? b[k >> 1] : b[capacity + (k >> 1)])));
   }
-  const results = await run(fds, blocks, shapes.map(([, pairs]) => pairs), [0, 0, 0], [0, 1, 2]);
+  const results = await run(
+    fds,
+    blocks,
+    shapes.map(([, pairs]) => pairs),
+    [0, 0, 0],
+    [0, 1, 2],
+  );
   t.same([...results], [76, 0, 12, 0, 64, 0]);
   for (const [i, fd] of fds.entries()) {
     closeSync(fd);
@@ -87,12 +114,60 @@ t.test('writeBlocks refuses arguments that do not match, before writing anything
   const dir = mkdtempSync(join(tmpdir(), 'parley-blocks-'));
   const fd = openSync(join(dir, 'a'), 'w');
   const never = () => t.fail('called back');
-  t.throws(() => writeBlocks(Int32Array.of(fd, fd), [block(1, 1)], Int32Array.of(1, 1), Float64Array.of(0, 4), Int32Array.of(0, 0), never), RangeError, 'one block for two writes');
-  t.throws(() => writeBlocks(Int32Array.of(fd), [new Uint8Array(4) as unknown as Int16Array], Int32Array.of(1), Float64Array.of(0), Int32Array.of(0), never), TypeError, 'bytes, not samples');
-  t.throws(() => writeBlocks(Int32Array.of(fd), [block(1, 1)], Int32Array.of(1), Float64Array.of(-1), Int32Array.of(0), never), RangeError, 'a negative offset');
-  t.throws(() => writeBlocks(Int32Array.of(fd), [block(2, 1)], Int32Array.of(3), Float64Array.of(0), Int32Array.of(0), never), RangeError, 'more pairs than the block holds');
-  t.throws(() => writeBlocks(Int32Array.of(fd), [block(2, 1)], Int32Array.of(-1), Float64Array.of(0), Int32Array.of(0), never), RangeError, 'a negative count');
-  t.throws(() => writeBlocks(Int32Array.of(fd), [new Int16Array(3)], Int32Array.of(1), Float64Array.of(0), Int32Array.of(0), never), RangeError, 'halves of unequal length');
+  t.throws(
+    () =>
+      writeBlocks(
+        Int32Array.of(fd, fd),
+        [block(1, 1)],
+        Int32Array.of(1, 1),
+        Float64Array.of(0, 4),
+        Int32Array.of(0, 0),
+        never,
+      ),
+    RangeError,
+    'one block for two writes',
+  );
+  t.throws(
+    () =>
+      writeBlocks(
+        Int32Array.of(fd),
+        [new Uint8Array(4) as unknown as Int16Array],
+        Int32Array.of(1),
+        Float64Array.of(0),
+        Int32Array.of(0),
+        never,
+      ),
+    TypeError,
+    'bytes, not samples',
+  );
+  t.throws(
+    () => writeBlocks(Int32Array.of(fd), [block(1, 1)], Int32Array.of(1), Float64Array.of(-1), Int32Array.of(0), never),
+    RangeError,
+    'a negative offset',
+  );
+  t.throws(
+    () => writeBlocks(Int32Array.of(fd), [block(2, 1)], Int32Array.of(3), Float64Array.of(0), Int32Array.of(0), never),
+    RangeError,
+    'more pairs than the block holds',
+  );
+  t.throws(
+    () => writeBlocks(Int32Array.of(fd), [block(2, 1)], Int32Array.of(-1), Float64Array.of(0), Int32Array.of(0), never),
+    RangeError,
+    'a negative count',
+  );
+  t.throws(
+    () =>
+      writeBlocks(
+        Int32Array.of(fd),
+        [new Int16Array(3)],
+        Int32Array.of(1),
+        Float64Array.of(0),
+        Int32Array.of(0),
+        never,
+      ),
+    RangeError,
+    'halves of unequal length',
+  );
   await new Promise((r) => setTimeout(r, 20));
   closeSync(fd);
   t.equal(readFileSync(join(dir, 'a')).length, 0, 'nothing written');
@@ -110,28 +185,48 @@ class FileSource implements BlockSource {
   }
 }
 
-t.test('RecordingWriter: the blocks of one turn go in one batch, in order per file; taken-back blocks are not written', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'parley-writer-'));
-  const writer = new RecordingWriter();
-  const sources = [0, 1, 2].map((i) => new FileSource(join(dir, `f${i}`)));
-  // Interleaved across files, as a tick closes one block per recording.
-  for (let k = 0; k < 3; k++) for (const [i, s] of sources.entries()) writer.write(s, block(2, 10 * i + k), 2, 8 * k);
-  t.same(writer.unqueue(sources[2]).map((w) => w.offset), [0, 8, 16], 'a recording takes its queued blocks back');
-  await new Promise((r) => setTimeout(r, 50));
-  for (const s of sources.slice(0, 2)) {
-    t.equal(s.batches.length, 1, 'one batch');
-    t.same(s.batches[0].map((w) => [w.offset, w.written, w.error]), [[0, 8, 0], [8, 8, 0], [16, 8, 0]]);
-  }
-  t.equal(sources[2].batches.length, 0, 'the taken-back recording is told nothing');
-  // A block queued while a batch is under way goes in the next one.
-  writer.write(sources[0], block(2, 7), 2, 24);
-  writer.write(sources[1], block(2, 8), 2, 24);
-  await new Promise((r) => setTimeout(r, 0));
-  writer.write(sources[0], block(2, 9), 2, 32);
-  await new Promise((r) => setTimeout(r, 50));
-  t.same(sources[0].batches.map((b) => b.map((w) => w.offset)), [[0, 8, 16], [24], [32]]);
-  for (const s of sources) closeSync(s.fd);
-  t.same(samples(sources[0].path), [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 7, 7, 7, 7, 9, 9, 9, 9]);
-  t.same([...readFileSync(sources[1].path)].filter((_, i) => i % 8 === 0), [10, 11, 12, 8]);
-  t.equal(readFileSync(sources[2].path).length, 0, 'nothing written for the taken-back recording');
-});
+t.test(
+  'RecordingWriter: the blocks of one turn go in one batch, in order per file; taken-back blocks are not written',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-writer-'));
+    const writer = new RecordingWriter();
+    const sources = [0, 1, 2].map((i) => new FileSource(join(dir, `f${i}`)));
+    // Interleaved across files, as a tick closes one block per recording.
+    for (let k = 0; k < 3; k++) for (const [i, s] of sources.entries()) writer.write(s, block(2, 10 * i + k), 2, 8 * k);
+    t.same(
+      writer.unqueue(sources[2]).map((w) => w.offset),
+      [0, 8, 16],
+      'a recording takes its queued blocks back',
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    for (const s of sources.slice(0, 2)) {
+      t.equal(s.batches.length, 1, 'one batch');
+      t.same(
+        s.batches[0].map((w) => [w.offset, w.written, w.error]),
+        [
+          [0, 8, 0],
+          [8, 8, 0],
+          [16, 8, 0],
+        ],
+      );
+    }
+    t.equal(sources[2].batches.length, 0, 'the taken-back recording is told nothing');
+    // A block queued while a batch is under way goes in the next one.
+    writer.write(sources[0], block(2, 7), 2, 24);
+    writer.write(sources[1], block(2, 8), 2, 24);
+    await new Promise((r) => setTimeout(r, 0));
+    writer.write(sources[0], block(2, 9), 2, 32);
+    await new Promise((r) => setTimeout(r, 50));
+    t.same(
+      sources[0].batches.map((b) => b.map((w) => w.offset)),
+      [[0, 8, 16], [24], [32]],
+    );
+    for (const s of sources) closeSync(s.fd);
+    t.same(samples(sources[0].path), [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 7, 7, 7, 7, 9, 9, 9, 9]);
+    t.same(
+      [...readFileSync(sources[1].path)].filter((_, i) => i % 8 === 0),
+      [10, 11, 12, 8],
+    );
+    t.equal(readFileSync(sources[2].path).length, 0, 'nothing written for the taken-back recording');
+  },
+);

@@ -64,31 +64,34 @@ t.test('stereo WAV: both sides aligned on the tick timeline, readable, correct l
   t.equal(right[100 * FRAME + 3], 0, 'silent after');
 });
 
-t.test('wav.gz: finish() leaves the complete WAV at once, uncompressed; compressRecording gzips exactly its bytes', async (t) => {
-  const dir = t.testdir({});
-  const res = await record(join(dir, 'call.wav.gz'), 'wav.gz', 120);
-  t.equal(res.path, join(dir, 'call.wav'), 'the WAV, not the gzip');
-  t.equal(res.format, 'wav', 'stored as what is on disk');
-  t.equal(res.wanted, 'wav.gz', 'the format asked for, for the compressor');
-  t.notOk(existsSync(join(dir, 'call.wav.gz')), 'nothing compressed by finish()');
-  const wavFile = readFileSync(res.path);
-  t.equal(wavFile.length, res.bytes);
-  t.equal(wavFile.length, 44 + 120 * FRAME * 4);
-  const gzPath = join(dir, 'call.wav.gz');
-  const gzBytes = await compressRecording(res.path, gzPath);
-  const gz = readFileSync(gzPath);
-  t.equal(gz.length, gzBytes);
-  t.equal(statSync(gzPath).size, gzBytes);
-  const wav = pako.ungzip(gz);
-  t.ok(Buffer.from(wav).equals(wavFile), 'the gzip holds exactly the WAV');
-  const { left, right } = channels(wav);
-  t.equal(left.length, 120 * FRAME);
-  t.equal(left[119 * FRAME], 1000 + 119);
-  t.equal(right[60 * FRAME], -5000 + 60);
-  t.ok(gz.length < wav.length / 5, `compressed (${gz.length} of ${wav.length})`);
-  await t.rejects(compressRecording(res.path, gzPath), { code: 'EEXIST' }, 'an existing gzip is never overwritten');
-  t.ok(readFileSync(gzPath).equals(gz), 'and is left as it was');
-});
+t.test(
+  'wav.gz: finish() leaves the complete WAV at once, uncompressed; compressRecording gzips exactly its bytes',
+  async (t) => {
+    const dir = t.testdir({});
+    const res = await record(join(dir, 'call.wav.gz'), 'wav.gz', 120);
+    t.equal(res.path, join(dir, 'call.wav'), 'the WAV, not the gzip');
+    t.equal(res.format, 'wav', 'stored as what is on disk');
+    t.equal(res.wanted, 'wav.gz', 'the format asked for, for the compressor');
+    t.notOk(existsSync(join(dir, 'call.wav.gz')), 'nothing compressed by finish()');
+    const wavFile = readFileSync(res.path);
+    t.equal(wavFile.length, res.bytes);
+    t.equal(wavFile.length, 44 + 120 * FRAME * 4);
+    const gzPath = join(dir, 'call.wav.gz');
+    const gzBytes = await compressRecording(res.path, gzPath);
+    const gz = readFileSync(gzPath);
+    t.equal(gz.length, gzBytes);
+    t.equal(statSync(gzPath).size, gzBytes);
+    const wav = pako.ungzip(gz);
+    t.ok(Buffer.from(wav).equals(wavFile), 'the gzip holds exactly the WAV');
+    const { left, right } = channels(wav);
+    t.equal(left.length, 120 * FRAME);
+    t.equal(left[119 * FRAME], 1000 + 119);
+    t.equal(right[60 * FRAME], -5000 + 60);
+    t.ok(gz.length < wav.length / 5, `compressed (${gz.length} of ${wav.length})`);
+    await t.rejects(compressRecording(res.path, gzPath), { code: 'EEXIST' }, 'an existing gzip is never overwritten');
+    t.ok(readFileSync(gzPath).equals(gz), 'and is left as it was');
+  },
+);
 
 t.test('a compression aborted half-way leaves no .gz behind', async (t) => {
   const dir = t.testdir({});
@@ -118,73 +121,89 @@ t.test('a compression aborted half-way leaves no .gz behind', async (t) => {
   t.ok(readFileSync(res.path).equals(wavBefore), 'the WAV untouched');
 });
 
-t.test('an existing recording is never overwritten; finishing twice is refused; audio beyond the backlog is dropped and reported, audio held at the end kept', async (t) => {
-  const dir = t.testdir({});
-  const path = join(dir, 'a.wav');
-  const rec = await StereoRecorder.open(path, { sampleRate: RATE });
-  await t.rejects(StereoRecorder.open(path, { sampleRate: RATE }), RecordingError);
-  // 3 s of user audio with no tick: the 2 s backlog holds frames 0-99; frames 100-149 are dropped.
-  for (let i = 0; i < 150; i++) rec.writeUser(frameOf(i, 0));
-  // Each tick makes room for one more frame: the side stays at its backlog, nothing more dropped.
-  for (let i = 0; i < 100; i++) {
-    rec.tick();
-    rec.writeUser(frameOf(150 + i, 0));
-  }
-  const res = await rec.finish();
-  t.equal(res.droppedMs, 50 * FRAME_MS, 'the dropped second is reported');
-  const { left, right } = channels(readFileSync(res.path));
-  // 100 frames ticked, and the 100 still held when it finished: the timeline runs on to them.
-  t.equal(left.length, 200 * FRAME);
-  t.equal(res.durationMs, 200 * FRAME_MS);
-  t.same([0, 99, 100, 199].map((f) => left[f * FRAME]), [0, 99, 150, 249], 'frames in order, the dropped ones left out');
-  t.ok(right.every((v) => v === 0), 'the silent side is silence throughout');
-  await t.rejects(rec.finish(), RecordingError);
-});
-
-t.test('every sample on its channel and position: partial frames end in silence, blocks reused across seconds', async (t) => {
-  const dir = t.testdir({});
-  const rec = await StereoRecorder.open(join(dir, 'ramp.wav'), { sampleRate: RATE });
-  const ticks = 260; // 5.2 s: blocks are recycled after their write
-  const userAt = (tick: number, i: number) => ((tick * FRAME + i) % 65536) - 32768;
-  const asstAt = (tick: number, i: number) => 32767 - ((tick * 7 + i * 3) % 65536);
-  for (let k = 0; k < ticks; k++) {
-    // The user side brings 100 samples on every fifth tick (the rest of that frame is silence).
-    rec.writeUser(Int16Array.from({ length: k % 5 === 4 ? 100 : FRAME }, (_, i) => userAt(k, i)));
-    if (k % 3 !== 0) rec.writeAssistant(Int16Array.from({ length: FRAME }, (_, i) => asstAt(k, i)));
-    rec.tick();
-    // Let the file writes complete now and then, so later seconds go into recycled blocks.
-    if (k % 60 === 59) await new Promise((r) => setTimeout(r, 20));
-  }
-  const res = await rec.finish();
-  const { left, right } = channels(readFileSync(res.path));
-  t.equal(left.length, ticks * FRAME);
-  let wrong = 0;
-  for (let k = 0; k < ticks; k++) {
-    for (let i = 0; i < FRAME; i++) {
-      const l = k % 5 === 4 && i >= 100 ? 0 : userAt(k, i);
-      const r = k % 3 === 0 ? 0 : asstAt(k, i);
-      if (left[k * FRAME + i] !== l || right[k * FRAME + i] !== r) wrong++;
+t.test(
+  'an existing recording is never overwritten; finishing twice is refused; audio beyond the backlog is dropped and reported, audio held at the end kept',
+  async (t) => {
+    const dir = t.testdir({});
+    const path = join(dir, 'a.wav');
+    const rec = await StereoRecorder.open(path, { sampleRate: RATE });
+    await t.rejects(StereoRecorder.open(path, { sampleRate: RATE }), RecordingError);
+    // 3 s of user audio with no tick: the 2 s backlog holds frames 0-99; frames 100-149 are dropped.
+    for (let i = 0; i < 150; i++) rec.writeUser(frameOf(i, 0));
+    // Each tick makes room for one more frame: the side stays at its backlog, nothing more dropped.
+    for (let i = 0; i < 100; i++) {
+      rec.tick();
+      rec.writeUser(frameOf(150 + i, 0));
     }
-  }
-  t.equal(wrong, 0, 'no sample misplaced, missing or stale');
-});
+    const res = await rec.finish();
+    t.equal(res.droppedMs, 50 * FRAME_MS, 'the dropped second is reported');
+    const { left, right } = channels(readFileSync(res.path));
+    // 100 frames ticked, and the 100 still held when it finished: the timeline runs on to them.
+    t.equal(left.length, 200 * FRAME);
+    t.equal(res.durationMs, 200 * FRAME_MS);
+    t.same(
+      [0, 99, 100, 199].map((f) => left[f * FRAME]),
+      [0, 99, 150, 249],
+      'frames in order, the dropped ones left out',
+    );
+    t.ok(
+      right.every((v) => v === 0),
+      'the silent side is silence throughout',
+    );
+    await t.rejects(rec.finish(), RecordingError);
+  },
+);
 
-t.test('a side a little ahead of the clock: chunks across block boundaries land in order, and what is held at the end is kept', async (t) => {
-  const dir = t.testdir({});
-  const rec = await StereoRecorder.open(join(dir, 'ahead.wav'), { sampleRate: RATE });
-  const CHUNK = 170; // 10 samples more than a frame per tick: chunks straddle the one-second blocks
-  const ticks = 120;
-  const at = (n: number) => (n % 65536) - 32768;
-  for (let k = 0; k < ticks; k++) {
-    rec.writeUser(Int16Array.from({ length: CHUNK }, (_, i) => at(k * CHUNK + i)));
-    rec.tick();
-  }
-  const res = await rec.finish();
-  t.equal(res.droppedMs, 0);
-  const { left } = channels(readFileSync(res.path));
-  const sent = ticks * CHUNK;
-  t.equal(left.length, Math.ceil(sent / FRAME) * FRAME, 'the timeline ran on to the last sample held, whole frames');
-  let wrong = 0;
-  for (let n = 0; n < left.length; n++) if (left[n] !== (n < sent ? at(n) : 0)) wrong++;
-  t.equal(wrong, 0, 'every sample in order, silence after the last');
-});
+t.test(
+  'every sample on its channel and position: partial frames end in silence, blocks reused across seconds',
+  async (t) => {
+    const dir = t.testdir({});
+    const rec = await StereoRecorder.open(join(dir, 'ramp.wav'), { sampleRate: RATE });
+    const ticks = 260; // 5.2 s: blocks are recycled after their write
+    const userAt = (tick: number, i: number) => ((tick * FRAME + i) % 65536) - 32768;
+    const asstAt = (tick: number, i: number) => 32767 - ((tick * 7 + i * 3) % 65536);
+    for (let k = 0; k < ticks; k++) {
+      // The user side brings 100 samples on every fifth tick (the rest of that frame is silence).
+      rec.writeUser(Int16Array.from({ length: k % 5 === 4 ? 100 : FRAME }, (_, i) => userAt(k, i)));
+      if (k % 3 !== 0) rec.writeAssistant(Int16Array.from({ length: FRAME }, (_, i) => asstAt(k, i)));
+      rec.tick();
+      // Let the file writes complete now and then, so later seconds go into recycled blocks.
+      if (k % 60 === 59) await new Promise((r) => setTimeout(r, 20));
+    }
+    const res = await rec.finish();
+    const { left, right } = channels(readFileSync(res.path));
+    t.equal(left.length, ticks * FRAME);
+    let wrong = 0;
+    for (let k = 0; k < ticks; k++) {
+      for (let i = 0; i < FRAME; i++) {
+        const l = k % 5 === 4 && i >= 100 ? 0 : userAt(k, i);
+        const r = k % 3 === 0 ? 0 : asstAt(k, i);
+        if (left[k * FRAME + i] !== l || right[k * FRAME + i] !== r) wrong++;
+      }
+    }
+    t.equal(wrong, 0, 'no sample misplaced, missing or stale');
+  },
+);
+
+t.test(
+  'a side a little ahead of the clock: chunks across block boundaries land in order, and what is held at the end is kept',
+  async (t) => {
+    const dir = t.testdir({});
+    const rec = await StereoRecorder.open(join(dir, 'ahead.wav'), { sampleRate: RATE });
+    const CHUNK = 170; // 10 samples more than a frame per tick: chunks straddle the one-second blocks
+    const ticks = 120;
+    const at = (n: number) => (n % 65536) - 32768;
+    for (let k = 0; k < ticks; k++) {
+      rec.writeUser(Int16Array.from({ length: CHUNK }, (_, i) => at(k * CHUNK + i)));
+      rec.tick();
+    }
+    const res = await rec.finish();
+    t.equal(res.droppedMs, 0);
+    const { left } = channels(readFileSync(res.path));
+    const sent = ticks * CHUNK;
+    t.equal(left.length, Math.ceil(sent / FRAME) * FRAME, 'the timeline ran on to the last sample held, whole frames');
+    let wrong = 0;
+    for (let n = 0; n < left.length; n++) if (left[n] !== (n < sent ? at(n) : 0)) wrong++;
+    t.equal(wrong, 0, 'every sample in order, silence after the last');
+  },
+);

@@ -2,18 +2,24 @@ import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { createRtpPacketView, decodeView, RtpSender } from '../../src/media/rtp.js';
 import {
-  createTelephoneEvent, dtmfDigit, readTelephoneEvent, TelephoneEventReceiver, TelephoneEventSender, TELEPHONE_EVENT_END_REPEATS,
+  createTelephoneEvent,
+  dtmfDigit,
+  readTelephoneEvent,
+  TelephoneEventReceiver,
+  TelephoneEventSender,
+  TELEPHONE_EVENT_END_REPEATS,
 } from '../../src/media/rfc4733.js';
 import { SIPP_CAPTURES_DIR } from '../helpers/debian-packages.js';
 import { readPcapUdp } from './pcap.js';
-
 
 t.test("SIPp's dtmf_2833_*.pcap captures decode to their digits", async (t) => {
   let files: string[];
   try {
     files = readdirSync(SIPP_CAPTURES_DIR).filter((f) => /^dtmf_2833_.*\.pcap$/.test(f));
   } catch (err) {
-    throw new Error(`SIPp captures missing in ${SIPP_CAPTURES_DIR} (install sip-tester): ${(err as Error).message}`, { cause: err });
+    throw new Error(`SIPp captures missing in ${SIPP_CAPTURES_DIR} (install sip-tester): ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   t.equal(files.length, 12, 'ten digits, star and pound');
   const names: Record<string, string> = { star: '*', pound: '#' };
@@ -39,9 +45,16 @@ t.test("SIPp's dtmf_2833_*.pcap captures decode to their digits", async (t) => {
 
 function eventPacket(ts: number, event: number, end: boolean, duration: number): Uint8Array {
   const b = new Uint8Array(16);
-  b[0] = 0x80; b[1] = 101;
-  b[4] = ts >>> 24; b[5] = (ts >>> 16) & 0xff; b[6] = (ts >>> 8) & 0xff; b[7] = ts & 0xff;
-  b[12] = event; b[13] = (end ? 0x80 : 0) | 10; b[14] = duration >> 8; b[15] = duration & 0xff;
+  b[0] = 0x80;
+  b[1] = 101;
+  b[4] = ts >>> 24;
+  b[5] = (ts >>> 16) & 0xff;
+  b[6] = (ts >>> 8) & 0xff;
+  b[7] = ts & 0xff;
+  b[12] = event;
+  b[13] = (end ? 0x80 : 0) | 10;
+  b[14] = duration >> 8;
+  b[15] = duration & 0xff;
   return b;
 }
 
@@ -72,13 +85,25 @@ t.test('send: marker on the first packet, growing duration, end packet three tim
     t.ok(n > 0, 'a packet every tick while active');
     t.equal(decodeView(out, v, n), 'ok');
     readTelephoneEvent(out, v.payloadOffset, v.payloadLength, ev);
-    seen.push(`${v.sequenceNumber}:${v.timestamp}:${v.marker ? 'M' : '-'}:${dtmfDigit(ev.event)}:${ev.end ? 'E' : '-'}:${ev.duration}`);
+    seen.push(
+      `${v.sequenceNumber}:${v.timestamp}:${v.marker ? 'M' : '-'}:${dtmfDigit(ev.event)}:${ev.end ? 'E' : '-'}:${ev.duration}`,
+    );
   }
   t.same(seen, [
-    '100:5000:M:9:-:160', '101:5000:-:9:-:320', '102:5000:-:9:-:480', '103:5000:-:9:-:640',
-    '104:5000:-:9:E:800', '105:5000:-:9:E:800', '106:5000:-:9:E:800',
-    '107:6120:M:#:-:160', '108:6120:-:#:-:320', '109:6120:-:#:-:480', '110:6120:-:#:-:640',
-    '111:6120:-:#:E:800', '112:6120:-:#:E:800', '113:6120:-:#:E:800',
+    '100:5000:M:9:-:160',
+    '101:5000:-:9:-:320',
+    '102:5000:-:9:-:480',
+    '103:5000:-:9:-:640',
+    '104:5000:-:9:E:800',
+    '105:5000:-:9:E:800',
+    '106:5000:-:9:E:800',
+    '107:6120:M:#:-:160',
+    '108:6120:-:#:-:320',
+    '109:6120:-:#:-:480',
+    '110:6120:-:#:-:640',
+    '111:6120:-:#:E:800',
+    '112:6120:-:#:E:800',
+    '113:6120:-:#:E:800',
   ]);
   t.equal(tx.writeTick(out), 0, 'idle afterwards');
   // Our own packets decode back to the digits, once each.

@@ -1,6 +1,14 @@
 import t from 'tap';
 import {
-  createRtpHeader, createRtpPacketView, decodeView, encodeInto, payloadOf, RtpSender, RTP_HEADER_BYTES, seqDiff, tsDiff,
+  createRtpHeader,
+  createRtpPacketView,
+  decodeView,
+  encodeInto,
+  payloadOf,
+  RtpSender,
+  RTP_HEADER_BYTES,
+  seqDiff,
+  tsDiff,
 } from '../../src/media/rtp.js';
 
 t.test('encodeInto then decodeView round-trips every header field and the payload', async (t) => {
@@ -27,11 +35,8 @@ t.test('encodeInto then decodeView round-trips every header field and the payloa
 t.test('decodeView skips CSRCs and a header extension and strips padding', async (t) => {
   // V=2 P=1 X=1 CC=2, M=0 PT=0, seq 1, ts 2, ssrc 3, 2 CSRCs, extension 0xBEDE of 1 word, payload 3 bytes, padding 4.
   const bytes = [
-    0xb2, 0x00, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3,
-    1, 1, 1, 1, 2, 2, 2, 2,
-    0xbe, 0xde, 0, 1, 9, 9, 9, 9,
-    0xaa, 0xbb, 0xcc,
-    0, 0, 0, 4,
+    0xb2, 0x00, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 1, 1, 1, 1, 2, 2, 2, 2, 0xbe, 0xde, 0, 1, 9, 9, 9, 9, 0xaa, 0xbb, 0xcc, 0,
+    0, 0, 4,
   ];
   const buf = Uint8Array.from(bytes);
   const v = createRtpPacketView();
@@ -48,17 +53,30 @@ t.test('malformed packets are reported, never thrown', async (t) => {
   t.equal(decodeView(new Uint8Array(11).fill(0x80), v), 'too_short');
   t.equal(decodeView(Uint8Array.from([0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]), v), 'bad_version', 'version 1');
   t.equal(decodeView(Uint8Array.from([0x80, 200, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0]), v), 'rtcp', 'RTCP SR on a muxed port');
-  t.equal(decodeView(Uint8Array.from([0x8f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]), v), 'bad_csrc', '15 CSRCs in 14 bytes');
+  t.equal(
+    decodeView(Uint8Array.from([0x8f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2]), v),
+    'bad_csrc',
+    '15 CSRCs in 14 bytes',
+  );
   t.equal(decodeView(Uint8Array.from([0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xbe, 0xde, 0, 9]), v), 'bad_extension');
-  t.equal(decodeView(Uint8Array.from([0xa0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 30]), v), 'bad_padding', 'padding past the header');
-  t.equal(decodeView(Uint8Array.from([0xa0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0]), v), 'bad_padding', 'zero padding count');
+  t.equal(
+    decodeView(Uint8Array.from([0xa0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 30]), v),
+    'bad_padding',
+    'padding past the header',
+  );
+  t.equal(
+    decodeView(Uint8Array.from([0xa0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0]), v),
+    'bad_padding',
+    'zero padding count',
+  );
   // Random garbage never throws.
   let seed = 7;
   const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) & 0xff;
   for (let i = 0; i < 2000; i++) {
     const b = Uint8Array.from({ length: rnd() % 64 }, rnd);
     const r = decodeView(b, v);
-    if (r === 'ok') t.ok(v.payloadOffset + v.payloadLength + v.paddingBytes <= b.length || t.fail('payload outside packet'));
+    if (r === 'ok')
+      t.ok(v.payloadOffset + v.payloadLength + v.paddingBytes <= b.length || t.fail('payload outside packet'));
   }
 });
 

@@ -12,7 +12,8 @@ export function loadPrompt(name: string): Int16Array {
   const w = new wavefile.WaveFile();
   w.fromBuffer(readFileSync(path));
   const fmt = w.fmt as { sampleRate: number; numChannels: number; bitsPerSample: number };
-  if (fmt.sampleRate !== 8000 || fmt.numChannels !== 1 || fmt.bitsPerSample !== 16) throw new Error(`${path}: not 8 kHz mono 16-bit`);
+  if (fmt.sampleRate !== 8000 || fmt.numChannels !== 1 || fmt.bitsPerSample !== 16)
+    throw new Error(`${path}: not 8 kHz mono 16-bit`);
   return Int16Array.from(w.getSamples(false, Int16Array) as unknown as ArrayLike<number>);
 }
 

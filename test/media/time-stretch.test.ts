@@ -57,7 +57,10 @@ for (const speed of [0.5, 0.8, 1.25, 1.5, 2.0]) {
     t.ok(Math.abs(out.length - expected) < tolerance, `length ${out.length} vs ${expected.toFixed(0)}`);
     const mid = out.subarray(Math.floor(out.length * 0.2), Math.floor(out.length * 0.8));
     const f = dominant(mid, 150, 1000, 2);
-    t.ok([200, 400, 600].some((p) => Math.abs(f - p) <= 4), `dominant ${f} Hz is one of the input's partials`);
+    t.ok(
+      [200, 400, 600].some((p) => Math.abs(f - p) <= 4),
+      `dominant ${f} Hz is one of the input's partials`,
+    );
     // A voiced-speech-like harmonic tone (f0 200 Hz): its partials stay, nothing appears between them.
     const on = power(mid, 200) + power(mid, 400) + power(mid, 600);
     const off = power(mid, 150) + power(mid, 300) + power(mid, 500) + power(mid, 700);
@@ -113,7 +116,7 @@ function medianPitch(x: Int16Array): number {
   return pitches[Math.floor(pitches.length / 2)] ?? 0;
 }
 
-t.test('real speech: speed 0.8 and 1.2 keep the talker\'s pitch and scale the duration', async (t) => {
+t.test("real speech: speed 0.8 and 1.2 keep the talker's pitch and scale the duration", async (t) => {
   const { loadPrompt } = await import('./speech.js');
   const speech = loadPrompt('vm-goodbye');
   const f0 = medianPitch(speech);
@@ -133,7 +136,10 @@ t.test('real speech: speed 0.8 and 1.2 keep the talker\'s pitch and scale the du
       out.set(c, o);
       o += c.length;
     }
-    t.ok(Math.abs(out.length - speech.length / speed) < 0.05 * 8000, `${speed}x: ${out.length} samples for ${(speech.length / speed).toFixed(0)}`);
+    t.ok(
+      Math.abs(out.length - speech.length / speed) < 0.05 * 8000,
+      `${speed}x: ${out.length} samples for ${(speech.length / speed).toFixed(0)}`,
+    );
     const g = medianPitch(out);
     t.ok(Math.abs(g - f0) / f0 < 0.05, `${speed}x: pitch ${g.toFixed(0)} Hz vs ${f0.toFixed(0)} Hz`);
   }
@@ -226,11 +232,17 @@ for (const rate of [8000, 24000]) {
     const f = 250;
     const input = sine(rate, 1, f);
     const out = stretchChunked(rate, input, [rate / 50], () => 1.2);
-    t.ok(Math.abs(out.length - input.length / 1.2) < 0.05 * rate, `length ${out.length} vs ${(input.length / 1.2).toFixed(0)}`);
+    t.ok(
+      Math.abs(out.length - input.length / 1.2) < 0.05 * rate,
+      `length ${out.length} vs ${(input.length / 1.2).toFixed(0)}`,
+    );
     const mid = out.subarray(Math.floor(out.length * 0.2), Math.floor(out.length * 0.8));
     const on = power(mid, f, rate);
     t.ok(on > 1000 * power(mid, f * 1.2, rate), 'no energy at 1.2 x the pitch (a resampling speed-up)');
-    t.ok(on > 1000 * (power(mid, f - 40, rate) + power(mid, f + 40, rate)), 'the tone stands 30 dB above its neighbourhood');
+    t.ok(
+      on > 1000 * (power(mid, f - 40, rate) + power(mid, f + 40, rate)),
+      'the tone stands 30 dB above its neighbourhood',
+    );
     flatEnvelope(t, out, rate, f, 'segments aligned');
   });
 }
@@ -248,14 +260,27 @@ t.test('speed changes mid-stream: each part scales by its own speed, pitch and c
   const f = 200;
   const input = sine(rate, 2, f);
   const half = input.length / 2;
-  for (const [a, b] of [[1.25, 0.8], [0.8, 2.0], [1.5, 1]]) {
+  for (const [a, b] of [
+    [1.25, 0.8],
+    [0.8, 2.0],
+    [1.5, 1],
+  ]) {
     const out = stretchChunked(rate, input, [160], (offset) => (offset < half ? a : b));
     const expected = half / a + half / b;
-    t.ok(Math.abs(out.length - expected) < 0.05 * rate, `${a} -> ${b}: ${out.length} samples for ${expected.toFixed(0)}`);
+    t.ok(
+      Math.abs(out.length - expected) < 0.05 * rate,
+      `${a} -> ${b}: ${out.length} samples for ${expected.toFixed(0)}`,
+    );
     flatEnvelope(t, out, rate, f, `${a} -> ${b}`);
     const window = Math.round(rate * 0.025);
-    for (const part of [out.subarray(window, Math.floor(half / a) - window), out.subarray(Math.ceil(half / a) + window, out.length - 2 * window)]) {
-      t.ok(power(part, f, rate) > 1000 * power(part, f * 1.25, rate), `${a} -> ${b}: pitch kept on both sides of the change`);
+    for (const part of [
+      out.subarray(window, Math.floor(half / a) - window),
+      out.subarray(Math.ceil(half / a) + window, out.length - 2 * window),
+    ]) {
+      t.ok(
+        power(part, f, rate) > 1000 * power(part, f * 1.25, rate),
+        `${a} -> ${b}: pitch kept on both sides of the change`,
+      );
     }
   }
 });
@@ -268,7 +293,11 @@ t.test('an output buffer shorter than the call writes is refused before anything
   const ref = new TimeStretch({ sampleRate: RATE, maxInput: 800, speed: 0.5 });
   const a = new Int16Array(ts.maxOutput(800));
   const b = new Int16Array(ref.maxOutput(800));
-  t.equal(ts.process(input.subarray(0, 800), a), ref.process(input.subarray(0, 800), b), 'the refused call left no trace');
+  t.equal(
+    ts.process(input.subarray(0, 800), a),
+    ref.process(input.subarray(0, 800), b),
+    'the refused call left no trace',
+  );
   t.same(a, b);
   t.throws(() => ts.process(input, a), RangeError, 'a chunk over maxInput');
   t.throws(() => ts.setSpeed(2.01), RangeError);
@@ -284,7 +313,10 @@ t.test('an output buffer shorter than the call writes is refused before anything
  */
 async function speechDigest(rate: number, speed: number, prompts: number): Promise<string> {
   const { SOUNDS_DIR, loadPrompt } = await import('./speech.js');
-  const names = readdirSync(SOUNDS_DIR).filter((f) => f.endsWith('.wav')).sort().slice(0, prompts);
+  const names = readdirSync(SOUNDS_DIR)
+    .filter((f) => f.endsWith('.wav'))
+    .sort()
+    .slice(0, prompts);
   const up = rate / 8000;
   const hash = createHash('sha256');
   for (const name of names) {
@@ -304,7 +336,19 @@ t.test('real speech: the segments chosen are those of the search as first writte
   // sha256 of the output of main at ad099e4, whose search scored each candidate as xy / sqrt(yy), one at a time. A
   // search that orders candidates the same way writes the same samples; a faster one may differ only where two
   // candidates' scores agree to rounding (~1e-15 relative), which none of these prompts has.
-  t.equal(await speechDigest(8000, 1.2, 1000), '123d07fa9db3ed9a79b5d2a6fe209c8b57d2296c519071b69f3ab691f944886d', '8 kHz x1.2, every prompt (coarse grid: every 2nd sample)');
-  t.equal(await speechDigest(16000, 0.8, 40), '0bbc99ce572cc238c6a4bb0aa4096424c72662acf89efb2eaecef6fb2b6afca0', '16 kHz x0.8 (every 4th)');
-  t.equal(await speechDigest(48000, 1.5, 10), 'f8f75191917a0af02a501e6bb7ca12b1353578736b56365fe214cccd932afb4a', '48 kHz x1.5 (every 12th)');
+  t.equal(
+    await speechDigest(8000, 1.2, 1000),
+    '123d07fa9db3ed9a79b5d2a6fe209c8b57d2296c519071b69f3ab691f944886d',
+    '8 kHz x1.2, every prompt (coarse grid: every 2nd sample)',
+  );
+  t.equal(
+    await speechDigest(16000, 0.8, 40),
+    '0bbc99ce572cc238c6a4bb0aa4096424c72662acf89efb2eaecef6fb2b6afca0',
+    '16 kHz x0.8 (every 4th)',
+  );
+  t.equal(
+    await speechDigest(48000, 1.5, 10),
+    'f8f75191917a0af02a501e6bb7ca12b1353578736b56365fe214cccd932afb4a',
+    '48 kHz x1.5 (every 12th)',
+  );
 });

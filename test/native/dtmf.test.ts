@@ -89,7 +89,10 @@ t.test('all digits at the combined limits: 40 ms, 8 dB normal / 4 dB reverse twi
   for (const twistDb of [8, -4]) {
     for (const deviation of [0.015, -0.015]) {
       eachDigit((row, col, key) => {
-        const got = detect([dualTone({ row, col, ms: 40, twistDb, deviation, weakLevelDbm0: -25 - Math.abs(twistDb) })], 17);
+        const got = detect(
+          [dualTone({ row, col, ms: 40, twistDb, deviation, weakLevelDbm0: -25 - Math.abs(twistDb) })],
+          17,
+        );
         t.equal(got, key, `digit ${key} twist ${twistDb} dB, deviation ${deviation * 100} %`);
       });
     }

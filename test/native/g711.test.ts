@@ -126,7 +126,10 @@ t.test('encode and decode check their buffer sizes at the boundary', async (t) =
 t.test('decode reads payload[offset, offset + length) in place, and checks the range', async (t) => {
   const packet = new Uint8Array(12 + 160);
   for (let i = 0; i < packet.length; i++) packet[i] = (i * 37) & 0xff;
-  for (const [decode, name] of [[mulawDecodeInto, 'mu-law'], [alawDecodeInto, 'A-law']] as const) {
+  for (const [decode, name] of [
+    [mulawDecodeInto, 'mu-law'],
+    [alawDecodeInto, 'A-law'],
+  ] as const) {
     const inPlace = new Int16Array(160);
     const viewed = new Int16Array(160);
     t.equal(decode(packet, inPlace, 12, 160), 160, `${name}: samples written`);
@@ -138,7 +141,9 @@ t.test('decode reads payload[offset, offset + length) in place, and checks the r
 });
 
 t.test('encodeBatch encodes each stream as the single-stream call does', async (t) => {
-  const frames = Array.from({ length: 7 }, (_, s) => Int16Array.from({ length: 160 }, (_, i) => (i * 97 + s * 1013) % 30000 - 15000));
+  const frames = Array.from({ length: 7 }, (_, s) =>
+    Int16Array.from({ length: 160 }, (_, i) => ((i * 97 + s * 1013) % 30000) - 15000),
+  );
   for (const codec of [G711_MULAW, G711_ALAW] as const) {
     const outs = frames.map(() => new Uint8Array(160));
     t.equal(encodeBatch(codec, frames, outs), 7);
@@ -150,7 +155,15 @@ t.test('encodeBatch encodes each stream as the single-stream call does', async (
     }
   }
   t.throws(() => encodeBatch(G711_MULAW, frames, []), RangeError);
-  t.throws(() => encodeBatch(7 as never, frames, frames.map(() => new Uint8Array(160))), RangeError);
+  t.throws(
+    () =>
+      encodeBatch(
+        7 as never,
+        frames,
+        frames.map(() => new Uint8Array(160)),
+      ),
+    RangeError,
+  );
 });
 
 t.test('int16 <-> float32 conversion is exact for every int16 and saturates out of range', async (t) => {

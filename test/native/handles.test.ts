@@ -57,8 +57,16 @@ t.test('an id naming no live slot of the kind is an error, never another module'
   for (const id of [0, -1, -slot, (1 << INDEX_BITS) - 1, slot + (1 << INDEX_BITS)]) {
     t.throws(() => addon.vadProcess(id, frame), { name: 'TypeError', message: /slot/ }, `id ${id}`);
   }
-  t.throws(() => addon.vadProcess(addon.handleSlot(dtmf), frame), { name: 'TypeError', message: /wrong kind/ }, "a DTMF detector's slot");
-  t.throws(() => addon.dtmfProcess(slot, frame, new Uint8Array(8)), { name: 'TypeError', message: /wrong kind/ }, "a VAD's slot for the DTMF detector");
+  t.throws(
+    () => addon.vadProcess(addon.handleSlot(dtmf), frame),
+    { name: 'TypeError', message: /wrong kind/ },
+    "a DTMF detector's slot",
+  );
+  t.throws(
+    () => addon.dtmfProcess(slot, frame, new Uint8Array(8)),
+    { name: 'TypeError', message: /wrong kind/ },
+    "a VAD's slot for the DTMF detector",
+  );
   t.throws(() => addon.handleSlot(slot as never), TypeError, 'handleSlot takes the handle');
   t.throws(() => addon.destroy(slot), TypeError, 'only the handle destroys');
   t.equal(samplesSeen(vad), 0, 'nothing was fed to the VAD');

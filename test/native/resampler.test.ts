@@ -4,7 +4,11 @@
 import t from 'tap';
 import { G711_MULAW, mulawEncodeInto } from '../../src/media/native/g711.js';
 import {
-  RESAMPLER_RATES, ResampleEncodeGroup, Resampler, resampleBatch, type ResamplerRate,
+  RESAMPLER_RATES,
+  ResampleEncodeGroup,
+  Resampler,
+  resampleBatch,
+  type ResamplerRate,
 } from '../../src/media/native/resampler.js';
 
 // 30 rate pairs, each measured with many tones: allow for a loaded CI machine.
@@ -44,10 +48,19 @@ function resampleAll(from: ResamplerRate, to: ResamplerRate, input: Int16Array, 
 // Least-squares fit of a*cos + b*sin at hz over y[skip..]: returns the tone power and the residual power.
 function fitTone(y: Int16Array, rate: number, hz: number, skip: number): { tone: number; residual: number } {
   const w = (2 * Math.PI * hz) / rate;
-  let cc = 0, ss = 0, cs = 0, yc = 0, ys = 0;
+  let cc = 0,
+    ss = 0,
+    cs = 0,
+    yc = 0,
+    ys = 0;
   for (let n = skip; n < y.length - skip; n++) {
-    const c = Math.cos(w * n), s = Math.sin(w * n);
-    cc += c * c; ss += s * s; cs += c * s; yc += y[n] * c; ys += y[n] * s;
+    const c = Math.cos(w * n),
+      s = Math.sin(w * n);
+    cc += c * c;
+    ss += s * s;
+    cs += c * s;
+    yc += y[n] * c;
+    ys += y[n] * s;
   }
   const det = cc * ss - cs * cs;
   const a = (yc * ss - ys * cs) / det;
@@ -81,7 +94,7 @@ t.test('pass band: flat within 0.1 dB and everything else at least 70 dB down, f
     for (let k = 0; k <= 10; k++) {
       const hz = 100 + ((PASS_EDGE * lower - 100) * k) / 10;
       const { tone: p, residual } = fitTone(resampleAll(from, to, tone(from, hz, SECONDS)), to, hz, skip);
-      gains.push(db(p / (AMPLITUDE * AMPLITUDE / 2)));
+      gains.push(db(p / ((AMPLITUDE * AMPLITUDE) / 2)));
       worstSpur = Math.max(worstSpur, db(residual / p));
     }
     const ripple = Math.max(...gains) - Math.min(...gains);
@@ -97,9 +110,9 @@ t.test('stop band: input above the output Nyquist frequency is attenuated at lea
     const skip = Math.ceil((new Resampler(from, to, 1).delaySamples * 2 * to) / from) + 8;
     let worst = -Infinity;
     for (let k = 0; k <= 8; k++) {
-      const hz = STOP_EDGE * to + ((0.5 * from - STOP_EDGE * to) * (0.02 + 0.96 * (k / 8)));
+      const hz = STOP_EDGE * to + (0.5 * from - STOP_EDGE * to) * (0.02 + 0.96 * (k / 8));
       const out = resampleAll(from, to, tone(from, hz, SECONDS));
-      worst = Math.max(worst, db(power(out, skip) / (AMPLITUDE * AMPLITUDE / 2)));
+      worst = Math.max(worst, db(power(out, skip) / ((AMPLITUDE * AMPLITUDE) / 2)));
     }
     t.ok(worst <= -MIN_STOPBAND_DB, `${from}->${to} worst alias ${worst.toFixed(1)} dB`);
   }
@@ -132,7 +145,14 @@ t.test('any chunking gives exactly the one-shot output (no discontinuity at fram
 });
 
 t.test('20 ms frames map to 20 ms frames at steady state', async (t) => {
-  const frame: Record<ResamplerRate, number> = { 8000: 160, 16000: 320, 22050: 441, 24000: 480, 44100: 882, 48000: 960 };
+  const frame: Record<ResamplerRate, number> = {
+    8000: 160,
+    16000: 320,
+    22050: 441,
+    24000: 480,
+    44100: 882,
+    48000: 960,
+  };
   for (const [from, to] of pairs) {
     const r = new Resampler(from, to, frame[from]);
     const out = new Int16Array(r.maxOutput(frame[from]));
@@ -167,32 +187,44 @@ t.test('resampleBatch equals per-stream processing', async (t) => {
   for (const r of [...single, ...batched]) r.destroy();
 });
 
-t.test('ResampleEncodeGroup equals per-stream resample + encode, tick after tick; a destroyed member throws', async (t) => {
-  const streams = [[16000, 8000], [24000, 8000], [48000, 8000], [16000, 8000]] as const;
-  const frameOf = (rate: number) => (rate * 20) / 1000;
-  const single = streams.map(([a, b]) => new Resampler(a, b, frameOf(a)));
-  const grouped = streams.map(([a, b]) => new Resampler(a, b, frameOf(a)));
-  const inputs = streams.map(([a]) => new Int16Array(frameOf(a)));
-  const outs = streams.map(() => new Uint8Array(160));
-  const group = new ResampleEncodeGroup(G711_MULAW, grouped, inputs, outs);
-  const pcm = new Int16Array(400);
-  const expected = new Uint8Array(160);
-  for (let f = 0; f < 10; f++) {
-    streams.forEach(([a], s) => inputs[s].set(tone(a, 300 + 200 * s, 0.02, 8000 + 1000 * f)));
-    group.run();
-    for (let s = 0; s < streams.length; s++) {
-      const n = single[s].process(inputs[s], pcm);
-      mulawEncodeInto(pcm.subarray(0, n), expected);
-      t.equal(group.written[s], n, `frame ${f} stream ${s}: bytes`);
-      t.same(outs[s], expected.subarray(0, n), `frame ${f} stream ${s}: payload`);
+t.test(
+  'ResampleEncodeGroup equals per-stream resample + encode, tick after tick; a destroyed member throws',
+  async (t) => {
+    const streams = [
+      [16000, 8000],
+      [24000, 8000],
+      [48000, 8000],
+      [16000, 8000],
+    ] as const;
+    const frameOf = (rate: number) => (rate * 20) / 1000;
+    const single = streams.map(([a, b]) => new Resampler(a, b, frameOf(a)));
+    const grouped = streams.map(([a, b]) => new Resampler(a, b, frameOf(a)));
+    const inputs = streams.map(([a]) => new Int16Array(frameOf(a)));
+    const outs = streams.map(() => new Uint8Array(160));
+    const group = new ResampleEncodeGroup(G711_MULAW, grouped, inputs, outs);
+    const pcm = new Int16Array(400);
+    const expected = new Uint8Array(160);
+    for (let f = 0; f < 10; f++) {
+      streams.forEach(([a], s) => inputs[s].set(tone(a, 300 + 200 * s, 0.02, 8000 + 1000 * f)));
+      group.run();
+      for (let s = 0; s < streams.length; s++) {
+        const n = single[s].process(inputs[s], pcm);
+        mulawEncodeInto(pcm.subarray(0, n), expected);
+        t.equal(group.written[s], n, `frame ${f} stream ${s}: bytes`);
+        t.same(outs[s], expected.subarray(0, n), `frame ${f} stream ${s}: payload`);
+      }
     }
-  }
-  grouped[2].destroy();
-  t.throws(() => group.run(), /destroyed/);
-  group.destroy();
-  t.throws(() => new ResampleEncodeGroup(G711_MULAW, [single[0]], [new Int16Array(321)], [new Uint8Array(160)]), RangeError, 'input longer than maxFrame');
-  for (const r of [...single, grouped[0], grouped[1], grouped[3]]) r.destroy();
-});
+    grouped[2].destroy();
+    t.throws(() => group.run(), /destroyed/);
+    group.destroy();
+    t.throws(
+      () => new ResampleEncodeGroup(G711_MULAW, [single[0]], [new Int16Array(321)], [new Uint8Array(160)]),
+      RangeError,
+      'input longer than maxFrame',
+    );
+    for (const r of [...single, grouped[0], grouped[1], grouped[3]]) r.destroy();
+  },
+);
 
 t.test('sizes and rates are checked at the boundary; destroy is final', async (t) => {
   t.throws(() => new Resampler(8000, 11025 as ResamplerRate, 160), RangeError);

@@ -12,7 +12,8 @@ const RATE = 8000;
 
 function beep(hz: number, ms: number, lead = 1000, amplitude = 8000): Int16Array {
   const x = new Int16Array(lead + (RATE * ms) / 1000 + 2000);
-  for (let i = 0; i < (RATE * ms) / 1000; i++) x[lead + i] = Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / RATE));
+  for (let i = 0; i < (RATE * ms) / 1000; i++)
+    x[lead + i] = Math.round(amplitude * Math.sin((2 * Math.PI * hz * i) / RATE));
   return x;
 }
 

@@ -84,9 +84,19 @@ t.test('receives a burst from a dgram sender in batches, with contents and the s
   }
   await until(() => seen.size === N, { what: () => `${N} packets (have ${seen.size}, drops ${kernelDrops(rx.port)})` });
   t.equal(seen.size, N, 'every packet arrived');
-  t.ok([...seen.values()].every((c) => c === 1), 'each exactly once');
-  t.equal(batches.reduce((a, b) => a + b, 0), N, 'batch counts add up');
-  t.ok(batches.every((b) => b >= 1 && b <= 64), 'no batch larger than the ring');
+  t.ok(
+    [...seen.values()].every((c) => c === 1),
+    'each exactly once',
+  );
+  t.equal(
+    batches.reduce((a, b) => a + b, 0),
+    N,
+    'batch counts add up',
+  );
+  t.ok(
+    batches.every((b) => b >= 1 && b <= 64),
+    'no batch larger than the ring',
+  );
   t.ok(batches.length < N, `packets were batched (${N} packets in ${batches.length} callbacks)`);
   const st = rx.stats();
   t.equal(st.rxPackets, N);
@@ -119,7 +129,10 @@ t.test('sends one batch to several dgram receivers from the bound port', async (
   const b = await dgramSocket(t);
   const s = open(t, { txSlots: 64, txBytes: 64 * 200 });
   const got = new Map<string, { from: number; dest: string }>();
-  for (const [name, r] of [['a', a], ['b', b]] as const) {
+  for (const [name, r] of [
+    ['a', a],
+    ['b', b],
+  ] as const) {
     r.on('message', (msg, info) => {
       t.equal(info.address, HOST);
       got.set(msg.toString('latin1'), { from: info.port, dest: name });
@@ -159,7 +172,9 @@ t.test('a 1024-packet batch (the sendmmsg maximum) reaches the receiver', async 
     s.setTx(i, o, 172, LOOPBACK, r.address().port);
   }
   t.equal(s.send(1024), 1024, 'sent');
-  await until(() => seen.size === 1024, { what: () => `1024 datagrams (have ${seen.size}, receiver drops ${kernelDrops(r.address().port)})` });
+  await until(() => seen.size === 1024, {
+    what: () => `1024 datagrams (have ${seen.size}, receiver drops ${kernelDrops(r.address().port)})`,
+  });
   t.equal(seen.size, 1024);
   t.throws(() => s.send(1025), RangeError, 'more than the table holds is a RangeError');
 });
@@ -237,7 +252,12 @@ t.test('kernel errors surface as UdpIoError with errno names', async (t) => {
   // Limited broadcast without SO_BROADCAST: the kernel refuses with EACCES.
   s.setTx(1, 0, 2, ipv4ToUint32('255.255.255.255'), 9);
   s.setTx(2, 0, 2, LOOPBACK, r.address().port);
-  const err = t.throws(() => s.send(3), { name: 'UdpIoError', code: 'EACCES', syscall: 'sendmmsg', index: 1 }) as unknown;
+  const err = t.throws(() => s.send(3), {
+    name: 'UdpIoError',
+    code: 'EACCES',
+    syscall: 'sendmmsg',
+    index: 1,
+  }) as unknown;
   t.ok(err instanceof UdpIoError);
   await until(() => got.length === 1, { what: 'the packet before the failing one' });
   t.same(got, ['ok'], 'packets before the failure were sent, the one after was not');
@@ -249,7 +269,7 @@ t.test('kernel errors surface as UdpIoError with errno names', async (t) => {
   t.throws(() => ipv4ToUint32('1.2.3.256'), RangeError);
 });
 
-t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from its neighbour\'s port', async (t) => {
+t.test("200 sockets, one sendMany call: each gets its neighbour's packet from its neighbour's port", async (t) => {
   const N = 200;
   const sockets: NativeUdpSocket[] = [];
   const received: Array<{ from: number; value: number } | undefined> = new Array(N);
@@ -259,7 +279,10 @@ t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from i
     s.onBatch((count, sock) => {
       for (let k = 0; k < count; k++) {
         t.equal(received[me], undefined, `socket ${me} receives once`);
-        received[me] = { from: sock.rxPort(k), value: sock.rxData[sock.rxOffset(k)] + 256 * sock.rxData[sock.rxOffset(k) + 1] };
+        received[me] = {
+          from: sock.rxPort(k),
+          value: sock.rxData[sock.rxOffset(k)] + 256 * sock.rxData[sock.rxOffset(k) + 1],
+        };
       }
     });
     sockets.push(s);
@@ -275,14 +298,21 @@ t.test('200 sockets, one sendMany call: each gets its neighbour\'s packet from i
     counts[i] = 1;
   }
   NativeUdpSocket.sendMany(handles, counts, sent);
-  t.ok(sent.every((n) => n === 1), 'each socket sent its packet');
+  t.ok(
+    sent.every((n) => n === 1),
+    'each socket sent its packet',
+  );
   await until(() => received.filter(Boolean).length === N, { what: `${N} packets` });
   for (let i = 0; i < N; i++) {
     const prev = (i + N - 1) % N;
     t.same(received[i], { from: sockets[prev].port, value: prev }, `socket ${i}`);
   }
   sockets[5].close();
-  t.throws(() => NativeUdpSocket.sendMany(handles, counts, sent), { name: 'UdpIoError', code: 'EBADF' }, 'a closed socket in the group');
+  t.throws(
+    () => NativeUdpSocket.sendMany(handles, counts, sent),
+    { name: 'UdpIoError', code: 'EBADF' },
+    'a closed socket in the group',
+  );
   t.same([...sent.subarray(0, 5)], [1, 1, 1, 1, 1], 'the sockets before it sent');
   t.equal(sent[5], 0);
 });
@@ -310,101 +340,127 @@ t.test('a group picks io_uring where it can and poll when asked', async (t) => {
 });
 
 for (const backend of BACKENDS) {
-  t.test(`${backend}: a group hands many sockets' batches to JavaScript in a few dispatches, each to its socket`, async (t) => {
-    const N = 100;
-    const group = new NativeUdpGroup(N, { backend });
-    t.equal(group.backend, backend);
-    t.teardown(() => group.close());
-    const sockets: NativeUdpSocket[] = [];
-    const got: Array<{ from: number; value: number } | undefined> = new Array(N);
-    for (let i = 0; i < N; i++) {
-      const me = i;
-      const s = open(t, { group, slots: 4 });
-      s.onBatch((count, sock) => {
-        t.equal(count, 1, `socket ${me}: one packet`);
-        t.equal(got[me], undefined, `socket ${me} receives once`);
-        got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
+  t.test(
+    `${backend}: a group hands many sockets' batches to JavaScript in a few dispatches, each to its socket`,
+    async (t) => {
+      const N = 100;
+      const group = new NativeUdpGroup(N, { backend });
+      t.equal(group.backend, backend);
+      t.teardown(() => group.close());
+      const sockets: NativeUdpSocket[] = [];
+      const got: Array<{ from: number; value: number } | undefined> = new Array(N);
+      for (let i = 0; i < N; i++) {
+        const me = i;
+        const s = open(t, { group, slots: 4 });
+        s.onBatch((count, sock) => {
+          t.equal(count, 1, `socket ${me}: one packet`);
+          t.equal(got[me], undefined, `socket ${me} receives once`);
+          got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
+        });
+        sockets.push(s);
+      }
+      t.throws(
+        () => NativeUdpSocket.open({ host: HOST, port: 0, group }),
+        RangeError,
+        'a full group refuses another socket',
+      );
+      const tx = await dgramSocket(t);
+      for (let i = 0; i < N; i++) tx.send(Buffer.from([i]), sockets[i].port, HOST);
+      await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
+      for (let i = 0; i < N; i++) t.same(got[i], { from: tx.address().port, value: i }, `socket ${i}`);
+      t.ok(group.dispatches >= 1 && group.dispatches < N, `${N} sockets served in ${group.dispatches} dispatches`);
+
+      // Closing a member frees its place; the newcomer receives through the same group.
+      sockets[0].close();
+      let late = -1;
+      const s = open(t, { group }).onBatch((count, sock) => {
+        late = sock.rxData[0];
       });
-      sockets.push(s);
-    }
-    t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'a full group refuses another socket');
-    const tx = await dgramSocket(t);
-    for (let i = 0; i < N; i++) tx.send(Buffer.from([i]), sockets[i].port, HOST);
-    await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
-    for (let i = 0; i < N; i++) t.same(got[i], { from: tx.address().port, value: i }, `socket ${i}`);
-    t.ok(group.dispatches >= 1 && group.dispatches < N, `${N} sockets served in ${group.dispatches} dispatches`);
+      tx.send(Buffer.from([42]), s.port, HOST);
+      await until(() => late === 42, { what: "the newcomer's packet" });
+      t.equal(late, 42);
+    },
+  );
 
-    // Closing a member frees its place; the newcomer receives through the same group.
-    sockets[0].close();
-    let late = -1;
-    const s = open(t, { group }).onBatch((count, sock) => {
-      late = sock.rxData[0];
-    });
-    tx.send(Buffer.from([42]), s.port, HOST);
-    await until(() => late === 42, { what: 'the newcomer\'s packet' });
-    t.equal(late, 42);
-  });
+  t.test(
+    `${backend}: a socket closed during a group dispatch gets no more batches, and its place is not reused in it`,
+    async (t) => {
+      const group = new NativeUdpGroup(2, { backend });
+      t.teardown(() => group.close());
+      const a = open(t, { group });
+      const b = open(t, { group });
+      const tx = await dgramSocket(t);
+      const seen: string[] = [];
+      const onBatch = (name: string) => () => {
+        seen.push(name);
+        if (seen.length === 1) {
+          // Whichever comes first closes the other; its place is not free until the dispatch ends.
+          (name === 'a' ? b : a).close();
+          t.throws(
+            () => NativeUdpSocket.open({ host: HOST, port: 0, group }),
+            RangeError,
+            'no place during the dispatch',
+          );
+        }
+      };
+      a.onBatch(onBatch('a'));
+      b.onBatch(onBatch('b'));
+      // Both packets sent before the loop polls: both sockets are ready in the same iteration.
+      tx.send(Buffer.from([1]), a.port, HOST);
+      tx.send(Buffer.from([2]), b.port, HOST);
+      await until(() => seen.length >= 1, { what: 'the first batch' });
+      for (let i = 0; i < 20; i++) await immediate();
+      t.equal(seen.length, 1, `only the first socket's batch was delivered (${seen.join(', ')})`);
+      const newcomer = open(t, { group });
+      t.ok(newcomer.port > 0, 'after the dispatch the freed place takes a newcomer');
+    },
+  );
 
-  t.test(`${backend}: a socket closed during a group dispatch gets no more batches, and its place is not reused in it`, async (t) => {
-    const group = new NativeUdpGroup(2, { backend });
-    t.teardown(() => group.close());
-    const a = open(t, { group });
-    const b = open(t, { group });
-    const tx = await dgramSocket(t);
-    const seen: string[] = [];
-    const onBatch = (name: string) => () => {
-      seen.push(name);
-      if (seen.length === 1) {
-        // Whichever comes first closes the other; its place is not free until the dispatch ends.
-        (name === 'a' ? b : a).close();
-        t.throws(() => NativeUdpSocket.open({ host: HOST, port: 0, group }), RangeError, 'no place during the dispatch');
+  t.test(
+    `${backend}: a burst larger than a socket's ring and than the group's receive buffers arrives whole, in ring-sized batches`,
+    async (t) => {
+      // 1024 packets sent synchronously before the loop runs: the io_uring backend has 256 provided buffers here, so
+      // its receive stops for lack of buffers (ENOBUFS) and is re-armed; the socket's 16-slot ring fills many times.
+      const group = new NativeUdpGroup(2, { backend, payloadBytes: 172 });
+      t.teardown(() => group.close());
+      const rx = open(t, { group, slots: 16, slotBytes: 172, recvBufferBytes: 4 * 1024 * 1024 });
+      const tx = open(t, { txSlots: 1024, slotBytes: 172 });
+      const seen = new Set<number>();
+      const batches: number[] = [];
+      let bad = 0;
+      rx.onBatch((count, s) => {
+        batches.push(count);
+        for (let i = 0; i < count; i++) {
+          const o = s.rxOffset(i);
+          const seq = s.rxData[o] * 256 + s.rxData[o + 1];
+          if (s.rxLength(i) !== 172 || s.rxPort(i) !== tx.port || s.rxData[o + 171] !== (seq & 255)) bad++;
+          seen.add(seq);
+        }
+      });
+      for (let i = 0; i < 1024; i++) {
+        const o = i * 172;
+        tx.txData[o] = i >> 8;
+        tx.txData[o + 1] = i & 255;
+        tx.txData[o + 171] = i & 255;
+        tx.setTx(i, o, 172, LOOPBACK, rx.port);
       }
-    };
-    a.onBatch(onBatch('a'));
-    b.onBatch(onBatch('b'));
-    // Both packets sent before the loop polls: both sockets are ready in the same iteration.
-    tx.send(Buffer.from([1]), a.port, HOST);
-    tx.send(Buffer.from([2]), b.port, HOST);
-    await until(() => seen.length >= 1, { what: 'the first batch' });
-    for (let i = 0; i < 20; i++) await immediate();
-    t.equal(seen.length, 1, `only the first socket's batch was delivered (${seen.join(', ')})`);
-    const newcomer = open(t, { group });
-    t.ok(newcomer.port > 0, 'after the dispatch the freed place takes a newcomer');
-  });
-
-  t.test(`${backend}: a burst larger than a socket's ring and than the group's receive buffers arrives whole, in ring-sized batches`, async (t) => {
-    // 1024 packets sent synchronously before the loop runs: the io_uring backend has 256 provided buffers here, so
-    // its receive stops for lack of buffers (ENOBUFS) and is re-armed; the socket's 16-slot ring fills many times.
-    const group = new NativeUdpGroup(2, { backend, payloadBytes: 172 });
-    t.teardown(() => group.close());
-    const rx = open(t, { group, slots: 16, slotBytes: 172, recvBufferBytes: 4 * 1024 * 1024 });
-    const tx = open(t, { txSlots: 1024, slotBytes: 172 });
-    const seen = new Set<number>();
-    const batches: number[] = [];
-    let bad = 0;
-    rx.onBatch((count, s) => {
-      batches.push(count);
-      for (let i = 0; i < count; i++) {
-        const o = s.rxOffset(i);
-        const seq = s.rxData[o] * 256 + s.rxData[o + 1];
-        if (s.rxLength(i) !== 172 || s.rxPort(i) !== tx.port || s.rxData[o + 171] !== (seq & 255)) bad++;
-        seen.add(seq);
-      }
-    });
-    for (let i = 0; i < 1024; i++) {
-      const o = i * 172;
-      tx.txData[o] = i >> 8;
-      tx.txData[o + 1] = i & 255;
-      tx.txData[o + 171] = i & 255;
-      tx.setTx(i, o, 172, LOOPBACK, rx.port);
-    }
-    t.equal(tx.send(1024), 1024);
-    await until(() => seen.size === 1024, { what: () => `1024 packets (have ${seen.size}, drops ${kernelDrops(rx.port)})` });
-    t.equal(bad, 0, 'lengths, source port and contents');
-    t.ok(batches.every((b) => b >= 1 && b <= 16), 'no batch larger than the socket\'s ring');
-    t.equal(batches.reduce((a, b) => a + b, 0), 1024, 'each packet once');
-    t.equal(rx.stats().rxPackets, 1024);
-  });
+      t.equal(tx.send(1024), 1024);
+      await until(() => seen.size === 1024, {
+        what: () => `1024 packets (have ${seen.size}, drops ${kernelDrops(rx.port)})`,
+      });
+      t.equal(bad, 0, 'lengths, source port and contents');
+      t.ok(
+        batches.every((b) => b >= 1 && b <= 16),
+        "no batch larger than the socket's ring",
+      );
+      t.equal(
+        batches.reduce((a, b) => a + b, 0),
+        1024,
+        'each packet once',
+      );
+      t.equal(rx.stats().rxPackets, 1024);
+    },
+  );
 
   t.test(`${backend}: a datagram longer than the socket's slot is cut and flagged`, async (t) => {
     const group = new NativeUdpGroup(1, { backend, payloadBytes: 1500 });
@@ -419,128 +475,163 @@ for (const backend of BACKENDS) {
     await until(() => got.length === 1, { what: 'the long datagram' });
     tx.send(Buffer.alloc(100, 8), rx.port, HOST);
     await until(() => got.length === 2, { what: 'the fitting datagram' });
-    t.same(got, [[100, true, 7], [100, false, 8]]);
+    t.same(got, [
+      [100, true, 7],
+      [100, false, 8],
+    ]);
     t.equal(rx.stats().rxTruncated, 1);
   });
 
-  t.test(`${backend}: group.sendMany sends each member's table by id, and names the member and packet that failed`, async (t) => {
-    const N = 50;
-    const group = new NativeUdpGroup(N, { backend });
-    t.teardown(() => group.close());
-    const sockets: NativeUdpSocket[] = [];
-    const got: Array<{ from: number; value: number } | undefined> = new Array(N);
-    for (let i = 0; i < N; i++) {
-      const me = i;
-      const s = open(t, { group, txSlots: 2 }).onBatch((count, sock) => {
-        got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
-      });
-      sockets.push(s);
-    }
-    const ids = Uint32Array.from(sockets, (s) => s.groupId);
-    const counts = new Uint32Array(N).fill(1);
-    const sent = new Uint32Array(N);
-    for (let i = 0; i < N; i++) {
-      sockets[i].txData[0] = i;
-      sockets[i].setTx(0, 0, 1, LOOPBACK, sockets[(i + 1) % N].port);
-    }
-    group.sendMany(ids, counts, sent);
-    t.ok(sent.every((n) => n === 1), 'each member sent its packet');
-    await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
-    for (let i = 0; i < N; i++) t.same(got[i], { from: sockets[(i + N - 1) % N].port, value: (i + N - 1) % N }, `socket ${i}`);
-    t.equal(sockets[0].stats().txPackets, 1);
-
-    // The same members through NativeUdpSocket.sendMany (handles): the same packets.
-    got.fill(undefined);
-    NativeUdpSocket.sendMany(sockets.map((s) => s.handle), counts, sent);
-    t.ok(sent.every((n) => n === 1), 'each member sent its packet by handle');
-    await until(() => got.filter(Boolean).length === N, { what: `${N} packets sent by handle` });
-    t.same(got[7], { from: sockets[6].port, value: 6 });
-    t.equal(sockets[0].stats().txPackets, 2);
-
-    // Member 3's second packet goes to the limited broadcast address without SO_BROADCAST: EACCES.
-    got.fill(undefined);
-    sockets[3].setTx(1, 0, 1, ipv4ToUint32('255.255.255.255'), 9);
-    counts[3] = 2;
-    const err = t.throws(() => group.sendMany(ids, counts, sent), { name: 'UdpIoError', code: 'EACCES', handleIndex: 3, index: 1 });
-    t.ok(err instanceof UdpIoError);
-    t.equal(sent[3], 1, 'its first packet went out');
-    t.ok(sent.subarray(0, 3).every((n) => n === 1), 'the members before it sent');
-    await until(() => got[4] !== undefined, { what: 'the packet of member 3 before the failing one' });
-
-    // A closed member: EBADF naming its position; the members before it sent.
-    counts[3] = 1;
-    sockets[10].close();
-    t.throws(() => group.sendMany(ids, counts, sent, 20), { name: 'UdpIoError', code: 'EBADF', handleIndex: 10 });
-    t.ok(sent.subarray(0, 10).every((n) => n === 1), 'the members before it sent');
-    t.equal(sent[10], 0);
-    t.throws(() => group.sendMany(ids, counts, sent, N + 1), RangeError, 'n beyond the arrays');
-  });
-
-  t.test(`${backend}: a member closed while packets stream in gets nothing more and its port is free at once`, async (t) => {
-    const group = new NativeUdpGroup(4, { backend });
-    t.teardown(() => group.close());
-    const rx = open(t, { group, slots: 4 });
-    const other = open(t, { group, slots: 4 });
-    const tx = await dgramSocket(t);
-    let received = 0;
-    let otherReceived = 0;
-    rx.onBatch((count) => {
-      received += count;
-    });
-    other.onBatch((count) => {
-      otherReceived += count;
-    });
-    let sending = true;
-    const pump = async () => {
-      while (sending) {
-        for (let i = 0; i < 20; i++) {
-          tx.send(Buffer.alloc(40), rx.port, HOST);
-          tx.send(Buffer.alloc(40), other.port, HOST);
-        }
-        await immediate();
+  t.test(
+    `${backend}: group.sendMany sends each member's table by id, and names the member and packet that failed`,
+    async (t) => {
+      const N = 50;
+      const group = new NativeUdpGroup(N, { backend });
+      t.teardown(() => group.close());
+      const sockets: NativeUdpSocket[] = [];
+      const got: Array<{ from: number; value: number } | undefined> = new Array(N);
+      for (let i = 0; i < N; i++) {
+        const me = i;
+        const s = open(t, { group, txSlots: 2 }).onBatch((count, sock) => {
+          got[me] = { from: sock.rxPort(0), value: sock.rxData[0] };
+        });
+        sockets.push(s);
       }
-    };
-    const pumping = pump();
-    await until(() => received >= 100, { what: '100 packets' });
-    const port = rx.port;
-    rx.close();
-    const atClose = received;
-    const again = open(t, { port });
-    t.equal(again.port, port, 'the port binds again right after close');
-    again.close();
-    const otherAtClose = otherReceived;
-    for (let i = 0; i < 50; i++) await immediate();
-    sending = false;
-    await pumping;
-    t.equal(received, atClose, 'nothing delivered after close');
-    await until(() => otherReceived > otherAtClose, { what: 'the other member still receiving' });
-    t.ok(otherReceived > otherAtClose, 'the other member kept receiving');
-  });
+      const ids = Uint32Array.from(sockets, (s) => s.groupId);
+      const counts = new Uint32Array(N).fill(1);
+      const sent = new Uint32Array(N);
+      for (let i = 0; i < N; i++) {
+        sockets[i].txData[0] = i;
+        sockets[i].setTx(0, 0, 1, LOOPBACK, sockets[(i + 1) % N].port);
+      }
+      group.sendMany(ids, counts, sent);
+      t.ok(
+        sent.every((n) => n === 1),
+        'each member sent its packet',
+      );
+      await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
+      for (let i = 0; i < N; i++)
+        t.same(got[i], { from: sockets[(i + N - 1) % N].port, value: (i + N - 1) % N }, `socket ${i}`);
+      t.equal(sockets[0].stats().txPackets, 1);
+
+      // The same members through NativeUdpSocket.sendMany (handles): the same packets.
+      got.fill(undefined);
+      NativeUdpSocket.sendMany(
+        sockets.map((s) => s.handle),
+        counts,
+        sent,
+      );
+      t.ok(
+        sent.every((n) => n === 1),
+        'each member sent its packet by handle',
+      );
+      await until(() => got.filter(Boolean).length === N, { what: `${N} packets sent by handle` });
+      t.same(got[7], { from: sockets[6].port, value: 6 });
+      t.equal(sockets[0].stats().txPackets, 2);
+
+      // Member 3's second packet goes to the limited broadcast address without SO_BROADCAST: EACCES.
+      got.fill(undefined);
+      sockets[3].setTx(1, 0, 1, ipv4ToUint32('255.255.255.255'), 9);
+      counts[3] = 2;
+      const err = t.throws(() => group.sendMany(ids, counts, sent), {
+        name: 'UdpIoError',
+        code: 'EACCES',
+        handleIndex: 3,
+        index: 1,
+      });
+      t.ok(err instanceof UdpIoError);
+      t.equal(sent[3], 1, 'its first packet went out');
+      t.ok(
+        sent.subarray(0, 3).every((n) => n === 1),
+        'the members before it sent',
+      );
+      await until(() => got[4] !== undefined, { what: 'the packet of member 3 before the failing one' });
+
+      // A closed member: EBADF naming its position; the members before it sent.
+      counts[3] = 1;
+      sockets[10].close();
+      t.throws(() => group.sendMany(ids, counts, sent, 20), { name: 'UdpIoError', code: 'EBADF', handleIndex: 10 });
+      t.ok(
+        sent.subarray(0, 10).every((n) => n === 1),
+        'the members before it sent',
+      );
+      t.equal(sent[10], 0);
+      t.throws(() => group.sendMany(ids, counts, sent, N + 1), RangeError, 'n beyond the arrays');
+    },
+  );
+
+  t.test(
+    `${backend}: a member closed while packets stream in gets nothing more and its port is free at once`,
+    async (t) => {
+      const group = new NativeUdpGroup(4, { backend });
+      t.teardown(() => group.close());
+      const rx = open(t, { group, slots: 4 });
+      const other = open(t, { group, slots: 4 });
+      const tx = await dgramSocket(t);
+      let received = 0;
+      let otherReceived = 0;
+      rx.onBatch((count) => {
+        received += count;
+      });
+      other.onBatch((count) => {
+        otherReceived += count;
+      });
+      let sending = true;
+      const pump = async () => {
+        while (sending) {
+          for (let i = 0; i < 20; i++) {
+            tx.send(Buffer.alloc(40), rx.port, HOST);
+            tx.send(Buffer.alloc(40), other.port, HOST);
+          }
+          await immediate();
+        }
+      };
+      const pumping = pump();
+      await until(() => received >= 100, { what: '100 packets' });
+      const port = rx.port;
+      rx.close();
+      const atClose = received;
+      const again = open(t, { port });
+      t.equal(again.port, port, 'the port binds again right after close');
+      again.close();
+      const otherAtClose = otherReceived;
+      for (let i = 0; i < 50; i++) await immediate();
+      sending = false;
+      await pumping;
+      t.equal(received, atClose, 'nothing delivered after close');
+      await until(() => otherReceived > otherAtClose, { what: 'the other member still receiving' });
+      t.ok(otherReceived > otherAtClose, 'the other member kept receiving');
+    },
+  );
 }
 
-t.test("io_uring: a flood beyond one wake's budget (1024) all arrives, and the loop runs between wakes", { skip: !BACKENDS.includes('io_uring') }, async (t) => {
-  // 3072 datagrams queued in the kernel before the loop polls: one wake hands over at most 1024 (the per-wake
-  // budget), and the loop's check phase (setImmediate) runs before the rest arrives.
-  const group = new NativeUdpGroup(3, { backend: 'io_uring', payloadBytes: 64 });
-  t.teardown(() => group.close());
-  let delivered = 0;
-  const receivers = Array.from({ length: 3 }, () =>
-    open(t, { group, slots: 1024, slotBytes: 64, recvBufferBytes: 4 * 1024 * 1024 }).onBatch((count) => {
-      delivered += count;
-    }),
-  );
-  const tx = open(t, { txSlots: 1024, slotBytes: 64 });
-  for (const rx of receivers) {
-    for (let i = 0; i < 1024; i++) tx.setTx(i, 0, 64, LOOPBACK, rx.port);
-    t.equal(tx.send(1024), 1024);
-  }
-  let atImmediate = -1;
-  setImmediate(() => {
-    atImmediate = delivered;
-  });
-  await until(() => delivered === 3072, { what: () => `3072 datagrams (have ${delivered})` });
-  t.ok(atImmediate >= 0 && atImmediate <= 1024, `the loop ran between slices (${atImmediate} delivered by then)`);
-});
+t.test(
+  "io_uring: a flood beyond one wake's budget (1024) all arrives, and the loop runs between wakes",
+  { skip: !BACKENDS.includes('io_uring') },
+  async (t) => {
+    // 3072 datagrams queued in the kernel before the loop polls: one wake hands over at most 1024 (the per-wake
+    // budget), and the loop's check phase (setImmediate) runs before the rest arrives.
+    const group = new NativeUdpGroup(3, { backend: 'io_uring', payloadBytes: 64 });
+    t.teardown(() => group.close());
+    let delivered = 0;
+    const receivers = Array.from({ length: 3 }, () =>
+      open(t, { group, slots: 1024, slotBytes: 64, recvBufferBytes: 4 * 1024 * 1024 }).onBatch((count) => {
+        delivered += count;
+      }),
+    );
+    const tx = open(t, { txSlots: 1024, slotBytes: 64 });
+    for (const rx of receivers) {
+      for (let i = 0; i < 1024; i++) tx.setTx(i, 0, 64, LOOPBACK, rx.port);
+      t.equal(tx.send(1024), 1024);
+    }
+    let atImmediate = -1;
+    setImmediate(() => {
+      atImmediate = delivered;
+    });
+    await until(() => delivered === 3072, { what: () => `3072 datagrams (have ${delivered})` });
+    t.ok(atImmediate >= 0 && atImmediate <= 1024, `the loop ran between slices (${atImmediate} delivered by then)`);
+  },
+);
 
 /** Runs a script in a child Node (with tsx) and returns its exit code and stderr. */
 async function runChild(source: string): Promise<{ code: number | null; signal: string | null; stderr: string }> {
@@ -551,9 +642,7 @@ async function runChild(source: string): Promise<{ code: number | null; signal: 
   });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  return new Promise((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stderr })),
-  );
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stderr })));
 }
 
 t.test('an exception thrown by onBatch is an uncaught exception, not swallowed', async (t) => {
@@ -601,49 +690,55 @@ t.test('open sockets are closed cleanly when a worker thread ends and when the p
   t.match(r.stderr, /rebound 20/, "the worker's 20 ports were released");
 });
 
-t.test('a peer table finds, replaces and forgets peers, and stays right through colliding inserts and deletes', async (t) => {
-  const table = new UdpPeerTable(3);
-  t.equal(table.get(LOOPBACK, 5000), -1, 'empty');
-  table.set(LOOPBACK, 5000, 7);
-  table.set(LOOPBACK + 1, 5000, 8);
-  table.set(LOOPBACK, 5002, 9);
-  t.same([table.get(LOOPBACK, 5000), table.get(LOOPBACK + 1, 5000), table.get(LOOPBACK, 5002), table.size], [7, 8, 9, 3]);
-  t.throws(() => table.set(LOOPBACK, 6000, 1), RangeError, 'a full table refuses a new peer');
-  table.set(LOOPBACK, 5000, 70);
-  t.equal(table.get(LOOPBACK, 5000), 70, 'replaced in place while full');
-  t.ok(table.delete(LOOPBACK + 1, 5000));
-  t.notOk(table.delete(LOOPBACK + 1, 5000), 'already gone');
-  t.equal(table.get(LOOPBACK + 1, 5000), -1);
-  t.throws(() => table.set(LOOPBACK, 70000, 1), RangeError, 'port out of range');
+t.test(
+  'a peer table finds, replaces and forgets peers, and stays right through colliding inserts and deletes',
+  async (t) => {
+    const table = new UdpPeerTable(3);
+    t.equal(table.get(LOOPBACK, 5000), -1, 'empty');
+    table.set(LOOPBACK, 5000, 7);
+    table.set(LOOPBACK + 1, 5000, 8);
+    table.set(LOOPBACK, 5002, 9);
+    t.same(
+      [table.get(LOOPBACK, 5000), table.get(LOOPBACK + 1, 5000), table.get(LOOPBACK, 5002), table.size],
+      [7, 8, 9, 3],
+    );
+    t.throws(() => table.set(LOOPBACK, 6000, 1), RangeError, 'a full table refuses a new peer');
+    table.set(LOOPBACK, 5000, 70);
+    t.equal(table.get(LOOPBACK, 5000), 70, 'replaced in place while full');
+    t.ok(table.delete(LOOPBACK + 1, 5000));
+    t.notOk(table.delete(LOOPBACK + 1, 5000), 'already gone');
+    t.equal(table.get(LOOPBACK + 1, 5000), -1);
+    t.throws(() => table.set(LOOPBACK, 70000, 1), RangeError, 'port out of range');
 
-  // Against a Map, with a seeded LCG: 64 peers in 128 slots churned 20000 times (long probe runs, wrap-around).
-  const big = new UdpPeerTable(64);
-  const model = new Map<number, number>();
-  let seed = 12345;
-  const rand = (n: number) => {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-    return seed % n;
-  };
-  let wrong = 0;
-  for (let step = 0; step < 20000; step++) {
-    const address = 0x0a000000 + rand(4);
-    const port = 10000 + rand(40);
-    const key = address * 65536 + port;
-    if (model.has(key) && rand(2) === 0) {
-      big.delete(address, port);
-      model.delete(key);
-    } else if (model.has(key) || model.size < 64) {
-      big.set(address, port, step);
-      model.set(key, step);
+    // Against a Map, with a seeded LCG: 64 peers in 128 slots churned 20000 times (long probe runs, wrap-around).
+    const big = new UdpPeerTable(64);
+    const model = new Map<number, number>();
+    let seed = 12345;
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    let wrong = 0;
+    for (let step = 0; step < 20000; step++) {
+      const address = 0x0a000000 + rand(4);
+      const port = 10000 + rand(40);
+      const key = address * 65536 + port;
+      if (model.has(key) && rand(2) === 0) {
+        big.delete(address, port);
+        model.delete(key);
+      } else if (model.has(key) || model.size < 64) {
+        big.set(address, port, step);
+        model.set(key, step);
+      }
+      const a2 = 0x0a000000 + rand(4);
+      const p2 = 10000 + rand(40);
+      if (big.get(a2, p2) !== (model.get(a2 * 65536 + p2) ?? -1)) wrong++;
     }
-    const a2 = 0x0a000000 + rand(4);
-    const p2 = 10000 + rand(40);
-    if (big.get(a2, p2) !== (model.get(a2 * 65536 + p2) ?? -1)) wrong++;
-  }
-  for (const [key, id] of model) if (big.get(Math.floor(key / 65536), key % 65536) !== id) wrong++;
-  t.equal(wrong, 0, 'every lookup agreed with the Map');
-  t.equal(big.size, model.size, 'same size');
-});
+    for (const [key, id] of model) if (big.get(Math.floor(key / 65536), key % 65536) !== id) wrong++;
+    t.equal(wrong, 0, 'every lookup agreed with the Map');
+    t.equal(big.size, model.size, 'same size');
+  },
+);
 
 for (const backend of BACKENDS) {
   function shared(t: Test, options: Partial<Parameters<typeof SharedUdpSocket.open>[0]> = {}): SharedUdpSocket {
@@ -666,64 +761,75 @@ for (const backend of BACKENDS) {
       t.equal(uint32ToIpv4(sock.rxAddress(i)), HOST);
       got.push([id, sock.rxPort(i), sock.rxData[sock.rxOffset(i)]]);
     });
-    for (let round = 0; round < 3; round++) for (let i = 0; i < peers.length; i++) peers[i].send(Buffer.from([round * 10 + i]), s.port, HOST);
+    for (let round = 0; round < 3; round++)
+      for (let i = 0; i < peers.length; i++) peers[i].send(Buffer.from([round * 10 + i]), s.port, HOST);
     await until(() => got.length === 15, { what: '15 packets' });
     for (let i = 0; i < peers.length; i++) {
       const mine = got.filter(([id]) => id === 100 + i);
-      t.same(mine.map(([, port, v]) => [port, v]), [0, 1, 2].map((r) => [peers[i].address().port, r * 10 + i]), `peer ${i}: its 3 packets in order`);
+      t.same(
+        mine.map(([, port, v]) => [port, v]),
+        [0, 1, 2].map((r) => [peers[i].address().port, r * 10 + i]),
+        `peer ${i}: its 3 packets in order`,
+      );
     }
     t.equal(s.unknownPackets, 0);
   });
 
-  t.test(`${backend}: packets from unknown sources are reported with their source and counted, never lost`, async (t) => {
-    const s = shared(t);
-    const known = await dgramSocket(t);
-    const stranger = await dgramSocket(t);
-    s.peers.set(LOOPBACK, known.address().port, 1);
-    let fromKnown = 0;
-    s.onPacket(() => fromKnown++);
-    // No onUnknown listener yet: counted only.
-    stranger.send(Buffer.from([1]), s.port, HOST);
-    await until(() => s.unknownPackets === 1, { what: 'the first unknown packet' });
-    const unknown: Array<[number, number]> = [];
-    s.onUnknown((i, sock) => unknown.push([sock.rxPort(i), sock.rxData[sock.rxOffset(i)]]));
-    stranger.send(Buffer.from([2]), s.port, HOST);
-    known.send(Buffer.from([3]), s.port, HOST);
-    await until(() => unknown.length === 1 && fromKnown === 1, { what: 'the second unknown and the known packet' });
-    t.same(unknown, [[stranger.address().port, 2]], 'the stranger\'s packet with its port');
-    t.equal(s.unknownPackets, 2, 'both unknown packets counted');
-    // Latching the stranger (as symmetric RTP behind NAT would) makes it a known peer.
-    s.peers.set(LOOPBACK, stranger.address().port, 2);
-    const ids: number[] = [];
-    s.onPacket((id) => ids.push(id));
-    stranger.send(Buffer.from([4]), s.port, HOST);
-    await until(() => ids.length === 1, { what: 'the latched peer\'s packet' });
-    t.same(ids, [2]);
-    t.equal(s.unknownPackets, 2);
-  });
+  t.test(
+    `${backend}: packets from unknown sources are reported with their source and counted, never lost`,
+    async (t) => {
+      const s = shared(t);
+      const known = await dgramSocket(t);
+      const stranger = await dgramSocket(t);
+      s.peers.set(LOOPBACK, known.address().port, 1);
+      let fromKnown = 0;
+      s.onPacket(() => fromKnown++);
+      // No onUnknown listener yet: counted only.
+      stranger.send(Buffer.from([1]), s.port, HOST);
+      await until(() => s.unknownPackets === 1, { what: 'the first unknown packet' });
+      const unknown: Array<[number, number]> = [];
+      s.onUnknown((i, sock) => unknown.push([sock.rxPort(i), sock.rxData[sock.rxOffset(i)]]));
+      stranger.send(Buffer.from([2]), s.port, HOST);
+      known.send(Buffer.from([3]), s.port, HOST);
+      await until(() => unknown.length === 1 && fromKnown === 1, { what: 'the second unknown and the known packet' });
+      t.same(unknown, [[stranger.address().port, 2]], "the stranger's packet with its port");
+      t.equal(s.unknownPackets, 2, 'both unknown packets counted');
+      // Latching the stranger (as symmetric RTP behind NAT would) makes it a known peer.
+      s.peers.set(LOOPBACK, stranger.address().port, 2);
+      const ids: number[] = [];
+      s.onPacket((id) => ids.push(id));
+      stranger.send(Buffer.from([4]), s.port, HOST);
+      await until(() => ids.length === 1, { what: "the latched peer's packet" });
+      t.same(ids, [2]);
+      t.equal(s.unknownPackets, 2);
+    },
+  );
 
-  t.test(`${backend}: one send from a shared socket reaches each entry's destination from the shared port`, async (t) => {
-    const s = shared(t, { txSlots: 64 });
-    const N = 40;
-    const receivers: dgram.Socket[] = [];
-    const got = new Array<[number, number] | undefined>(N);
-    for (let i = 0; i < N; i++) {
-      const r = await dgramSocket(t);
-      const me = i;
-      r.on('message', (msg, rinfo) => {
-        got[me] = [rinfo.port, msg[0]];
-      });
-      receivers.push(r);
-    }
-    for (let i = 0; i < N; i++) {
-      s.socket.txData[i] = i;
-      s.socket.setTx(i, i, 1, LOOPBACK, receivers[i].address().port);
-    }
-    t.equal(s.send(N), N, 'all sent');
-    await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
-    for (let i = 0; i < N; i++) t.same(got[i], [s.port, i], `receiver ${i}`);
-    t.throws(() => s.send(65), RangeError, 'more than the table holds');
-  });
+  t.test(
+    `${backend}: one send from a shared socket reaches each entry's destination from the shared port`,
+    async (t) => {
+      const s = shared(t, { txSlots: 64 });
+      const N = 40;
+      const receivers: dgram.Socket[] = [];
+      const got = new Array<[number, number] | undefined>(N);
+      for (let i = 0; i < N; i++) {
+        const r = await dgramSocket(t);
+        const me = i;
+        r.on('message', (msg, rinfo) => {
+          got[me] = [rinfo.port, msg[0]];
+        });
+        receivers.push(r);
+      }
+      for (let i = 0; i < N; i++) {
+        s.socket.txData[i] = i;
+        s.socket.setTx(i, i, 1, LOOPBACK, receivers[i].address().port);
+      }
+      t.equal(s.send(N), N, 'all sent');
+      await until(() => got.filter(Boolean).length === N, { what: `${N} packets` });
+      for (let i = 0; i < N; i++) t.same(got[i], [s.port, i], `receiver ${i}`);
+      t.throws(() => s.send(65), RangeError, 'more than the table holds');
+    },
+  );
 
   t.test(`${backend}: a burst from many peers beyond a batch and the receive buffers arrives whole`, async (t) => {
     // 256 provided buffers (io_uring) and 64-slot batches against 3000 packets from 30 peers.
@@ -750,9 +856,11 @@ for (const backend of BACKENDS) {
       if (seq % 10 === 9) await immediate();
     }
     const total = () => counts.reduce((a, b) => a + b, 0);
-    await until(() => total() === PEERS * PER_PEER, { what: () => `${PEERS * PER_PEER} packets (kernel drops: ${kernelDrops(s.port)})` });
+    await until(() => total() === PEERS * PER_PEER, {
+      what: () => `${PEERS * PER_PEER} packets (kernel drops: ${kernelDrops(s.port)})`,
+    });
     t.equal(total(), PEERS * PER_PEER);
-    t.equal(disorder, 0, 'each peer\'s packets in order');
+    t.equal(disorder, 0, "each peer's packets in order");
     t.ok(s.socket.stats().rxBatches > 1, `in ${s.socket.stats().rxBatches} batches`);
   });
 }
@@ -775,48 +883,60 @@ function registeredSockets(): number[] {
   return out;
 }
 
-t.test('io_uring with registered files: members receive and send through their slots, and a closed member lets go of its port', { skip: !BACKENDS.includes('io_uring') }, async (t) => {
-  const N = 8;
-  const group = new NativeUdpGroup(N, { backend: 'io_uring', fixedFiles: true });
-  t.teardown(() => group.close());
-  const peer = await dgramSocket(t);
-  const fromPeer: number[] = [];
-  const toPeer: Array<[number, number]> = [];
-  peer.on('message', (msg, rinfo) => toPeer.push([rinfo.port, msg[0]]));
-  const sockets: NativeUdpSocket[] = [];
-  for (let i = 0; i < N; i++) {
-    const s = open(t, { group, txSlots: 1 });
-    s.onBatch((count, sock) => {
-      for (let k = 0; k < count; k++) fromPeer.push(sock.rxData[sock.rxOffset(k)] * 100 + sock.groupId);
-    });
-    s.txData[0] = i;
-    s.setTx(0, 0, 1, LOOPBACK, peer.address().port);
-    sockets.push(s);
-  }
-  t.same(registeredSockets(), [N, N], `both rings list the ${N} sockets as registered files`);
-  for (let i = 0; i < N; i++) peer.send(Buffer.from([i]), sockets[i].port, HOST);
-  await until(() => fromPeer.length === N, { what: `${N} packets in` });
-  t.same(fromPeer.sort((a, b) => a - b), sockets.map((s, i) => i * 100 + s.groupId), 'each socket got its packet');
-  const ids = Uint32Array.from(sockets, (s) => s.groupId);
-  const sent = new Uint32Array(N);
-  group.sendMany(ids, new Uint32Array(N).fill(1), sent);
-  t.same([...sent], new Array(N).fill(1), 'each member sent its packet');
-  await until(() => toPeer.length === N, { what: `${N} packets out` });
-  t.same(toPeer.sort((a, b) => a[1] - b[1]), sockets.map((s, i) => [s.port, i]), 'from each member\'s port');
-  // Closing clears the slot: the ring holds no reference, the port can be bound again at once (twice, to reuse the slot).
-  for (let round = 0; round < 2; round++) {
-    const port = sockets[0].port;
-    sockets[0].close();
-    t.same(registeredSockets(), [N - 1, N - 1], `round ${round}: the closed socket's slot is cleared`);
-    const again = open(t, { host: HOST, port });
-    t.equal(again.port, port, `round ${round}: port ${port} rebound at once`);
-    again.close();
-    sockets[0] = open(t, { group });
-    let got = -1;
-    sockets[0].onBatch((count, sock) => {
-      got = sock.rxData[sock.rxOffset(0)];
-    });
-    peer.send(Buffer.from([77 + round]), sockets[0].port, HOST);
-    await until(() => got === 77 + round, { what: 'the newcomer\'s packet through the reused slot' });
-  }
-});
+t.test(
+  'io_uring with registered files: members receive and send through their slots, and a closed member lets go of its port',
+  { skip: !BACKENDS.includes('io_uring') },
+  async (t) => {
+    const N = 8;
+    const group = new NativeUdpGroup(N, { backend: 'io_uring', fixedFiles: true });
+    t.teardown(() => group.close());
+    const peer = await dgramSocket(t);
+    const fromPeer: number[] = [];
+    const toPeer: Array<[number, number]> = [];
+    peer.on('message', (msg, rinfo) => toPeer.push([rinfo.port, msg[0]]));
+    const sockets: NativeUdpSocket[] = [];
+    for (let i = 0; i < N; i++) {
+      const s = open(t, { group, txSlots: 1 });
+      s.onBatch((count, sock) => {
+        for (let k = 0; k < count; k++) fromPeer.push(sock.rxData[sock.rxOffset(k)] * 100 + sock.groupId);
+      });
+      s.txData[0] = i;
+      s.setTx(0, 0, 1, LOOPBACK, peer.address().port);
+      sockets.push(s);
+    }
+    t.same(registeredSockets(), [N, N], `both rings list the ${N} sockets as registered files`);
+    for (let i = 0; i < N; i++) peer.send(Buffer.from([i]), sockets[i].port, HOST);
+    await until(() => fromPeer.length === N, { what: `${N} packets in` });
+    t.same(
+      fromPeer.sort((a, b) => a - b),
+      sockets.map((s, i) => i * 100 + s.groupId),
+      'each socket got its packet',
+    );
+    const ids = Uint32Array.from(sockets, (s) => s.groupId);
+    const sent = new Uint32Array(N);
+    group.sendMany(ids, new Uint32Array(N).fill(1), sent);
+    t.same([...sent], new Array(N).fill(1), 'each member sent its packet');
+    await until(() => toPeer.length === N, { what: `${N} packets out` });
+    t.same(
+      toPeer.sort((a, b) => a[1] - b[1]),
+      sockets.map((s, i) => [s.port, i]),
+      "from each member's port",
+    );
+    // Closing clears the slot: the ring holds no reference, the port can be bound again at once (twice, to reuse the slot).
+    for (let round = 0; round < 2; round++) {
+      const port = sockets[0].port;
+      sockets[0].close();
+      t.same(registeredSockets(), [N - 1, N - 1], `round ${round}: the closed socket's slot is cleared`);
+      const again = open(t, { host: HOST, port });
+      t.equal(again.port, port, `round ${round}: port ${port} rebound at once`);
+      again.close();
+      sockets[0] = open(t, { group });
+      let got = -1;
+      sockets[0].onBatch((count, sock) => {
+        got = sock.rxData[sock.rxOffset(0)];
+      });
+      peer.send(Buffer.from([77 + round]), sockets[0].port, HOST);
+      await until(() => got === 77 + round, { what: "the newcomer's packet through the reused slot" });
+    }
+  },
+);

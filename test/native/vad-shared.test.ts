@@ -105,14 +105,16 @@ t.test('detectors on worker threads, created at once, trace exactly as on the ma
     addon.destroy(h);
     parentPort.postMessage(out.join(' '));
   `;
-  const runs = inputs.flatMap((input) => [input, input]).map(
-    (input) =>
-      new Promise<string>((resolve, reject) => {
-        const w = new Worker(worker, { eval: true, workerData: { addon: ADDON, rate: input.rate, x: input.x } });
-        w.once('message', resolve);
-        w.once('error', reject);
-      }),
-  );
+  const runs = inputs
+    .flatMap((input) => [input, input])
+    .map(
+      (input) =>
+        new Promise<string>((resolve, reject) => {
+          const w = new Worker(worker, { eval: true, workerData: { addon: ADDON, rate: input.rate, x: input.x } });
+          w.once('message', resolve);
+          w.once('error', reject);
+        }),
+    );
   const traces = await Promise.all(runs);
   inputs.forEach((input, j) => {
     const alone = traceAlone(input);

@@ -59,7 +59,10 @@ function toWideband(x: Int16Array): Int16Array {
   return out.slice(delay, delay + 2 * x.length);
 }
 
-function corpus(noisy: boolean, wideband = false): { ok: number; total: number; inPadding: string[]; failures: string[] } {
+function corpus(
+  noisy: boolean,
+  wideband = false,
+): { ok: number; total: number; inPadding: string[]; failures: string[] } {
   let ok = 0;
   let total = 0;
   const inPadding: string[] = [];
@@ -72,7 +75,9 @@ function corpus(noisy: boolean, wideband = false): { ok: number; total: number; 
     const x = noisy ? addWhiteNoise(clean, truth.power, SNR_DB, index + 1) : clean;
     // At 16 kHz the events are in 16 kHz samples: halved to compare with the 8 kHz truth.
     const { starts, ends } = wideband
-      ? (({ starts, ends }) => ({ starts: starts.map((s) => s / 2), ends: ends.map((e) => e / 2) }))(runVad(toWideband(x), 2 * FRAME, WIDEBAND_RATE))
+      ? (({ starts, ends }) => ({ starts: starts.map((s) => s / 2), ends: ends.map((e) => e / 2) }))(
+          runVad(toWideband(x), 2 * FRAME, WIDEBAND_RATE),
+        )
       : runVad(x);
     total++;
     const trueStart = PAD + truth.start;
@@ -97,23 +102,35 @@ t.test('clean speech prompts: start within 100 ms, last voiced frame within 150 
   const r = corpus(false);
   t.ok(r.total >= 550, `${r.total} speech prompts`);
   t.comment(`clean: ${r.ok}/${r.total} = ${((100 * r.ok) / r.total).toFixed(1)} % within tolerance`);
-  t.ok(r.ok / r.total >= MIN_SHARE_CLEAN, `${r.ok}/${r.total} within tolerance; misses: ${r.failures.slice(0, 20).join('; ')}`);
+  t.ok(
+    r.ok / r.total >= MIN_SHARE_CLEAN,
+    `${r.ok}/${r.total} within tolerance; misses: ${r.failures.slice(0, 20).join('; ')}`,
+  );
   t.same(r.inPadding, [], 'no speech reported in the added silence');
 });
 
-t.test('speech prompts in white noise at 10 dB SNR: start within 100 ms, last voiced frame within 150 ms', async (t) => {
-  t.setTimeout(300_000);
-  const r = corpus(true);
-  t.comment(`noisy: ${r.ok}/${r.total} = ${((100 * r.ok) / r.total).toFixed(1)} % within tolerance`);
-  t.ok(r.ok / r.total >= MIN_SHARE_NOISY, `${r.ok}/${r.total} within tolerance; misses: ${r.failures.slice(0, 20).join('; ')}`);
-  t.same(r.inPadding, [], 'no speech reported in the added noise');
-});
+t.test(
+  'speech prompts in white noise at 10 dB SNR: start within 100 ms, last voiced frame within 150 ms',
+  async (t) => {
+    t.setTimeout(300_000);
+    const r = corpus(true);
+    t.comment(`noisy: ${r.ok}/${r.total} = ${((100 * r.ok) / r.total).toFixed(1)} % within tolerance`);
+    t.ok(
+      r.ok / r.total >= MIN_SHARE_NOISY,
+      `${r.ok}/${r.total} within tolerance; misses: ${r.failures.slice(0, 20).join('; ')}`,
+    );
+    t.same(r.inPadding, [], 'no speech reported in the added noise');
+  },
+);
 
 t.test('16 kHz (the prompts in white noise resampled; analysed at 8 kHz inside): the same tolerances', async (t) => {
   t.setTimeout(300_000);
   const r = corpus(true, true);
   t.comment(`noisy at 16 kHz: ${r.ok}/${r.total} = ${((100 * r.ok) / r.total).toFixed(1)} % within tolerance`);
-  t.ok(r.ok / r.total >= MIN_SHARE_NOISY, `${r.ok}/${r.total} within tolerance; misses: ${r.failures.slice(0, 20).join('; ')}`);
+  t.ok(
+    r.ok / r.total >= MIN_SHARE_NOISY,
+    `${r.ok}/${r.total} within tolerance; misses: ${r.failures.slice(0, 20).join('; ')}`,
+  );
   t.same(r.inPadding, [], 'no speech reported in the added noise');
 });
 
@@ -127,24 +144,27 @@ const PINNED_EVENTS: Record<string, Record<string, [number, number]>> = {
   'conf-onlyperson.wav': { c8: [8880, 31120], n8: [8960, 30960], c16: [17760, 62240], n16: [17920, 62080] },
 };
 
-t.test('speech start and end samples are exactly where the reference analysis put them (clean and noisy, 8 and 16 kHz)', async (t) => {
-  const names = listPrompts();
-  for (const [name, expected] of Object.entries(PINNED_EVENTS)) {
-    const prompt = loadPrompt(name);
-    const clean = pad(prompt, PAD);
-    // The same noise as the corpus tests (seeded by the prompt's position in the list).
-    const noisy = addWhiteNoise(clean, truthOf(prompt).power, SNR_DB, names.indexOf(name) + 1);
-    const runs: Record<string, Outcome> = {
-      c8: runVad(clean),
-      n8: runVad(noisy),
-      c16: runVad(toWideband(clean), 2 * FRAME, WIDEBAND_RATE),
-      n16: runVad(toWideband(noisy), 2 * FRAME, WIDEBAND_RATE),
-    };
-    for (const [condition, [start, end]] of Object.entries(expected)) {
-      t.same(runs[condition], { starts: [start], ends: [end] }, `${name} ${condition}`);
+t.test(
+  'speech start and end samples are exactly where the reference analysis put them (clean and noisy, 8 and 16 kHz)',
+  async (t) => {
+    const names = listPrompts();
+    for (const [name, expected] of Object.entries(PINNED_EVENTS)) {
+      const prompt = loadPrompt(name);
+      const clean = pad(prompt, PAD);
+      // The same noise as the corpus tests (seeded by the prompt's position in the list).
+      const noisy = addWhiteNoise(clean, truthOf(prompt).power, SNR_DB, names.indexOf(name) + 1);
+      const runs: Record<string, Outcome> = {
+        c8: runVad(clean),
+        n8: runVad(noisy),
+        c16: runVad(toWideband(clean), 2 * FRAME, WIDEBAND_RATE),
+        n16: runVad(toWideband(noisy), 2 * FRAME, WIDEBAND_RATE),
+      };
+      for (const [condition, [start, end]] of Object.entries(expected)) {
+        t.same(runs[condition], { starts: [start], ends: [end] }, `${name} ${condition}`);
+      }
     }
-  }
-});
+  },
+);
 
 t.test('silence prompts, digital silence and white noise alone never start speech', async (t) => {
   const silences = listPrompts().filter((n) => n.startsWith('silence/'));
@@ -229,7 +249,8 @@ t.test('the timing options: min silence sets the hangover, min speech rejects sh
   t.equal(runVad(word).starts.length, 1, 'digits/1 with min speech 50 ms');
   const strict = new Vad(PROMPT_RATE, { minSpeechMs: 1500 });
   let strictStarts = 0;
-  for (let i = 0; i < word.length; i += FRAME) if (strict.process(word.subarray(i, i + FRAME)) & VAD_SPEECH_START) strictStarts++;
+  for (let i = 0; i < word.length; i += FRAME)
+    if (strict.process(word.subarray(i, i + FRAME)) & VAD_SPEECH_START) strictStarts++;
   strict.destroy();
   t.equal(strictStarts, 0, 'digits/1 with min speech 1500 ms');
   t.throws(() => new Vad(PROMPT_RATE, { threshold: 1.5 }), RangeError);
@@ -261,126 +282,165 @@ function runTimed(vad: Vad, x: Int16Array, at: (fed: number, vad: Vad) => void =
   return out;
 }
 
-t.test('setOptions: min silence shortened once speech has started decides exactly as a VAD created with it, each end reported 60 steps sooner than with 800 ms', async (t) => {
-  const x = pad(loadPrompt('vm-intro.wav'), PAD);
-  const long = runTimed(new Vad(PROMPT_RATE), x);
-  const created = runTimed(new Vad(PROMPT_RATE, { minSilenceMs: 200 }), x);
-  const startAt = long.starts[0];
-  let set = false;
-  const changed = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
-    if (!set && vad.speaking) {
-      vad.setOptions({ minSilenceMs: 200 });
-      set = true;
-    }
-  });
-  t.ok(set && startAt > 0, 'changed during the speech');
-  t.same(changed, created, 'the same starts, ends and report times as min silence 200 ms from the start');
-  // The last end (the prompt's end, digital silence after it): 800 - 200 ms = 60 steps sooner.
-  const last = (o: Timed) => o.reportedEnds[o.reportedEnds.length - 1];
-  t.equal((last(long) - last(changed)) / STEP, 60, 'the last end 60 steps sooner');
-});
+t.test(
+  'setOptions: min silence shortened once speech has started decides exactly as a VAD created with it, each end reported 60 steps sooner than with 800 ms',
+  async (t) => {
+    const x = pad(loadPrompt('vm-intro.wav'), PAD);
+    const long = runTimed(new Vad(PROMPT_RATE), x);
+    const created = runTimed(new Vad(PROMPT_RATE, { minSilenceMs: 200 }), x);
+    const startAt = long.starts[0];
+    let set = false;
+    const changed = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
+      if (!set && vad.speaking) {
+        vad.setOptions({ minSilenceMs: 200 });
+        set = true;
+      }
+    });
+    t.ok(set && startAt > 0, 'changed during the speech');
+    t.same(changed, created, 'the same starts, ends and report times as min silence 200 ms from the start');
+    // The last end (the prompt's end, digital silence after it): 800 - 200 ms = 60 steps sooner.
+    const last = (o: Timed) => o.reportedEnds[o.reportedEnds.length - 1];
+    t.equal((last(long) - last(changed)) / STEP, 60, 'the last end 60 steps sooner');
+  },
+);
 
-t.test('setOptions: min silence shortened during a hangover ends the speech at the next step, at its last voiced step', async (t) => {
-  const x = pad(loadPrompt('vm-goodbye.wav'), PAD);
-  const reference = runTimed(new Vad(PROMPT_RATE), x);
-  t.equal(reference.ends.length, 1);
-  // 300 ms into the hangover (speaking, the last voiced step 300 ms back), min silence 800 -> 200 ms: already past.
-  let setAt = -1;
-  const changed = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
-    if (setAt < 0 && vad.speaking && vad.lastVoicedSample > 0 && fed - vad.lastVoicedSample === 30 * STEP && fed > reference.ends[0]) {
-      vad.setOptions({ minSilenceMs: 200 });
-      setAt = fed;
-    }
-  });
-  t.ok(setAt > 0, 'set during the hangover');
-  t.same(changed.reportedEnds, [setAt + STEP], 'reported at the step after the change');
-  t.same(changed.starts, reference.starts);
-  t.same(changed.ends, reference.ends, 'the end placed where the 800 ms hangover placed it (refinement included)');
-  // Lengthened during a hangover instead: the end comes by the new length, counted from the last voiced step.
-  let lengthenedAt = -1;
-  let lastVoiced = -1;
-  const longer = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
-    if (lengthenedAt < 0 && vad.speaking && fed - vad.lastVoicedSample === 30 * STEP && fed > reference.ends[0]) {
-      lastVoiced = vad.lastVoicedSample;
-      vad.setOptions({ minSilenceMs: 1000 });
-      lengthenedAt = fed;
-    }
-  });
-  t.ok(lengthenedAt > 0, 'lengthened during the hangover');
-  t.same(longer.reportedEnds, [lastVoiced + 100 * STEP], '1000 ms after the last voiced step');
-});
+t.test(
+  'setOptions: min silence shortened during a hangover ends the speech at the next step, at its last voiced step',
+  async (t) => {
+    const x = pad(loadPrompt('vm-goodbye.wav'), PAD);
+    const reference = runTimed(new Vad(PROMPT_RATE), x);
+    t.equal(reference.ends.length, 1);
+    // 300 ms into the hangover (speaking, the last voiced step 300 ms back), min silence 800 -> 200 ms: already past.
+    let setAt = -1;
+    const changed = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
+      if (
+        setAt < 0 &&
+        vad.speaking &&
+        vad.lastVoicedSample > 0 &&
+        fed - vad.lastVoicedSample === 30 * STEP &&
+        fed > reference.ends[0]
+      ) {
+        vad.setOptions({ minSilenceMs: 200 });
+        setAt = fed;
+      }
+    });
+    t.ok(setAt > 0, 'set during the hangover');
+    t.same(changed.reportedEnds, [setAt + STEP], 'reported at the step after the change');
+    t.same(changed.starts, reference.starts);
+    t.same(changed.ends, reference.ends, 'the end placed where the 800 ms hangover placed it (refinement included)');
+    // Lengthened during a hangover instead: the end comes by the new length, counted from the last voiced step.
+    let lengthenedAt = -1;
+    let lastVoiced = -1;
+    const longer = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
+      if (lengthenedAt < 0 && vad.speaking && fed - vad.lastVoicedSample === 30 * STEP && fed > reference.ends[0]) {
+        lastVoiced = vad.lastVoicedSample;
+        vad.setOptions({ minSilenceMs: 1000 });
+        lengthenedAt = fed;
+      }
+    });
+    t.ok(lengthenedAt > 0, 'lengthened during the hangover');
+    t.same(longer.reportedEnds, [lastVoiced + 100 * STEP], '1000 ms after the last voiced step');
+  },
+);
 
 /** 3 s of white noise (RMS 300, seeded) with a 1 kHz tone of amplitude 400 from 1 to 2 s: a weak signal, its
  * probability 0.45 to 0.87 at the default threshold's VAD. */
 function weakTone(): Int16Array {
   const x = addWhiteNoise(new Int16Array(PROMPT_RATE * 3), 300 * 300, 0, 7);
-  for (let i = PROMPT_RATE; i < 2 * PROMPT_RATE; i++) x[i] += Math.round(400 * Math.sin((2 * Math.PI * 1000 * i) / PROMPT_RATE));
+  for (let i = PROMPT_RATE; i < 2 * PROMPT_RATE; i++)
+    x[i] += Math.round(400 * Math.sin((2 * Math.PI * 1000 * i) / PROMPT_RATE));
   return x;
 }
 
-t.test('setOptions: a threshold raised after the noise is learnt keeps a weak tone from being voiced; lowered again before it, the tone is speech', async (t) => {
-  const x = weakTone();
-  const plain = runTimed(new Vad(PROMPT_RATE), x);
-  t.same(plain.starts, [PROMPT_RATE + STEP], 'the default threshold: speech from the tone (the first step whose window is all tone)');
-  const raise = (fed: number, vad: Vad) => {
-    if (fed === 0.6 * PROMPT_RATE) vad.setOptions({ threshold: 0.9 });
-  };
-  t.same(runTimed(new Vad(PROMPT_RATE), x, raise).starts, [], 'threshold 0.9 from 600 ms: never voiced');
-  // Lowered again at 900 ms: the noise learnt meanwhile (in Silence, whatever the threshold) is the same, so are
-  // the decisions. (Lowered only inside the tone, it would find the tone learnt as noise: 7-9 dB over the noise
-  // floor, within the 10 dB a silent detector learns from.)
-  const lowered = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
-    raise(fed, vad);
-    if (fed === 0.9 * PROMPT_RATE) vad.setOptions({ threshold: VAD_DEFAULTS.threshold });
-  });
-  t.same(lowered, plain, 'the same events as never raised');
-});
+t.test(
+  'setOptions: a threshold raised after the noise is learnt keeps a weak tone from being voiced; lowered again before it, the tone is speech',
+  async (t) => {
+    const x = weakTone();
+    const plain = runTimed(new Vad(PROMPT_RATE), x);
+    t.same(
+      plain.starts,
+      [PROMPT_RATE + STEP],
+      'the default threshold: speech from the tone (the first step whose window is all tone)',
+    );
+    const raise = (fed: number, vad: Vad) => {
+      if (fed === 0.6 * PROMPT_RATE) vad.setOptions({ threshold: 0.9 });
+    };
+    t.same(runTimed(new Vad(PROMPT_RATE), x, raise).starts, [], 'threshold 0.9 from 600 ms: never voiced');
+    // Lowered again at 900 ms: the noise learnt meanwhile (in Silence, whatever the threshold) is the same, so are
+    // the decisions. (Lowered only inside the tone, it would find the tone learnt as noise: 7-9 dB over the noise
+    // floor, within the 10 dB a silent detector learns from.)
+    const lowered = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
+      raise(fed, vad);
+      if (fed === 0.9 * PROMPT_RATE) vad.setOptions({ threshold: VAD_DEFAULTS.threshold });
+    });
+    t.same(lowered, plain, 'the same events as never raised');
+  },
+);
 
-t.test('setOptions: the prebuffer takes its new length at once and keeps the newest audio; out of range changes nothing', async (t) => {
-  const x = weakTone();
-  const vad = new Vad(PROMPT_RATE, { threshold: 0.99 });
-  vad.process(x.subarray(0, PROMPT_RATE));
-  vad.setOptions({ prebufferMs: 200 });
-  t.equal(vad.prebufferCapacity, 1600, '200 ms at 8 kHz');
-  const out = new Int16Array(PROMPT_RATE);
-  t.equal(vad.readPrebuffer(out), 1600);
-  t.same(out.subarray(0, 1600), x.subarray(PROMPT_RATE - 1600, PROMPT_RATE), 'the newest 200 ms fed');
-  vad.setOptions({ prebufferMs: 1000 });
-  t.equal(vad.prebufferCapacity, PROMPT_RATE, '1 s');
-  t.equal(vad.readPrebuffer(out), 1600, 'still the 200 ms held');
-  vad.process(x.subarray(PROMPT_RATE, PROMPT_RATE + 500));
-  t.equal(vad.readPrebuffer(out), 2100);
-  t.same(out.subarray(0, 2100), x.subarray(PROMPT_RATE + 500 - 2100, PROMPT_RATE + 500), 'held and new audio in order');
-  vad.process(x.subarray(PROMPT_RATE + 500, 3 * PROMPT_RATE));
-  t.equal(vad.readPrebuffer(out), PROMPT_RATE, 'full again');
-  t.same(out, x.subarray(2 * PROMPT_RATE), 'the last second fed');
-  vad.setOptions({ prebufferMs: 0 });
-  t.equal(vad.prebufferCapacity, 0);
-  t.equal(vad.readPrebuffer(out), 0);
-  t.throws(() => vad.setOptions({ threshold: 1.5 }), RangeError);
-  t.throws(() => vad.setOptions({ minSilenceMs: 60001 }), RangeError);
-  t.same(vad.options, { threshold: 0.99, prebufferMs: 0, minSpeechMs: VAD_DEFAULTS.minSpeechMs, minSilenceMs: VAD_DEFAULTS.minSilenceMs }, 'a refused change changes nothing');
-  vad.destroy();
-});
+t.test(
+  'setOptions: the prebuffer takes its new length at once and keeps the newest audio; out of range changes nothing',
+  async (t) => {
+    const x = weakTone();
+    const vad = new Vad(PROMPT_RATE, { threshold: 0.99 });
+    vad.process(x.subarray(0, PROMPT_RATE));
+    vad.setOptions({ prebufferMs: 200 });
+    t.equal(vad.prebufferCapacity, 1600, '200 ms at 8 kHz');
+    const out = new Int16Array(PROMPT_RATE);
+    t.equal(vad.readPrebuffer(out), 1600);
+    t.same(out.subarray(0, 1600), x.subarray(PROMPT_RATE - 1600, PROMPT_RATE), 'the newest 200 ms fed');
+    vad.setOptions({ prebufferMs: 1000 });
+    t.equal(vad.prebufferCapacity, PROMPT_RATE, '1 s');
+    t.equal(vad.readPrebuffer(out), 1600, 'still the 200 ms held');
+    vad.process(x.subarray(PROMPT_RATE, PROMPT_RATE + 500));
+    t.equal(vad.readPrebuffer(out), 2100);
+    t.same(
+      out.subarray(0, 2100),
+      x.subarray(PROMPT_RATE + 500 - 2100, PROMPT_RATE + 500),
+      'held and new audio in order',
+    );
+    vad.process(x.subarray(PROMPT_RATE + 500, 3 * PROMPT_RATE));
+    t.equal(vad.readPrebuffer(out), PROMPT_RATE, 'full again');
+    t.same(out, x.subarray(2 * PROMPT_RATE), 'the last second fed');
+    vad.setOptions({ prebufferMs: 0 });
+    t.equal(vad.prebufferCapacity, 0);
+    t.equal(vad.readPrebuffer(out), 0);
+    t.throws(() => vad.setOptions({ threshold: 1.5 }), RangeError);
+    t.throws(() => vad.setOptions({ minSilenceMs: 60001 }), RangeError);
+    t.same(
+      vad.options,
+      {
+        threshold: 0.99,
+        prebufferMs: 0,
+        minSpeechMs: VAD_DEFAULTS.minSpeechMs,
+        minSilenceMs: VAD_DEFAULTS.minSilenceMs,
+      },
+      'a refused change changes nothing',
+    );
+    vad.destroy();
+  },
+);
 
-t.test('setOptions: min silence shortened late in a hangover still refines the end over it (the step history kept back to the last voiced step)', async (t) => {
-  // conf-locked at 10 dB SNR: the 800 ms hangover's refinement moves the end 16 steps past the last voiced step.
-  const name = 'conf-locked.wav';
-  const prompt = loadPrompt(name);
-  const x = addWhiteNoise(pad(prompt, PAD), truthOf(prompt).power, SNR_DB, listPrompts().indexOf(name) + 1);
-  const reference = runTimed(new Vad(PROMPT_RATE), x);
-  // 700 ms into the last hangover, 800 -> 200 ms (the history for 200 ms alone would reach back 420 ms).
-  let setAt = -1;
-  let unrefined = -1;
-  const changed = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
-    if (setAt < 0 && vad.speaking && fed - vad.lastVoicedSample === 70 * STEP && fed > reference.ends.at(-1)!) {
-      unrefined = vad.lastVoicedSample;
-      vad.setOptions({ minSilenceMs: 200 });
-      setAt = fed;
-    }
-  });
-  t.ok(setAt > 0, 'set late in the last hangover');
-  t.equal(changed.reportedEnds.at(-1), setAt + STEP, 'ended at the next step');
-  t.equal((reference.ends.at(-1)! - unrefined) / STEP, 16, 'the reference end: 16 steps of refinement');
-  t.same(changed.ends, reference.ends, 'the same refined ends');
-});
+t.test(
+  'setOptions: min silence shortened late in a hangover still refines the end over it (the step history kept back to the last voiced step)',
+  async (t) => {
+    // conf-locked at 10 dB SNR: the 800 ms hangover's refinement moves the end 16 steps past the last voiced step.
+    const name = 'conf-locked.wav';
+    const prompt = loadPrompt(name);
+    const x = addWhiteNoise(pad(prompt, PAD), truthOf(prompt).power, SNR_DB, listPrompts().indexOf(name) + 1);
+    const reference = runTimed(new Vad(PROMPT_RATE), x);
+    // 700 ms into the last hangover, 800 -> 200 ms (the history for 200 ms alone would reach back 420 ms).
+    let setAt = -1;
+    let unrefined = -1;
+    const changed = runTimed(new Vad(PROMPT_RATE), x, (fed, vad) => {
+      if (setAt < 0 && vad.speaking && fed - vad.lastVoicedSample === 70 * STEP && fed > reference.ends.at(-1)!) {
+        unrefined = vad.lastVoicedSample;
+        vad.setOptions({ minSilenceMs: 200 });
+        setAt = fed;
+      }
+    });
+    t.ok(setAt > 0, 'set late in the last hangover');
+    t.equal(changed.reportedEnds.at(-1), setAt + STEP, 'ended at the next step');
+    t.equal((reference.ends.at(-1)! - unrefined) / STEP, 16, 'the reference end: 16 steps of refinement');
+    t.same(changed.ends, reference.ends, 'the same refined ends');
+  },
+);

@@ -46,18 +46,23 @@ export async function listen(
     });
   });
   await new Promise<void>((r) => server.listen(0, host, r));
-  t.teardown(() => new Promise<void>((r) => {
-    server.closeAllConnections();
-    server.close(() => r());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
   return { port: (server.address() as AddressInfo).port, seen, server };
 }
 
 /** A handler answering `status` with `body` and `headers`. */
-export const answer = (status: number, body = '', headers: Record<string, string> = {}) => (_req: IncomingMessage, res: ServerResponse) => {
-  res.writeHead(status, headers);
-  res.end(body);
-};
+export const answer =
+  (status: number, body = '', headers: Record<string, string> = {}) =>
+  (_req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(status, headers);
+    res.end(body);
+  };
 
 /** A resolver from a table, counting its calls per name. */
 export function resolver(table: Record<string, string[] | string[][]>): ResolveAll & { calls: Record<string, number> } {
@@ -67,7 +72,9 @@ export function resolver(table: Record<string, string[] | string[][]>): ResolveA
     const entry = table[hostname];
     if (!entry) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
     // A list of lists answers differently on each call (DNS rebinding).
-    const addresses = (Array.isArray(entry[0]) ? (entry as string[][])[Math.min(n - 1, entry.length - 1)] : entry) as string[];
+    const addresses = (
+      Array.isArray(entry[0]) ? (entry as string[][])[Math.min(n - 1, entry.length - 1)] : entry
+    ) as string[];
     return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
   };
   return Object.assign(fn, { calls });
@@ -77,11 +84,29 @@ export function resolver(table: Record<string, string[] | string[][]>): ResolveA
 export function selfSignedCert(name: string): { key: Buffer; cert: Buffer } {
   const dir = mkdtempSync(join(tmpdir(), 'parley-test-tls-'));
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-subj', `/CN=${name}`, '-addext', `subjectAltName=DNS:${name}`,
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        `/CN=${name}`,
+        '-addext',
+        `subjectAltName=DNS:${name}`,
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     return { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -13,7 +13,9 @@ const POLLS = 100;
 
 async function leftovers(server: RealtimeServer): Promise<{ leases: number; open: number }> {
   const [{ leases }] = await server.sql<{ leases: number }[]>`select count(*)::int as leases from conversation_leases`;
-  const [{ open }] = await server.sql<{ open: number }[]>`select count(*)::int as open from conversations where state <> 'ended'`;
+  const [{ open }] = await server.sql<
+    { open: number }[]
+  >`select count(*)::int as open from conversations where state <> 'ended'`;
   return { leases, open };
 }
 
@@ -28,10 +30,20 @@ async function settled(server: RealtimeServer): Promise<{ leases: number; open: 
 
 /** Both slots of the project can be taken again: two conversations start. */
 async function slotsFree(t: Test, server: RealtimeServer, auth: Record<string, string>): Promise<void> {
-  const clients = await Promise.all(Array.from({ length: CAP }, () => TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth)));
+  const clients = await Promise.all(
+    Array.from({ length: CAP }, () => TestClient.open(`${server.wsUrl}/v1/sts/ws`, auth)),
+  );
   for (const c of clients) c.send(CONFIG);
-  await Promise.all(clients.map((c) => c.until(() => c.events('ready_to_start_conversation').length > 0 || c.events('error').length > 0)));
-  t.same(clients.flatMap((c) => c.events('error')), [], `both of the project's ${CAP} slots are free`);
+  await Promise.all(
+    clients.map((c) =>
+      c.until(() => c.events('ready_to_start_conversation').length > 0 || c.events('error').length > 0),
+    ),
+  );
+  t.same(
+    clients.flatMap((c) => c.events('error')),
+    [],
+    `both of the project's ${CAP} slots are free`,
+  );
   for (const c of clients) c.close();
   await Promise.all(clients.map((c) => c.closed));
   await settled(server);
@@ -75,12 +87,17 @@ t.test('admission under early hang-ups and refused records', async (t) => {
       await c.closed;
     }
     t.same(await settled(server), { leases: 0, open: 0 }, 'no lease held, no record open');
-    const rows = await server.sql<{ ended_by: string }[]>`select ended_by from conversations where external_id like 'slow-%'`;
-    t.ok(rows.length > 0 && rows.every((r) => r.ended_by === 'user'), `the records made meanwhile are finished (${rows.length})`);
+    const rows = await server.sql<
+      { ended_by: string }[]
+    >`select ended_by from conversations where external_id like 'slow-%'`;
+    t.ok(
+      rows.length > 0 && rows.every((r) => r.ended_by === 'user'),
+      `the records made meanwhile are finished (${rows.length})`,
+    );
     await slotsFree(t, server, auth);
   });
 
-  t.test("configs whose record the database refuses: a clean error, the slot released", async (t) => {
+  t.test('configs whose record the database refuses: a clean error, the slot released', async (t) => {
     // A NUL character the database cannot store (text columns refuse it), and any insert a trigger refuses.
     await server.sql.unsafe(`
       create function refuse_insert() returns trigger language plpgsql as $$
@@ -101,7 +118,11 @@ t.test('admission under early hang-ups and refused records', async (t) => {
       const { code } = await c.closed;
       const [error] = c.events('error') as { error: { message: string; code: string } }[];
       t.ok(error, `config ${i}: told with an error event`);
-      t.notMatch(error?.error.message ?? '', /byte sequence|UTF8|0x00|unsupported Unicode/, `config ${i}: nothing of the database in it`);
+      t.notMatch(
+        error?.error.message ?? '',
+        /byte sequence|UTF8|0x00|unsupported Unicode/,
+        `config ${i}: nothing of the database in it`,
+      );
       t.equal(error?.error.code, 'invalid_config', `config ${i}: invalid_config`);
       t.equal(code, 1008, `config ${i}: closed with 1008`);
     }

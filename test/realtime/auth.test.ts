@@ -28,14 +28,22 @@ t.test('realtime authentication', async (t) => {
   byToken.close();
   await byToken.closed;
 
-  const scoped = await client.post('/v1/auth/session_token', { conversation_ids: ['conv_00000000-0000-4000-8000-000000000000'] });
+  const scoped = await client.post('/v1/auth/session_token', {
+    conversation_ids: ['conv_00000000-0000-4000-8000-000000000000'],
+  });
   t.equal(scoped.status, 200, 'scoped session token minted');
   const scopedToken = encodeURIComponent(scoped.body.session_token);
   t.equal(await upgradeStatus(`${sts}?session_token=${scopedToken}`), 403, 'a scoped token cannot open the STS socket');
 
   const observer = server.liveUrl;
-  t.equal(await upgradeStatus(`${observer('conv_11111111-1111-4111-8111-111111111111')}?session_token=${scopedToken}`), 403, 'a scoped token cannot observe a conversation outside its scope');
-  const notLive = await TestClient.open(`${observer('conv_00000000-0000-4000-8000-000000000000')}?session_token=${scopedToken}`);
+  t.equal(
+    await upgradeStatus(`${observer('conv_11111111-1111-4111-8111-111111111111')}?session_token=${scopedToken}`),
+    403,
+    'a scoped token cannot observe a conversation outside its scope',
+  );
+  const notLive = await TestClient.open(
+    `${observer('conv_00000000-0000-4000-8000-000000000000')}?session_token=${scopedToken}`,
+  );
   const { code } = await notLive.closed;
   t.equal(code, 4404, 'a scoped token may observe its conversation; one not live closes with 4404');
 

@@ -67,29 +67,39 @@ t.test('base64 audio follows the same mark', async (t) => {
   let accepted = 0;
   for (let i = 0; i < 1000 && client.sendAudio(FRAME, 'hi'); i++) accepted++;
   t.ok(accepted < 1000, `JSON audio stops too (${accepted} frames)`);
-  t.ok(ws.sent.every((s) => !s.binary), 'as text frames');
+  t.ok(
+    ws.sent.every((s) => !s.binary),
+    'as text frames',
+  );
   t.match(JSON.parse(ws.sent[0].data as string), { type: 'audio_chunk', text: 'hi' }, 'audio_chunk events');
 });
 
-t.test('binary audio: a frame with text sends neither while backed up; a frame alone asks the socket once', async (t) => {
-  const { ws, sink } = setup();
-  const client = new StsClient(sink);
-  client.binaryAudio = true;
-  let asked = 0;
-  const buffered = ws.getBufferedAmount.bind(ws);
-  ws.getBufferedAmount = () => (asked++, buffered());
-  t.ok(client.sendAudio(FRAME, ''));
-  t.equal(asked, 1, 'one getBufferedAmount per frame');
-  ws.buffered = BACKPRESSURE.audio_high_water_bytes + 1;
-  const sent = ws.sent.length;
-  t.notOk(client.sendAudio(FRAME, 'hello'), 'refused while backed up');
-  t.notOk(client.sendAudio(FRAME, ''), 'a frame alone too');
-  t.equal(ws.sent.length, sent, 'neither the text nor the audio went out');
-  ws.buffered = 0;
-  sink.drained();
-  t.ok(client.sendAudio(FRAME, 'hello'), 'after the drain');
-  t.same(ws.sent.slice(sent).map((s) => s.binary), [false, true], 'the text event, then its audio');
-});
+t.test(
+  'binary audio: a frame with text sends neither while backed up; a frame alone asks the socket once',
+  async (t) => {
+    const { ws, sink } = setup();
+    const client = new StsClient(sink);
+    client.binaryAudio = true;
+    let asked = 0;
+    const buffered = ws.getBufferedAmount.bind(ws);
+    ws.getBufferedAmount = () => (asked++, buffered());
+    t.ok(client.sendAudio(FRAME, ''));
+    t.equal(asked, 1, 'one getBufferedAmount per frame');
+    ws.buffered = BACKPRESSURE.audio_high_water_bytes + 1;
+    const sent = ws.sent.length;
+    t.notOk(client.sendAudio(FRAME, 'hello'), 'refused while backed up');
+    t.notOk(client.sendAudio(FRAME, ''), 'a frame alone too');
+    t.equal(ws.sent.length, sent, 'neither the text nor the audio went out');
+    ws.buffered = 0;
+    sink.drained();
+    t.ok(client.sendAudio(FRAME, 'hello'), 'after the drain');
+    t.same(
+      ws.sent.slice(sent).map((s) => s.binary),
+      [false, true],
+      'the text event, then its audio',
+    );
+  },
+);
 
 t.test('a control event that would be dropped closes the socket with 1008', async (t) => {
   const { ws, state, sink } = setup();
@@ -111,14 +121,22 @@ t.test('observer audio is dropped while the observer is backed up; events still 
   feed.event({ type: 'user_started_speaking' });
   t.equal(ws.sent.length, 1, 'the event went out');
   feed.closed('user');
-  t.match(JSON.parse(ws.sent[1].data as string), { type: 'conversation_ended', ended_by: 'user' }, 'the end is announced');
+  t.match(
+    JSON.parse(ws.sent[1].data as string),
+    { type: 'conversation_ended', ended_by: 'user' },
+    'the end is announced',
+  );
   t.equal(ws.ended?.code, 1000, 'and the observer closed normally');
 });
 
 t.test('a relay sink offers audio only while the holding worker has not reported a pause', async (t) => {
   const posted: WorkerNotice[] = [];
   let ended = 0;
-  const sink = new RelaySink(7, (n) => posted.push(n), () => ended++);
+  const sink = new RelaySink(
+    7,
+    (n) => posted.push(n),
+    () => ended++,
+  );
   const client = new StsClient(sink);
   t.ok(client.sendAudio(FRAME, ''), 'audio goes out before any report');
   sink.flow(true);
@@ -138,7 +156,11 @@ t.test('a relay sink offers audio only while the holding worker has not reported
 t.test('a relay closed from the socket side is detached without a notice', async (t) => {
   const posted: WorkerNotice[] = [];
   let ended = 0;
-  const sink = new RelaySink(8, (n) => posted.push(n), () => ended++);
+  const sink = new RelaySink(
+    8,
+    (n) => posted.push(n),
+    () => ended++,
+  );
   sink.detach();
   t.equal(ended, 1, 'forgotten by its owner');
   t.notOk(sink.text('{}'), 'no more text');

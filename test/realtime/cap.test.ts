@@ -15,13 +15,19 @@ t.test('max_active_conversations under parallel connects', async (t) => {
   await server.sql`update projects set max_active_conversations = ${CAP} where id = ${server.projectId}`;
   const clients = await Promise.all(Array.from({ length: CLIENTS }, () => server.openSts()));
   for (const c of clients) c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
-  await Promise.all(clients.map((c) => c.until(() => c.events('conversation_created').length > 0 || c.events('error').length > 0)));
+  await Promise.all(
+    clients.map((c) => c.until(() => c.events('conversation_created').length > 0 || c.events('error').length > 0)),
+  );
   const admitted = clients.filter((c) => c.events('conversation_created').length > 0);
   const refused = clients.filter((c) => c.events('error').length > 0);
   t.equal(admitted.length, CAP, `exactly ${CAP} conversations admitted`);
   t.equal(refused.length, CLIENTS - CAP, 'the others refused');
   for (const c of refused) {
-    t.equal((c.events('error')[0].error as { code: string }).code, 'max_active_conversations_reached', 'refusal names the cap');
+    t.equal(
+      (c.events('error')[0].error as { code: string }).code,
+      'max_active_conversations_reached',
+      'refusal names the cap',
+    );
     await c.closed;
   }
   const project = await api(server).get('/v1/projects/main');

@@ -26,13 +26,18 @@ t.test('observers and reconnect on one worker', async (t) => {
     t.equal(token.status, 200);
     const observers = {
       key: await TestClient.open(server.liveUrl(id), server.auth),
-      token: await TestClient.open(`${server.liveUrl(id)}?session_token=${encodeURIComponent(token.body.session_token)}`),
+      token: await TestClient.open(
+        `${server.liveUrl(id)}?session_token=${encodeURIComponent(token.body.session_token)}`,
+      ),
     };
     let streaming = true;
     const stream = streamAudio(client, new Int16Array(0), RATE, { keepGoing: () => streaming });
     for (const [who, o] of Object.entries(observers)) {
       await o.until(() => o.events('live_audio').some((e) => e.side === 'user') || o.ws.readyState === o.ws.CLOSED);
-      t.ok(o.events('live_audio').some((e) => e.side === 'user'), `${who}: hears the user`);
+      t.ok(
+        o.events('live_audio').some((e) => e.side === 'user'),
+        `${who}: hears the user`,
+      );
     }
     client.send({ type: 'say', text: 'Hello observers.' });
     await Promise.all(Object.values(observers).map((o) => o.untilEvent('assistant_finished_speaking')));
@@ -40,10 +45,14 @@ t.test('observers and reconnect on one worker', async (t) => {
     await stream;
     for (const [who, o] of Object.entries(observers)) {
       t.equal(o.events('assistant_started_speaking').length, 1, `${who}: sees the assistant start`);
-      t.ok(o.events('live_audio').some((e) => e.side === 'assistant'), `${who}: hears the assistant`);
+      t.ok(
+        o.events('live_audio').some((e) => e.side === 'assistant'),
+        `${who}: hears the assistant`,
+      );
     }
     client.close();
-    for (const [who, o] of Object.entries(observers)) t.equal((await o.closed).code, 1000, `${who}: closed when the conversation ends`);
+    for (const [who, o] of Object.entries(observers))
+      t.equal((await o.closed).code, 1000, `${who}: closed when the conversation ends`);
     t.equal((await server.endedConversation(id)).ended_by, 'user');
   });
 
@@ -63,38 +72,56 @@ t.test('observers and reconnect on one worker', async (t) => {
     again.close();
     const c = await server.endedConversation(id);
     t.equal(c.ended_by, 'user', 'the client closed the new socket: ended_by user');
-    t.same(c.items.map((i: { live_transcript: string }) => i.live_transcript), ['Before.', 'After.'], 'both sockets on one record');
+    t.same(
+      c.items.map((i: { live_transcript: string }) => i.live_transcript),
+      ['Before.', 'After.'],
+      'both sockets on one record',
+    );
   });
 
-  t.test('binary frames are refused until config negotiates them, and still reach the conversation after a reconnect', async (t) => {
-    const plain = await server.openSts();
-    const frame = Buffer.alloc((2 * 8000 * 20) / 1000);
-    plain.ws.send(frame, { binary: true });
-    await plain.untilEvent('error');
-    plain.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000' });
-    await plain.untilEvent('ready_to_start_conversation');
-    plain.ws.send(frame, { binary: true });
-    await plain.untilEvent('error', 2);
-    t.same(plain.events('error').map((e) => (e.error as { code: string }).code), ['binary_not_negotiated', 'binary_not_negotiated'], 'before config, and after a config without binary_audio');
-    plain.close();
+  t.test(
+    'binary frames are refused until config negotiates them, and still reach the conversation after a reconnect',
+    async (t) => {
+      const plain = await server.openSts();
+      const frame = Buffer.alloc((2 * 8000 * 20) / 1000);
+      plain.ws.send(frame, { binary: true });
+      await plain.untilEvent('error');
+      plain.send({ type: 'config', input_format: 'pcm_8000', output_format: 'pcm_8000' });
+      await plain.untilEvent('ready_to_start_conversation');
+      plain.ws.send(frame, { binary: true });
+      await plain.untilEvent('error', 2);
+      t.same(
+        plain.events('error').map((e) => (e.error as { code: string }).code),
+        ['binary_not_negotiated', 'binary_not_negotiated'],
+        'before config, and after a config without binary_audio',
+      );
+      plain.close();
 
-    const { client, id } = await server.startConversation({ input_format: 'pcm_8000', output_format: 'pcm_8000', binary_audio: true });
-    client.ws.terminate();
-    await client.closed;
-    const again = await server.openSts(`?reconnect_conv_id=${id}`);
-    await again.untilEvent('conversation_created');
-    const prompt = wavPcm(readFileSync(PROMPT));
-    let streaming = true;
-    const stream = streamAudio(again, prompt, 8000, { binary: true, keepGoing: () => streaming && again.events('user_finished_speaking').length === 0 });
-    await again.untilEvent('user_finished_speaking');
-    streaming = false;
-    await stream;
-    t.equal(again.events('user_started_speaking').length, 1, "the new socket's binary frames reached the VAD");
-    t.equal(again.events('error').length, 0, 'no error: binary audio is still negotiated');
-    again.close();
-    const c = await server.endedConversation(id);
-    t.equal(c.items.filter((i: { role: string }) => i.role === 'user').length, 1, "the user's turn is on the record");
-  });
+      const { client, id } = await server.startConversation({
+        input_format: 'pcm_8000',
+        output_format: 'pcm_8000',
+        binary_audio: true,
+      });
+      client.ws.terminate();
+      await client.closed;
+      const again = await server.openSts(`?reconnect_conv_id=${id}`);
+      await again.untilEvent('conversation_created');
+      const prompt = wavPcm(readFileSync(PROMPT));
+      let streaming = true;
+      const stream = streamAudio(again, prompt, 8000, {
+        binary: true,
+        keepGoing: () => streaming && again.events('user_finished_speaking').length === 0,
+      });
+      await again.untilEvent('user_finished_speaking');
+      streaming = false;
+      await stream;
+      t.equal(again.events('user_started_speaking').length, 1, "the new socket's binary frames reached the VAD");
+      t.equal(again.events('error').length, 0, 'no error: binary audio is still negotiated');
+      again.close();
+      const c = await server.endedConversation(id);
+      t.equal(c.items.filter((i: { role: string }) => i.role === 'user').length, 1, "the user's turn is on the record");
+    },
+  );
 
   t.test('after the grace period the conversation is over: a reconnect is refused', async (t) => {
     const { client, id } = await conversation();

@@ -30,7 +30,13 @@ t.test('the record of a live conversation', async (t) => {
 
   t.test('external_id from config, then set_external_id; origin; audio_url in wav.gz and wav', async (t) => {
     const c = await open();
-    c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000', welcome_message: 'Hello there.', external_id: 'crm-1' });
+    c.send({
+      type: 'config',
+      input_format: 'pcm_16000',
+      output_format: 'pcm_16000',
+      welcome_message: 'Hello there.',
+      external_id: 'crm-1',
+    });
     await c.untilEvent('assistant_finished_speaking');
     const id = created(c);
     c.send({ type: 'set_external_id', external_id: 'crm-2' });
@@ -60,14 +66,24 @@ t.test('the record of a live conversation', async (t) => {
 
   t.test('zero data retention: no recording, no transcripts', async (t) => {
     const c = await open();
-    c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000', welcome_message: 'A secret.', data_retention_policy: { zero_data_retention: true } });
+    c.send({
+      type: 'config',
+      input_format: 'pcm_16000',
+      output_format: 'pcm_16000',
+      welcome_message: 'A secret.',
+      data_retention_policy: { zero_data_retention: true },
+    });
     await c.untilEvent('assistant_finished_speaking');
     const id = created(c);
     c.close();
     const conv = await server.endedConversation(id);
     t.equal(conv.audio_url, null, 'no recording link');
     t.equal(conv.live_transcript, null, 'no transcript');
-    t.same(conv.items.map((i: { role: string; live_transcript: string | null }) => [i.role, i.live_transcript]), [['assistant', null]], 'the item without its text');
+    t.same(
+      conv.items.map((i: { role: string; live_transcript: string | null }) => [i.role, i.live_transcript]),
+      [['assistant', null]],
+      'the item without its text',
+    );
   });
 
   t.test('websocket_timeout_sec: an idle client is closed and the conversation ends', async (t) => {

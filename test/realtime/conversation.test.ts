@@ -51,7 +51,9 @@ for (const binary of [false, true]) {
     });
     t.ok(sent >= speech.length / SAMPLES_PER_FRAME, 'the whole prompt was streamed');
 
-    const order = client.got.order.slice(welcomeEnd).filter((ty) => ty !== 'audio_chunk' && ty !== 'binary' && ty !== 'input_text');
+    const order = client.got.order
+      .slice(welcomeEnd)
+      .filter((ty) => ty !== 'audio_chunk' && ty !== 'binary' && ty !== 'input_text');
     t.same(
       order,
       ['user_started_speaking', 'user_finished_speaking', 'assistant_started_speaking', 'assistant_finished_speaking'],
@@ -76,9 +78,15 @@ for (const binary of [false, true]) {
         echoed.push(new Int16Array(audio.buffer.slice(audio.byteOffset, audio.byteOffset + audio.length)));
       }
     }
-    t.ok(echoed.every((f) => f.length === SAMPLES_PER_FRAME), 'assistant audio comes in 20 ms frames of the output format');
+    t.ok(
+      echoed.every((f) => f.length === SAMPLES_PER_FRAME),
+      'assistant audio comes in 20 ms frames of the output format',
+    );
     const promptFrames = Math.ceil(prompt.length / SAMPLES_PER_FRAME);
-    t.ok(echoed.length >= promptFrames * 0.8, `the echo is about as long as the prompt (${echoed.length} frames for ${promptFrames})`);
+    t.ok(
+      echoed.length >= promptFrames * 0.8,
+      `the echo is about as long as the prompt (${echoed.length} frames for ${promptFrames})`,
+    );
     t.ok(echoed.length <= promptFrames + 100, 'and not much longer (prebuffer and hangover only)');
     const loud = echoed.filter((f) => rms(f) > 300).length;
     t.ok(loud >= promptFrames * 0.5, `the echo carries the speech (${loud} voiced frames)`);

@@ -50,7 +50,10 @@ t.test('a 10 s database outage mid-conversation loses nothing the client heard',
     while (polling) {
       const during = outage;
       try {
-        const res = await fetch(`${node.url}/v1/conversations/${id}`, { headers, signal: AbortSignal.timeout(REQUEST_GIVE_UP_MS) });
+        const res = await fetch(`${node.url}/v1/conversations/${id}`, {
+          headers,
+          signal: AbortSignal.timeout(REQUEST_GIVE_UP_MS),
+        });
         answers.push({ status: res.status, retryAfter: res.headers.get('retry-after'), during });
         await res.arrayBuffer();
       } catch {
@@ -72,20 +75,40 @@ t.test('a 10 s database outage mid-conversation loses nothing the client heard',
   outage = false;
   for (let i = 0; i < AFTER; i++) await say(`After ${i}.`);
   client.close();
-  const c = await endedConversation((p) => fetch(`${node.url}${p}`, { headers }).then(async (r) => ({ status: r.status, body: await r.json() })), id, 90_000);
+  const c = await endedConversation(
+    (p) => fetch(`${node.url}${p}`, { headers }).then(async (r) => ({ status: r.status, body: await r.json() })),
+    id,
+    90_000,
+  );
   polling = false;
   await poll;
 
   t.ok(during > 0, `replies were spoken during the outage (${during})`);
-  t.same(c.items.map((i: { live_transcript: string }) => i.live_transcript), said, `every reply heard is on the record, in order (${said.length})`);
+  t.same(
+    c.items.map((i: { live_transcript: string }) => i.live_transcript),
+    said,
+    `every reply heard is on the record, in order (${said.length})`,
+  );
   t.equal(c.ended_by, 'user');
   const unavailable = answers.filter((a) => a.status === 503);
   t.ok(unavailable.length > 0, `the API answered 503 while the database was away (${unavailable.length} times)`);
-  t.ok(unavailable.every((a) => a.retryAfter !== null && Number(a.retryAfter) > 0), 'each with Retry-After');
-  t.same(answers.filter((a) => a.status !== 200 && a.status !== 503), [], 'nothing but 200 and 503 (no 500)');
+  t.ok(
+    unavailable.every((a) => a.retryAfter !== null && Number(a.retryAfter) > 0),
+    'each with Retry-After',
+  );
+  t.same(
+    answers.filter((a) => a.status !== 200 && a.status !== 503),
+    [],
+    'nothing but 200 and 503 (no 500)',
+  );
   t.equal(hung, 0, `no request went unanswered for ${REQUEST_GIVE_UP_MS} ms`);
-  t.ok(answers.some((a) => !a.during && a.status === 200), 'served again once it was back');
-  const leases = await fetch(`${node.url}/v1/projects/main`, { headers }).then((r) => r.json() as Promise<{ project: { active_conversations: number } }>);
+  t.ok(
+    answers.some((a) => !a.during && a.status === 200),
+    'served again once it was back',
+  );
+  const leases = await fetch(`${node.url}/v1/projects/main`, { headers }).then(
+    (r) => r.json() as Promise<{ project: { active_conversations: number } }>,
+  );
   t.equal(leases.project.active_conversations, 0, 'its slot is free');
   node.kill('SIGTERM');
   t.equal(await node.exited, null, 'the node stops cleanly');

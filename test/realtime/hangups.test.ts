@@ -16,7 +16,10 @@ const GRACE_SEC = 3;
 /** Says queued by the client that then drops (the queue takes CLIENT_LIMITS.queued_replies). */
 const FLOOD = 2_000;
 
-async function conversation(server: RealtimeServer, extra: Record<string, unknown> = {}): Promise<{ client: TestClient; id: string }> {
+async function conversation(
+  server: RealtimeServer,
+  extra: Record<string, unknown> = {},
+): Promise<{ client: TestClient; id: string }> {
   const client = await TestClient.open(`${server.wsUrl}/v1/sts/ws`, { authorization: `Bearer ${server.apiKey}` });
   client.send({ ...CONFIG, ...extra });
   await client.untilEvent('ready_to_start_conversation');
@@ -32,7 +35,9 @@ async function idle(server: RealtimeServer): Promise<number[]> {
 /** Resolves with the close, or null when the socket is still open after `ms`. */
 function closedWithin(client: TestClient, ms: number): Promise<{ code: number; reason: string } | null> {
   let timer: NodeJS.Timeout;
-  return Promise.race([client.closed, new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([client.closed, new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 t.test('hang-ups, cancels and close codes', async (t) => {
@@ -62,7 +67,10 @@ t.test('hang-ups, cancels and close codes', async (t) => {
     t.ok(new Date(c.started_at).getTime() <= leftAt, 'started_at is stored');
     const day = new Date(c.started_at).toISOString().slice(0, 10);
     const listed = await http.get(`/v1/conversations?started_at_min=${day}&started_at_max=${day}`);
-    t.ok(listed.body.conversations.some((x: { id: string }) => x.id === id), 'the started_at filters find it');
+    t.ok(
+      listed.body.conversations.some((x: { id: string }) => x.id === id),
+      'the started_at filters find it',
+    );
   });
 
   t.test('a client that queues thousands of say messages and drops: nothing speaks on after the grace', async (t) => {
@@ -70,10 +78,17 @@ t.test('hang-ups, cancels and close codes', async (t) => {
     for (let i = 0; i < FLOOD; i++) client.send({ type: 'say', text: `Message number ${i} of many.` });
     await client.until(() => client.events('error').length >= FLOOD - CLIENT_LIMITS.queued_replies);
     const refused = client.events('error').filter((e) => (e.error as { code: string }).code === 'queue_full');
-    t.equal(refused.length, FLOOD - CLIENT_LIMITS.queued_replies, `each say over ${CLIENT_LIMITS.queued_replies} queued is refused with queue_full`);
+    t.equal(
+      refused.length,
+      FLOOD - CLIENT_LIMITS.queued_replies,
+      `each say over ${CLIENT_LIMITS.queued_replies} queued is refused with queue_full`,
+    );
     client.ws.terminate();
     const c = await endedConversation((p) => http.get(p), id);
-    t.ok(c.items.length <= CLIENT_LIMITS.queued_replies, `at most what was queued is on the record (${c.items.length} items)`);
+    t.ok(
+      c.items.length <= CLIENT_LIMITS.queued_replies,
+      `at most what was queued is on the record (${c.items.length} items)`,
+    );
     t.same(await idle(server), [0], 'nothing live on the worker');
     const project = await http.get('/v1/projects/main');
     t.equal(project.body.project.active_conversations, 0, 'its slot is free');
@@ -93,7 +108,9 @@ t.test('hang-ups, cancels and close codes', async (t) => {
   t.test("a reconnect to another workspace's conversation is invalid: 4801", async (t) => {
     const { client, id } = await conversation(server);
     const other = await createWorkspace(server.sql, 'other');
-    const intruder = await TestClient.open(`${server.wsUrl}/v1/sts/ws?reconnect_conv_id=${id}`, { authorization: `Bearer ${other.apiKey}` });
+    const intruder = await TestClient.open(`${server.wsUrl}/v1/sts/ws?reconnect_conv_id=${id}`, {
+      authorization: `Bearer ${other.apiKey}`,
+    });
     t.equal((await intruder.closed).code, CLOSE_INVALID_STATE);
     t.equal(await closedWithin(client, 200), null, 'the conversation goes on');
     client.close();

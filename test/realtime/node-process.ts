@@ -30,9 +30,20 @@ export interface SpawnedNode {
  * modules imported before it (test hooks).
  */
 export function spawnNode(env: Record<string, string>, preload: string[] = []): SpawnedNode {
-  const childEnv = userEnv({ PARLEY_HTTP_PORT: '0', PARLEY_WS_PORT: '0', PARLEY_HOST: '127.0.0.1', PARLEY_LOG_LEVEL: 'info', PARLEY_WORKERS: '1', ...env });
+  const childEnv = userEnv({
+    PARLEY_HTTP_PORT: '0',
+    PARLEY_WS_PORT: '0',
+    PARLEY_HOST: '127.0.0.1',
+    PARLEY_LOG_LEVEL: 'info',
+    PARLEY_WORKERS: '1',
+    ...env,
+  });
   const [cmd, ...pre] = USER_NODE;
-  const child: ChildProcess = spawn(cmd, [...pre, '--import', 'tsx', ...preload.flatMap((m) => ['--import', m]), 'src/main.ts'], { cwd: ROOT, env: childEnv });
+  const child: ChildProcess = spawn(
+    cmd,
+    [...pre, '--import', 'tsx', ...preload.flatMap((m) => ['--import', m]), 'src/main.ts'],
+    { cwd: ROOT, env: childEnv },
+  );
   let out = '';
   const waiters: (() => void)[] = [];
   const onData = (d: Buffer) => {
@@ -52,12 +63,20 @@ export function spawnNode(env: Record<string, string>, preload: string[] = []): 
       const check = () => {
         const m = re.exec(out);
         if (m) return resolve(m);
-        if (child.exitCode !== null || child.signalCode !== null) return reject(new Error(`the node ended before ${re}: ${out.slice(-3000)}`));
+        if (child.exitCode !== null || child.signalCode !== null)
+          return reject(new Error(`the node ended before ${re}: ${out.slice(-3000)}`));
         waiters.push(check);
       };
       check();
     });
-  return { pid: child.pid!, output: () => out, waitFor, exited, exitCode: () => child.exitCode, kill: (signal) => void child.kill(signal) };
+  return {
+    pid: child.pid!,
+    output: () => out,
+    waitFor,
+    exited,
+    exitCode: () => child.exitCode,
+    kill: (signal) => void child.kill(signal),
+  };
 }
 
 /** Starts a node (spawnNode) and waits for `parley ready`; its ports are the ones it reports. */

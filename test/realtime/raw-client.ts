@@ -14,7 +14,10 @@ export const SLOW_FRAME_EVENT_BYTES = Math.ceil((48_000 * 2 * FRAME_MS) / 1000 /
  * Minutes of speech: the kernel takes ~4 MB of a loopback socket that is not read (send buffer autotuned up to
  * tcp_wmem's maximum) before uWS holds anything, about 30 s of pcm_48000 as base64 events.
  */
-export const LONG_TEXT = Array.from({ length: 30 }, () => 'The quick brown fox jumps over the lazy dog while the band keeps playing on the old pier.').join(' ');
+export const LONG_TEXT = Array.from(
+  { length: 30 },
+  () => 'The quick brown fox jumps over the lazy dog while the band keeps playing on the old pier.',
+).join(' ');
 
 /** How long a slow socket may take to back up past the kernel's buffers (about 30 s of audio), on a loaded machine. */
 export const BACKUP_TIMEOUT_MS = 120_000;
@@ -26,9 +29,18 @@ const POLL_MS = 100;
 export type InspectSocket = () => Promise<SocketInspection | undefined>;
 
 /** Inspects the socket (every 100 ms) until `done` holds of it, or `timeoutMs` passes: the last inspection. */
-async function pollInspection(inspect: InspectSocket, done: (s: SocketInspection | undefined) => boolean, timeoutMs: number, what: string) {
+async function pollInspection(
+  inspect: InspectSocket,
+  done: (s: SocketInspection | undefined) => boolean,
+  timeoutMs: number,
+  what: string,
+) {
   let last: SocketInspection | undefined;
-  await until(async () => done((last = await inspect())), { what: () => `${what} (last seen: ${JSON.stringify(last)})`, timeoutMs, intervalMs: POLL_MS });
+  await until(async () => done((last = await inspect())), {
+    what: () => `${what} (last seen: ${JSON.stringify(last)})`,
+    timeoutMs,
+    intervalMs: POLL_MS,
+  });
   return last;
 }
 
@@ -39,13 +51,23 @@ async function pollInspection(inspect: InspectSocket, done: (s: SocketInspection
 export function speakUnread(client: RawClient, inspect: InspectSocket): Promise<SocketInspection | undefined> {
   client.send({ type: 'say', text: LONG_TEXT });
   client.stopReading();
-  return pollInspection(inspect, (s) => s?.audioPaused === true, BACKUP_TIMEOUT_MS, 'the unread socket to back up and pause its audio');
+  return pollInspection(
+    inspect,
+    (s) => s?.audioPaused === true,
+    BACKUP_TIMEOUT_MS,
+    'the unread socket to back up and pause its audio',
+  );
 }
 
 /** Reads again and waits for the socket's audio to resume; the last inspection. */
 export function resumeReading(client: RawClient, inspect: InspectSocket): Promise<SocketInspection | undefined> {
   client.socket.resume();
-  return pollInspection(inspect, (s) => s !== undefined && !s.audioPaused, RESUME_TIMEOUT_MS, 'the socket read again to resume its audio');
+  return pollInspection(
+    inspect,
+    (s) => s !== undefined && !s.audioPaused,
+    RESUME_TIMEOUT_MS,
+    'the socket read again to resume its audio',
+  );
 }
 
 /** A WebSocket client by hand (RFC 6455 4.1, 5.2): handshake, masked text frames out, raw bytes in. */
@@ -60,12 +82,19 @@ export class RawClient {
     const socket = connect(port, '127.0.0.1');
     await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
     const client = new RawClient(socket);
-    const lines = [`GET ${path} HTTP/1.1`, `Host: 127.0.0.1:${port}`, 'Upgrade: websocket', 'Connection: Upgrade',
-      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Version: 13',
-      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    const lines = [
+      `GET ${path} HTTP/1.1`,
+      `Host: 127.0.0.1:${port}`,
+      'Upgrade: websocket',
+      'Connection: Upgrade',
+      `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
+      'Sec-WebSocket-Version: 13',
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ];
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);
     await client.until((r) => r.includes('\r\n\r\n'));
-    if (!client.received.startsWith('HTTP/1.1 101')) throw new Error(`upgrade refused: ${client.received.split('\r\n')[0]}`);
+    if (!client.received.startsWith('HTTP/1.1 101'))
+      throw new Error(`upgrade refused: ${client.received.split('\r\n')[0]}`);
     return client;
   }
 
@@ -87,7 +116,10 @@ export class RawClient {
   send(message: Record<string, unknown>): void {
     const payload = Buffer.from(JSON.stringify(message));
     const mask = randomBytes(4);
-    const head = payload.length < 126 ? Buffer.from([0x81, 0x80 | payload.length]) : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
+    const head =
+      payload.length < 126
+        ? Buffer.from([0x81, 0x80 | payload.length])
+        : Buffer.from([0x81, 0x80 | 126, payload.length >> 8, payload.length & 0xff]);
     const masked = Buffer.alloc(payload.length);
     for (let i = 0; i < payload.length; i++) masked[i] = payload[i] ^ mask[i & 3];
     this.socket.write(Buffer.concat([head, mask, masked]));

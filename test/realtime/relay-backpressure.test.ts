@@ -23,7 +23,10 @@ function relayedSocket(sockets: SocketInspection[][], id: string): SocketInspect
 t.test('a relayed client that stops reading is paused like a local one', async (t) => {
   const server = await startRealtimeServer({ workers: 2, env: { PARLEY_RECONNECT_GRACE_SEC: '120' } });
   t.teardown(() => server.close());
-  const { client: first, id } = await server.startConversation({ input_format: 'pcm_16000', output_format: SLOW_FORMAT });
+  const { client: first, id } = await server.startConversation({
+    input_format: 'pcm_16000',
+    output_format: SLOW_FORMAT,
+  });
   // Dropped, not closed on purpose (that would end the conversation): it waits for the reconnect.
   first.ws.terminate();
   await first.closed;
@@ -50,7 +53,10 @@ t.test('a relayed client that stops reading is paused like a local one', async (
   t.equal(sampled.length, SAMPLES, 'the relayed socket stayed open (never cut off at the drop limit)');
   const most = Math.max(...sampled.map((s) => s.bufferedBytes));
   const bound = BACKPRESSURE.audio_high_water_bytes + IN_FLIGHT_FRAMES * SLOW_FRAME_EVENT_BYTES;
-  t.ok(sampled.length > 0 && most <= bound, `its worker held at most ${most} bytes for it (high-water mark plus frames in flight: ${bound})`);
+  t.ok(
+    sampled.length > 0 && most <= bound,
+    `its worker held at most ${most} bytes for it (high-water mark plus frames in flight: ${bound})`,
+  );
 
   const resumed = await resumeReading(client, inspect);
   t.equal(resumed?.audioPaused, false, 'once it reads again, its audio resumes');

@@ -39,7 +39,10 @@ t.test('a client that stops reading is bounded and does not hold up another conv
   t.ok(backedUp?.audioPaused, 'the slow socket backed up and its assistant audio paused');
 
   // A normal conversation on the same (only) worker, its client reading and streaming silence at real time.
-  const { client: normal } = await server.startConversation({ input_format: `pcm_${NORMAL_RATE}`, output_format: `pcm_${NORMAL_RATE}` });
+  const { client: normal } = await server.startConversation({
+    input_format: `pcm_${NORMAL_RATE}`,
+    output_format: `pcm_${NORMAL_RATE}`,
+  });
   let ticks = 0;
   const arrivals: number[] = [];
   normal.ws.on('message', (data: Buffer, binary: boolean) => {
@@ -74,8 +77,14 @@ t.test('a client that stops reading is bounded and does not hold up another conv
   const bound = BACKPRESSURE.audio_high_water_bytes + 2 * SLOW_FRAME_EVENT_BYTES;
   t.equal(sampled.length, SAMPLES, 'the slow socket stayed open throughout');
   const most = Math.max(...sampled.map((s) => s.bufferedBytes));
-  t.ok(sampled.length > 0 && most <= bound, `the server held at most ${most} bytes for it (high-water mark ${BACKPRESSURE.audio_high_water_bytes} plus a frame)`);
-  t.ok(sampled.every((s) => s.audioPaused), 'its audio stayed paused while it did not read');
+  t.ok(
+    sampled.length > 0 && most <= bound,
+    `the server held at most ${most} bytes for it (high-water mark ${BACKPRESSURE.audio_high_water_bytes} plus a frame)`,
+  );
+  t.ok(
+    sampled.every((s) => s.audioPaused),
+    'its audio stayed paused while it did not read',
+  );
 
   t.same(normal.events('error'), [], 'the normal conversation saw no error');
   t.ok(arrivals.length > 0, `the normal client heard its assistant (${arrivals.length} frames)`);

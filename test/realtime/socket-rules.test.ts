@@ -21,7 +21,9 @@ const CONFIG_TIMEOUT_SEC = 1;
 /** Resolves with the close, or null when the socket is still open after `ms`. */
 function closedWithin(client: TestClient, ms: number): Promise<{ code: number; reason: string } | null> {
   let timer: NodeJS.Timeout;
-  return Promise.race([client.closed, new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([client.closed, new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }
 
 function codes(client: TestClient): string[] {
@@ -58,7 +60,11 @@ t.test('what a client sends on the STS socket', async (t) => {
     c.send({ type: 'audio_chunk', audio: Buffer.alloc(FRAME_BYTES * 2).toString('base64') });
     await c.untilEvent('error', 2);
     const errors = c.events('error').map((e) => e.error as { code: string; message: string });
-    t.same(errors.map((e) => e.code), ['invalid_audio', 'invalid_audio'], 'two refused, the 40 ms chunk taken');
+    t.same(
+      errors.map((e) => e.code),
+      ['invalid_audio', 'invalid_audio'],
+      'two refused, the 40 ms chunk taken',
+    );
     t.match(errors[0].message, /at most 40 ms: 1280 bytes of pcm_16000/);
     t.match(errors[1].message, /even number of bytes/);
     c.close();
@@ -83,7 +89,10 @@ t.test('what a client sends on the STS socket', async (t) => {
       raw.socket.write(Buffer.concat([Buffer.from([0x81, payload.length]), payload]));
       if (trailing) raw.socket.write(Buffer.concat([Buffer.from([0x81, payload.length]), payload]));
       let timer: NodeJS.Timeout;
-      const outcome = await Promise.race([closed.then(() => 'closed'), new Promise((r) => (timer = setTimeout(() => r('open'), CONFIG_TIMEOUT_SEC * 1000 * 5)))]);
+      const outcome = await Promise.race([
+        closed.then(() => 'closed'),
+        new Promise((r) => (timer = setTimeout(() => r('open'), CONFIG_TIMEOUT_SEC * 1000 * 5))),
+      ]);
       clearTimeout(timer!);
       t.equal(outcome, 'closed', `closed (${trailing ? 'garbled frames' : 'a frame uWS waits on'})`);
       raw.socket.destroy();
@@ -108,11 +117,18 @@ t.test('readiness: once the API answers, the realtime port accepts conversations
   t.teardown(db.drop);
   const key = `bootstrap-${randomBytes(12).toString('hex')}`;
   const [http, ws] = [await freePort(), await freePort()];
-  const node = spawnNode({ DATABASE_URL: db.url, PARLEY_BOOTSTRAP_API_KEY: key, PARLEY_HTTP_PORT: String(http), PARLEY_WS_PORT: String(ws) });
+  const node = spawnNode({
+    DATABASE_URL: db.url,
+    PARLEY_BOOTSTRAP_API_KEY: key,
+    PARLEY_HTTP_PORT: String(http),
+    PARLEY_WS_PORT: String(ws),
+  });
   t.teardown(() => node.kill('SIGKILL'));
   // A client that starts a conversation as soon as the API answers.
   for (;;) {
-    const ok = await fetch(`http://127.0.0.1:${http}/v1/projects`, { headers: { authorization: `Bearer ${key}` } }).then(
+    const ok = await fetch(`http://127.0.0.1:${http}/v1/projects`, {
+      headers: { authorization: `Bearer ${key}` },
+    }).then(
       (r) => r.ok,
       () => false,
     );

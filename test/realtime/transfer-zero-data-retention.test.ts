@@ -16,15 +16,27 @@ import { until } from '../helpers/wait.js';
 t.setTimeout(120_000);
 
 t.test('a transfer to a zero data retention agent keeps nothing of the conversation', async (t) => {
-  const server = await startRealtimeServer({ env: { PARLEY_RECONNECT_GRACE_SEC: '0', PARLEY_ENGINE_DEFAULT: 'scripted' } });
+  const server = await startRealtimeServer({
+    env: { PARLEY_RECONNECT_GRACE_SEC: '0', PARLEY_ENGINE_DEFAULT: 'scripted' },
+  });
   t.teardown(() => server.close());
   const http = api(server);
   const recordingsDir = join(server.settings.PARLEY_DATA_DIR, RECORDINGS_DIR);
   const recordingFiles = (id: string) => readdirSync(recordingsDir).filter((f) => f.startsWith(`${id}.`));
 
-  const vault = await http.put('/v1/agents/upsert', { name: 'vault', system_prompt: 'Vault.', data_retention_policy: { zero_data_retention: true } });
+  const vault = await http.put('/v1/agents/upsert', {
+    name: 'vault',
+    system_prompt: 'Vault.',
+    data_retention_policy: { zero_data_retention: true },
+  });
   t.equal(vault.status, 200, 'the zero data retention agent');
-  const tool = await http.post('/v1/tools', { name: 'to_vault', description: 'Transfer', type: 'built_in_transfer_to_agent', execution_mode: 'sync', agents_to_transfer_to: ['vault'] });
+  const tool = await http.post('/v1/tools', {
+    name: 'to_vault',
+    description: 'Transfer',
+    type: 'built_in_transfer_to_agent',
+    execution_mode: 'sync',
+    agents_to_transfer_to: ['vault'],
+  });
   t.equal(tool.status, 201, 'the transfer tool');
 
   const c = await server.openSts();
@@ -49,7 +61,10 @@ t.test('a transfer to a zero data retention agent keeps nothing of the conversat
   await until(() => recordingFiles(id).length === 0, { what: 'the recording file removed', intervalMs: 50 });
   t.same(recordingFiles(id), [], 'after the transfer the recording file is removed while the call goes on');
   c.send({ type: 'generate_reply' });
-  await until(() => c.events('assistant_finished_speaking').length === 3, { what: "the vault agent's reply", intervalMs: 50 });
+  await until(() => c.events('assistant_finished_speaking').length === 3, {
+    what: "the vault agent's reply",
+    intervalMs: 50,
+  });
   t.equal(c.events('assistant_finished_speaking').length, 3, "the vault agent's reply played");
   t.same(recordingFiles(id), [], 'no new recording file while the vault agent speaks');
   c.close();
@@ -63,8 +78,24 @@ t.test('a transfer to a zero data retention agent keeps nothing of the conversat
   t.same(recordingFiles(id), [], 'no file in the recordings directory');
   // Content rule: none of the conversation's content is kept, also what was said before the transfer.
   t.equal(conv.live_transcript, null, 'no conversation transcript');
-  const items = conv.items as { role: string; live_transcript: string | null; tool_calls?: { tool: { name: string }; request_body: unknown; response_body: unknown }[] }[];
-  t.same(items.map((i) => [i.role, i.live_transcript]), [['assistant', null], ['assistant', null], ['assistant', null]], 'the items remain, none with its text (the welcome before the transfer included)');
+  const items = conv.items as {
+    role: string;
+    live_transcript: string | null;
+    tool_calls?: { tool: { name: string }; request_body: unknown; response_body: unknown }[];
+  }[];
+  t.same(
+    items.map((i) => [i.role, i.live_transcript]),
+    [
+      ['assistant', null],
+      ['assistant', null],
+      ['assistant', null],
+    ],
+    'the items remain, none with its text (the welcome before the transfer included)',
+  );
   const calls = items.flatMap((i) => i.tool_calls ?? []);
-  t.same(calls.map((x) => [x.tool.name, x.request_body, x.response_body]), [['to_vault', null, null]], 'the transfer call without its bodies');
+  t.same(
+    calls.map((x) => [x.tool.name, x.request_body, x.response_body]),
+    [['to_vault', null, null]],
+    'the transfer call without its bodies',
+  );
 });

@@ -32,13 +32,19 @@ t.test('update accepts an empty body and any subset of fields', async (t) => {
 
 t.test('E.164 is required for every phone number field', async (t) => {
   t.same(paths(update.safeParse({ custom_phone_numbers: ['+14155550100', '4155550101'] })), ['custom_phone_numbers.1']);
-  t.same(paths(update.safeParse({ inbound_rollout_forward_phone_number: '0044 20' })), ['inbound_rollout_forward_phone_number']);
-  t.same(paths(update.safeParse({ outbound_number_pool: { active: ['+1'], blocked: [] } })), ['outbound_number_pool.active.0']);
+  t.same(paths(update.safeParse({ inbound_rollout_forward_phone_number: '0044 20' })), [
+    'inbound_rollout_forward_phone_number',
+  ]);
+  t.same(paths(update.safeParse({ outbound_number_pool: { active: ['+1'], blocked: [] } })), [
+    'outbound_number_pool.active.0',
+  ]);
   t.same(paths(update.safeParse({ custom_phone_number: 'abc' })), ['custom_phone_number']);
 });
 
 t.test('custom phone numbers must be unique', async (t) => {
-  t.same(paths(update.safeParse({ custom_phone_numbers: ['+14155550100', '+14155550100'] })), ['custom_phone_numbers.1']);
+  t.same(paths(update.safeParse({ custom_phone_numbers: ['+14155550100', '+14155550100'] })), [
+    'custom_phone_numbers.1',
+  ]);
 });
 
 t.test('language fields take only LANG codes', async (t) => {
@@ -48,8 +54,10 @@ t.test('language fields take only LANG codes', async (t) => {
 });
 
 t.test('audio_speed must be a multiple of 0.1, judged without float error', async (t) => {
-  for (const ok of [1.2, 0.7, 1.1, 0.3, 2, 1.5000000000000002]) t.same(paths(update.safeParse({ audio_speed: ok })), [], `${ok}`);
-  for (const bad of [1.25, 0.05, 1.01]) t.same(paths(update.safeParse({ audio_speed: bad })), ['audio_speed'], `${bad}`);
+  for (const ok of [1.2, 0.7, 1.1, 0.3, 2, 1.5000000000000002])
+    t.same(paths(update.safeParse({ audio_speed: ok })), [], `${ok}`);
+  for (const bad of [1.25, 0.05, 1.01])
+    t.same(paths(update.safeParse({ audio_speed: bad })), ['audio_speed'], `${bad}`);
   t.same(paths(update.safeParse({ audio_speed: 0 })), ['audio_speed']);
 });
 
@@ -57,14 +65,25 @@ t.test('ranges: levels between 0 and 1, integers where the API says integer', as
   t.same(paths(update.safeParse({ background_noise_level: 1.5 })), ['background_noise_level']);
   t.same(paths(update.safeParse({ inbound_rollout: -0.1 })), ['inbound_rollout']);
   t.same(paths(update.safeParse({ vad_threshold: 2 })), ['vad_threshold']);
-  t.same(paths(update.safeParse({ assistant_backchannel_aggressiveness: -1 })), ['assistant_backchannel_aggressiveness']);
+  t.same(paths(update.safeParse({ assistant_backchannel_aggressiveness: -1 })), [
+    'assistant_backchannel_aggressiveness',
+  ]);
   t.same(paths(update.safeParse({ websocket_timeout_sec: 1.5 })), ['websocket_timeout_sec']);
   t.same(paths(update.safeParse({ min_words_to_interrupt: 0 })), ['min_words_to_interrupt']);
   t.same(paths(update.safeParse({ vad_prebuffer_duration_ms: -1 })), ['vad_prebuffer_duration_ms']);
 });
 
 t.test('VAD durations within what the VAD accepts (a longer one could never start a conversation)', async (t) => {
-  t.same(paths(update.safeParse({ vad_prebuffer_duration_ms: 10_000, vad_min_speech_duration_ms: 10_000, vad_min_silence_duration_ms: 60_000 })), []);
+  t.same(
+    paths(
+      update.safeParse({
+        vad_prebuffer_duration_ms: 10_000,
+        vad_min_speech_duration_ms: 10_000,
+        vad_min_silence_duration_ms: 60_000,
+      }),
+    ),
+    [],
+  );
   t.same(paths(update.safeParse({ vad_prebuffer_duration_ms: 10_001 })), ['vad_prebuffer_duration_ms']);
   t.same(paths(update.safeParse({ vad_min_speech_duration_ms: 10_001 })), ['vad_min_speech_duration_ms']);
   t.same(paths(update.safeParse({ vad_min_silence_duration_ms: 60_001 })), ['vad_min_silence_duration_ms']);
@@ -92,23 +111,38 @@ t.test('pronunciation words must be unique', async (t) => {
 
 t.test('DataRetentionPolicy takes form A or form B only', async (t) => {
   t.same(paths(update.safeParse({ data_retention_policy: { zero_data_retention: true } })), []);
-  const b = { zero_data_retention: false, transcripts: { delete_after_hours: 24 }, audio_recordings: { delete_after_hours: null } };
+  const b = {
+    zero_data_retention: false,
+    transcripts: { delete_after_hours: 24 },
+    audio_recordings: { delete_after_hours: null },
+  };
   t.same(paths(update.safeParse({ data_retention_policy: b })), []);
   t.not(paths(update.safeParse({ data_retention_policy: { zero_data_retention: false } })).length, 0);
   t.not(paths(update.safeParse({ data_retention_policy: {} })).length, 0);
   const fractional = { ...b, transcripts: { delete_after_hours: 1.5 } };
-  t.same(paths(update.safeParse({ data_retention_policy: fractional })), ['data_retention_policy.transcripts.delete_after_hours']);
+  t.same(paths(update.safeParse({ data_retention_policy: fractional })), [
+    'data_retention_policy.transcripts.delete_after_hours',
+  ]);
 });
 
 t.test('ConfigurationEndpoint: public HTTPS without credentials, timeout default 3000', async (t) => {
   const parsed = update.parse({ configuration_endpoint: { url: 'https://config.example.com/agent' } });
   t.equal(parsed.configuration_endpoint?.timeout_ms, 3000);
-  for (const url of ['http://config.example.com', 'https://user:pw@config.example.com', 'https://127.0.0.1/x', 'https://10.1.2.3', 'https://localhost:8443', 'https://[::1]/']) {
+  for (const url of [
+    'http://config.example.com',
+    'https://user:pw@config.example.com',
+    'https://127.0.0.1/x',
+    'https://10.1.2.3',
+    'https://localhost:8443',
+    'https://[::1]/',
+  ]) {
     t.same(paths(update.safeParse({ configuration_endpoint: { url } })), ['configuration_endpoint.url'], url);
   }
   const local = agentUpdateBody({ PARLEY_ALLOW_PRIVATE_ENDPOINTS: true });
   t.same(paths(local.safeParse({ configuration_endpoint: { url: 'https://127.0.0.1:9999/cfg' } })), []);
-  t.same(paths(local.safeParse({ configuration_endpoint: { url: 'http://127.0.0.1:9999/cfg' } })), ['configuration_endpoint.url']);
+  t.same(paths(local.safeParse({ configuration_endpoint: { url: 'http://127.0.0.1:9999/cfg' } })), [
+    'configuration_endpoint.url',
+  ]);
 });
 
 t.test('integrations are accepted by update and refused by upsert', async (t) => {
@@ -148,19 +182,29 @@ t.test('at most 2 additional languages when multilingual_mode is auto', async (t
   t.same(issuePaths(cfg({ additional_languages: ['fr', 'de'], multilingual_mode: 'auto' })), []);
 });
 
-t.test('inbound_rollout below 1 needs a phone number and a forward number; at 1 the forward number is null', async (t) => {
-  t.same(issuePaths(cfg({ inbound_rollout: 0.5 })), ['inbound_rollout', 'inbound_rollout_forward_phone_number']);
-  t.same(issuePaths(cfg({ inbound_rollout: 0.5, inbound_rollout_forward_phone_number: '+14155550100' }), true), []);
-  t.same(issuePaths(cfg({ inbound_rollout: 0.5, inbound_rollout_forward_phone_number: '+14155550100' }), false), ['inbound_rollout']);
-  t.same(issuePaths(cfg({ inbound_rollout: 1, inbound_rollout_forward_phone_number: '+14155550100' }), true), [
-    'inbound_rollout_forward_phone_number',
-  ]);
-});
+t.test(
+  'inbound_rollout below 1 needs a phone number and a forward number; at 1 the forward number is null',
+  async (t) => {
+    t.same(issuePaths(cfg({ inbound_rollout: 0.5 })), ['inbound_rollout', 'inbound_rollout_forward_phone_number']);
+    t.same(issuePaths(cfg({ inbound_rollout: 0.5, inbound_rollout_forward_phone_number: '+14155550100' }), true), []);
+    t.same(issuePaths(cfg({ inbound_rollout: 0.5, inbound_rollout_forward_phone_number: '+14155550100' }), false), [
+      'inbound_rollout',
+    ]);
+    t.same(issuePaths(cfg({ inbound_rollout: 1, inbound_rollout_forward_phone_number: '+14155550100' }), true), [
+      'inbound_rollout_forward_phone_number',
+    ]);
+  },
+);
 
 t.test('listen-only inbound needs a nonempty message', async (t) => {
   t.same(issuePaths(cfg({ listen_only_inbound_enabled: true })), ['listen_only_inbound_message']);
-  t.same(issuePaths(cfg({ listen_only_inbound_enabled: true, listen_only_inbound_message: '  ' })), ['listen_only_inbound_message']);
-  t.same(issuePaths(cfg({ listen_only_inbound_enabled: true, listen_only_inbound_message: 'This call is recorded.' })), []);
+  t.same(issuePaths(cfg({ listen_only_inbound_enabled: true, listen_only_inbound_message: '  ' })), [
+    'listen_only_inbound_message',
+  ]);
+  t.same(
+    issuePaths(cfg({ listen_only_inbound_enabled: true, listen_only_inbound_message: 'This call is recorded.' })),
+    [],
+  );
 });
 
 t.test('external_storage_policy needs zero data retention and excludes redaction', async (t) => {
@@ -173,7 +217,11 @@ t.test('external_storage_policy needs zero data retention and excludes redaction
 });
 
 t.test('deprecated languages fill default_language and additional_languages when not sent', async (t) => {
-  t.same(applyDeprecatedLanguages({ languages: ['de', 'fr'] }), { languages: ['de', 'fr'], default_language: 'de', additional_languages: ['fr'] });
+  t.same(applyDeprecatedLanguages({ languages: ['de', 'fr'] }), {
+    languages: ['de', 'fr'],
+    default_language: 'de',
+    additional_languages: ['fr'],
+  });
   t.same(applyDeprecatedLanguages({ languages: ['de'], default_language: 'en' }), {
     languages: ['de'],
     default_language: 'en',

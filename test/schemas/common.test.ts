@@ -7,13 +7,19 @@ const dev = { PARLEY_ALLOW_PRIVATE_ENDPOINTS: true };
 
 t.test('E.164 and LANG', async (t) => {
   for (const ok of ['+14155550123', '+447911123456', '+12']) t.ok(e164.safeParse(ok).success, ok);
-  for (const bad of ['14155550123', '+04155550123', '+1415555012345678', '+1 415 555', '+']) t.notOk(e164.safeParse(bad).success, bad);
+  for (const bad of ['14155550123', '+04155550123', '+1415555012345678', '+1 415 555', '+'])
+    t.notOk(e164.safeParse(bad).success, bad);
   for (const ok of ['en', 'fil', 'yue', 'zh']) t.ok(lang.safeParse(ok).success, ok);
   for (const bad of ['EN', 'en-US', 'xx', 'eng']) t.notOk(lang.safeParse(bad).success, bad);
 });
 
 t.test('public https URLs', async (t) => {
-  for (const ok of ['https://api.example.com/hook', 'https://8.8.8.8/x', 'https://[2606:4700::1111]/', 'https://hooks.example.com:8443/a?b=c']) {
+  for (const ok of [
+    'https://api.example.com/hook',
+    'https://8.8.8.8/x',
+    'https://[2606:4700::1111]/',
+    'https://hooks.example.com:8443/a?b=c',
+  ]) {
     t.equal(publicHttpsUrlProblem(ok, strict), null, ok);
   }
   const bad: [string, RegExp][] = [

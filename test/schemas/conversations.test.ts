@@ -31,7 +31,10 @@ t.test('limit: query strings are coerced, bounded 1..LIST_LIMIT_MAX', async (t) 
 t.test('before and after together are refused, each alone is fine', async (t) => {
   const both = listConversationsQuery.safeParse({ before: 'conv_a', after: 'conv_b' });
   t.notOk(both.success);
-  t.same(both.error?.issues.map((i) => i.path), [['before']]);
+  t.same(
+    both.error?.issues.map((i) => i.path),
+    [['before']],
+  );
   t.ok(listConversationsQuery.safeParse({ before: 'conv_a' }).success);
   t.ok(listConversationsQuery.safeParse({ after: 'conv_b' }).success);
 });
@@ -48,8 +51,15 @@ t.test('durations are whole non-negative seconds, min not above max', async (t) 
 t.test('started_at bounds: a UTC date covers its whole day; a timestamp is exact', async (t) => {
   const q = listConversationsQuery.parse({ started_at_min: '2026-02-28', started_at_max: '2026-02-28' });
   t.same(q.started_at_min, { at: new Date('2026-02-28T00:00:00.000Z'), exclusive: false });
-  t.same(q.started_at_max, { at: new Date('2026-03-01T00:00:00.000Z'), exclusive: true }, 'max date: before the next midnight');
-  const ts = listConversationsQuery.parse({ started_at_min: '2026-11-22T10:15:00+02:00', started_at_max: '2026-11-22T10:15:00.5Z' });
+  t.same(
+    q.started_at_max,
+    { at: new Date('2026-03-01T00:00:00.000Z'), exclusive: true },
+    'max date: before the next midnight',
+  );
+  const ts = listConversationsQuery.parse({
+    started_at_min: '2026-11-22T10:15:00+02:00',
+    started_at_max: '2026-11-22T10:15:00.5Z',
+  });
   t.same(ts.started_at_min, { at: new Date('2026-11-22T08:15:00.000Z'), exclusive: false }, 'offsets are honoured');
   t.same(ts.started_at_max, { at: new Date('2026-11-22T10:15:00.500Z'), exclusive: false });
   for (const bad of ['2026-02-30', '2026-13-01', '26-01-01', 'yesterday', '2026-11-22T10:15', '1700000000']) {
@@ -110,16 +120,40 @@ t.test('the record: spec nullability; required fields are required', async (t) =
   t.notOk(conversation.safeParse({ ...record, ended_by: 'timeout' }).success, 'ended_by is the API enum');
   t.ok(conversation.safeParse({ ...record, ended_by: 'configuration_endpoint_invalid_response' }).success);
   t.notOk(conversation.safeParse({ ...record, default_language: 'xx' }).success, 'default_language is LANG');
-  t.ok(conversation.safeParse({ ...record, origin: 'framework-agents-js', call_info: { from_phone_number: 'anonymous', to_phone_number: '+14155550100' } }).success);
+  t.ok(
+    conversation.safeParse({
+      ...record,
+      origin: 'framework-agents-js',
+      call_info: { from_phone_number: 'anonymous', to_phone_number: '+14155550100' },
+    }).success,
+  );
 });
 
 t.test('items and tool calls', async (t) => {
-  const item = { id: 'i', item_idx: 0, role: 'user', live_transcript: null, post_call_transcript: null, duration_ms: 1.5, started_at: '2026-01-01T00:00:00.000Z' };
+  const item = {
+    id: 'i',
+    item_idx: 0,
+    role: 'user',
+    live_transcript: null,
+    post_call_transcript: null,
+    duration_ms: 1.5,
+    started_at: '2026-01-01T00:00:00.000Z',
+  };
   t.ok(conversationItem.safeParse(item).success, 'live_transcript is null when redacted');
   t.notOk(conversationItem.safeParse({ ...item, role: 'system' }).success);
   t.notOk(conversationItem.safeParse({ ...item, item_idx: 0.5 }).success);
-  const call = { id: 'c', tool: { id: 't', name: 'n' }, request_body: null, response_body: null, timed_out: null, error_message: null };
+  const call = {
+    id: 'c',
+    tool: { id: 't', name: 'n' },
+    request_body: null,
+    response_body: null,
+    timed_out: null,
+    error_message: null,
+  };
   t.ok(toolCallEntry.safeParse(call).success, 'the optional endpoint fields may be absent');
-  t.ok(toolCallEntry.safeParse({ ...call, request_body: [1, 'x'], endpoint_called_at: null, response_status_code: null }).success);
+  t.ok(
+    toolCallEntry.safeParse({ ...call, request_body: [1, 'x'], endpoint_called_at: null, response_status_code: null })
+      .success,
+  );
   t.notOk(toolCallEntry.safeParse({ ...call, response_body: 'text' }).success, 'response_body is a map');
 });

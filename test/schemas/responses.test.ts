@@ -4,7 +4,12 @@ import { responsesRequestBody } from '../../src/schemas/responses.js';
 const schema = responsesRequestBody(5);
 const user = { role: 'user', text: 'Hello' };
 const params = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
-const def = (name: string, extra: Record<string, unknown> = {}) => ({ name, description: 'd', parameters: params, ...extra });
+const def = (name: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  description: 'd',
+  parameters: params,
+  ...extra,
+});
 
 /** The issues of a body, as `path -> message`. */
 function issues(body: Record<string, unknown>): Record<string, string> {
@@ -36,9 +41,14 @@ t.test('item forms: user needs text; an unknown form is named', async (t) => {
 });
 
 t.test('an assistant item carries text, tool_calls or action, not both of the last two', async (t) => {
-  t.match(issues({ input: [user, { role: 'assistant', text: '' }] }), { 'input.1': /must carry text, tool_calls or action/ });
+  t.match(issues({ input: [user, { role: 'assistant', text: '' }] }), {
+    'input.1': /must carry text, tool_calls or action/,
+  });
   t.same(issues({ input: [user, { role: 'assistant', text: 'Hi!' }] }), {});
-  t.same(issues({ input: [user, { role: 'assistant', text: '', action: { type: 'assistant_ended_conversation' } }] }), {});
+  t.same(
+    issues({ input: [user, { role: 'assistant', text: '', action: { type: 'assistant_ended_conversation' } }] }),
+    {},
+  );
   const both = issues({
     input: [
       user,
@@ -57,8 +67,13 @@ t.test('an assistant item carries text, tool_calls or action, not both of the la
 t.test('every tool call is followed immediately by its output', async (t) => {
   const call = (id: string) => ({ tool_call_id: id, tool: { name: 'lookup' }, request_body: { city: 'Oslo' } });
   const out = (id: string) => ({ type: 'tool_call_output', tool_call_id: id, response_body: { ok: true } });
-  t.same(issues({ input: [user, { role: 'assistant', text: '', tool_calls: [call('a'), call('b')] }, out('b'), out('a')] }), {});
-  t.match(issues({ input: [user, { role: 'assistant', text: '', tool_calls: [call('a')] }] }), { 'input.1': /must follow its call/ });
+  t.same(
+    issues({ input: [user, { role: 'assistant', text: '', tool_calls: [call('a'), call('b')] }, out('b'), out('a')] }),
+    {},
+  );
+  t.match(issues({ input: [user, { role: 'assistant', text: '', tool_calls: [call('a')] }] }), {
+    'input.1': /must follow its call/,
+  });
   t.match(issues({ input: [user, { role: 'assistant', text: '', tool_calls: [call('a')] }, user, out('a')] }), {
     'input.2': /expected the output of tool call 'a'/,
     'input.3.tool_call_id': /must follow its call immediately/,
@@ -71,9 +86,21 @@ t.test('every tool call is followed immediately by its output', async (t) => {
 
 t.test('a tool call output records an outcome', async (t) => {
   const base = [user, { role: 'assistant', text: '', tool_calls: [{ tool_call_id: 'a', tool: { name: 'x' } }] }];
-  t.match(issues({ input: [...base, { type: 'tool_call_output', tool_call_id: 'a' }] }), { 'input.2': /must record an outcome/ });
-  for (const outcome of [{ timed_out: true }, { interrupted: false }, { error_message: 'boom' }, { response_status_code: 500 }, { response_body: null }]) {
-    t.same(issues({ input: [...base, { type: 'tool_call_output', tool_call_id: 'a', ...outcome }] }), {}, JSON.stringify(outcome));
+  t.match(issues({ input: [...base, { type: 'tool_call_output', tool_call_id: 'a' }] }), {
+    'input.2': /must record an outcome/,
+  });
+  for (const outcome of [
+    { timed_out: true },
+    { interrupted: false },
+    { error_message: 'boom' },
+    { response_status_code: 500 },
+    { response_body: null },
+  ]) {
+    t.same(
+      issues({ input: [...base, { type: 'tool_call_output', tool_call_id: 'a', ...outcome }] }),
+      {},
+      JSON.stringify(outcome),
+    );
   }
 });
 
@@ -96,34 +123,74 @@ t.test('an argument may not be in both request_body and query_params', async (t)
 
 t.test('tool names are unique; definitions repeat neither tools nor a built-in name', async (t) => {
   t.match(issues({ input: [user], tools: ['keypad_input', 'keypad_input'] }), { 'tools.1': /listed twice/ });
-  t.match(issues({ input: [user], tools: ['keypad_input', { type: 'built_in', name: 'keypad_input' }] }), { 'tools.1': /listed twice/ });
-  t.match(issues({ input: [user], tool_definitions: [def('a'), def('a')] }), { 'tool_definitions.1.name': /defined twice/ });
-  t.match(issues({ input: [user], tools: ['transfer_desk'], project: 'main', tool_definitions: [def('transfer_desk')] }), {
-    'tool_definitions.0.name': /also named in tools/,
+  t.match(issues({ input: [user], tools: ['keypad_input', { type: 'built_in', name: 'keypad_input' }] }), {
+    'tools.1': /listed twice/,
   });
+  t.match(issues({ input: [user], tool_definitions: [def('a'), def('a')] }), {
+    'tool_definitions.1.name': /defined twice/,
+  });
+  t.match(
+    issues({ input: [user], tools: ['transfer_desk'], project: 'main', tool_definitions: [def('transfer_desk')] }),
+    {
+      'tool_definitions.0.name': /also named in tools/,
+    },
+  );
   for (const reserved of ['web_search', 'natural_conversation_ending', 'choose_not_to_respond', 'keypad_input']) {
-    t.match(issues({ input: [user], tool_definitions: [def(reserved)] }), { 'tool_definitions.0.name': /reserved for a built-in/ });
+    t.match(issues({ input: [user], tool_definitions: [def(reserved)] }), {
+      'tool_definitions.0.name': /reserved for a built-in/,
+    });
   }
 });
 
 t.test('built-in references take their own configuration', async (t) => {
-  t.same(issues({ input: [user], tools: [{ type: 'built_in', name: 'choose_not_to_respond', tool_config: { respond_after_sec: 4 } }] }), {});
-  t.same(issues({ input: [user], tools: [{ type: 'built_in', name: 'keypad_input', tool_config: { speech_before_tool_call: 'suppressed' } }] }), {});
-  t.not(Object.keys(issues({ input: [user], tools: [{ type: 'built_in', name: 'keypad_input', tool_config: { respond_after_sec: 4 } }] })).length, 0);
-  t.match(issues({ input: [user], tools: [{ type: 'built_in', name: 'transfer', tool_config: {} }] }), { 'tools.0': /name: .*keypad_input/ });
+  t.same(
+    issues({
+      input: [user],
+      tools: [{ type: 'built_in', name: 'choose_not_to_respond', tool_config: { respond_after_sec: 4 } }],
+    }),
+    {},
+  );
+  t.same(
+    issues({
+      input: [user],
+      tools: [{ type: 'built_in', name: 'keypad_input', tool_config: { speech_before_tool_call: 'suppressed' } }],
+    }),
+    {},
+  );
+  t.not(
+    Object.keys(
+      issues({
+        input: [user],
+        tools: [{ type: 'built_in', name: 'keypad_input', tool_config: { respond_after_sec: 4 } }],
+      }),
+    ).length,
+    0,
+  );
+  t.match(issues({ input: [user], tools: [{ type: 'built_in', name: 'transfer', tool_config: {} }] }), {
+    'tools.0': /name: .*keypad_input/,
+  });
   t.match(issues({ input: [user], tools: [42] }), { 'tools.0': /must be a tool name or \{type: built_in/ });
 });
 
 t.test('inline parameters follow the JSON-Schema tool rules', async (t) => {
-  const bad = (parameters: unknown) => issues({ input: [user], tool_definitions: [{ name: 'f', description: 'd', parameters }] });
-  t.match(bad([{ name: 'x', type: 'string' }]), { 'tool_definitions.0.parameters': /./ }, 'the array form is not accepted');
+  const bad = (parameters: unknown) =>
+    issues({ input: [user], tool_definitions: [{ name: 'f', description: 'd', parameters }] });
+  t.match(
+    bad([{ name: 'x', type: 'string' }]),
+    { 'tool_definitions.0.parameters': /./ },
+    'the array form is not accepted',
+  );
   t.match(bad({ type: 'object' }), { 'tool_definitions.0.parameters.properties': /./ }, 'properties is required');
-  t.match(bad({ ...params, additionalProperties: true }), { 'tool_definitions.0.parameters.additionalProperties': /./ });
+  t.match(bad({ ...params, additionalProperties: true }), {
+    'tool_definitions.0.parameters.additionalProperties': /./,
+  });
   t.match(bad({ ...params, required: ['nope'] }), { 'tool_definitions.0.parameters.required.0': /not in properties/ });
   t.match(bad({ type: 'object', properties: { n: { type: 'integer', enum: ['1'] } } }), {
     'tool_definitions.0.parameters.properties.n.enum': /only allowed on string/,
   });
-  t.match(bad({ type: 'object', properties: { n: { type: 'date' } } }), { 'tool_definitions.0.parameters.properties.n.type': /./ });
+  t.match(bad({ type: 'object', properties: { n: { type: 'date' } } }), {
+    'tool_definitions.0.parameters.properties.n.type': /./,
+  });
   t.match(bad({ type: 'object', properties: { conversation_id: { type: 'string' } } }), {
     'tool_definitions.0.parameters.properties.conversation_id': /reserved parameter name/,
   });
@@ -131,12 +198,26 @@ t.test('inline parameters follow the JSON-Schema tool rules', async (t) => {
   const nest = (levels: number): Record<string, unknown> =>
     levels === 0 ? { type: 'string' } : { type: 'object', properties: { x: nest(levels - 1) } };
   t.same(bad({ type: 'object', properties: { x: nest(3) } }), {}, '5 levels are allowed');
-  t.match(bad({ type: 'object', properties: { x: nest(5) } }), { 'tool_definitions.0.parameters.properties.x.properties.x.properties.x.properties.x.properties.x': /deeper than 5/ });
-  t.same(bad({ type: 'object', properties: { tags: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } }, v: { anyOf: [{ type: 'string' }, { type: 'null' }] } } }), {});
+  t.match(bad({ type: 'object', properties: { x: nest(5) } }), {
+    'tool_definitions.0.parameters.properties.x.properties.x.properties.x.properties.x.properties.x': /deeper than 5/,
+  });
+  t.same(
+    bad({
+      type: 'object',
+      properties: {
+        tags: { type: 'array', items: { type: 'string', enum: ['a', 'b'] } },
+        v: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+      },
+    }),
+    {},
+  );
 });
 
 t.test('parameter_locations names parameters', async (t) => {
-  t.same(issues({ input: [user], tool_definitions: [def('f', { parameter_locations: { city: 'query_string' } })] }), {});
+  t.same(
+    issues({ input: [user], tool_definitions: [def('f', { parameter_locations: { city: 'query_string' } })] }),
+    {},
+  );
   t.match(issues({ input: [user], tool_definitions: [def('f', { parameter_locations: { town: 'query_string' } })] }), {
     'tool_definitions.0.parameter_locations.town': /not a parameter/,
   });

@@ -49,18 +49,35 @@ for (const db of DB_KINDS) {
       task_results: { score: 4 },
     };
     const wav = (id: string): NewRecording => ({
-      side: 'both', path: `${id}.wav`, format: 'wav', sample_rate: 16000, channels: 2, bytes: 4444, compress_to: 'wav.gz',
+      side: 'both',
+      path: `${id}.wav`,
+      format: 'wav',
+      sample_rate: 16000,
+      channels: 2,
+      bytes: 4444,
+      compress_to: 'wav.gz',
     });
 
     /** Which side won, per order (the races are real: either may, and the split varies from run to run). */
-    const wins: Record<Order, { cancel: number; finish: number }> = { 'cancel first': { cancel: 0, finish: 0 }, 'finish first': { cancel: 0, finish: 0 } };
+    const wins: Record<Order, { cancel: number; finish: number }> = {
+      'cancel first': { cancel: 0, finish: 0 },
+      'finish first': { cancel: 0, finish: 0 },
+    };
     for (const order of ORDERS) {
       await t.test(`${order}, ${ROUNDS} rounds: one ending, nothing the call produced lost`, async (t) => {
         for (let round = 0; round < ROUNDS; round++) {
           const at = `${order}, round ${round}`;
-          const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date(Date.now() - LIVE_MS) });
+          const id = await createConversation(sql, {
+            orgId,
+            projectId,
+            origin: 'web',
+            state: 'active',
+            started_at: new Date(Date.now() - LIVE_MS),
+          });
           t.equal((await admit(sql, LEASES, projectId, id)).admitted, true);
-          await appendItems(sql, id, [{ role: 'assistant', live_transcript: 'hello', duration_ms: 800, started_at: new Date() }]);
+          await appendItems(sql, id, [
+            { role: 'assistant', live_transcript: 'hello', duration_ms: 800, started_at: new Date() },
+          ]);
 
           const cancel = () => cancelConversation(sql, id);
           const end = () => finishConversation(sql, id, finish, [wav(id)]);
@@ -71,8 +88,16 @@ for (const db of DB_KINDS) {
           const cancelWon = canceled === 'canceled';
           if (cancelWon) wins[order].cancel++;
           else wins[order].finish++;
-          t.equal(canceled, cancelWon ? 'canceled' : 'already_ended', `${at}: the cancel answers canceled or already_ended`);
-          t.same(finished, { ended: !cancelWon, recordingsStored: true }, `${at}: exactly one of the two ended it; the recording stored`);
+          t.equal(
+            canceled,
+            cancelWon ? 'canceled' : 'already_ended',
+            `${at}: the cancel answers canceled or already_ended`,
+          );
+          t.same(
+            finished,
+            { ended: !cancelWon, recordingsStored: true },
+            `${at}: exactly one of the two ended it; the recording stored`,
+          );
 
           const got = (await getConversation(sql, id))!;
           const r = got.record;
@@ -80,7 +105,10 @@ for (const db of DB_KINDS) {
           if (cancelWon) {
             t.equal(r.ended_by, 'user_canceled', `${at}: the cancel's ended_by stands`);
             t.not(r.ended_at, finishEndedAt.toISOString(), `${at}: the cancel's ended_at`);
-            t.ok(r.duration_ms >= LIVE_MS - 1000 && r.duration_ms < 99_999, `${at}: the cancel's duration (${r.duration_ms} ms)`);
+            t.ok(
+              r.duration_ms >= LIVE_MS - 1000 && r.duration_ms < 99_999,
+              `${at}: the cancel's duration (${r.duration_ms} ms)`,
+            );
           } else {
             t.equal(r.ended_by, 'user', `${at}: the finish's ended_by stands`);
             t.equal(r.ended_at, finishEndedAt.toISOString(), `${at}: the finish's ended_at`);
@@ -90,8 +118,16 @@ for (const db of DB_KINDS) {
           t.same(r.analysis.latencies_ms, finish.latencies_ms, `${at}: the finish's latencies kept`);
           t.equal(r.analysis.interruptions_count, 2, `${at}: the finish's interruptions kept`);
           t.same(r.task_results, finish.task_results, `${at}: the finish's task results kept`);
-          t.same(r.items.map((i) => [i.role, i.live_transcript]), [['assistant', 'hello']], `${at}: the item, once`);
-          t.match(got.recording, { side: 'both', path: `${id}.wav`, format: 'wav', bytes: 4444 }, `${at}: the finish's recording kept`);
+          t.same(
+            r.items.map((i) => [i.role, i.live_transcript]),
+            [['assistant', 'hello']],
+            `${at}: the item, once`,
+          );
+          t.match(
+            got.recording,
+            { side: 'both', path: `${id}.wav`, format: 'wav', bytes: 4444 },
+            `${at}: the finish's recording kept`,
+          );
 
           const [rows] = await sql<{ recordings: number; leases: number }[]>`
             select (select count(*)::int from conversation_recordings where conversation_id = ${id}) as recordings,
@@ -100,6 +136,7 @@ for (const db of DB_KINDS) {
         }
       });
     }
-    for (const order of ORDERS) t.comment(`${db}, ${order}: the cancel won ${wins[order].cancel}, the finish ${wins[order].finish}`);
+    for (const order of ORDERS)
+      t.comment(`${db}, ${order}: the cancel won ${wins[order].cancel}, the finish ${wins[order].finish}`);
   });
 }

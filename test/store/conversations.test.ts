@@ -51,7 +51,11 @@ for (const db of DB_KINDS) {
           vad_threshold: 0.5,
           metadata: { ticket: 42 },
           // Form B: this conversation keeps its content (zero data retention keeps none: tests below).
-          data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 24 }, audio_recordings: { delete_after_hours: null } },
+          data_retention_policy: {
+            zero_data_retention: false,
+            transcripts: { delete_after_hours: 24 },
+            audio_recordings: { delete_after_hours: null },
+          },
         },
       });
       let got = await getConversation(sql, id);
@@ -62,7 +66,10 @@ for (const db of DB_KINDS) {
       const startedAt = new Date('2026-11-22T10:00:00.000Z');
       t.equal(await updateConversation(sql, id, { state: 'active', started_at: startedAt }), true);
       t.equal(
-        await updateConversation(sql, id, { external_id: 'crm-2', settings: { system_prompt: 'Be brief.', template_variables: { customer: 'Ada' } } }),
+        await updateConversation(sql, id, {
+          external_id: 'crm-2',
+          settings: { system_prompt: 'Be brief.', template_variables: { customer: 'Ada' } },
+        }),
         true,
         'set_external_id and prompt updates while live',
       );
@@ -107,20 +114,29 @@ for (const db of DB_KINDS) {
         },
       ]);
       t.same(
-        await finishConversation(sql, id, {
-          ended_by: 'assistant',
-          ended_at: new Date(startedAt.getTime() + 3000),
-          duration_ms: 3000,
-          live_transcript: 'user: Hello?\nassistant: Hi Ada, let me look that up.',
-          latencies_ms: [310.5],
-          interruptions_count: 1,
-        }, [
-          { side: 'both', path: `${id}/both.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 1234 },
-          { side: 'user', path: `${id}/user.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 1, bytes: 600 },
-        ]),
+        await finishConversation(
+          sql,
+          id,
+          {
+            ended_by: 'assistant',
+            ended_at: new Date(startedAt.getTime() + 3000),
+            duration_ms: 3000,
+            live_transcript: 'user: Hello?\nassistant: Hi Ada, let me look that up.',
+            latencies_ms: [310.5],
+            interruptions_count: 1,
+          },
+          [
+            { side: 'both', path: `${id}/both.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 1234 },
+            { side: 'user', path: `${id}/user.wav.gz`, format: 'wav.gz', sample_rate: 8000, channels: 1, bytes: 600 },
+          ],
+        ),
         { ended: true, recordingsStored: true },
       );
-      t.match(await getRecording(sql, id, 'user'), { format: 'wav.gz', channels: 1, bytes: 600 }, 'recordings stored with the finish');
+      t.match(
+        await getRecording(sql, id, 'user'),
+        { format: 'wav.gz', channels: 1, bytes: 600 },
+        'recordings stored with the finish',
+      );
       got = await getConversation(sql, id);
       t.ok(got);
       const r = got!.record;
@@ -139,11 +155,21 @@ for (const db of DB_KINDS) {
       t.same(r.additional_languages, ['de', 'fr']);
       t.same(r.pronunciation_dictionary, [{ word: 'SQL', pronunciation: 'sequel' }]);
       t.same(r.metadata, { ticket: 42 });
-      t.same(r.data_retention_policy, { zero_data_retention: false, transcripts: { delete_after_hours: 24 }, audio_recordings: { delete_after_hours: null } });
+      t.same(r.data_retention_policy, {
+        zero_data_retention: false,
+        transcripts: { delete_after_hours: 24 },
+        audio_recordings: { delete_after_hours: null },
+      });
       t.equal(r.background_noise, 'office');
       t.equal(r.input_format, 'mulaw_8000');
       t.equal(r.items.length, 2);
-      t.same(r.items.map((i) => [i.item_idx, i.role]), [[0, 'user'], [1, 'assistant']]);
+      t.same(
+        r.items.map((i) => [i.item_idx, i.role]),
+        [
+          [0, 'user'],
+          [1, 'assistant'],
+        ],
+      );
       t.equal(r.items[0].tool_calls, undefined, 'user items carry no tool calls');
       const a = r.items[1];
       t.equal(a.id, assistantId);
@@ -162,12 +188,20 @@ for (const db of DB_KINDS) {
       t.match(a.tool_calls?.[1], { timed_out: true, endpoint_called_at: null, tool_call_output_timeout_ms: 5000 });
       t.equal(r.external_id, 'crm-2');
       t.equal(r.system_prompt, 'Be brief.');
-      t.equal(await updateConversation(sql, id, { state: 'active' }), false, 'an ended conversation does not come back');
+      t.equal(
+        await updateConversation(sql, id, { state: 'active' }),
+        false,
+        'an ended conversation does not come back',
+      );
       t.equal(await updateConversation(sql, 'conv_missing', { state: 'active' }), false);
     });
 
     const turn = (text: string, extra: Partial<NewItem> = {}): NewItem => ({
-      role: 'user', live_transcript: text, duration_ms: 10, started_at: new Date(), ...extra,
+      role: 'user',
+      live_transcript: text,
+      duration_ms: 10,
+      started_at: new Date(),
+      ...extra,
     });
     const indexes = async (id: string) =>
       (await getConversation(sql, id))!.record.items.map((i) => [i.item_idx, i.live_transcript]);
@@ -177,30 +211,64 @@ for (const db of DB_KINDS) {
       const ids = await appendItems(sql, id, [turn('c'), turn('d', { role: 'assistant' }), turn('e')]);
       t.equal(ids.length, 3);
       t.same(await appendItems(sql, id, []), [], 'an empty append writes nothing');
-      t.same(await indexes(id), [[0, 'a'], [1, 'b'], [2, 'c'], [3, 'd'], [4, 'e']]);
-      t.same((await getConversation(sql, id))!.record.items.slice(2).map((i) => i.id), ids, 'ids in the order given');
+      t.same(await indexes(id), [
+        [0, 'a'],
+        [1, 'b'],
+        [2, 'c'],
+        [3, 'd'],
+        [4, 'e'],
+      ]);
+      t.same(
+        (await getConversation(sql, id))!.record.items.slice(2).map((i) => i.id),
+        ids,
+        'ids in the order given',
+      );
     });
 
     t.test('a tool call lands with its item or neither does', async (t) => {
       const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
       const call = (callId: string) => ({
-        id: callId, tool: { id: 'tool_x', name: 'x' }, request_body: 'a string body', response_body: { list: [1, 2] },
-        timed_out: false, error_message: null,
+        id: callId,
+        tool: { id: 'tool_x', name: 'x' },
+        request_body: 'a string body',
+        response_body: { list: [1, 2] },
+        timed_out: false,
+        error_message: null,
       });
       await appendItems(sql, id, [turn('first', { role: 'assistant', tool_calls: [call('tool_call_once')] })]);
       // The same tool call id again: its insert fails, so the whole append must.
       const err = await appendItems(sql, id, [
         turn('lost user turn'),
         turn('lost', { role: 'assistant', tool_calls: [call('tool_call_fresh'), call('tool_call_once')] }),
-      ]).then(() => null, (e: unknown) => e as Error);
+      ]).then(
+        () => null,
+        (e: unknown) => e as Error,
+      );
       t.ok(err, 'the append rejects');
       t.match(err?.message, /duplicate key/);
       await appendItems(sql, id, [turn('next')]);
-      t.same(await indexes(id), [[0, 'first'], [1, 'next']], 'no item of the failed append, and no gap it left');
-      const calls = await sql<{ id: string }[]>`select id from conversation_tool_calls where conversation_id = ${id} order by id`;
-      t.same(calls.map((c) => c.id), ['tool_call_once'], 'nor its other tool call');
+      t.same(
+        await indexes(id),
+        [
+          [0, 'first'],
+          [1, 'next'],
+        ],
+        'no item of the failed append, and no gap it left',
+      );
+      const calls = await sql<
+        { id: string }[]
+      >`select id from conversation_tool_calls where conversation_id = ${id} order by id`;
+      t.same(
+        calls.map((c) => c.id),
+        ['tool_call_once'],
+        'nor its other tool call',
+      );
       const [stored] = (await getConversation(sql, id))!.record.items[0].tool_calls!;
-      t.same([stored.request_body, stored.response_body], ['a string body', { list: [1, 2] }], 'jsonb bodies of any JSON kind');
+      t.same(
+        [stored.request_body, stored.response_body],
+        ['a string body', { list: [1, 2] }],
+        'jsonb bodies of any JSON kind',
+      );
     });
 
     t.test('an invalid item fails its whole append', async (t) => {
@@ -209,7 +277,20 @@ for (const db of DB_KINDS) {
       await t.rejects(appendItems(sql, id, [turn('ok'), bad]), /check constraint/);
       t.same(await indexes(id), []);
       await t.rejects(
-        appendItems(sql, id, [turn('ok', { tool_calls: [{ tool: { id: 'tool_x', name: 'x' }, request_body: null, response_body: null, timed_out: false, error_message: null, endpoint_called_at: 'not a time' }] })]),
+        appendItems(sql, id, [
+          turn('ok', {
+            tool_calls: [
+              {
+                tool: { id: 'tool_x', name: 'x' },
+                request_body: null,
+                response_body: null,
+                timed_out: false,
+                error_message: null,
+                endpoint_called_at: 'not a time',
+              },
+            ],
+          }),
+        ]),
         RangeError,
         'an unparseable tool call time is refused, not stored as null',
       );
@@ -218,8 +299,22 @@ for (const db of DB_KINDS) {
 
     t.test('an append to a conversation that does not exist rejects and writes nothing', async (t) => {
       const before = await sql`select count(*)::int as n from conversation_items`;
-      const err = await appendItems(sql, 'conv_missing', [turn('x', { tool_calls: [{ tool: { id: 't', name: 't' }, request_body: null, response_body: null, timed_out: false, error_message: null }] })])
-        .then(() => null, (e: unknown) => e);
+      const err = await appendItems(sql, 'conv_missing', [
+        turn('x', {
+          tool_calls: [
+            {
+              tool: { id: 't', name: 't' },
+              request_body: null,
+              response_body: null,
+              timed_out: false,
+              error_message: null,
+            },
+          ],
+        }),
+      ]).then(
+        () => null,
+        (e: unknown) => e,
+      );
       t.type(err, ConversationNotFoundError);
       t.same(await sql`select count(*)::int as n from conversation_items`, before);
     });
@@ -237,16 +332,30 @@ for (const db of DB_KINDS) {
         ...ids.map(async (id, c) => {
           for (let a = 0; a < APPENDS; a++) await appendItems(sql, id, [turn(`${c}.${a}.0`), turn(`${c}.${a}.1`)]);
         }),
-        ...Array.from({ length: APPENDS }, (_, a) => appendItems(sql, racing, [turn(`race.${a}.0`), turn(`race.${a}.1`)])),
+        ...Array.from({ length: APPENDS }, (_, a) =>
+          appendItems(sql, racing, [turn(`race.${a}.0`), turn(`race.${a}.1`)]),
+        ),
       ]);
       for (const [c, id] of ids.entries()) {
         const items = await indexes(id);
         const count = id === racing ? 4 * APPENDS : 2 * APPENDS;
-        t.same(items.map(([idx]) => idx), Array.from({ length: count }, (_, i) => i), `conversation ${c}: dense from 0`);
+        t.same(
+          items.map(([idx]) => idx),
+          Array.from({ length: count }, (_, i) => i),
+          `conversation ${c}: dense from 0`,
+        );
         const own = items.filter(([, text]) => !String(text).startsWith('race'));
-        t.same(own.map(([, text]) => text), Array.from({ length: 2 * APPENDS }, (_, i) => `${c}.${i >> 1}.${i & 1}`), `conversation ${c}: in order`);
+        t.same(
+          own.map(([, text]) => text),
+          Array.from({ length: 2 * APPENDS }, (_, i) => `${c}.${i >> 1}.${i & 1}`),
+          `conversation ${c}: in order`,
+        );
         for (let i = 0; i < items.length; i += 2) {
-          t.equal(String(items[i + 1][1]).slice(0, -1) + '0', items[i][1], `conversation ${c}: an append's items stay together`);
+          t.equal(
+            String(items[i + 1][1]).slice(0, -1) + '0',
+            items[i][1],
+            `conversation ${c}: an append's items stay together`,
+          );
         }
       }
     });
@@ -262,38 +371,93 @@ for (const db of DB_KINDS) {
         started_at: at,
         call_info: { from_phone_number: '+14155550100', to_phone_number: '+14155550101', telephony_call_sid: 'sid' },
         settings: {
-          model: 'merritt', generate_welcome_message: true, is_welcome_message_interruptible: false, listen_only: true,
-          welcome_message: null, template_variables: { a: 'b' }, input_format: 'pcm_24000', output_format: 'pcm_16000',
-          background_noise_level: 0.3, background_noise: 'call-center', boosted_keywords: ['k'],
-          pronunciation_dictionary: [], min_words_to_interrupt: 3, default_language: 'fr', additional_languages: ['en'],
-          multilingual_mode: 'auto', push_to_talk: true, no_input_poke_sec: 10, no_input_end_conversation_sec: 60,
-          no_input_poke_text: 'Hello?', system_prompt: 'Be kind.', generate_no_input_poke_text: true,
-          websocket_timeout_sec: 60.5, vad_prebuffer_duration_ms: 300, vad_min_speech_duration_ms: 120,
-          vad_min_silence_duration_ms: 500, vad_threshold: 0.6, metadata: { k: 1 }, enable_watermarking: true,
-          data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 24 }, audio_recordings: { delete_after_hours: null } },
-          enable_assistant_backchannel: true, assistant_backchannel_aggressiveness: 0.4, languages: ['fr', 'en'],
+          model: 'merritt',
+          generate_welcome_message: true,
+          is_welcome_message_interruptible: false,
+          listen_only: true,
+          welcome_message: null,
+          template_variables: { a: 'b' },
+          input_format: 'pcm_24000',
+          output_format: 'pcm_16000',
+          background_noise_level: 0.3,
+          background_noise: 'call-center',
+          boosted_keywords: ['k'],
+          pronunciation_dictionary: [],
+          min_words_to_interrupt: 3,
+          default_language: 'fr',
+          additional_languages: ['en'],
+          multilingual_mode: 'auto',
+          push_to_talk: true,
+          no_input_poke_sec: 10,
+          no_input_end_conversation_sec: 60,
+          no_input_poke_text: 'Hello?',
+          system_prompt: 'Be kind.',
+          generate_no_input_poke_text: true,
+          websocket_timeout_sec: 60.5,
+          vad_prebuffer_duration_ms: 300,
+          vad_min_speech_duration_ms: 120,
+          vad_min_silence_duration_ms: 500,
+          vad_threshold: 0.6,
+          metadata: { k: 1 },
+          enable_watermarking: true,
+          data_retention_policy: {
+            zero_data_retention: false,
+            transcripts: { delete_after_hours: 24 },
+            audio_recordings: { delete_after_hours: null },
+          },
+          enable_assistant_backchannel: true,
+          assistant_backchannel_aggressiveness: 0.4,
+          languages: ['fr', 'en'],
         },
-        finish: { ended_by: 'assistant_silence_limit_reached', ended_at: new Date(at.getTime() + 60_000), duration_ms: 60_000,
-          live_transcript: 'l', post_call_transcript: 'p', redacted_transcript: 'r', task_results: { score: 5 } },
+        finish: {
+          ended_by: 'assistant_silence_limit_reached',
+          ended_at: new Date(at.getTime() + 60_000),
+          duration_ms: 60_000,
+          live_transcript: 'l',
+          post_call_transcript: 'p',
+          redacted_transcript: 'r',
+          task_results: { score: 5 },
+        },
       });
       const r = (await getConversation(sql, id))!.record;
       t.ok(conversationSchema.safeParse(r).success);
       // Optional fields (`external_storage`) appear only once they have something to say.
       const shape = conversationSchema.shape;
       const required = (Object.keys(shape) as (keyof typeof shape)[]).filter((k) => !shape[k].isOptional());
-      t.same(required.filter((k) => !(k in r)), [], 'no field of the API record is missing');
+      t.same(
+        required.filter((k) => !(k in r)),
+        [],
+        'no field of the API record is missing',
+      );
       t.match(r, {
-        origin: 'sdk-js', listen_only: true, input_format: 'pcm_24000', min_words_to_interrupt: 3, default_language: 'fr',
-        multilingual_mode: 'auto', push_to_talk: true, websocket_timeout_sec: 60.5, vad_threshold: 0.6,
-        assistant_backchannel_aggressiveness: 0.4, languages: ['fr', 'en'], task_results: { score: 5 },
-        post_call_transcript: 'p', redacted_transcript: 'r', ended_by: 'assistant_silence_limit_reached',
+        origin: 'sdk-js',
+        listen_only: true,
+        input_format: 'pcm_24000',
+        min_words_to_interrupt: 3,
+        default_language: 'fr',
+        multilingual_mode: 'auto',
+        push_to_talk: true,
+        websocket_timeout_sec: 60.5,
+        vad_threshold: 0.6,
+        assistant_backchannel_aggressiveness: 0.4,
+        languages: ['fr', 'en'],
+        task_results: { score: 5 },
+        post_call_transcript: 'p',
+        redacted_transcript: 'r',
+        ended_by: 'assistant_silence_limit_reached',
         data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 24 } },
         call_info: { telephony_call_sid: 'sid' },
       });
     });
 
     t.test('cancel ends a conversation in progress once', async (t) => {
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
+      });
       t.equal(await cancelConversation(sql, id), 'canceled');
       const got = await getConversation(sql, id);
       t.equal(got?.record.ended_by, 'user_canceled');
@@ -314,11 +478,23 @@ for (const db of DB_KINDS) {
       task_results: { score: 4 },
     });
     const lateWav = (id: string) => ({
-      side: 'both' as const, path: `${id}.wav`, format: 'wav' as const, sample_rate: 16000, channels: 2, bytes: 4444, compress_to: 'wav.gz' as const,
+      side: 'both' as const,
+      path: `${id}.wav`,
+      format: 'wav' as const,
+      sample_rate: 16000,
+      channels: 2,
+      bytes: 4444,
+      compress_to: 'wav.gz' as const,
     });
 
     t.test('a finish after a cancel keeps the cancel and stores what the call produced', async (t) => {
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date(Date.now() - 5000) });
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(Date.now() - 5000),
+      });
       t.equal(await cancelConversation(sql, id), 'canceled');
       const canceled = (await getConversation(sql, id))!.record;
       t.same(
@@ -337,17 +513,30 @@ for (const db of DB_KINDS) {
       t.same(r.analysis.latencies_ms, [120, 340.5], 'latencies stored');
       t.equal(r.analysis.interruptions_count, 2, 'interruptions stored');
       t.same(r.task_results, { score: 4 });
-      t.match(got.recording, { side: 'both', path: `${id}.wav`, format: 'wav', bytes: 4444 }, 'the recording row is stored');
+      t.match(
+        got.recording,
+        { side: 'both', path: `${id}.wav`, format: 'wav', bytes: 4444 },
+        'the recording row is stored',
+      );
       t.ok(conversationSchema.safeParse(r).success, 'the record matches the API schema');
       t.equal(await cancelConversation(sql, id), 'already_ended');
       t.equal(await cancelConversation(sql, 'conv_missing'), 'not_found');
     });
 
     t.test('recordings deleted after the cancel: a late finish brings no recording or transcript back', async (t) => {
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
+      });
       t.equal(await cancelConversation(sql, id), 'canceled');
       t.equal((await deleteConversationContent(sql, id)).kind, 'deleted');
-      t.same(await finishConversation(sql, id, late('user: secret'), [lateWav(id)]), { ended: false, recordingsStored: false });
+      t.same(await finishConversation(sql, id, late('user: secret'), [lateWav(id)]), {
+        ended: false,
+        recordingsStored: false,
+      });
       const got = (await getConversation(sql, id))!;
       t.equal(got.recording, null, 'no recording row');
       t.equal(await getRecording(sql, id, 'both'), null);
@@ -358,17 +547,30 @@ for (const db of DB_KINDS) {
 
     t.test('zero data retention: a finish after a cancel stores no transcript and no recording', async (t) => {
       const id = await createConversation(sql, {
-        orgId, projectId, origin: 'web', state: 'active', started_at: new Date(),
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
         settings: { data_retention_policy: { zero_data_retention: true } },
       });
       t.equal(await cancelConversation(sql, id), 'canceled');
       t.same(
-        await finishConversation(sql, id, { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' }, [lateWav(id)]),
+        await finishConversation(
+          sql,
+          id,
+          { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' },
+          [lateWav(id)],
+        ),
         { ended: false, recordingsStored: false },
       );
       const got = (await getConversation(sql, id))!;
       t.equal(got.recording, null, 'no recording row');
-      t.same([got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript], [null, null, null], 'no transcript');
+      t.same(
+        [got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript],
+        [null, null, null],
+        'no transcript',
+      );
       // Numbers, nothing said: stored under zero data retention as on a first finish.
       t.same(got.record.analysis.latencies_ms, [120, 340.5]);
       t.equal(got.record.ended_by, 'user_canceled');
@@ -376,137 +578,346 @@ for (const db of DB_KINDS) {
 
     t.test('zero data retention: a first finish stores no recording and no transcript', async (t) => {
       const id = await createConversation(sql, {
-        orgId, projectId, origin: 'web', state: 'active', started_at: new Date(),
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
         settings: { data_retention_policy: { zero_data_retention: true } },
       });
       t.same(
-        await finishConversation(sql, id, { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' }, [lateWav(id)]),
+        await finishConversation(
+          sql,
+          id,
+          { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' },
+          [lateWav(id)],
+        ),
         { ended: true, recordingsStored: false },
         'it ends the conversation and stores no recording',
       );
       const got = (await getConversation(sql, id))!;
       t.equal(got.recording, null, 'no recording row');
-      const [{ n }] = await sql<{ n: number }[]>`select count(*)::int as n from conversation_recordings where conversation_id = ${id}`;
+      const [{ n }] = await sql<
+        { n: number }[]
+      >`select count(*)::int as n from conversation_recordings where conversation_id = ${id}`;
       t.equal(n, 0, 'no recording row of any side');
-      t.same([got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript], [null, null, null], 'no transcript');
-      t.match(got.record, { ended_by: 'user', duration_ms: 99_999, analysis: { latencies_ms: [120, 340.5], interruptions_count: 2 } }, 'the ending and the numbers are stored');
+      t.same(
+        [got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript],
+        [null, null, null],
+        'no transcript',
+      );
+      t.match(
+        got.record,
+        { ended_by: 'user', duration_ms: 99_999, analysis: { latencies_ms: [120, 340.5], interruptions_count: 2 } },
+        'the ending and the numbers are stored',
+      );
     });
 
     t.test('zero data retention: a conversation created already ended (an import) keeps no transcript', async (t) => {
       const id = await createConversation(sql, {
-        orgId, projectId, origin: 'web', started_at: new Date(),
+        orgId,
+        projectId,
+        origin: 'web',
+        started_at: new Date(),
         settings: { data_retention_policy: { zero_data_retention: true } },
         finish: { ...late('user: secret'), post_call_transcript: 'p', redacted_transcript: 'r' },
         items: [turn('my secret')],
       });
       const got = (await getConversation(sql, id))!;
-      t.same([got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript], [null, null, null], 'no transcript');
+      t.same(
+        [got.record.live_transcript, got.record.post_call_transcript, got.record.redacted_transcript],
+        [null, null, null],
+        'no transcript',
+      );
       t.equal(got.record.items.length, 1, 'the item is kept');
       t.equal(got.record.items[0].live_transcript, null, 'without its text');
-      t.match(got.record, { ended_by: 'user', analysis: { latencies_ms: [120, 340.5], interruptions_count: 2 } }, 'the ending and the numbers are stored');
+      t.match(
+        got.record,
+        { ended_by: 'user', analysis: { latencies_ms: [120, 340.5], interruptions_count: 2 } },
+        'the ending and the numbers are stored',
+      );
     });
 
     // A conversation marked zero data retention mid-call (a transfer to such an agent: src/conversation/record.ts
     // keepNothing) after items with text were appended: the finish keeps none of it.
-    t.test('zero data retention set mid-call: the finish drops the text items and tool calls already hold', async (t) => {
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
-      const call = { id: `tool_call_${id}`, tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null };
-      await appendItems(sql, id, [turn('my card is 4111'), turn('noted', { role: 'assistant', tool_calls: [call] })]);
-      t.equal(await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }), true);
-      t.same(await finishConversation(sql, id, late('user: my card is 4111'), [lateWav(id)]), { ended: true, recordingsStored: false });
-      const got = (await getConversation(sql, id))!;
-      t.equal(got.recording, null, 'no recording row');
-      t.equal(got.record.live_transcript, null, 'no transcript');
-      t.same(got.record.items.map((i) => [i.role, i.live_transcript]), [['user', null], ['assistant', null]], 'the items stay, without their text');
-      const [stored] = got.record.items[1].tool_calls!;
-      t.same([stored.tool.name, stored.request_body, stored.response_body], ['x', null, null], 'the tool call stays, without its bodies');
-      t.same(got.record.data_retention_policy, { zero_data_retention: true });
-    });
+    t.test(
+      'zero data retention set mid-call: the finish drops the text items and tool calls already hold',
+      async (t) => {
+        const id = await createConversation(sql, {
+          orgId,
+          projectId,
+          origin: 'web',
+          state: 'active',
+          started_at: new Date(),
+        });
+        const call = {
+          id: `tool_call_${id}`,
+          tool: { id: 'tool_x', name: 'x' },
+          request_body: { card: '4111' },
+          response_body: { ok: true },
+          timed_out: false,
+          error_message: null,
+        };
+        await appendItems(sql, id, [turn('my card is 4111'), turn('noted', { role: 'assistant', tool_calls: [call] })]);
+        t.equal(
+          await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }),
+          true,
+        );
+        t.same(await finishConversation(sql, id, late('user: my card is 4111'), [lateWav(id)]), {
+          ended: true,
+          recordingsStored: false,
+        });
+        const got = (await getConversation(sql, id))!;
+        t.equal(got.recording, null, 'no recording row');
+        t.equal(got.record.live_transcript, null, 'no transcript');
+        t.same(
+          got.record.items.map((i) => [i.role, i.live_transcript]),
+          [
+            ['user', null],
+            ['assistant', null],
+          ],
+          'the items stay, without their text',
+        );
+        const [stored] = got.record.items[1].tool_calls!;
+        t.same(
+          [stored.tool.name, stored.request_body, stored.response_body],
+          ['x', null, null],
+          'the tool call stays, without its bodies',
+        );
+        t.same(got.record.data_retention_policy, { zero_data_retention: true });
+      },
+    );
 
     // The text stored before the marking must not stay readable until the finish (which may never come: a worker
     // that dies mid-call).
-    t.test('zero data retention set mid-call: the marking drops the text items and tool calls already hold, at once', async (t) => {
-      const secretCall = (id: string) => ({ id: `tool_call_${id}`, tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null });
-      const said = (id: string) => [
-        turn('my card is 4111', { post_call_transcript: 'My card is 4111.', redacted_transcript: 'My card is [card].' }),
-        turn('noted', { role: 'assistant', tool_calls: [secretCall(id)] }),
-      ];
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
-      await appendItems(sql, id, said(id));
-      const kept = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
-      await appendItems(sql, kept, said(kept));
-      const before = (await getConversation(sql, id))!.record.items;
+    t.test(
+      'zero data retention set mid-call: the marking drops the text items and tool calls already hold, at once',
+      async (t) => {
+        const secretCall = (id: string) => ({
+          id: `tool_call_${id}`,
+          tool: { id: 'tool_x', name: 'x' },
+          request_body: { card: '4111' },
+          response_body: { ok: true },
+          timed_out: false,
+          error_message: null,
+        });
+        const said = (id: string) => [
+          turn('my card is 4111', {
+            post_call_transcript: 'My card is 4111.',
+            redacted_transcript: 'My card is [card].',
+          }),
+          turn('noted', { role: 'assistant', tool_calls: [secretCall(id)] }),
+        ];
+        const id = await createConversation(sql, {
+          orgId,
+          projectId,
+          origin: 'web',
+          state: 'active',
+          started_at: new Date(),
+        });
+        await appendItems(sql, id, said(id));
+        const kept = await createConversation(sql, {
+          orgId,
+          projectId,
+          origin: 'web',
+          state: 'active',
+          started_at: new Date(),
+        });
+        await appendItems(sql, kept, said(kept));
+        const before = (await getConversation(sql, id))!.record.items;
 
-      t.equal(await updateConversation(sql, kept, { settings: { data_retention_policy: { zero_data_retention: false, transcripts: { delete_after_hours: 1 }, audio_recordings: { delete_after_hours: null } } } }), true);
-      t.equal(await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }), true);
+        t.equal(
+          await updateConversation(sql, kept, {
+            settings: {
+              data_retention_policy: {
+                zero_data_retention: false,
+                transcripts: { delete_after_hours: 1 },
+                audio_recordings: { delete_after_hours: null },
+              },
+            },
+          }),
+          true,
+        );
+        t.equal(
+          await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }),
+          true,
+        );
 
-      const got = (await getConversation(sql, id))!;
-      t.equal(got.state, 'active', 'still in progress: no finish yet');
-      t.same(
-        got.record.items.map((i) => [i.role, i.item_idx, i.started_at, i.duration_ms, i.live_transcript, i.post_call_transcript, i.redacted_transcript]),
-        before.map((i) => [i.role, i.item_idx, i.started_at, i.duration_ms, null, null, null]),
-        'the items stay (roles, times, durations), without their text',
-      );
-      const [stored] = got.record.items[1].tool_calls!;
-      t.same([stored.tool.name, stored.request_body, stored.response_body], ['x', null, null], 'the tool call stays, without its bodies');
-      const other = (await getConversation(sql, kept))!.record;
-      t.same(other.items.map((i) => i.live_transcript), ['my card is 4111', 'noted'], 'a conversation that retains its content keeps it');
-      t.same(other.items[1].tool_calls![0].request_body, { card: '4111' });
-    });
+        const got = (await getConversation(sql, id))!;
+        t.equal(got.state, 'active', 'still in progress: no finish yet');
+        t.same(
+          got.record.items.map((i) => [
+            i.role,
+            i.item_idx,
+            i.started_at,
+            i.duration_ms,
+            i.live_transcript,
+            i.post_call_transcript,
+            i.redacted_transcript,
+          ]),
+          before.map((i) => [i.role, i.item_idx, i.started_at, i.duration_ms, null, null, null]),
+          'the items stay (roles, times, durations), without their text',
+        );
+        const [stored] = got.record.items[1].tool_calls!;
+        t.same(
+          [stored.tool.name, stored.request_body, stored.response_body],
+          ['x', null, null],
+          'the tool call stays, without its bodies',
+        );
+        const other = (await getConversation(sql, kept))!.record;
+        t.same(
+          other.items.map((i) => i.live_transcript),
+          ['my card is 4111', 'noted'],
+          'a conversation that retains its content keeps it',
+        );
+        t.same(other.items[1].tool_calls![0].request_body, { card: '4111' });
+      },
+    );
 
     t.test('zero data retention: an append stores the items and tool calls without their text', async (t) => {
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
-      t.equal(await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }), true);
-      const kept = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
+      });
+      t.equal(
+        await updateConversation(sql, id, { settings: { data_retention_policy: { zero_data_retention: true } } }),
+        true,
+      );
+      const kept = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
+      });
       const at = new Date('2026-11-22T10:00:01.000Z');
-      const call = (cid: string) => ({ id: `tool_call_${cid}`, tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null });
+      const call = (cid: string) => ({
+        id: `tool_call_${cid}`,
+        tool: { id: 'tool_x', name: 'x' },
+        request_body: { card: '4111' },
+        response_body: { ok: true },
+        timed_out: false,
+        error_message: null,
+      });
       const said = (cid: string): Append => ({
         conversationId: cid,
         items: [
-          turn('my card is 4111', { post_call_transcript: 'My card is 4111.', redacted_transcript: 'My card is [card].', started_at: at, duration_ms: 1200 }),
-          turn('noted', { role: 'assistant', started_at: new Date(at.getTime() + 1500), duration_ms: 800, tool_calls: [call(cid)] }),
+          turn('my card is 4111', {
+            post_call_transcript: 'My card is 4111.',
+            redacted_transcript: 'My card is [card].',
+            started_at: at,
+            duration_ms: 1200,
+          }),
+          turn('noted', {
+            role: 'assistant',
+            started_at: new Date(at.getTime() + 1500),
+            duration_ms: 800,
+            tool_calls: [call(cid)],
+          }),
         ],
       });
       // One batch for both: the text is dropped per conversation.
       const out = await appendItemsBatch(sql, [said(id), said(kept)]);
-      t.notOk(out.some((r) => r instanceof Error), 'both appends stored');
+      t.notOk(
+        out.some((r) => r instanceof Error),
+        'both appends stored',
+      );
       const got = (await getConversation(sql, id))!.record;
       t.same(
-        got.items.map((i) => [i.role, i.item_idx, i.started_at, i.duration_ms, i.live_transcript, i.post_call_transcript, i.redacted_transcript]),
-        [['user', 0, '2026-11-22T10:00:01.000Z', 1200, null, null, null], ['assistant', 1, '2026-11-22T10:00:02.500Z', 800, null, null, null]],
+        got.items.map((i) => [
+          i.role,
+          i.item_idx,
+          i.started_at,
+          i.duration_ms,
+          i.live_transcript,
+          i.post_call_transcript,
+          i.redacted_transcript,
+        ]),
+        [
+          ['user', 0, '2026-11-22T10:00:01.000Z', 1200, null, null, null],
+          ['assistant', 1, '2026-11-22T10:00:02.500Z', 800, null, null, null],
+        ],
         'the items are stored (roles, times, durations) without their text',
       );
       const [stored] = got.items[1].tool_calls!;
-      t.same([stored.id, stored.tool.name, stored.request_body, stored.response_body], [`tool_call_${id}`, 'x', null, null], 'the tool call is stored without its bodies');
+      t.same(
+        [stored.id, stored.tool.name, stored.request_body, stored.response_body],
+        [`tool_call_${id}`, 'x', null, null],
+        'the tool call is stored without its bodies',
+      );
       const other = (await getConversation(sql, kept))!.record;
-      t.same(other.items.map((i) => [i.live_transcript, i.redacted_transcript]), [['my card is 4111', 'My card is [card].'], ['noted', null]], 'a conversation that retains its content keeps it');
+      t.same(
+        other.items.map((i) => [i.live_transcript, i.redacted_transcript]),
+        [
+          ['my card is 4111', 'My card is [card].'],
+          ['noted', null],
+        ],
+        'a conversation that retains its content keeps it',
+      );
       t.same(other.items[1].tool_calls![0].response_body, { ok: true });
     });
 
-    t.test('a second finish of a conversation it ended itself changes nothing it had, fills only what was empty', async (t) => {
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
-      const first = {
-        ended_by: 'assistant' as const, ended_at: new Date('2026-11-22T12:00:00.000Z'), duration_ms: 3000,
-        live_transcript: 'assistant: bye', latencies_ms: [100], interruptions_count: 1, task_results: { done: true },
-      };
-      t.same(await finishConversation(sql, id, first, [{ ...lateWav(id), path: 'first.wav' }]), { ended: true, recordingsStored: true });
-      t.same(
-        await finishConversation(sql, id, { ...late('other'), ended_by: 'error', post_call_transcript: 'post' }, [{ ...lateWav(id), path: 'second.wav' }]),
-        { ended: false, recordingsStored: false },
-      );
-      const got = (await getConversation(sql, id))!;
-      t.match(got.record, {
-        ended_by: 'assistant', ended_at: '2026-11-22T12:00:00.000Z', duration_ms: 3000, live_transcript: 'assistant: bye',
-        task_results: { done: true }, analysis: { latencies_ms: [100], interruptions_count: 1 },
-      }, 'everything the first finish set is kept');
-      t.same(got.record.analysis.latencies_ms, [100], 'latencies not concatenated');
-      t.equal(got.record.post_call_transcript, 'post', 'what it left empty is filled in');
-      t.match(got.recording, { path: 'first.wav' }, 'the recording of the side is kept');
-    });
+    t.test(
+      'a second finish of a conversation it ended itself changes nothing it had, fills only what was empty',
+      async (t) => {
+        const id = await createConversation(sql, {
+          orgId,
+          projectId,
+          origin: 'web',
+          state: 'active',
+          started_at: new Date(),
+        });
+        const first = {
+          ended_by: 'assistant' as const,
+          ended_at: new Date('2026-11-22T12:00:00.000Z'),
+          duration_ms: 3000,
+          live_transcript: 'assistant: bye',
+          latencies_ms: [100],
+          interruptions_count: 1,
+          task_results: { done: true },
+        };
+        t.same(await finishConversation(sql, id, first, [{ ...lateWav(id), path: 'first.wav' }]), {
+          ended: true,
+          recordingsStored: true,
+        });
+        t.same(
+          await finishConversation(sql, id, { ...late('other'), ended_by: 'error', post_call_transcript: 'post' }, [
+            { ...lateWav(id), path: 'second.wav' },
+          ]),
+          { ended: false, recordingsStored: false },
+        );
+        const got = (await getConversation(sql, id))!;
+        t.match(
+          got.record,
+          {
+            ended_by: 'assistant',
+            ended_at: '2026-11-22T12:00:00.000Z',
+            duration_ms: 3000,
+            live_transcript: 'assistant: bye',
+            task_results: { done: true },
+            analysis: { latencies_ms: [100], interruptions_count: 1 },
+          },
+          'everything the first finish set is kept',
+        );
+        t.same(got.record.analysis.latencies_ms, [100], 'latencies not concatenated');
+        t.equal(got.record.post_call_transcript, 'post', 'what it left empty is filled in');
+        t.match(got.recording, { path: 'first.wav' }, 'the recording of the side is kept');
+      },
+    );
 
     t.test('a finish replaces a stored recording of a side, and of two for one side keeps the later', async (t) => {
       const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active' });
-      await addRecording(sql, id, { side: 'both', path: 'y/early.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 44 });
+      await addRecording(sql, id, {
+        side: 'both',
+        path: 'y/early.wav',
+        format: 'wav',
+        sample_rate: 8000,
+        channels: 2,
+        bytes: 44,
+      });
       t.same(
         await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date() }, [
           { side: 'both', path: 'y/first.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 50 },
@@ -527,22 +938,56 @@ for (const db of DB_KINDS) {
         started_at: new Date(),
         items: [
           { role: 'user', live_transcript: 'secret', duration_ms: 100, started_at: new Date() },
-          { role: 'assistant', live_transcript: 'noted', duration_ms: 100, started_at: new Date(), tool_calls: [
-            { tool: { id: 'tool_x', name: 'x' }, request_body: { card: '4111' }, response_body: { ok: true }, timed_out: false, error_message: null },
-          ] },
+          {
+            role: 'assistant',
+            live_transcript: 'noted',
+            duration_ms: 100,
+            started_at: new Date(),
+            tool_calls: [
+              {
+                tool: { id: 'tool_x', name: 'x' },
+                request_body: { card: '4111' },
+                response_body: { ok: true },
+                timed_out: false,
+                error_message: null,
+              },
+            ],
+          },
         ],
         finish: { ended_by: 'user', ended_at: new Date(), live_transcript: 'secret', duration_ms: 100 },
       });
-      await addRecording(sql, id, { side: 'both', path: 'x/both.wav', format: 'wav', sample_rate: 8000, channels: 2, bytes: 44 });
-      await addRecording(sql, id, { side: 'both', path: 'x/both.wav.gz', format: 'wav.gz', sample_rate: 8000, channels: 2, bytes: 30 });
-      t.match(await getRecording(sql, id, 'both'), { path: 'x/both.wav.gz', format: 'wav.gz', bytes: 30 }, 'a new file replaces the old');
+      await addRecording(sql, id, {
+        side: 'both',
+        path: 'x/both.wav',
+        format: 'wav',
+        sample_rate: 8000,
+        channels: 2,
+        bytes: 44,
+      });
+      await addRecording(sql, id, {
+        side: 'both',
+        path: 'x/both.wav.gz',
+        format: 'wav.gz',
+        sample_rate: 8000,
+        channels: 2,
+        bytes: 30,
+      });
+      t.match(
+        await getRecording(sql, id, 'both'),
+        { path: 'x/both.wav.gz', format: 'wav.gz', bytes: 30 },
+        'a new file replaces the old',
+      );
       const out = await deleteConversationContent(sql, id);
       t.equal(out.kind, 'deleted');
       t.same(out.kind === 'deleted' && out.recordings.map((r) => r.path), ['x/both.wav.gz']);
       const got = await getConversation(sql, id);
       t.equal(got?.record.live_transcript, null);
       t.equal(got?.record.items[0].live_transcript, null);
-      t.same(got?.record.items[1].tool_calls!.map((c) => [c.tool.name, c.request_body, c.response_body]), [['x', null, null]], 'tool call bodies dropped');
+      t.same(
+        got?.record.items[1].tool_calls!.map((c) => [c.tool.name, c.request_body, c.response_body]),
+        [['x', null, null]],
+        'tool call bodies dropped',
+      );
       t.ok(got?.record.deletion_info?.transcripts_deleted_at);
       t.ok(got?.record.deletion_info?.audio_recordings_deleted_at);
       t.equal(got?.recording, null);

@@ -15,7 +15,10 @@ for (const db of DB_KINDS) {
 
     t.test('concurrent queries each get their own rows', async (t) => {
       const results = await Promise.all(
-        Array.from({ length: CONCURRENT }, (_, i) => sql<{ i: number; s: string }[]>`select ${i}::int as i, repeat('x', ${i}::int) as s`),
+        Array.from(
+          { length: CONCURRENT },
+          (_, i) => sql<{ i: number; s: string }[]>`select ${i}::int as i, repeat('x', ${i}::int) as s`,
+        ),
       );
       const wrong = results.filter((rows, i) => rows.length !== 1 || rows[0].i !== i || rows[0].s.length !== i);
       t.equal(wrong.length, 0);
@@ -27,7 +30,10 @@ for (const db of DB_KINDS) {
         await tx`insert into t_tx values (1)`;
         await tx`select pg_sleep(0.05)`;
         throw new Error('roll back');
-      }).then(() => null, (e: Error) => e);
+      }).then(
+        () => null,
+        (e: Error) => e,
+      );
       const [outside] = await sql<{ n: number }[]>`select count(*)::int as n from t_tx`;
       t.match((await failing)?.message, /roll back/);
       t.equal(outside.n, 0);
@@ -57,16 +63,26 @@ for (const db of DB_KINDS) {
       );
       for (let i = 0; i < CONCURRENT; i++) work.push(sql`select ${i}::int as i`);
       const [results] = await Promise.all([Promise.allSettled(txs), Promise.all(work)]);
-      t.same(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)), []);
-      const [n] = await sql<{ rows: number; txs: number }[]>`select count(*)::int as rows, count(distinct tx)::int as txs from t_flood`;
+      t.same(
+        results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)),
+        [],
+      );
+      const [n] = await sql<
+        { rows: number; txs: number }[]
+      >`select count(*)::int as rows, count(distinct tx)::int as txs from t_flood`;
       t.same(n, { rows: 2 * TXS, txs: TXS });
     });
 
     t.test('json, timestamps and unique violations come back as such', async (t) => {
-      const [row] = await sql<{ j: { a: number[] }; at: Date }[]>`select ${sql.json({ a: [1, 2] })}::jsonb as j, now() as at`;
+      const [row] = await sql<
+        { j: { a: number[] }; at: Date }[]
+      >`select ${sql.json({ a: [1, 2] })}::jsonb as j, now() as at`;
       t.same(row.j, { a: [1, 2] });
       t.type(row.at, Date);
-      const err = await sql`insert into organizations (id, name) values ('org_x', 'default')`.then(() => null, (e) => e);
+      const err = await sql`insert into organizations (id, name) values ('org_x', 'default')`.then(
+        () => null,
+        (e) => e,
+      );
       t.equal(err?.code, '23505');
     });
   });

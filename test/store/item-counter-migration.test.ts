@@ -26,7 +26,8 @@ t.test('existing conversations continue after their last stored item', async (t)
     await db.drop();
   });
 
-  for (const f of migrationFiles().filter((f) => f < COUNTER_MIGRATION)) copyFileSync(join(MIGRATIONS_DIR, f), join(before, f));
+  for (const f of migrationFiles().filter((f) => f < COUNTER_MIGRATION))
+    copyFileSync(join(MIGRATIONS_DIR, f), join(before, f));
   await migrate(sql, log, before);
   const ws = (await bootstrap(sql))!;
   const withItems = await createConversation(sql, { orgId: ws.orgId, projectId: ws.projectId, origin: 'web' });
@@ -38,14 +39,31 @@ t.test('existing conversations continue after their last stored item', async (t)
   }
 
   // The counter migration and those after it (later ones do not touch these columns).
-  t.same(await migrate(sql, log), migrationFiles().filter((f) => f >= COUNTER_MIGRATION));
+  t.same(
+    await migrate(sql, log),
+    migrationFiles().filter((f) => f >= COUNTER_MIGRATION),
+  );
   t.equal(migrationFiles().filter((f) => f >= COUNTER_MIGRATION)[0], COUNTER_MIGRATION, 'starting with the counter');
   const counters = await sql<{ id: string; next_item_idx: number }[]>`
     select id, next_item_idx from conversations order by next_item_idx`;
-  t.same(counters.map((r) => [r.id, r.next_item_idx]), [[empty, 0], [withItems, 3]]);
+  t.same(
+    counters.map((r) => [r.id, r.next_item_idx]),
+    [
+      [empty, 0],
+      [withItems, 3],
+    ],
+  );
 
-  await appendItems(sql, withItems, [{ role: 'assistant', live_transcript: 'after', duration_ms: 5, started_at: new Date() }]);
+  await appendItems(sql, withItems, [
+    { role: 'assistant', live_transcript: 'after', duration_ms: 5, started_at: new Date() },
+  ]);
   await appendItems(sql, empty, [{ role: 'user', live_transcript: 'first', duration_ms: 5, started_at: new Date() }]);
-  t.same((await getConversation(sql, withItems))!.record.items.map((i) => i.item_idx), [0, 1, 2, 3]);
-  t.same((await getConversation(sql, empty))!.record.items.map((i) => i.item_idx), [0]);
+  t.same(
+    (await getConversation(sql, withItems))!.record.items.map((i) => i.item_idx),
+    [0, 1, 2, 3],
+  );
+  t.same(
+    (await getConversation(sql, empty))!.record.items.map((i) => i.item_idx),
+    [0],
+  );
 });

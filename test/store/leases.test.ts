@@ -40,10 +40,18 @@ for (const db of DB_KINDS) {
       const admitted = results.filter((r) => r.admitted);
       t.equal(admitted.length, CAP, 'exactly the cap is admitted');
       for (const r of results.filter((r) => !r.admitted)) {
-        t.same(r, { admitted: false, reason: 'at_capacity', active: CAP, cap: CAP }, 'the rest are refused at capacity');
+        t.same(
+          r,
+          { admitted: false, reason: 'at_capacity', active: CAP, cap: CAP },
+          'the rest are refused at capacity',
+        );
       }
       t.equal(await activeCount(sql, projectId), CAP, 'the project counts K active conversations');
-      t.same(await checkCapacity(sql, nodeA, projectId), { ok: false, active: CAP, cap: CAP }, 'a dry check sees the cap');
+      t.same(
+        await checkCapacity(sql, nodeA, projectId),
+        { ok: false, active: CAP, cap: CAP },
+        'a dry check sees the cap',
+      );
     });
 
     t.test('re-admitting a held conversation renews it and counts once', async (t) => {
@@ -130,7 +138,7 @@ for (const db of DB_KINDS) {
       await release(sql, 'conv_beat');
     });
 
-    t.test("a conversation whose own lease expired is admitted again only under the cap", async (t) => {
+    t.test('a conversation whose own lease expired is admitted again only under the cap', async (t) => {
       await sql`delete from conversation_leases`;
       const [p] = await sql<{ id: string }[]>`
         insert into projects (id, org_id, name, max_active_conversations) values ('proj_rejoin', ${orgId}, 'rejoin', 2)
@@ -139,29 +147,59 @@ for (const db of DB_KINDS) {
       await sql`update conversation_leases set expires_at = now() - interval '1 second' where conversation_id = 'conv_rejoin'`;
       t.equal((await admit(sql, nodeB, p.id, 'conv_other_1')).admitted, true);
       t.equal((await admit(sql, nodeB, p.id, 'conv_other_2')).admitted, true, 'the expired lease does not count');
-      t.same(await admit(sql, nodeA, p.id, 'conv_rejoin'), { admitted: false, reason: 'at_capacity', active: 2, cap: 2 });
+      t.same(await admit(sql, nodeA, p.id, 'conv_rejoin'), {
+        admitted: false,
+        reason: 'at_capacity',
+        active: 2,
+        cap: 2,
+      });
       t.equal(await activeCount(sql, p.id), 2);
       t.equal(await release(sql, 'conv_other_2'), true);
-      t.same(await admit(sql, nodeB, p.id, 'conv_rejoin'), { admitted: true, active: 2, cap: 2 }, 'a free place: taken again');
+      t.same(
+        await admit(sql, nodeB, p.id, 'conv_rejoin'),
+        { admitted: true, active: 2, cap: 2 },
+        'a free place: taken again',
+      );
       const [row] = await sql<{ node_id: string; live: boolean }[]>`
         select node_id, expires_at > now() as live from conversation_leases where conversation_id = 'conv_rejoin'`;
       t.same(row, { node_id: 'node-b', live: true }, 'by the node that admitted it now');
-      t.same(await admit(sql, nodeA, p.id, 'conv_rejoin'), { admitted: true, active: 2, cap: 2 }, 'held: renewed, counted once');
+      t.same(
+        await admit(sql, nodeA, p.id, 'conv_rejoin'),
+        { admitted: true, active: 2, cap: 2 },
+        'held: renewed, counted once',
+      );
       await sql`delete from conversation_leases`;
     });
 
     t.test('the policy comes from the settings', async (t) => {
-      const p = leasePolicy({ PARLEY_NODE_ID: 'n7', PARLEY_LEASE_TTL_SEC: 12, PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 3 });
+      const p = leasePolicy({
+        PARLEY_NODE_ID: 'n7',
+        PARLEY_LEASE_TTL_SEC: 12,
+        PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 3,
+      });
       t.same(p, { nodeId: 'n7', ttlSec: 12, workspaceCap: 3 });
-      const d = leasePolicy({ PARLEY_NODE_ID: undefined, PARLEY_LEASE_TTL_SEC: 30, PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 100 });
+      const d = leasePolicy({
+        PARLEY_NODE_ID: undefined,
+        PARLEY_LEASE_TTL_SEC: 30,
+        PARLEY_WORKSPACE_MAX_ACTIVE_CONVERSATIONS: 100,
+      });
       t.match(d.nodeId, new RegExp(`-${process.pid}$`), 'default node id: <hostname>-<pid>');
     });
 
     t.test('finishing a conversation through the repository frees its lease', async (t) => {
       await sql`delete from conversation_leases`;
-      const id = await createConversation(sql, { orgId, projectId, origin: 'web', state: 'active', started_at: new Date() });
+      const id = await createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'web',
+        state: 'active',
+        started_at: new Date(),
+      });
       t.equal((await admit(sql, nodeA, projectId, id)).admitted, true);
-      t.equal((await finishConversation(sql, id, { ended_by: 'assistant', ended_at: new Date(), duration_ms: 1200 })).ended, true);
+      t.equal(
+        (await finishConversation(sql, id, { ended_by: 'assistant', ended_at: new Date(), duration_ms: 1200 })).ended,
+        true,
+      );
       t.equal(await activeCount(sql, projectId), 0);
       t.same(
         await finishConversation(sql, id, { ended_by: 'error', ended_at: new Date() }),

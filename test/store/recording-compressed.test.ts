@@ -20,17 +20,40 @@ t.test('moveRecordingToCompressed on postgres', async (t) => {
   t.teardown(() => server.close());
   const { sql, orgId, projectId } = server;
   const ended = { ended_by: 'user' as const, ended_at: new Date(), duration_ms: 1000 };
-  const wav = (path: string) => ({ side: 'both' as const, path, format: 'wav' as const, sample_rate: 8000, channels: 2, bytes: 64_044 });
+  const wav = (path: string) => ({
+    side: 'both' as const,
+    path,
+    format: 'wav' as const,
+    sample_rate: 8000,
+    channels: 2,
+    bytes: 64_044,
+  });
   const gz = (path: string) => ({ path, format: 'wav.gz' as const, bytes: 20_000 });
 
   t.test('moves the row while it points at the .wav, once', async (t) => {
     const id = await createConversation(sql, { orgId, projectId, origin: 'web' });
     t.ok((await finishConversation(sql, id, ended, [{ ...wav(`${id}.wav`), compress_to: 'wav.gz' }])).ended);
-    t.ok((await pendingCompressions(sql)).some((p) => p.conversation_id === id && p.path === `${id}.wav`), 'pending while wav');
+    t.ok(
+      (await pendingCompressions(sql)).some((p) => p.conversation_id === id && p.path === `${id}.wav`),
+      'pending while wav',
+    );
     t.equal(await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)), true);
-    t.notOk((await pendingCompressions(sql)).some((p) => p.conversation_id === id), 'no longer pending once moved');
-    t.match(await getRecording(sql, id, 'both'), { path: `${id}.wav.gz`, format: 'wav.gz', bytes: 20_000, sample_rate: 8000, channels: 2 });
-    t.equal(await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)), false, 'a second move finds no .wav');
+    t.notOk(
+      (await pendingCompressions(sql)).some((p) => p.conversation_id === id),
+      'no longer pending once moved',
+    );
+    t.match(await getRecording(sql, id, 'both'), {
+      path: `${id}.wav.gz`,
+      format: 'wav.gz',
+      bytes: 20_000,
+      sample_rate: 8000,
+      channels: 2,
+    });
+    t.equal(
+      await moveRecordingToCompressed(sql, id, 'both', `${id}.wav`, gz(`${id}.wav.gz`)),
+      false,
+      'a second move finds no .wav',
+    );
   });
 
   t.test('a row replaced meanwhile is left as it is', async (t) => {

@@ -2,7 +2,12 @@
 // a later finish (after a cancel) fills them in only while none are stored; other conversations have none.
 import t from 'tap';
 import { DB_KINDS, startTestServer } from '../helpers/server.js';
-import { cancelConversation, createConversation, finishConversation, getConversation } from '../../src/store/conversations.js';
+import {
+  cancelConversation,
+  createConversation,
+  finishConversation,
+  getConversation,
+} from '../../src/store/conversations.js';
 import { conversation as conversationSchema, type RtpAnalysis } from '../../src/schemas/conversations.js';
 
 t.setTimeout(300_000);
@@ -17,7 +22,13 @@ for (const db of DB_KINDS) {
     const server = await startTestServer({ db });
     t.teardown(() => server.close());
     const { sql, orgId, projectId } = server;
-    const call = () => createConversation(sql, { orgId, projectId, origin: 'telephony-inbound', call_info: { from_phone_number: '+14155550100', to_phone_number: '+14155550199' } });
+    const call = () =>
+      createConversation(sql, {
+        orgId,
+        projectId,
+        origin: 'telephony-inbound',
+        call_info: { from_phone_number: '+14155550100', to_phone_number: '+14155550199' },
+      });
 
     const id = await call();
     await finishConversation(sql, id, { ended_by: 'user', ended_at: new Date(), rtp: RTP });
@@ -33,7 +44,11 @@ for (const db of DB_KINDS) {
     await cancelConversation(sql, canceled);
     await finishConversation(sql, canceled, { ended_by: 'user', ended_at: new Date(), rtp: RTP });
     t.same((await getConversation(sql, canceled))?.record.analysis.rtp, RTP, 'filled in after a cancel');
-    await finishConversation(sql, canceled, { ended_by: 'user', ended_at: new Date(), rtp: { ...RTP, outbound: null } });
+    await finishConversation(sql, canceled, {
+      ended_by: 'user',
+      ended_at: new Date(),
+      rtp: { ...RTP, outbound: null },
+    });
     t.same((await getConversation(sql, canceled))?.record.analysis.rtp, RTP, 'a later finish does not replace them');
   });
 }

@@ -28,11 +28,23 @@ t.test('nodes bootstrapping one empty PostgreSQL at once make one workspace', as
     await Promise.all(pools.map((p) => p`select 1`));
     const results = await Promise.allSettled(pools.map((p) => bootstrap(p, `bootstrap-key-round-${round}-0123456789`)));
     const failed = results.filter((r) => r.status === 'rejected');
-    t.same(failed.map((r) => String((r as PromiseRejectedResult).reason)), [], `round ${round}: no node failed to start`);
+    t.same(
+      failed.map((r) => String((r as PromiseRejectedResult).reason)),
+      [],
+      `round ${round}: no node failed to start`,
+    );
     const made = results.filter((r) => r.status === 'fulfilled' && r.value !== null);
     t.equal(made.length, 1, `round ${round}: one node made the first workspace, the others found it`);
     const orgs = await pools[0]!<{ name: string }[]>`select name from organizations`;
-    t.same(orgs.map((o) => o.name), [BOOTSTRAP_WORKSPACE], 'one workspace in the database');
+    t.same(
+      orgs.map((o) => o.name),
+      [BOOTSTRAP_WORKSPACE],
+      'one workspace in the database',
+    );
   }
-  t.equal(await bootstrap(pools[1]!, 'another-key-0123456789abcdef'), null, 'a database with a workspace is left as it is');
+  t.equal(
+    await bootstrap(pools[1]!, 'another-key-0123456789abcdef'),
+    null,
+    'a database with a workspace is left as it is',
+  );
 });

@@ -13,9 +13,10 @@ import { until } from '../helpers/wait.js';
 import { LOOPBACK, media, PT_EVENT, PT_PCMA } from './harness.js';
 import { toneShare } from './transfer-node.js';
 
-const tone = (hz: number, n: number, from: number) => Int16Array.from({ length: n }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * (from + i)) / 8000)));
+const tone = (hz: number, n: number, from: number) =>
+  Int16Array.from({ length: n }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * (from + i)) / 8000)));
 
-t.test('bridged across µ-law and A-law, digits first, the target\'s frames readable', async (t) => {
+t.test("bridged across µ-law and A-law, digits first, the target's frames readable", async (t) => {
   const group = new NativeUdpGroup(8);
   const peer = dgram.createSocket('udp4');
   await new Promise<void>((r) => peer.bind(0, LOOPBACK, r));
@@ -24,7 +25,14 @@ t.test('bridged across µ-law and A-law, digits first, the target\'s frames read
   let leg: TransferLeg | null = null;
   for (let attempt = 0; attempt < 20 && leg === null; attempt++) {
     try {
-      leg = TransferLeg.open(group, LOOPBACK, 20000 + 2 * Math.floor(Math.random() * 15000), 'PCMU', () => performance.now(), () => undefined);
+      leg = TransferLeg.open(
+        group,
+        LOOPBACK,
+        20000 + 2 * Math.floor(Math.random() * 15000),
+        'PCMU',
+        () => performance.now(),
+        () => undefined,
+      );
     } catch {
       // taken: another port
     }
@@ -67,7 +75,7 @@ t.test('bridged across µ-law and A-law, digits first, the target\'s frames read
     const n = leg!.endpoint.collect(ids, counts, 0);
     if (n > 0) group.sendMany(ids, counts, sent, n);
   }
-  await until(() => received.length >= 55, { what: 'the leg\'s packets at the peer' });
+  await until(() => received.length >= 55, { what: "the leg's packets at the peer" });
   const view = createRtpPacketView();
   const digits: string[] = [];
   let lastTs = -1;
@@ -91,12 +99,18 @@ t.test('bridged across µ-law and A-law, digits first, the target\'s frames read
   t.ok(toneShare(atTarget, 440) > 0.9, `the target hears the caller's tone (${toneShare(atTarget, 440).toFixed(2)})`);
   const atCaller = Int16Array.from(toCaller.slice(-20).flatMap((f) => [...f]));
   t.ok(toneShare(atCaller, 1000) > 0.9, `the caller hears the target's tone (${toneShare(atCaller, 1000).toFixed(2)})`);
-  t.ok(leg!.counters.relayedToCaller > 40 && leg!.counters.relayedToTarget > 40, `frames relayed ${JSON.stringify(leg!.counters)}`);
+  t.ok(
+    leg!.counters.relayedToCaller > 40 && leg!.counters.relayedToTarget > 40,
+    `frames relayed ${JSON.stringify(leg!.counters)}`,
+  );
   leg!.close();
   await reading;
   t.ok(frames.length >= 16, `the target's audio read as frames (${frames.length})`);
-  t.ok(frames.every((f) => f.length === 160), '20 ms each');
-  t.ok(toneShare(Int16Array.from(frames.slice(-8).flatMap((f) => [...f])), 1000) > 0.9, 'decoded: the target\'s tone');
+  t.ok(
+    frames.every((f) => f.length === 160),
+    '20 ms each',
+  );
+  t.ok(toneShare(Int16Array.from(frames.slice(-8).flatMap((f) => [...f])), 1000) > 0.9, "decoded: the target's tone");
 });
 
 t.test('listening: the agent hears both parties mixed, and both hear the agent', async (t) => {
@@ -108,7 +122,14 @@ t.test('listening: the agent hears both parties mixed, and both hear the agent',
   let leg: TransferLeg | null = null;
   for (let attempt = 0; attempt < 20 && leg === null; attempt++) {
     try {
-      leg = TransferLeg.open(group, LOOPBACK, 20000 + 2 * Math.floor(Math.random() * 15000), 'PCMU', () => performance.now(), () => undefined);
+      leg = TransferLeg.open(
+        group,
+        LOOPBACK,
+        20000 + 2 * Math.floor(Math.random() * 15000),
+        'PCMU',
+        () => performance.now(),
+        () => undefined,
+      );
     } catch {
       // taken: another port
     }
@@ -149,18 +170,29 @@ t.test('listening: the agent hears both parties mixed, and both hear the agent',
     const n = leg!.endpoint.collect(ids, counts, 0);
     if (n > 0) group.sendMany(ids, counts, sent, n);
   }
-  await until(() => received.length >= 35, { what: 'the leg\'s packets at the peer' });
+  await until(() => received.length >= 35, { what: "the leg's packets at the peer" });
   const view = createRtpPacketView();
-  const targetHeard = Int16Array.from(received.slice(-20).flatMap((p) => {
-    decodeView(p, view, p.length);
-    const pcm = new Int16Array(160);
-    mulawDecodeInto(p.subarray(view.payloadOffset), pcm);
-    return [...pcm];
-  }));
+  const targetHeard = Int16Array.from(
+    received.slice(-20).flatMap((p) => {
+      decodeView(p, view, p.length);
+      const pcm = new Int16Array(160);
+      mulawDecodeInto(p.subarray(view.payloadOffset), pcm);
+      return [...pcm];
+    }),
+  );
   const last = (frames: Int16Array[]) => Int16Array.from(frames.slice(-20).flatMap((f) => [...f]));
   const share = (pcm: Int16Array, hz: number) => toneShare(pcm, hz).toFixed(2);
-  t.ok(toneShare(last(agentHeard), 440) > 0.2 && toneShare(last(agentHeard), 1000) > 0.2, `the agent hears both parties (440: ${share(last(agentHeard), 440)}, 1000: ${share(last(agentHeard), 1000)})`);
+  t.ok(
+    toneShare(last(agentHeard), 440) > 0.2 && toneShare(last(agentHeard), 1000) > 0.2,
+    `the agent hears both parties (440: ${share(last(agentHeard), 440)}, 1000: ${share(last(agentHeard), 1000)})`,
+  );
   t.ok(toneShare(last(agentHeard), 2000) < 0.05, 'not itself');
-  t.ok(toneShare(last(callerHeard), 1000) > 0.2 && toneShare(last(callerHeard), 2000) > 0.2, `the caller hears the target and the agent (${share(last(callerHeard), 1000)}, ${share(last(callerHeard), 2000)})`);
-  t.ok(toneShare(targetHeard, 440) > 0.2 && toneShare(targetHeard, 2000) > 0.2, `the target hears the caller and the agent (${share(targetHeard, 440)}, ${share(targetHeard, 2000)})`);
+  t.ok(
+    toneShare(last(callerHeard), 1000) > 0.2 && toneShare(last(callerHeard), 2000) > 0.2,
+    `the caller hears the target and the agent (${share(last(callerHeard), 1000)}, ${share(last(callerHeard), 2000)})`,
+  );
+  t.ok(
+    toneShare(targetHeard, 440) > 0.2 && toneShare(targetHeard, 2000) > 0.2,
+    `the target hears the caller and the agent (${share(targetHeard, 440)}, ${share(targetHeard, 2000)})`,
+  );
 });

@@ -7,7 +7,20 @@ import { decodeView, createRtpPacketView } from '../../src/media/rtp.js';
 import { TelephoneEventReceiver, dtmfDigit } from '../../src/media/rfc4733.js';
 import { parseScript } from '../conversation/harness.js';
 import { readPcapUdp } from '../media/pcap.js';
-import { agent, g711Frames, harness, media, PeerStream, PT_EVENT, PT_PCMU, sleep, startCall, TestPeer, waitFor, type Harness } from './harness.js';
+import {
+  agent,
+  g711Frames,
+  harness,
+  media,
+  PeerStream,
+  PT_EVENT,
+  PT_PCMU,
+  sleep,
+  startCall,
+  TestPeer,
+  waitFor,
+  type Harness,
+} from './harness.js';
 
 t.setTimeout(120_000);
 
@@ -39,7 +52,10 @@ async function playCapture(stream: PeerStream, file: string): Promise<Uint8Array
 }
 
 function userItems(h: Harness): string[] {
-  return h.store.only().items.filter((i) => i.role === 'user').map((i) => String(i.live_transcript));
+  return h.store
+    .only()
+    .items.filter((i) => i.role === 'user')
+    .map((i) => String(i.live_transcript));
 }
 
 /** A DTMF tone pair (ITU-T Q.23) of `ms`, then as long a pause, as 8 kHz PCM. */
@@ -51,7 +67,10 @@ function tone(digit: string, ms: number): Int16Array {
   const c = keys[r].indexOf(digit);
   const n = (8000 * ms) / 1000;
   const out = new Int16Array(2 * n);
-  for (let i = 0; i < n; i++) out[i] = Math.round(8000 * (Math.sin((2 * Math.PI * rows[r] * i) / 8000) + Math.sin((2 * Math.PI * cols[c] * i) / 8000)));
+  for (let i = 0; i < n; i++)
+    out[i] = Math.round(
+      8000 * (Math.sin((2 * Math.PI * rows[r] * i) / 8000) + Math.sin((2 * Math.PI * cols[c] * i) / 8000)),
+    );
   return out;
 }
 
@@ -93,7 +112,10 @@ t.test('in-band DTMF: detected in the audio without telephone-event, and only th
     const h = harness();
     const peer = await TestPeer.open();
     const callId = `dtmf-inband-${negotiated}`;
-    const { rtpPort } = await startCall(h, peer, { callId, media: media('PCMU', { telephoneEventPayloadType: negotiated ? PT_EVENT : null }) });
+    const { rtpPort } = await startCall(h, peer, {
+      callId,
+      media: media('PCMU', { telephoneEventPayloadType: negotiated ? PT_EVENT : null }),
+    });
     await waitFor(() => h.conversations[0]?.state === 'ready', 'ready');
     const stream = new PeerStream(peer, rtpPort, PT_PCMU);
     const tones = [...g711Frames(tone('5', 100), 'PCMU'), ...g711Frames(tone('#', 100), 'PCMU')];
@@ -109,16 +131,28 @@ t.test('in-band DTMF: detected in the audio without telephone-event, and only th
   }
 });
 
-t.test('the keypad tool\'s keys go to the peer as RFC 4733 events, the audio paused meanwhile', async (t) => {
-  const h = harness({ engine: 'scripted', script: parseScript({ responses: [{ say: 'Dialing.', tool_calls: [{ name: 'keypad', arguments: { digits: '12#' } }] }] }) });
+t.test("the keypad tool's keys go to the peer as RFC 4733 events, the audio paused meanwhile", async (t) => {
+  const h = harness({
+    engine: 'scripted',
+    script: parseScript({
+      responses: [{ say: 'Dialing.', tool_calls: [{ name: 'keypad', arguments: { digits: '12#' } }] }],
+    }),
+  });
   const peer = await TestPeer.open();
   t.teardown(async () => {
     peer.close();
     await h.close();
   });
   const callId = 'dtmf-out';
-  const keypad = { id: 'tool_keypad', name: 'keypad', definition: { type: 'built_in_keypad_input', name: 'keypad', description: 'Press keys', execution_mode: 'sync' } };
-  await startCall(h, peer, { callId, agent: { ...agent({ generate_welcome_message: true, tools: ['keypad'] }), tools: [keypad] } });
+  const keypad = {
+    id: 'tool_keypad',
+    name: 'keypad',
+    definition: { type: 'built_in_keypad_input', name: 'keypad', description: 'Press keys', execution_mode: 'sync' },
+  };
+  await startCall(h, peer, {
+    callId,
+    agent: { ...agent({ generate_welcome_message: true, tools: ['keypad'] }), tools: [keypad] },
+  });
   const events = () => peer.packets().filter((p) => p.view.payloadType === PT_EVENT);
   // Three digits of 100 ms: 5 packets each, the end packet three times over.
   await waitFor(() => events().length >= 3 * 7, 'the digits');
@@ -128,12 +162,22 @@ t.test('the keypad tool\'s keys go to the peer as RFC 4733 events, the audio pau
     .filter((code) => code >= 0)
     .map((code) => dtmfDigit(code));
   t.same(heard, ['1', '2', '#'], 'each key once');
-  t.same(events().filter((p) => p.view.marker).length, 3, 'the marker on the first packet of each event (RFC 4733 2.5.1.1)');
+  t.same(
+    events().filter((p) => p.view.marker).length,
+    3,
+    'the marker on the first packet of each event (RFC 4733 2.5.1.1)',
+  );
   const all = peer.packets();
   const first = all.indexOf(events()[0]);
   const last = all.indexOf(events()[events().length - 1]);
-  t.ok(all.slice(first, last + 1).every((p) => p.view.payloadType === PT_EVENT), 'no audio packet among the events');
-  t.ok(all.slice(1).every((p, i) => p.view.sequenceNumber === ((all[i].view.sequenceNumber + 1) & 0xffff)), 'one sequence through audio and events');
+  t.ok(
+    all.slice(first, last + 1).every((p) => p.view.payloadType === PT_EVENT),
+    'no audio packet among the events',
+  );
+  t.ok(
+    all.slice(1).every((p, i) => p.view.sequenceNumber === ((all[i].view.sequenceNumber + 1) & 0xffff)),
+    'one sequence through audio and events',
+  );
   h.calls.handle({ type: 'call_hangup', callId, reason: 'bye' });
   await waitFor(() => h.store.only().finish !== null, 'the record');
 });

@@ -14,7 +14,19 @@ import { createPeerRtcp, createReportBlock, readCompound, RTCP_SR, writeReport }
 import { ReceptionStats } from '../../src/telephony/reception-stats.js';
 import { loadPrompt } from '../media/speech.js';
 import {
-  bestCorrelation, envelope, g711Decode, g711Frames, harness, media, notice, PeerStream, PT_PCMA, PT_PCMU, startCall, TestPeer, waitFor,
+  bestCorrelation,
+  envelope,
+  g711Decode,
+  g711Frames,
+  harness,
+  media,
+  notice,
+  PeerStream,
+  PT_PCMA,
+  PT_PCMU,
+  startCall,
+  TestPeer,
+  waitFor,
 } from './harness.js';
 
 t.setTimeout(120_000);
@@ -53,18 +65,36 @@ for (const codec of ['PCMU', 'PCMA'] as const) {
     await waitFor(() => peer.rtpIn.length >= total + 25, 'the end of the echo');
 
     const packets = peer.packets();
-    t.ok(packets.every((p) => p.port === rtpPort), 'every packet came from the RTP port (symmetric RTP)');
-    t.ok(packets.every((p) => p.view.payloadType === (codec === 'PCMU' ? PT_PCMU : PT_PCMA)), `every packet is ${codec}`);
-    t.ok(packets.every((p) => p.payload.length === 160), 'ptime 20: 160 bytes a packet');
+    t.ok(
+      packets.every((p) => p.port === rtpPort),
+      'every packet came from the RTP port (symmetric RTP)',
+    );
+    t.ok(
+      packets.every((p) => p.view.payloadType === (codec === 'PCMU' ? PT_PCMU : PT_PCMA)),
+      `every packet is ${codec}`,
+    );
+    t.ok(
+      packets.every((p) => p.payload.length === 160),
+      'ptime 20: 160 bytes a packet',
+    );
     const ssrc = packets[0].view.ssrc;
     let continuous = true;
     for (let i = 1; i < packets.length; i++) {
       const a = packets[i - 1].view;
       const b = packets[i].view;
-      if (b.ssrc !== ssrc || b.sequenceNumber !== ((a.sequenceNumber + 1) & 0xffff) || b.timestamp !== ((a.timestamp + 160) >>> 0)) continuous = false;
+      if (
+        b.ssrc !== ssrc ||
+        b.sequenceNumber !== ((a.sequenceNumber + 1) & 0xffff) ||
+        b.timestamp !== (a.timestamp + 160) >>> 0
+      )
+        continuous = false;
     }
     t.ok(continuous, 'one SSRC, sequence numbers and timestamps continuous from the first packet (silence between)');
-    t.same(packets.map((p, i) => [i, p.view.marker]).filter(([, m]) => m), [[0, true]], 'the marker bit on the first packet only (RFC 3551 4.1: no gap in transmission after it)');
+    t.same(
+      packets.map((p, i) => [i, p.view.marker]).filter(([, m]) => m),
+      [[0, true]],
+      'the marker bit on the first packet only (RFC 3551 4.1: no gap in transmission after it)',
+    );
 
     const heard = new Int16Array(packets.length * 160);
     packets.forEach((p, i) => heard.set(g711Decode(p.payload, codec), i * 160));
@@ -78,7 +108,7 @@ for (const codec of ['PCMU', 'PCMA'] as const) {
     t.equal(first[1], RTCP_SR, 'a sender report first (Parley sends RTP)');
     t.equal(peer.rtcpIn[0].port, rtpPort + 1, 'from the RTCP port');
     readCompound(first, first.length, stream.sender.header.ssrc, report);
-    t.ok(report.valid && report.aboutUs, 'a valid compound packet with a block about the peer\'s stream');
+    t.ok(report.valid && report.aboutUs, "a valid compound packet with a block about the peer's stream");
     t.equal(report.block.cumulativeLost, 0, 'nothing lost');
 
     h.calls.handle({ type: 'call_hangup', callId, reason: 'bye' });
@@ -87,14 +117,30 @@ for (const codec of ['PCMU', 'PCMA'] as const) {
     t.equal(h.savedAtEnd.get(callId), true, 'call_ended only once the record was saved');
     const rec = h.store.only();
     t.equal(rec.conversation.id, `conv_${callId}`);
-    t.match(rec.conversation, { origin: 'telephony-inbound', call_info: { from_phone_number: '+14155550100', telephony_call_sid: callId } });
+    t.match(rec.conversation, {
+      origin: 'telephony-inbound',
+      call_info: { from_phone_number: '+14155550100', telephony_call_sid: callId },
+    });
     t.equal(rec.conversation.settings?.input_format, codec === 'PCMU' ? 'mulaw_8000' : 'alaw_8000');
     t.equal(rec.finish?.ended_by, 'user');
     const rtp = rec.finish?.rtp;
-    t.match(rtp?.inbound, { packets_expected: stream.sent, packets_received: stream.sent, packets_lost: 0, loss_fraction: 0 }, 'inbound: every packet of the peer');
-    t.ok(rtp!.inbound.jitter_ms >= 0 && rtp!.inbound.jitter_ms < 20, `inbound jitter measured (${rtp!.inbound.jitter_ms} ms)`);
-    t.ok(rtp?.outbound && rtp.outbound.packets_expected > 0 && rtp.outbound.packets_lost === 0, 'outbound: as the peer reported it');
-    t.ok(rec.items.some((i) => i.role === 'assistant'), 'the echo is on the record');
+    t.match(
+      rtp?.inbound,
+      { packets_expected: stream.sent, packets_received: stream.sent, packets_lost: 0, loss_fraction: 0 },
+      'inbound: every packet of the peer',
+    );
+    t.ok(
+      rtp!.inbound.jitter_ms >= 0 && rtp!.inbound.jitter_ms < 20,
+      `inbound jitter measured (${rtp!.inbound.jitter_ms} ms)`,
+    );
+    t.ok(
+      rtp?.outbound && rtp.outbound.packets_expected > 0 && rtp.outbound.packets_lost === 0,
+      'outbound: as the peer reported it',
+    );
+    t.ok(
+      rec.items.some((i) => i.role === 'assistant'),
+      'the echo is on the record',
+    );
 
     // The recording: the caller on the left, the echo on the right.
     t.equal(rec.recordings.length, 1);
@@ -111,7 +157,7 @@ for (const codec of ['PCMU', 'PCMA'] as const) {
   });
 }
 
-t.test('opus: the caller\'s speech comes back', async (t) => {
+t.test("opus: the caller's speech comes back", async (t) => {
   const h = harness();
   const peer = await TestPeer.open();
   t.teardown(async () => {
@@ -140,9 +186,15 @@ t.test('opus: the caller\'s speech comes back', async (t) => {
   const decoder = new OpusCodec();
   const pcm = new Int16Array(960 * 6);
   const heard = peer.packets().flatMap((p) => envelope(pcm.subarray(0, decoder.decodeInto(p.payload, pcm)), 960));
-  t.ok(peer.packets().every((p) => p.view.payloadType === 111), 'opus packets');
+  t.ok(
+    peer.packets().every((p) => p.view.payloadType === 111),
+    'opus packets',
+  );
   const ts = peer.packets().map((p) => p.view.timestamp);
-  t.ok(ts.slice(1).every((x, i) => ((x - ts[i]) >>> 0) === 960), 'timestamps 960 apart (20 ms at 48 kHz)');
+  t.ok(
+    ts.slice(1).every((x, i) => (x - ts[i]) >>> 0 === 960),
+    'timestamps 960 apart (20 ms at 48 kHz)',
+  );
   const { r } = bestCorrelation(heard, envelope(prompt));
   t.ok(r > 0.85, `the echo follows the prompt's energy envelope (r = ${r.toFixed(3)})`);
   h.calls.handle({ type: 'call_hangup', callId, reason: 'bye' });

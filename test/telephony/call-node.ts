@@ -71,7 +71,12 @@ export interface CallNodeOptions {
 export async function startCallNode(opts: CallNodeOptions): Promise<CallNode> {
   const server = await startTestServer({ db: 'postgres', env: { PARLEY_SIP_PORT: '0', ...opts.env } });
   const log = createLogger(server.settings.PARLEY_LOG_LEVEL);
-  const handler = createRequestHandler({ sql: server.sql, policy: leasePolicy(server.settings), log, now: () => new Date() });
+  const handler = createRequestHandler({
+    sql: server.sql,
+    policy: leasePolicy(server.settings),
+    log,
+    now: () => new Date(),
+  });
   const main: MainClient = new MainClient({
     postMessage: (m: WorkerMessage) => {
       if ('id' in m && m.type !== 'inspection') void handler(m).then((reply) => main.handleReply(reply));
@@ -87,17 +92,27 @@ export async function startCallNode(opts: CallNodeOptions): Promise<CallNode> {
       const calls: EngineCall[] = [{ what: 'open', text: '', atMs: Date.now() }];
       engineLog.push(calls);
       const session = await scripted.open(options, hooks);
-      const logged = <A extends unknown[], R>(what: EngineCall['what'], fn: (...a: A) => R, text: (...a: A) => string) => (...a: A): R => {
-        calls.push({ what, text: text(...a), atMs: Date.now() });
-        return fn(...a);
-      };
-      session.updateSession = logged('update', session.updateSession.bind(session), (u) => u.systemMessage ?? JSON.stringify(u));
+      const logged =
+        <A extends unknown[], R>(what: EngineCall['what'], fn: (...a: A) => R, text: (...a: A) => string) =>
+        (...a: A): R => {
+          calls.push({ what, text: text(...a), atMs: Date.now() });
+          return fn(...a);
+        };
+      session.updateSession = logged(
+        'update',
+        session.updateSession.bind(session),
+        (u) => u.systemMessage ?? JSON.stringify(u),
+      );
       session.speak = logged('speak', session.speak.bind(session), (text) => text);
       session.createResponse = logged('respond', session.createResponse.bind(session), (i) => i ?? '');
       return session;
     },
   };
-  const timers: ConversationTimers = { now: () => Date.now(), set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as NodeJS.Timeout) };
+  const timers: ConversationTimers = {
+    now: () => Date.now(),
+    set: (fn, ms) => setTimeout(fn, ms),
+    clear: (h) => clearTimeout(h as NodeJS.Timeout),
+  };
   const worker = new LocalWorker();
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-call-node-'));
   const clock = new PacingClock({ onFrameEnd: () => worker.calls.frameEnd() });
@@ -105,11 +120,25 @@ export async function startCallNode(opts: CallNodeOptions): Promise<CallNode> {
     workerId: 0,
     bindAddress: '127.0.0.1',
     post: (n) => {
-      if (n.type === 'call_media_ready' || n.type === 'call_ended' || n.type === 'call_dtmf_out') setImmediate(() => worker.listener?.notice(0, n));
+      if (n.type === 'call_media_ready' || n.type === 'call_ended' || n.type === 'call_dtmf_out')
+        setImmediate(() => worker.listener?.notice(0, n));
     },
     loadChanged: () => undefined,
     newConversation: (client: ConversationClient, origin: ConversationOrigin) =>
-      new Conversation({ client, store, engineFor: () => engine, timers, pacing: clock, log, dataDir, allowPrivateEndpoints: true, fetch: globalThis.fetch }, origin),
+      new Conversation(
+        {
+          client,
+          store,
+          engineFor: () => engine,
+          timers,
+          pacing: clock,
+          log,
+          dataDir,
+          allowPrivateEndpoints: true,
+          fetch: globalThis.fetch,
+        },
+        origin,
+      ),
     pacing: clock,
     rtpTimeoutMs: 30_000,
     log,
@@ -117,7 +146,13 @@ export async function startCallNode(opts: CallNodeOptions): Promise<CallNode> {
   });
   let sip: SipService;
   try {
-    sip = await startSipService({ settings: server.settings, sql: server.sql, log, workers: worker, trunks: new Trunks(opts.trunks) });
+    sip = await startSipService({
+      settings: server.settings,
+      sql: server.sql,
+      log,
+      workers: worker,
+      trunks: new Trunks(opts.trunks),
+    });
   } catch (err) {
     clock.stop();
     await server.close();

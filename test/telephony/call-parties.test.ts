@@ -57,22 +57,68 @@ t.test('E.164 from the ways numbers are written', async (t) => {
 t.test('the dialled number: Request-URI user, else the To user', async (t) => {
   const from = '<sip:+14155550123@carrier.example>';
   t.equal(dialledNumber(invite('sip:+14155550100@parley.example;user=phone', from, PARLEY)), '+14155550100');
-  t.equal(dialledNumber(invite('sip:14155550100@203.0.113.1:5060', from, '<sip:14155550100@parley.example>')), '+14155550100', 'E.164 without its plus');
-  t.equal(dialledNumber(invite('sip:+1-415-555-0100@parley.example;user=phone', from, PARLEY)), '+14155550100', 'visual separators');
-  t.equal(dialledNumber(invite('sip:5550100;phone-context=+1-415@parley.example;user=phone', from, PARLEY)), '+14155550100', 'phone-context');
-  t.equal(dialledNumber(invite('sip:+14155550100;npdi;rn=+14155559999@parley.example;user=phone', from, PARLEY)), '+14155550100', 'number portability parameters');
+  t.equal(
+    dialledNumber(invite('sip:14155550100@203.0.113.1:5060', from, '<sip:14155550100@parley.example>')),
+    '+14155550100',
+    'E.164 without its plus',
+  );
+  t.equal(
+    dialledNumber(invite('sip:+1-415-555-0100@parley.example;user=phone', from, PARLEY)),
+    '+14155550100',
+    'visual separators',
+  );
+  t.equal(
+    dialledNumber(invite('sip:5550100;phone-context=+1-415@parley.example;user=phone', from, PARLEY)),
+    '+14155550100',
+    'phone-context',
+  );
+  t.equal(
+    dialledNumber(invite('sip:+14155550100;npdi;rn=+14155559999@parley.example;user=phone', from, PARLEY)),
+    '+14155550100',
+    'number portability parameters',
+  );
   t.equal(dialledNumber(invite('tel:+14155550100', from, '<tel:+14155550100>')), '+14155550100', 'tel: Request-URI');
-  t.equal(dialledNumber(invite('sip:parley.example', from, '<tel:+1-415-555-0100>')), '+14155550100', 'no user in the Request-URI: To');
-  t.equal(dialledNumber(invite('sip:agent@parley.example', from, '"Sales" <sip:+14155550100@parley.example>')), '+14155550100', 'a name in the Request-URI: To');
-  t.equal(dialledNumber(invite('sip:1000@parley.example', from, '<sip:1000@parley.example>')), null, 'an extension is no E.164 number');
+  t.equal(
+    dialledNumber(invite('sip:parley.example', from, '<tel:+1-415-555-0100>')),
+    '+14155550100',
+    'no user in the Request-URI: To',
+  );
+  t.equal(
+    dialledNumber(invite('sip:agent@parley.example', from, '"Sales" <sip:+14155550100@parley.example>')),
+    '+14155550100',
+    'a name in the Request-URI: To',
+  );
+  t.equal(
+    dialledNumber(invite('sip:1000@parley.example', from, '<sip:1000@parley.example>')),
+    null,
+    'an extension is no E.164 number',
+  );
   t.equal(dialledNumber(invite('sip:parley.example', from, '<sip:parley.example>')), null);
 });
 
 t.test("the caller's number: From, or P-Asserted-Identity from a trusted trunk", async (t) => {
-  t.equal(callerNumber(invite('sip:+14155550100@parley.example', '"+14155550123" <sip:+14155550123@carrier.example>', PARLEY), UNTRUSTED), '+14155550123');
-  t.equal(callerNumber(invite('sip:+14155550100@parley.example', '<tel:+1-415-555-0123>', PARLEY), UNTRUSTED), '+14155550123', 'tel: From');
-  t.equal(callerNumber(invite('sip:+14155550100@parley.example', 'sip:14155550123@carrier.example', PARLEY), UNTRUSTED), '+14155550123', 'addr-spec From without plus');
-  t.equal(callerNumber(invite('sip:+14155550100@parley.example', '<sip:04155550123@carrier.example>', PARLEY), UNTRUSTED), '04155550123', 'a national number is kept as sent');
+  t.equal(
+    callerNumber(
+      invite('sip:+14155550100@parley.example', '"+14155550123" <sip:+14155550123@carrier.example>', PARLEY),
+      UNTRUSTED,
+    ),
+    '+14155550123',
+  );
+  t.equal(
+    callerNumber(invite('sip:+14155550100@parley.example', '<tel:+1-415-555-0123>', PARLEY), UNTRUSTED),
+    '+14155550123',
+    'tel: From',
+  );
+  t.equal(
+    callerNumber(invite('sip:+14155550100@parley.example', 'sip:14155550123@carrier.example', PARLEY), UNTRUSTED),
+    '+14155550123',
+    'addr-spec From without plus',
+  );
+  t.equal(
+    callerNumber(invite('sip:+14155550100@parley.example', '<sip:04155550123@carrier.example>', PARLEY), UNTRUSTED),
+    '04155550123',
+    'a national number is kept as sent',
+  );
   const pai = invite('sip:+14155550100@parley.example', '<sip:trunk-7@carrier.example>', PARLEY, [
     'P-Asserted-Identity: <sip:+14155550177@carrier.example;user=phone>, <tel:+14155550177>',
   ]);
@@ -83,7 +129,9 @@ t.test("the caller's number: From, or P-Asserted-Identity from a trusted trunk",
     'P-Asserted-Identity: <tel:+14155550178>',
   ]);
   t.equal(callerNumber(both, TRUSTED), '+14155550178', 'the asserted value that names a number');
-  const odd = invite('sip:+14155550100@parley.example', '<sip:+14155550123@carrier.example>', PARLEY, ['P-Asserted-Identity: <<garbage']);
+  const odd = invite('sip:+14155550100@parley.example', '<sip:+14155550123@carrier.example>', PARLEY, [
+    'P-Asserted-Identity: <<garbage',
+  ]);
   t.equal(callerNumber(odd, TRUSTED), '+14155550123', 'an unreadable assertion asserts nothing');
 });
 
@@ -101,15 +149,27 @@ t.test('a withheld caller is anonymous', async (t) => {
     ['<tel:anonymous>', []],
   ];
   for (const [from, headers] of withheld) {
-    t.equal(callerNumber(invite('sip:+14155550100@parley.example', from, PARLEY, headers), TRUSTED), ANONYMOUS, `${from} ${headers.join(' ')}`);
+    t.equal(
+      callerNumber(invite('sip:+14155550100@parley.example', from, PARLEY, headers), TRUSTED),
+      ANONYMOUS,
+      `${from} ${headers.join(' ')}`,
+    );
   }
   t.equal(
-    callerNumber(invite('sip:+14155550100@parley.example', '<sip:+14155550123@carrier.example>', PARLEY, ['Privacy: none']), TRUSTED),
+    callerNumber(
+      invite('sip:+14155550100@parley.example', '<sip:+14155550123@carrier.example>', PARLEY, ['Privacy: none']),
+      TRUSTED,
+    ),
     '+14155550123',
     'Privacy: none withholds nothing',
   );
   t.equal(
-    callerNumber(invite('sip:+14155550100@parley.example', '"Anonymous" <sip:anonymous@anonymous.invalid>', PARLEY, ['P-Asserted-Identity: <tel:+14155550123>']), TRUSTED),
+    callerNumber(
+      invite('sip:+14155550100@parley.example', '"Anonymous" <sip:anonymous@anonymous.invalid>', PARLEY, [
+        'P-Asserted-Identity: <tel:+14155550123>',
+      ]),
+      TRUSTED,
+    ),
     '+14155550123',
     'an anonymous From with a trusted asserted identity and no Privacy: the asserted number',
   );

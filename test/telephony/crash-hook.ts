@@ -15,7 +15,7 @@ const made: InstanceType<typeof workerThreads.Worker>[] = [];
 const Original = workerThreads.Worker;
 class KeptWorker extends Original {
   constructor(...[code, options]: ConstructorParameters<typeof Original>) {
-    if (!options?.eval || typeof code !== 'string') throw new Error('crash-hook: expected the node\'s eval bootstrap');
+    if (!options?.eval || typeof code !== 'string') throw new Error("crash-hook: expected the node's eval bootstrap");
     super(CRASH_LISTENER + code, options);
     made.push(this);
   }

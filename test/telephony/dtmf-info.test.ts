@@ -19,19 +19,44 @@ const OWN = '+14155550100';
 t.test('keys pressed on a call without telephone-event go out as SIP INFO', async (t) => {
   const calleePort = await freeUdpPort();
   const node = await startCallNode({
-    trunks: [{ name: 'carrier', inbound: null, outbound: { uri: `sip:127.0.0.1:${calleePort}`, transport: null, auth: null, caller_id: null } }],
-    script: { turns: [], responses: [{ say: 'Pressing one, two, pound.', tool_calls: [{ name: 'keypad_input', arguments: { digits: '12#' } }] }], word_ms: 250, end_tool: 'natural_conversation_ending' },
+    trunks: [
+      {
+        name: 'carrier',
+        inbound: null,
+        outbound: { uri: `sip:127.0.0.1:${calleePort}`, transport: null, auth: null, caller_id: null },
+      },
+    ],
+    script: {
+      turns: [],
+      responses: [
+        { say: 'Pressing one, two, pound.', tool_calls: [{ name: 'keypad_input', arguments: { digits: '12#' } }] },
+      ],
+      word_ms: 250,
+      end_tool: 'natural_conversation_ending',
+    },
   });
   t.teardown(() => node.close());
-  await agentWithNumber(node.client, 'caller', OWN, { audio_format: 'mulaw_8000', generate_welcome_message: true, tools: ['keypad_input'] });
+  await agentWithNumber(node.client, 'caller', OWN, {
+    audio_format: 'mulaw_8000',
+    generate_welcome_message: true,
+    tools: ['keypad_input'],
+  });
 
   // The callee says hello (the call's answering-machine detection settles human at once) and takes three INFOs.
   const hello = loadManifest().cases.find((c) => c.id === 'human-008')!;
   const pcm = renderCase(hello);
   const audio = new Uint8Array(pcm.length);
   mulawEncodeInto(pcm, audio);
-  const callee = await startSippCallee({ scenario: 'uas_info_digits.xml', port: calleePort, files: { 'audio.ul': audio }, timeoutMs: 60_000 });
-  const r = await node.client.post('/v1/conversations/outbound_call', { to_phone_number: TO, config: { agent: 'caller' } });
+  const callee = await startSippCallee({
+    scenario: 'uas_info_digits.xml',
+    port: calleePort,
+    files: { 'audio.ul': audio },
+    timeoutMs: 60_000,
+  });
+  const r = await node.client.post('/v1/conversations/outbound_call', {
+    to_phone_number: TO,
+    config: { agent: 'caller' },
+  });
   t.equal(r.status, 201, JSON.stringify(r.body));
   const run = await callee.done;
   sippCompleted(t, run, 'the callee got three INFOs and hung up');
@@ -40,7 +65,11 @@ t.test('keys pressed on a call without telephone-event go out as SIP INFO', asyn
   t.match(invite, /telephone-event/, 'Parley offered telephone-event; the callee answered without it');
   const infos = run.received.filter((m) => m.startsWith('INFO '));
   t.equal(infos.length, 3, 'one INFO per digit');
-  t.same(infos.map((m) => /^Signal=(.+?)\r?$/m.exec(m)?.[1]), ['1', '2', '#'], 'the digits in order');
+  t.same(
+    infos.map((m) => /^Signal=(.+?)\r?$/m.exec(m)?.[1]),
+    ['1', '2', '#'],
+    'the digits in order',
+  );
   for (const m of infos) {
     t.equal(headerOf(m, 'Content-Type'), 'application/dtmf-relay');
     t.match(m, new RegExp(`^Duration=${DTMF_INFO_DURATION_MS}\\r?$`, 'm'));
@@ -49,11 +78,16 @@ t.test('keys pressed on a call without telephone-event go out as SIP INFO', asyn
   t.ok(cseqs[0]! < cseqs[1]! && cseqs[1]! < cseqs[2]!, `sent one after another (CSeq ${cseqs.join(', ')})`);
 
   let record: Record<string, any> = {};
-  await until(async () => {
-    record = (await node.client.get(`/v1/conversations/${r.body.conversation_id}`)).body.conversation;
-    return record?.ended_by != null;
-  }, { what: 'the record finished', timeoutMs: 20_000 });
+  await until(
+    async () => {
+      record = (await node.client.get(`/v1/conversations/${r.body.conversation_id}`)).body.conversation;
+      return record?.ended_by != null;
+    },
+    { what: 'the record finished', timeoutMs: 20_000 },
+  );
   t.equal(record.ended_by, 'user', 'the callee hung up');
-  const calls = record.items.flatMap((i: { tool_calls?: { tool: { name: string }; response_body: unknown }[] }) => i.tool_calls ?? []);
+  const calls = record.items.flatMap(
+    (i: { tool_calls?: { tool: { name: string }; response_body: unknown }[] }) => i.tool_calls ?? [],
+  );
   t.match(calls, [{ tool: { name: 'keypad_input' }, response_body: { digits: '12#' } }], 'the tool call on the record');
 });

@@ -15,7 +15,13 @@ import { createLocalTts } from '../../src/engines/local-tts.js';
 import { createScriptedEngine, type EngineScript } from '../../src/engines/scripted.js';
 import { alawDecodeInto, alawEncodeInto, mulawDecodeInto, mulawEncodeInto } from '../../src/media/native/g711.js';
 import { PacingClock } from '../../src/media/pacing-clock.js';
-import { createRtpPacketView, decodeView, RtpSender, RTP_HEADER_BYTES, type RtpPacketView } from '../../src/media/rtp.js';
+import {
+  createRtpPacketView,
+  decodeView,
+  RtpSender,
+  RTP_HEADER_BYTES,
+  type RtpPacketView,
+} from '../../src/media/rtp.js';
 import type { CallMedia, CallMessage, WorkerNotice } from '../../src/workers/worker-protocol.js';
 import type { ResolvedAgent } from '../../src/domain/conversation-agent.js';
 import { WorkerCalls } from '../../src/telephony/worker-calls.js';
@@ -33,7 +39,17 @@ const tts = createLocalTts({ cacheDir: null });
 export type CallAssigned = Extract<CallMessage, { type: 'call_assigned' }>;
 
 export function media(codec: 'PCMU' | 'PCMA' | 'opus', fields: Partial<CallMedia> = {}): CallMedia {
-  if (codec === 'opus') return { codec, payloadType: 111, clockRate: 48000, channels: 2, telephoneEventPayloadType: PT_EVENT, ptimeMs: 20, direction: 'sendrecv', ...fields };
+  if (codec === 'opus')
+    return {
+      codec,
+      payloadType: 111,
+      clockRate: 48000,
+      channels: 2,
+      telephoneEventPayloadType: PT_EVENT,
+      ptimeMs: 20,
+      direction: 'sendrecv',
+      ...fields,
+    };
   return {
     codec,
     payloadType: codec === 'PCMU' ? PT_PCMU : PT_PCMA,
@@ -72,7 +88,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export function harness(opts: { engine?: 'echo' | 'scripted'; script?: EngineScript; rtpTimeoutMs?: number } = {}): Harness {
+export function harness(
+  opts: { engine?: 'echo' | 'scripted'; script?: EngineScript; rtpTimeoutMs?: number } = {},
+): Harness {
   const store = new MemoryStore();
   const notices: WorkerNotice[] = [];
   const conversations: Conversation[] = [];
@@ -84,11 +102,25 @@ export function harness(opts: { engine?: 'echo' | 'scripted'; script?: EngineScr
     opts.engine === 'scripted'
       ? createScriptedEngine({ tts, voiceFor: () => 'en-us', log, script: opts.script ?? null })
       : createEchoEngine({ tts, voiceFor: () => 'en-us', log });
-  const timers: ConversationTimers = { now: () => Date.now(), set: (fn, ms) => setTimeout(fn, ms), clear: (h) => clearTimeout(h as NodeJS.Timeout) };
+  const timers: ConversationTimers = {
+    now: () => Date.now(),
+    set: (fn, ms) => setTimeout(fn, ms),
+    clear: (h) => clearTimeout(h as NodeJS.Timeout),
+  };
   const clock = new PacingClock({ onFrameEnd: () => calls.frameEnd() });
   const newConversation = (client: ConversationClient, origin: ConversationOrigin) => {
     const c = new Conversation(
-      { client, store, engineFor: () => engine, timers, pacing: clock, log, dataDir, allowPrivateEndpoints: true, fetch: globalThis.fetch },
+      {
+        client,
+        store,
+        engineFor: () => engine,
+        timers,
+        pacing: clock,
+        log,
+        dataDir,
+        allowPrivateEndpoints: true,
+        fetch: globalThis.fetch,
+      },
       origin,
     );
     const k = conversations.length;
@@ -204,7 +236,14 @@ export class TestPeer {
     return this.rtpIn.flatMap((d) => {
       const view = createRtpPacketView();
       if (decodeView(d.data, view, d.data.length) !== 'ok') return [];
-      return [{ view, payload: new Uint8Array(d.data.subarray(view.payloadOffset, view.payloadOffset + view.payloadLength)), atMs: d.atMs, port: d.port }];
+      return [
+        {
+          view,
+          payload: new Uint8Array(d.data.subarray(view.payloadOffset, view.payloadOffset + view.payloadLength)),
+          atMs: d.atMs,
+          port: d.port,
+        },
+      ];
     });
   }
 
@@ -234,7 +273,11 @@ export async function startCall(
       media: media('PCMU'),
       agent: agent(),
       origin: 'telephony-inbound',
-      callInfo: { from_phone_number: '+14155550100', to_phone_number: '+14155550199', telephony_call_sid: fields.callId },
+      callInfo: {
+        from_phone_number: '+14155550100',
+        to_phone_number: '+14155550199',
+        telephony_call_sid: fields.callId,
+      },
       configurationEndpoint: null,
       overrides: null,
       listenOnly: false,
@@ -306,7 +349,11 @@ export class PeerStream {
    * Sends one slot every 20 ms; `arrange` may drop a packet (null) or put several in one slot (sent back to back, so
    * a reordered pair arrives together whatever the scheduling of this process).
    */
-  async play(payloads: Uint8Array[], arrange?: (packets: Uint8Array[]) => (Uint8Array | Uint8Array[] | null)[], ticksPerPacket = FRAME_SAMPLES): Promise<void> {
+  async play(
+    payloads: Uint8Array[],
+    arrange?: (packets: Uint8Array[]) => (Uint8Array | Uint8Array[] | null)[],
+    ticksPerPacket = FRAME_SAMPLES,
+  ): Promise<void> {
     const packets = payloads.map((p, i) => {
       const pkt = this.packet(p, i === 0);
       this.sender.advanceTimestamp(ticksPerPacket);
@@ -360,6 +407,11 @@ export function bestCorrelation(signal: number[], probe: number[]): { r: number;
 }
 
 /** The notice of `type` for `callId`, if posted. */
-export function notice<T extends WorkerNotice['type']>(h: Harness, type: T, callId: string): Extract<WorkerNotice, { type: T }> | undefined {
-  return h.notices.find((n) => n.type === type && 'callId' in n && n.callId === callId) as Extract<WorkerNotice, { type: T }> | undefined;
+export function notice<T extends WorkerNotice['type']>(
+  h: Harness,
+  type: T,
+  callId: string,
+): Extract<WorkerNotice, { type: T }> | undefined {
+  return h.notices.find((n) => n.type === type && 'callId' in n && n.callId === callId) as
+    Extract<WorkerNotice, { type: T }> | undefined;
 }

@@ -22,7 +22,9 @@ async function refused(node: SipNode, service: string, keys = PCMU, tcp = false)
 async function nothingLeft(t: Test, node: SipNode): Promise<void> {
   const [{ n }] = await node.server.sql<{ n: number }[]>`select count(*)::int as n from conversations`;
   t.equal(n, 0, 'no conversation was recorded');
-  const [{ l }] = await node.server.sql<{ l: number }[]>`select count(*)::int as l from conversation_leases where conversation_id like 'conv_%'`;
+  const [{ l }] = await node.server.sql<
+    { l: number }[]
+  >`select count(*)::int as l from conversation_leases where conversation_id like 'conv_%'`;
   t.equal(l, 0, 'no lease is held');
   t.equal(node.sip.activeCalls, 0, 'no call is held');
   t.same(node.workers.of('call_assigned'), [], 'no worker was given a call');
@@ -34,7 +36,10 @@ t.test('a node trusting loopback', async (t) => {
   await agentWithNumber(node.client, 'sales', '+14155550100', { audio_format: 'mulaw_8000' });
   await agentWithNumber(node.client, 'idle', '+14155550101');
   t.equal((await node.client.post('/v1/agents/idle/disable')).status, 200);
-  await agentWithNumber(node.client, 'split', '+14155550102', { inbound_rollout: 0, inbound_rollout_forward_phone_number: '+14155550199' });
+  await agentWithNumber(node.client, 'split', '+14155550102', {
+    inbound_rollout: 0,
+    inbound_rollout_forward_phone_number: '+14155550199',
+  });
 
   t.test('OPTIONS: 200', async (t) => {
     const run = await runSipp({ scenario: 'options.xml', target: `127.0.0.1:${node.sip.port}` });
@@ -99,14 +104,22 @@ t.test('an INVITE flood over the source rate: 503 with Retry-After, and the node
   const node = await startSipNode({ env: { PARLEY_SIP_INVITE_RATE_PER_SEC: '1', PARLEY_SIP_INVITE_BURST: '3' } });
   t.teardown(() => node.close());
   const flood = await runSipp({
-    scenario: 'uac_refused.xml', target: `127.0.0.1:${node.sip.port}`, service: '+14155550999', keys: PCMU, calls: 40, rate: 200,
+    scenario: 'uac_refused.xml',
+    target: `127.0.0.1:${node.sip.port}`,
+    service: '+14155550999',
+    keys: PCMU,
+    calls: 40,
+    rate: 200,
   });
   const finals = flood.statuses.filter((s) => s >= 200);
   t.equal(finals.length, 40, `every INVITE was answered (${JSON.stringify(finals)})`);
   const limited = flood.received.filter((m) => m.startsWith('SIP/2.0 503 '));
   t.ok(limited.length >= 30, `most were refused for the rate (${limited.length} of 40)`);
   t.ok(finals.filter((s) => s === 404).length >= 3, 'the burst got through to the number lookup');
-  t.ok(limited.every((m) => Number(headerOf(m, 'Retry-After')) >= 1), 'each 503 carries Retry-After');
+  t.ok(
+    limited.every((m) => Number(headerOf(m, 'Retry-After')) >= 1),
+    'each 503 carries Retry-After',
+  );
   const after = await runSipp({ scenario: 'options.xml', target: `127.0.0.1:${node.sip.port}` });
   t.same(after.statuses, [200], 'OPTIONS is still answered');
   await nothingLeft(t, node);

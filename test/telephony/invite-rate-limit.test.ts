@@ -5,7 +5,12 @@ import { InviteRateLimit } from '../../src/telephony/invite-rate-limit.js';
 
 function clock(): { now: () => number; advance(ms: number): void } {
   let ms = 1_000;
-  return { now: () => ms, advance: (d) => { ms += d; } };
+  return {
+    now: () => ms,
+    advance: (d) => {
+      ms += d;
+    },
+  };
 }
 
 function drain(limit: InviteRateLimit, source: string, max = 1_000_000): number {

@@ -6,7 +6,13 @@ import { createUserAgent, parseSdp, serializeSdp, SipError, type SessionDescript
 import { createOffer } from '../../sip/sdp/index.js';
 import { ConfigError, loadSettings } from '../../src/config.js';
 import {
-  advertisedAddress, answerInbound, callMediaOf, localMedia, preferAgentCodec, remoteMediaOf, type MediaPolicyInput,
+  advertisedAddress,
+  answerInbound,
+  callMediaOf,
+  localMedia,
+  preferAgentCodec,
+  remoteMediaOf,
+  type MediaPolicyInput,
 } from '../../src/telephony/media-policy.js';
 import { baresipInvite, sippInvite, startSippUas } from './sip-peers.js';
 
@@ -21,8 +27,14 @@ t.before(async () => {
   offers.sippUac = parseSdp((await sippInvite('+14155550100', 'uac')).body.toString());
   offers.sippPcap = parseSdp((await sippInvite('+14155550100', 'uac_pcap')).body.toString());
   offers.baresip = parseSdp((await baresipInvite('sip:+14155550123@127.0.0.1', target)).body.toString());
-  offers.baresipAlawFirst = parseSdp((await baresipInvite('sip:+14155550123@127.0.0.1', target, ';audio_codecs=PCMA,PCMU')).body.toString());
-  offers.baresipWideband = parseSdp((await baresipInvite('sip:+14155550123@127.0.0.1', target, ';audio_codecs=opus/48000/2,G722/16000/1')).body.toString());
+  offers.baresipAlawFirst = parseSdp(
+    (await baresipInvite('sip:+14155550123@127.0.0.1', target, ';audio_codecs=PCMA,PCMU')).body.toString(),
+  );
+  offers.baresipWideband = parseSdp(
+    (
+      await baresipInvite('sip:+14155550123@127.0.0.1', target, ';audio_codecs=opus/48000/2,G722/16000/1')
+    ).body.toString(),
+  );
 });
 
 function answered(offer: SessionDescription, input: MediaPolicyInput) {
@@ -34,7 +46,15 @@ function answered(offer: SessionDescription, input: MediaPolicyInput) {
 t.test('SIPp uac (PCMU only): PCMU, no telephone-event, 20 ms, our address and port', async (t) => {
   for (const input of [MULAW, PCM16]) {
     const r = answered(offers.sippUac, input);
-    t.same(callMediaOf(r.media), { codec: 'PCMU', payloadType: 0, clockRate: 8000, channels: 1, telephoneEventPayloadType: null, ptimeMs: 20, direction: 'sendrecv' });
+    t.same(callMediaOf(r.media), {
+      codec: 'PCMU',
+      payloadType: 0,
+      clockRate: 8000,
+      channels: 1,
+      telephoneEventPayloadType: null,
+      ptimeMs: 20,
+      direction: 'sendrecv',
+    });
     t.same(remoteMediaOf(r.media), { address: '127.0.0.1', port: offers.sippUac.media[0].port });
     const sdp = serializeSdp(r.answer);
     t.match(sdp, /c=IN IP4 192\.0\.2\.80\r\n/);
@@ -45,7 +65,15 @@ t.test('SIPp uac (PCMU only): PCMU, no telephone-event, 20 ms, our address and p
 
 t.test('SIPp uac_pcap (PCMA and telephone-event 0-11,16): PCMA, events narrowed to ours', async (t) => {
   const r = answered(offers.sippPcap, MULAW);
-  t.same(callMediaOf(r.media), { codec: 'PCMA', payloadType: 8, clockRate: 8000, channels: 1, telephoneEventPayloadType: 101, ptimeMs: 20, direction: 'sendrecv' });
+  t.same(callMediaOf(r.media), {
+    codec: 'PCMA',
+    payloadType: 8,
+    clockRate: 8000,
+    channels: 1,
+    telephoneEventPayloadType: 101,
+    ptimeMs: 20,
+    direction: 'sendrecv',
+  });
   const sdp = serializeSdp(r.answer);
   t.match(sdp, /m=audio 40000 RTP\/AVP 8 101\r\n/);
   t.match(sdp, /a=fmtp:101 0-11,16\r\n/);
@@ -53,7 +81,15 @@ t.test('SIPp uac_pcap (PCMA and telephone-event 0-11,16): PCMA, events narrowed 
 
 t.test('baresip (opus, G722, PCMU, PCMA, telephone-event): G.711 only, opus and G722 left out', async (t) => {
   const r = answered(offers.baresip, PCM16);
-  t.same(callMediaOf(r.media), { codec: 'PCMU', payloadType: 0, clockRate: 8000, channels: 1, telephoneEventPayloadType: 101, ptimeMs: 20, direction: 'sendrecv' });
+  t.same(callMediaOf(r.media), {
+    codec: 'PCMU',
+    payloadType: 0,
+    clockRate: 8000,
+    channels: 1,
+    telephoneEventPayloadType: 101,
+    ptimeMs: 20,
+    direction: 'sendrecv',
+  });
   t.match(serializeSdp(r.answer), /m=audio 40000 RTP\/AVP 0 8 101\r\n/);
   t.same(remoteMediaOf(r.media), { address: '127.0.0.1', port: offers.baresip.media[0].port });
 });
@@ -66,7 +102,11 @@ t.test("the agent's codec first for mulaw_8000; otherwise the offerer's order", 
   const pcm = answered(offers.baresipAlawFirst, PCM16);
   t.equal(callMediaOf(pcm.media).codec, 'PCMA', "pcm_16000: the offerer's first");
   t.match(serializeSdp(pcm.answer), /m=audio 40000 RTP\/AVP 8 0 101\r\n/);
-  t.equal(preferAgentCodec(offers.baresipAlawFirst, 'pcm_16000'), offers.baresipAlawFirst, 'no preference: the offer untouched');
+  t.equal(
+    preferAgentCodec(offers.baresipAlawFirst, 'pcm_16000'),
+    offers.baresipAlawFirst,
+    'no preference: the offer untouched',
+  );
   t.same(offers.baresipAlawFirst.media[0].formats.slice(0, 2), ['8', '0'], 'the offer itself is not reordered');
 });
 
@@ -86,22 +126,27 @@ t.test('nothing in common: 488 (sip/ answers it)', async (t) => {
   parley.on('invite', (req) => {
     parley.createUAS(req, { media: localMedia({ ...MULAW, address: '127.0.0.1' }) }).catch(() => undefined);
   });
-  const err = await peer.createUAC(`sip:+14155550100@127.0.0.1:${parley.port}`, { localSdp: serializeSdp(offers.baresipWideband) }).catch((e: unknown) => e);
+  const err = await peer
+    .createUAC(`sip:+14155550100@127.0.0.1:${parley.port}`, { localSdp: serializeSdp(offers.baresipWideband) })
+    .catch((e: unknown) => e);
   t.ok(err instanceof SipError && err.status === 488, '488 Not Acceptable Here');
 });
 
-t.test('hold: a sendonly offer makes Parley recvonly, and the worker is told the peer sends only; c=0.0.0.0 leaves nowhere to send', async (t) => {
-  const held = structuredClone(offers.sippPcap);
-  held.media[0].attributes.push({ name: 'sendonly', value: null });
-  const heldAnswer = answered(held, MULAW).media;
-  t.equal(heldAnswer.direction, 'recvonly', "Parley's own direction");
-  t.equal(callMediaOf(heldAnswer).direction, 'sendonly', "CallMedia carries the peer's view");
-  const legacy = structuredClone(offers.sippPcap);
-  if (legacy.connection) legacy.connection.address = '0.0.0.0';
-  const r = answered(legacy, MULAW);
-  t.equal(remoteMediaOf(r.media), null);
-  t.equal(callMediaOf(r.media).direction, 'sendonly');
-});
+t.test(
+  'hold: a sendonly offer makes Parley recvonly, and the worker is told the peer sends only; c=0.0.0.0 leaves nowhere to send',
+  async (t) => {
+    const held = structuredClone(offers.sippPcap);
+    held.media[0].attributes.push({ name: 'sendonly', value: null });
+    const heldAnswer = answered(held, MULAW).media;
+    t.equal(heldAnswer.direction, 'recvonly', "Parley's own direction");
+    t.equal(callMediaOf(heldAnswer).direction, 'sendonly', "CallMedia carries the peer's view");
+    const legacy = structuredClone(offers.sippPcap);
+    if (legacy.connection) legacy.connection.address = '0.0.0.0';
+    const r = answered(legacy, MULAW);
+    t.equal(remoteMediaOf(r.media), null);
+    t.equal(callMediaOf(r.media).direction, 'sendonly');
+  },
+);
 
 t.test('the offer Parley makes, answered by SIPp uas', async (t) => {
   const local = localMedia({ ...MULAW, address: '127.0.0.1', port: 40100 });
@@ -118,24 +163,47 @@ t.test('the offer Parley makes, answered by SIPp uas', async (t) => {
   const dialog = await parley.createUAC(`sip:service@127.0.0.1:${callee.port}`, { media: local });
   t.ok(dialog.media, 'negotiated');
   if (dialog.media) {
-    t.same(callMediaOf(dialog.media), { codec: 'PCMU', payloadType: 0, clockRate: 8000, channels: 1, telephoneEventPayloadType: null, ptimeMs: 20, direction: 'sendrecv' });
+    t.same(callMediaOf(dialog.media), {
+      codec: 'PCMU',
+      payloadType: 0,
+      clockRate: 8000,
+      channels: 1,
+      telephoneEventPayloadType: null,
+      ptimeMs: 20,
+      direction: 'sendrecv',
+    });
     t.equal(remoteMediaOf(dialog.media)?.address, '127.0.0.1');
   }
   await dialog.bye();
 });
 
 t.test('the advertised address: PARLEY_SIP_PUBLIC_ADDRESS, else PARLEY_HOST, else an external interface', async (t) => {
-  const ifaces = (list: Array<Partial<NetworkInterfaceInfo>>): NodeJS.Dict<NetworkInterfaceInfo[]> => ({ eth0: list as NetworkInterfaceInfo[] });
+  const ifaces = (list: Array<Partial<NetworkInterfaceInfo>>): NodeJS.Dict<NetworkInterfaceInfo[]> => ({
+    eth0: list as NetworkInterfaceInfo[],
+  });
   const lo = { address: '127.0.0.1', family: 'IPv4' as const, internal: true, scopeid: undefined };
   const v4 = { address: '192.0.2.7', family: 'IPv4' as const, internal: false };
   const v6 = { address: '2001:db8::7', family: 'IPv6' as const, internal: false, scopeid: 0 };
   const linkLocal = { address: 'fe80::7', family: 'IPv6' as const, internal: false, scopeid: 2 };
   t.equal(advertisedAddress(loadSettings({})), '127.0.0.1', 'default PARLEY_HOST');
   t.equal(advertisedAddress(loadSettings({ PARLEY_HOST: '10.1.2.3' })), '10.1.2.3');
-  t.equal(advertisedAddress(loadSettings({ PARLEY_HOST: '0.0.0.0', PARLEY_SIP_PUBLIC_ADDRESS: '203.0.113.8' })), '203.0.113.8');
-  t.equal(advertisedAddress(loadSettings({ PARLEY_HOST: '0.0.0.0' }), ifaces([lo, v6, v4])), '192.0.2.7', 'binding everything: the external IPv4');
-  t.equal(advertisedAddress(loadSettings({ PARLEY_HOST: '::' }), ifaces([lo, linkLocal, v6])), '2001:db8::7', ':: with IPv6 only: the global IPv6');
-  const err = t.throws(() => advertisedAddress(loadSettings({ PARLEY_HOST: '0.0.0.0' }), ifaces([lo, linkLocal]))) as ConfigError;
+  t.equal(
+    advertisedAddress(loadSettings({ PARLEY_HOST: '0.0.0.0', PARLEY_SIP_PUBLIC_ADDRESS: '203.0.113.8' })),
+    '203.0.113.8',
+  );
+  t.equal(
+    advertisedAddress(loadSettings({ PARLEY_HOST: '0.0.0.0' }), ifaces([lo, v6, v4])),
+    '192.0.2.7',
+    'binding everything: the external IPv4',
+  );
+  t.equal(
+    advertisedAddress(loadSettings({ PARLEY_HOST: '::' }), ifaces([lo, linkLocal, v6])),
+    '2001:db8::7',
+    ':: with IPv6 only: the global IPv6',
+  );
+  const err = t.throws(() =>
+    advertisedAddress(loadSettings({ PARLEY_HOST: '0.0.0.0' }), ifaces([lo, linkLocal])),
+  ) as ConfigError;
   t.equal(err.problems[0].setting, 'PARLEY_SIP_PUBLIC_ADDRESS');
   const bad = t.throws(() => loadSettings({ PARLEY_SIP_PUBLIC_ADDRESS: 'sip.example.com' })) as ConfigError;
   t.equal(bad.problems[0].setting, 'PARLEY_SIP_PUBLIC_ADDRESS');

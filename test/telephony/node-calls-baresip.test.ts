@@ -38,13 +38,16 @@ const BARESIP_RTP_SPAN = 20;
  * the data chunk's header, whose size is written only when the call ends.
  */
 function heard(recDir: string): Int16Array[] {
-  return readdirSync(recDir).filter((f) => f.endsWith('-dec.wav')).sort().map((f) => {
-    const bytes = readFileSync(join(recDir, f));
-    const data = bytes.indexOf('data');
-    if (data < 0) return new Int16Array(0);
-    const body = bytes.subarray(data + 8);
-    return new Int16Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length - (body.length % 2)));
-  });
+  return readdirSync(recDir)
+    .filter((f) => f.endsWith('-dec.wav'))
+    .sort()
+    .map((f) => {
+      const bytes = readFileSync(join(recDir, f));
+      const data = bytes.indexOf('data');
+      if (data < 0) return new Int16Array(0);
+      const body = bytes.subarray(data + 8);
+      return new Int16Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.length - (body.length % 2)));
+    });
 }
 
 const loudFrames = (pcm: Int16Array) => envelope(pcm).filter((e) => e > LOUD_RMS).length;
@@ -59,10 +62,32 @@ t.test('baresip calls a node and is called by it', async (t) => {
 
   const dir = tempDir('baresip-speech');
   const wav = join(dir, 'speech.wav');
-  execFileSync('sox', [soundFile(PROMPT), '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', wav, 'pad', '1', '30']);
+  execFileSync('sox', [
+    soundFile(PROMPT),
+    '-r',
+    '8000',
+    '-c',
+    '1',
+    '-b',
+    '16',
+    '-e',
+    'signed-integer',
+    wav,
+    'pad',
+    '1',
+    '30',
+  ]);
   const rtpBase = node.rtpPorts.max + 1 + 2 * Math.floor(Math.random() * 50);
-  const { peer, ctl, dir: baresipDir } = await startBaresip({
-    sipPort, ctrlPort: await freeUdpPort(), rtpPorts: `${rtpBase}-${rtpBase + BARESIP_RTP_SPAN}`, user: BARESIP, audioIn: wav,
+  const {
+    peer,
+    ctl,
+    dir: baresipDir,
+  } = await startBaresip({
+    sipPort,
+    ctrlPort: await freeUdpPort(),
+    rtpPorts: `${rtpBase}-${rtpBase + BARESIP_RTP_SPAN}`,
+    user: BARESIP,
+    audioIn: wav,
   });
   t.teardown(() => {
     ctl.close();
@@ -77,7 +102,9 @@ t.test('baresip calls a node and is called by it', async (t) => {
     await ctl.command('dial', `sip:${OWN}@127.0.0.1:${node.sipPort}`);
     await ctl.waitEvent('CALL_ESTABLISHED', 10_000, since);
     await until(() => loudFrames(heard(recDir).at(-1) ?? new Int16Array(0)) >= loudFrames(prompt) * 0.8, {
-      what: 'baresip hearing the echo', timeoutMs: 20_000, intervalMs: 200,
+      what: 'baresip hearing the echo',
+      timeoutMs: 20_000,
+      intervalMs: 200,
     });
     // Keys as a person presses them, a moment apart.
     await ctl.command('sndcode', '4');
@@ -98,45 +125,77 @@ t.test('baresip calls a node and is called by it', async (t) => {
     t.equal(record.ended_by, 'user');
     t.match(record.call_info, { from_phone_number: BARESIP, to_phone_number: OWN });
     const users = (record.items as { role: string; duration_ms: number }[]).filter((i) => i.role === 'user');
-    t.ok((users[0]?.duration_ms ?? 0) >= (prompt.length / 8) * 0.6, `its turn is on the record (${users[0]?.duration_ms} ms)`);
+    t.ok(
+      (users[0]?.duration_ms ?? 0) >= (prompt.length / 8) * 0.6,
+      `its turn is on the record (${users[0]?.duration_ms} ms)`,
+    );
     t.same(userTranscripts(record).slice(1), ['DTMF 42#'], 'its RFC 4733 keys, one entry');
   });
 
-  t.test('outbound: Parley calls baresip, which answers like a person, talks and hangs up; the call is saved', async (t) => {
-    // Answering-machine detection runs on every answered outbound call, and the conversation takes no turn until it
-    // is decided: the callee answers as a person does, a short "Hello?" and a pause (`human`), then says its prompt.
-    // baresip's aufile source opens its file on each call.
-    const answering = join(dir, 'answering.wav');
-    execFileSync('sh', ['-c', 'sox "$1" -p pad "$2" "$3" | sox -t sox - "$4" -r 8000 -c 1 -b 16 -e signed-integer "$5" pad 0 30', 'sh',
-      soundFile(HELLO), `${CALLEE_ANSWERS_AFTER_S}`, `${CALLEE_PAUSE_S}`, soundFile(PROMPT), answering]);
-    renameSync(answering, wav);
-    const since = ctl.events.length;
-    const heardBefore = heard(recDir).length;
-    const r = await node.client.post('/v1/conversations/outbound_call', { to_phone_number: BARESIP, config: { agent: 'phone' } });
-    t.equal(r.status, 201, JSON.stringify(r.body));
-    await ctl.waitEvent('CALL_ESTABLISHED', 10_000, since);
-    await until(() => heard(recDir).length > heardBefore && loudFrames(heard(recDir).at(-1)!) >= loudFrames(prompt) * 0.8, {
-      what: 'baresip hearing the echo', timeoutMs: 20_000, intervalMs: 200,
-    });
-    // The whole echo heard: a prompt's length (and a margin) past its first loud frame, before baresip hangs up.
-    const promptFrames = envelope(prompt).length;
-    await until(() => {
-      const e = envelope(heard(recDir).at(-1)!);
-      const first = e.findIndex((x) => x > LOUD_RMS);
-      return first >= 0 && e.length >= first + promptFrames + ECHO_MARGIN_FRAMES;
-    }, { what: 'the whole echo heard', timeoutMs: 20_000, intervalMs: 200 });
-    await ctl.command('hangup');
-    await ctl.waitEvent('CALL_CLOSED', 10_000, since);
-    const echo = heard(recDir).at(-1)!;
-    const { r: fit } = bestCorrelation(envelope(echo), envelope(prompt));
-    t.ok(fit > 0.8, `what baresip heard follows its prompt's energy envelope (r = ${fit.toFixed(3)})`);
-    const record = await node.endedConversation(r.body.conversation_id);
-    t.equal(record.ended_by, 'user');
-    t.equal(record.origin, 'telephony-outbound');
-    t.match(record.call_info, { from_phone_number: OWN, to_phone_number: BARESIP, telephony_call_sid: /\S/ });
-    t.match(record.metadata, { answering_machine: { result: 'human', reason: 'short_answer' } }, 'detection: a person answered');
-    const users = (record.items as { role: string; duration_ms: number }[]).filter((i) => i.role === 'user');
-    t.equal(users.length, 1, 'one turn: the "Hello?" was heard by the detection, not taken as a turn');
-    t.ok((users[0]?.duration_ms ?? 0) >= (prompt.length / 8) * 0.6, `its prompt is the turn on the record (${users[0]?.duration_ms} ms)`);
-  });
+  t.test(
+    'outbound: Parley calls baresip, which answers like a person, talks and hangs up; the call is saved',
+    async (t) => {
+      // Answering-machine detection runs on every answered outbound call, and the conversation takes no turn until it
+      // is decided: the callee answers as a person does, a short "Hello?" and a pause (`human`), then says its prompt.
+      // baresip's aufile source opens its file on each call.
+      const answering = join(dir, 'answering.wav');
+      execFileSync('sh', [
+        '-c',
+        'sox "$1" -p pad "$2" "$3" | sox -t sox - "$4" -r 8000 -c 1 -b 16 -e signed-integer "$5" pad 0 30',
+        'sh',
+        soundFile(HELLO),
+        `${CALLEE_ANSWERS_AFTER_S}`,
+        `${CALLEE_PAUSE_S}`,
+        soundFile(PROMPT),
+        answering,
+      ]);
+      renameSync(answering, wav);
+      const since = ctl.events.length;
+      const heardBefore = heard(recDir).length;
+      const r = await node.client.post('/v1/conversations/outbound_call', {
+        to_phone_number: BARESIP,
+        config: { agent: 'phone' },
+      });
+      t.equal(r.status, 201, JSON.stringify(r.body));
+      await ctl.waitEvent('CALL_ESTABLISHED', 10_000, since);
+      await until(
+        () => heard(recDir).length > heardBefore && loudFrames(heard(recDir).at(-1)!) >= loudFrames(prompt) * 0.8,
+        {
+          what: 'baresip hearing the echo',
+          timeoutMs: 20_000,
+          intervalMs: 200,
+        },
+      );
+      // The whole echo heard: a prompt's length (and a margin) past its first loud frame, before baresip hangs up.
+      const promptFrames = envelope(prompt).length;
+      await until(
+        () => {
+          const e = envelope(heard(recDir).at(-1)!);
+          const first = e.findIndex((x) => x > LOUD_RMS);
+          return first >= 0 && e.length >= first + promptFrames + ECHO_MARGIN_FRAMES;
+        },
+        { what: 'the whole echo heard', timeoutMs: 20_000, intervalMs: 200 },
+      );
+      await ctl.command('hangup');
+      await ctl.waitEvent('CALL_CLOSED', 10_000, since);
+      const echo = heard(recDir).at(-1)!;
+      const { r: fit } = bestCorrelation(envelope(echo), envelope(prompt));
+      t.ok(fit > 0.8, `what baresip heard follows its prompt's energy envelope (r = ${fit.toFixed(3)})`);
+      const record = await node.endedConversation(r.body.conversation_id);
+      t.equal(record.ended_by, 'user');
+      t.equal(record.origin, 'telephony-outbound');
+      t.match(record.call_info, { from_phone_number: OWN, to_phone_number: BARESIP, telephony_call_sid: /\S/ });
+      t.match(
+        record.metadata,
+        { answering_machine: { result: 'human', reason: 'short_answer' } },
+        'detection: a person answered',
+      );
+      const users = (record.items as { role: string; duration_ms: number }[]).filter((i) => i.role === 'user');
+      t.equal(users.length, 1, 'one turn: the "Hello?" was heard by the detection, not taken as a turn');
+      t.ok(
+        (users[0]?.duration_ms ?? 0) >= (prompt.length / 8) * 0.6,
+        `its prompt is the turn on the record (${users[0]?.duration_ms} ms)`,
+      );
+    },
+  );
 });

@@ -48,7 +48,9 @@ export interface PhoneNodeOptions {
 }
 
 export async function startPhoneNode(opts: PhoneNodeOptions = {}): Promise<PhoneNode> {
-  const db = opts.reuse ? { url: opts.reuse.databaseUrl, drop: async () => undefined } : await createTempDatabase('parley_test_phone');
+  const db = opts.reuse
+    ? { url: opts.reuse.databaseUrl, drop: async () => undefined }
+    : await createTempDatabase('parley_test_phone');
   const dataDir = opts.reuse?.dataDir ?? tempDir('phone-node-data');
   const base = RTP_BASE_MIN + 2 * Math.floor((Math.random() * RTP_BASE_SPAN) / 2);
   const rtpPorts = { min: base, max: base + RTP_RANGE_PORTS - 1 };
@@ -94,11 +96,14 @@ export async function startPhoneNode(opts: PhoneNodeOptions = {}): Promise<Phone
     conversation,
     async endedConversation(id, timeoutMs = 20_000) {
       let last: Record<string, any> = {};
-      await until(async () => {
-        const r = await conversation(id);
-        last = r.body;
-        return r.status === 200 && r.body.ended_by != null;
-      }, { timeoutMs, intervalMs: 100, what: () => `the record of ${id} ended: ${JSON.stringify(last).slice(0, 500)}` });
+      await until(
+        async () => {
+          const r = await conversation(id);
+          last = r.body;
+          return r.status === 200 && r.body.ended_by != null;
+        },
+        { timeoutMs, intervalMs: 100, what: () => `the record of ${id} ended: ${JSON.stringify(last).slice(0, 500)}` },
+      );
       return last;
     },
     async conversationIds() {
@@ -121,5 +126,7 @@ export async function startPhoneNode(opts: PhoneNodeOptions = {}): Promise<Phone
 
 /** The user items' transcripts of a record, in order. */
 export function userTranscripts(record: Record<string, any>): (string | null)[] {
-  return (record.items as { role: string; live_transcript: string | null }[]).filter((i) => i.role === 'user').map((i) => i.live_transcript);
+  return (record.items as { role: string; live_transcript: string | null }[])
+    .filter((i) => i.role === 'user')
+    .map((i) => i.live_transcript);
 }

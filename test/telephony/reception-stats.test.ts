@@ -11,7 +11,7 @@ function feed(stats: ReceptionStats, packets: [number, number][], ssrc = 7, firs
   h.ssrc = ssrc;
   for (const [seq, at] of packets) {
     h.sequenceNumber = seq & 0xffff;
-    h.timestamp = (1_000_000 + ((seq - firstSeq) * 160)) >>> 0;
+    h.timestamp = (1_000_000 + (seq - firstSeq) * 160) >>> 0;
     stats.update(h, at);
   }
 }
@@ -65,7 +65,15 @@ t.test('a large jump is a restart once two packets follow each other (RFC 3550 A
   feed(s, inOrder(0, 10));
   feed(s, [[30000, 2000]], 7, 0);
   t.equal(s.expected, 10, 'one stray packet far ahead: not counted');
-  feed(s, [[30001, 2020], [30002, 2040]], 7, 0);
+  feed(
+    s,
+    [
+      [30001, 2020],
+      [30002, 2040],
+    ],
+    7,
+    0,
+  );
   t.equal(s.expected, 2, 'the next in sequence: the source restarted there');
   t.equal(s.received, 2);
 });
@@ -79,14 +87,23 @@ t.test('a new SSRC is a new source', async (t) => {
 
 t.test('interarrival jitter (RFC 3550 A.8): transit alternating by 10 ms converges to 80 units', async (t) => {
   const s = new ReceptionStats(8000);
-  feed(s, Array.from({ length: 400 }, (_, i): [number, number] => [i, 1000 + i * 20 + (i % 2) * 10]));
+  feed(
+    s,
+    Array.from({ length: 400 }, (_, i): [number, number] => [i, 1000 + i * 20 + (i % 2) * 10]),
+  );
   t.ok(Math.abs(s.jitterMs - 10) < 0.5, `about 10 ms (${s.jitterMs.toFixed(2)})`);
   const b = createReportBlock();
   s.reportInto(b);
   t.ok(Math.abs(b.jitter - 80) <= 4, `in timestamp units (${b.jitter})`);
 });
 
-t.test('the peer\'s view of our stream from its report block', async (t) => {
+t.test("the peer's view of our stream from its report block", async (t) => {
   const block = { ...createReportBlock(), cumulativeLost: 3, extendedHighestSeq: 0x10000 + 99, jitter: 160 };
-  t.same(peerSummary(block, 65500, 8000), { packets_expected: 136, packets_received: 133, packets_lost: 3, loss_fraction: 3 / 136, jitter_ms: 20 });
+  t.same(peerSummary(block, 65500, 8000), {
+    packets_expected: 136,
+    packets_received: 133,
+    packets_lost: 3,
+    loss_fraction: 3 / 136,
+    jitter_ms: 20,
+  });
 });

@@ -2,8 +2,20 @@
 // BYE, what a receiver refuses (RFC 3550 A.2), the round trip from a report block (6.4.1), the report interval (6.3.1).
 import t from 'tap';
 import {
-  createPeerRtcp, createReportBlock, ntpMiddle, readCompound, roundTripMs, RTCP_BYE, RTCP_MIN_INTERVAL_MS, RTCP_RR, RTCP_SDES,
-  RTCP_SR, rtcpIntervalMs, sdesPacket, writeBye, writeReport,
+  createPeerRtcp,
+  createReportBlock,
+  ntpMiddle,
+  readCompound,
+  roundTripMs,
+  RTCP_BYE,
+  RTCP_MIN_INTERVAL_MS,
+  RTCP_RR,
+  RTCP_SDES,
+  RTCP_SR,
+  rtcpIntervalMs,
+  sdesPacket,
+  writeBye,
+  writeReport,
 } from '../../src/telephony/rtcp.js';
 
 const OURS = 0xdeadbeef;
@@ -11,7 +23,16 @@ const THEIRS = 0x01020304;
 
 t.test('a sender report with a block about us reads back field by field', async (t) => {
   const b = new Uint8Array(256);
-  const block = { ...createReportBlock(), ssrc: OURS, fractionLost: 25, cumulativeLost: -3, extendedHighestSeq: 0x1_0005, jitter: 77, lastSr: 0x12345678, delaySinceLastSr: 6553 };
+  const block = {
+    ...createReportBlock(),
+    ssrc: OURS,
+    fractionLost: 25,
+    cumulativeLost: -3,
+    extendedHighestSeq: 0x1_0005,
+    jitter: 77,
+    lastSr: 0x12345678,
+    delaySinceLastSr: 6553,
+  };
   const wallMs = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
   const n = writeReport(b, 0, THEIRS, { wallMs, rtpTimestamp: 0xfffffff0, packets: 500, octets: 80_000 }, block);
   t.equal(n, 52, 'header, SSRC, sender info, one block');
@@ -76,13 +97,16 @@ t.test('round trip from a report block: A - LSR - DLSR', async (t) => {
   t.equal(roundTripMs(createReportBlock(), sentAt), null, 'no SR of ours seen: no round trip');
 });
 
-t.test('the report interval: the 5 s minimum, randomised over [0.5, 1.5] and compensated, half of it at first', async (t) => {
-  const k = Math.E - 1.5;
-  t.equal(rtcpIntervalMs(false, 0), (RTCP_MIN_INTERVAL_MS * 0.5) / k);
-  t.equal(rtcpIntervalMs(false, 1), (RTCP_MIN_INTERVAL_MS * 1.5) / k);
-  t.equal(rtcpIntervalMs(true, 0.5), RTCP_MIN_INTERVAL_MS / 2 / k);
-  const samples = Array.from({ length: 2000 }, () => rtcpIntervalMs(false));
-  const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
-  t.ok(Math.abs(mean - RTCP_MIN_INTERVAL_MS / k) < 100, `mean ${mean.toFixed(0)} ms`);
-  t.ok(samples.every((s) => s >= (RTCP_MIN_INTERVAL_MS * 0.5) / k && s <= (RTCP_MIN_INTERVAL_MS * 1.5) / k));
-});
+t.test(
+  'the report interval: the 5 s minimum, randomised over [0.5, 1.5] and compensated, half of it at first',
+  async (t) => {
+    const k = Math.E - 1.5;
+    t.equal(rtcpIntervalMs(false, 0), (RTCP_MIN_INTERVAL_MS * 0.5) / k);
+    t.equal(rtcpIntervalMs(false, 1), (RTCP_MIN_INTERVAL_MS * 1.5) / k);
+    t.equal(rtcpIntervalMs(true, 0.5), RTCP_MIN_INTERVAL_MS / 2 / k);
+    const samples = Array.from({ length: 2000 }, () => rtcpIntervalMs(false));
+    const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+    t.ok(Math.abs(mean - RTCP_MIN_INTERVAL_MS / k) < 100, `mean ${mean.toFixed(0)} ms`);
+    t.ok(samples.every((s) => s >= (RTCP_MIN_INTERVAL_MS * 0.5) / k && s <= (RTCP_MIN_INTERVAL_MS * 1.5) / k));
+  },
+);

@@ -30,7 +30,8 @@ export function readPcap(file: string): CapturedDatagram[] {
   const buf = readFileSync(file);
   if (buf.length < PCAP_FILE_HEADER_BYTES) return [];
   if (buf.readUInt32LE(0) !== PCAP_MAGIC_LE) throw new Error(`${file}: not a little-endian libpcap file`);
-  if (buf.readUInt32LE(20) !== LINKTYPE_ETHERNET) throw new Error(`${file}: link type ${buf.readUInt32LE(20)}, not Ethernet`);
+  if (buf.readUInt32LE(20) !== LINKTYPE_ETHERNET)
+    throw new Error(`${file}: link type ${buf.readUInt32LE(20)}, not Ethernet`);
   const out: CapturedDatagram[] = [];
   for (let at = PCAP_FILE_HEADER_BYTES; at + PCAP_RECORD_HEADER_BYTES <= buf.length;) {
     const sec = buf.readUInt32LE(at);
@@ -63,9 +64,13 @@ export async function captureUdpFrom(min: number, max: number): Promise<RtpCaptu
   const dir = tempDir('rtp-capture');
   const file = join(dir, 'capture.pcap');
   // -U: each packet written as it comes, so what was caught before the stop is in the file.
-  const peer = new Peer('tcpdump', spawn('tcpdump', ['-i', 'lo', '-U', '-n', '-w', file, `udp and portrange ${min}-${max}`], {
-    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+  const peer = new Peer(
+    'tcpdump',
+    spawn('tcpdump', ['-i', 'lo', '-U', '-n', '-w', file, `udp and portrange ${min}-${max}`], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
   try {
     await peer.waitUntil(() => /listening on lo/.test(peer.log), START_TIMEOUT_MS, 'listening on lo');
   } catch (err) {

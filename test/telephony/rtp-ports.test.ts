@@ -38,7 +38,7 @@ t.test('a port is never handed out twice while held, over many calls', async (t)
   const ports = new RtpPorts(20000, 20199); // 100 pairs
   const held = new Set<number>();
   let seed = 7;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   let duplicates = 0;
   for (let i = 0; i < 20_000; i++) {
     if (held.size > 0 && (rnd() < 0.45 || held.size === 100)) {
@@ -74,11 +74,16 @@ t.test('the range comes from PARLEY_RTP_PORT_MIN/MAX; the initial order is shuff
   const ports = RtpPorts.fromSettings(loadSettings({}));
   t.equal(ports.min, 40000);
   t.equal(ports.capacity, 5000, '40000..49999');
-  const sequential = RtpPorts.fromSettings(loadSettings({ PARLEY_RTP_PORT_MIN: '50000', PARLEY_RTP_PORT_MAX: '50099' }), () => 0.999999);
+  const sequential = RtpPorts.fromSettings(
+    loadSettings({ PARLEY_RTP_PORT_MIN: '50000', PARLEY_RTP_PORT_MAX: '50099' }),
+    () => 0.999999,
+  );
   const a = [sequential.allocate(), sequential.allocate(), sequential.allocate()];
   t.same(a, [50000, 50002, 50004], 'random() near 1 keeps the natural order');
   const shuffled = new RtpPorts(50000, 50099, () => 0);
   t.not(shuffled.allocate(), 50000, 'random() of 0 moves the first port away');
-  const err = t.throws(() => loadSettings({ PARLEY_RTP_PORT_MIN: '40001', PARLEY_RTP_PORT_MAX: '40002' })) as ConfigError;
+  const err = t.throws(() =>
+    loadSettings({ PARLEY_RTP_PORT_MIN: '40001', PARLEY_RTP_PORT_MAX: '40002' }),
+  ) as ConfigError;
   t.equal(err.problems[0].setting, 'PARLEY_RTP_PORT_MIN');
 });

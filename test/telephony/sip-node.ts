@@ -59,13 +59,27 @@ export async function startSipNode(opts: SipNodeOptions = {}): Promise<SipNode> 
 }
 
 /** An agent of the main project owning `number` (a custom number), with extra writable fields. */
-export async function agentWithNumber(client: ApiClient, name: string, number: string, extra: Record<string, unknown> = {}): Promise<void> {
-  const r = await client.put('/v1/agents/upsert', { name, phone_number: 'custom', custom_phone_numbers: [number], ...extra });
+export async function agentWithNumber(
+  client: ApiClient,
+  name: string,
+  number: string,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const r = await client.put('/v1/agents/upsert', {
+    name,
+    phone_number: 'custom',
+    custom_phone_numbers: [number],
+    ...extra,
+  });
   if (r.status !== 200) throw new Error(`upsert of agent ${name} failed: ${r.status} ${JSON.stringify(r.body)}`);
 }
 
 /** A trunk accepting INVITEs from `sources`, redirects followed. */
-export const inboundTrunk = (name: string, sources: string[], extra: Partial<NonNullable<Trunk['inbound']>> = {}): Trunk => ({
+export const inboundTrunk = (
+  name: string,
+  sources: string[],
+  extra: Partial<NonNullable<Trunk['inbound']>> = {},
+): Trunk => ({
   name,
   inbound: { sources, auth: null, follow_redirects: true, allow_refer: false, trust_asserted_identity: true, ...extra },
   outbound: null,

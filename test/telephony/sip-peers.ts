@@ -34,12 +34,19 @@ async function captureInvite(name: string, start: (port: number) => ChildProcess
   await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
   const child = start(socket.address().port);
   let output = '';
-  child.stdout?.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr?.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stdout?.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr?.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   let timer: NodeJS.Timeout | undefined;
   try {
     return await new Promise<SipRequest>((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`${name} sent no INVITE within ${CAPTURE_TIMEOUT_MS} ms:\n${output}`)), CAPTURE_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`${name} sent no INVITE within ${CAPTURE_TIMEOUT_MS} ms:\n${output}`)),
+        CAPTURE_TIMEOUT_MS,
+      );
       child.once('error', reject);
       socket.on('message', (data) => {
         const msg = parseMessage(data);
@@ -65,42 +72,70 @@ export async function sippInvite(service: string, scenario: 'uac' | 'uac_pcap' =
   const mediaPort = await freeUdpPort();
   const cwd = mkdtempSync(join(tmpdir(), 'parley-sipp-'));
   symlinkSync(SIPP_PCAP_DIR, join(cwd, 'pcap'));
-  return captureInvite('sipp', (port) => spawn('sipp', [
-    '-sn', scenario, '-m', '1', '-s', service, '-i', '127.0.0.1', '-p', `${sipPort}`, '-mp', `${mediaPort}`, '-nostdin',
-    `127.0.0.1:${port}`,
-  ], { cwd, stdio: ['ignore', 'pipe', 'pipe'] }));
+  return captureInvite('sipp', (port) =>
+    spawn(
+      'sipp',
+      [
+        '-sn',
+        scenario,
+        '-m',
+        '1',
+        '-s',
+        service,
+        '-i',
+        '127.0.0.1',
+        '-p',
+        `${sipPort}`,
+        '-mp',
+        `${mediaPort}`,
+        '-nostdin',
+        `127.0.0.1:${port}`,
+      ],
+      { cwd, stdio: ['ignore', 'pipe', 'pipe'] },
+    ),
+  );
 }
 
 /**
  * baresip (as a person would run it: opus, G.722 and G.711 loaded) dialling `target` from the account `account`
  * (e.g. `sip:+14155550123@127.0.0.1`), with optional account parameters (`;audio_codecs=PCMA,PCMU`).
  */
-export async function baresipInvite(account: string, target: (port: number) => string, accountParams = ''): Promise<SipRequest> {
+export async function baresipInvite(
+  account: string,
+  target: (port: number) => string,
+  accountParams = '',
+): Promise<SipRequest> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-baresip-'));
   mkdirSync(join(dir, 'rec'));
   const sipPort = await freeUdpPort();
   const rtpPort = (await freeUdpPort()) & ~1;
-  writeFileSync(join(dir, 'config'), [
-    'poll_method epoll',
-    'net_interface 127.0.0.1',
-    `sip_listen 127.0.0.1:${sipPort}`,
-    'audio_player aufile,/dev/null',
-    'audio_source ausine,440',
-    `rtp_ports ${rtpPort}-${rtpPort + 9}`,
-    'module_path /usr/lib/baresip/modules',
-    'module opus.so',
-    'module g722.so',
-    'module g711.so',
-    'module ausine.so',
-    'module aufile.so',
-    'module_tmp account.so',
-    'module_app menu.so',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'config'),
+    [
+      'poll_method epoll',
+      'net_interface 127.0.0.1',
+      `sip_listen 127.0.0.1:${sipPort}`,
+      'audio_player aufile,/dev/null',
+      'audio_source ausine,440',
+      `rtp_ports ${rtpPort}-${rtpPort + 9}`,
+      'module_path /usr/lib/baresip/modules',
+      'module opus.so',
+      'module g722.so',
+      'module g711.so',
+      'module ausine.so',
+      'module aufile.so',
+      'module_tmp account.so',
+      'module_app menu.so',
+      '',
+    ].join('\n'),
+  );
   writeFileSync(join(dir, 'accounts'), `<${account}:${sipPort}>;regint=0${accountParams}\n`);
-  return captureInvite('baresip', (port) => spawn('baresip', ['-f', dir, '-e', `/dial ${target(port)}`, '-t', '8'], {
-    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'],
-  }));
+  return captureInvite('baresip', (port) =>
+    spawn('baresip', ['-f', dir, '-e', `/dial ${target(port)}`, '-t', '8'], {
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
 }
 
 export interface SippCallee {
@@ -113,9 +148,14 @@ export async function startSippUas(): Promise<SippCallee> {
   const port = await freeUdpPort();
   const mediaPort = await freeUdpPort();
   const cwd = mkdtempSync(join(tmpdir(), 'parley-sipp-uas-'));
-  const child = spawn('sipp', ['-sn', 'uas', '-m', '1', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-nostdin'], {
-    cwd, stdio: ['ignore', 'ignore', 'ignore'],
-  });
+  const child = spawn(
+    'sipp',
+    ['-sn', 'uas', '-m', '1', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-nostdin'],
+    {
+      cwd,
+      stdio: ['ignore', 'ignore', 'ignore'],
+    },
+  );
   const bound = setTimeout(() => child.kill('SIGKILL'), CAPTURE_TIMEOUT_MS * 3);
   return {
     port,

@@ -26,30 +26,38 @@ function startMain(env: Record<string, string>) {
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    for (const w of changed.splice(0)) w();
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      for (const w of changed.splice(0)) w();
+      resolve(code);
+    }),
+  );
   return {
     output: () => out,
     exited,
     kill: (signal: NodeJS.Signals) => child.kill(signal),
-    waitFor: (re: RegExp) => new Promise<RegExpExecArray>((resolve, reject) => {
-      const check = () => {
-        const m = re.exec(out);
-        if (m) return resolve(m);
-        if (child.exitCode !== null) return reject(new Error(`exited ${child.exitCode} before ${re}: ${out.slice(-2000)}`));
-        changed.push(check);
-      };
-      check();
-    }),
+    waitFor: (re: RegExp) =>
+      new Promise<RegExpExecArray>((resolve, reject) => {
+        const check = () => {
+          const m = re.exec(out);
+          if (m) return resolve(m);
+          if (child.exitCode !== null)
+            return reject(new Error(`exited ${child.exitCode} before ${re}: ${out.slice(-2000)}`));
+          changed.push(check);
+        };
+        check();
+      }),
   };
 }
 
 t.test('PARLEY_SIP_PORT=0: the port is logged, OPTIONS answered, SIGTERM closes SIP and exits cleanly', async (t) => {
   const db = await createTempDatabase('parley_test_sip_start');
   t.teardown(db.drop);
-  const main = startMain({ DATABASE_URL: db.url, PARLEY_BOOTSTRAP_API_KEY: 'bootstrap-key-for-sip-tests-0123456789', PARLEY_SIP_PORT: '0' });
+  const main = startMain({
+    DATABASE_URL: db.url,
+    PARLEY_BOOTSTRAP_API_KEY: 'bootstrap-key-for-sip-tests-0123456789',
+    PARLEY_SIP_PORT: '0',
+  });
   t.teardown(() => main.kill('SIGKILL'));
   const [, port] = await main.waitFor(/"port":(\d+),"host":"127\.0\.0\.1"[^\n]*"msg":"SIP listening"/);
   await main.waitFor(/"msg":"parley ready"/);
@@ -67,7 +75,11 @@ t.test('a SIP port already taken stops start-up naming PARLEY_SIP_PORT', async (
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', () => resolve()));
   t.teardown(() => new Promise<void>((resolve) => taken.close(() => resolve())));
   const port = (taken.address() as { port: number }).port;
-  const main = startMain({ DATABASE_URL: db.url, PARLEY_BOOTSTRAP_API_KEY: 'bootstrap-key-for-sip-tests-0123456789', PARLEY_SIP_PORT: `${port}` });
+  const main = startMain({
+    DATABASE_URL: db.url,
+    PARLEY_BOOTSTRAP_API_KEY: 'bootstrap-key-for-sip-tests-0123456789',
+    PARLEY_SIP_PORT: `${port}`,
+  });
   t.teardown(() => main.kill('SIGKILL'));
   t.equal(await main.exited, 1, 'start-up failed');
   t.match(main.output(), new RegExp(`PARLEY_SIP_PORT: cannot listen for SIP on 127\\.0\\.0\\.1:${port}`));

@@ -39,13 +39,18 @@ async function freeUdpPorts(count: number, address = '127.0.0.1'): Promise<numbe
       });
       held.push(s);
     }
-    await Promise.all(held.map((s) => new Promise<void>((resolve) => {
-      try {
-        s.close(() => resolve());
-      } catch {
-        resolve(); // never bound
-      }
-    })));
+    await Promise.all(
+      held.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            try {
+              s.close(() => resolve());
+            } catch {
+              resolve(); // never bound
+            }
+          }),
+      ),
+    );
     if (ok) return first;
   }
   throw new Error(`no ${count} consecutive free UDP ports`);
@@ -98,9 +103,26 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   const port = opts.port ?? (await freeUdpPort(opts.localIp));
   const mediaPort = await freeUdpPorts(SIPP_MEDIA_PORTS, opts.localIp);
   const args = [
-    ...(typeof opts.scenario === 'string' ? ['-sf', isAbsolute(opts.scenario) ? opts.scenario : join(SIPP_FIXTURES, opts.scenario)] : ['-sn', opts.scenario.builtin]),
-    '-i', opts.localIp ?? '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-m', `${opts.calls ?? 1}`, '-nostdin',
-    '-trace_msg', '-message_file', messages, '-message_overwrite', 'false', '-trace_err', '-error_file', join(cwd, 'errors.log'),
+    ...(typeof opts.scenario === 'string'
+      ? ['-sf', isAbsolute(opts.scenario) ? opts.scenario : join(SIPP_FIXTURES, opts.scenario)]
+      : ['-sn', opts.scenario.builtin]),
+    '-i',
+    opts.localIp ?? '127.0.0.1',
+    '-p',
+    `${port}`,
+    '-mp',
+    `${mediaPort}`,
+    '-m',
+    `${opts.calls ?? 1}`,
+    '-nostdin',
+    '-trace_msg',
+    '-message_file',
+    messages,
+    '-message_overwrite',
+    'false',
+    '-trace_err',
+    '-error_file',
+    join(cwd, 'errors.log'),
   ];
   if (opts.service) args.push('-s', opts.service);
   if (opts.tcp) args.push('-t', 't1');
@@ -110,8 +132,12 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
   if (opts.target) args.push(opts.target);
   const child = spawn('sipp', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    output += d.toString();
+  });
   opts.onStart?.();
   const code = await new Promise<number | null>((resolve, reject) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
@@ -134,7 +160,9 @@ export async function runSipp(opts: SippOptions): Promise<SippRun> {
 }
 
 /** A callee (uas scenario) started in the background on `port` (a free one by default): its run once it exits. */
-export async function startSippCallee(opts: Omit<SippOptions, 'target' | 'onStart'>): Promise<{ port: number; done: Promise<SippRun> }> {
+export async function startSippCallee(
+  opts: Omit<SippOptions, 'target' | 'onStart'>,
+): Promise<{ port: number; done: Promise<SippRun> }> {
   const port = opts.port ?? (await freeUdpPort());
   let started!: () => void;
   const up = new Promise<void>((resolve) => (started = resolve));

@@ -11,11 +11,19 @@ import type { CallControl } from '../../src/telephony/call-control.js';
 import type { CallMedia, CallMessage } from '../../src/workers/worker-protocol.js';
 import { until } from '../helpers/wait.js';
 import { tempDir } from '../sip/peers/peers.js';
-import { AGENT_NUMBER, CALLER_NUMBER, startBaresipPeer, startTransferNode, TARGET_NUMBER, toneWav, transferCall } from './transfer-node.js';
+import {
+  AGENT_NUMBER,
+  CALLER_NUMBER,
+  startBaresipPeer,
+  startTransferNode,
+  TARGET_NUMBER,
+  toneWav,
+  transferCall,
+} from './transfer-node.js';
 
 t.setTimeout(180_000);
 
-t.test('a REFER from the caller while the agent\'s bridged transfer runs: 491', async (t) => {
+t.test("a REFER from the caller while the agent's bridged transfer runs: 491", async (t) => {
   const dir = tempDir('transfer-exclusive');
   const silent = toneWav(dir, 'silence.wav', 0, 60);
   const b = await startBaresipPeer(TARGET_NUMBER, silent);
@@ -37,25 +45,59 @@ t.test('a REFER from the caller while the agent\'s bridged transfer runs: 491', 
   const conv = await n.endedConversation();
   t.equal(conv.metadata?.sip_refers, undefined, 'no peer transfer on the record');
   const body = transferCall(conv)?.response_body;
-  t.match(body, { outcome: 'transferred', method: 'bridge', phone_number: TARGET_NUMBER, ended_by_party: 'caller' }, JSON.stringify(body));
+  t.match(
+    body,
+    { outcome: 'transferred', method: 'bridge', phone_number: TARGET_NUMBER, ended_by_party: 'caller' },
+    JSON.stringify(body),
+  );
 });
 
-t.test('the agent\'s transfer request while the peer\'s REFER is carried out: failed at once', async (t) => {
+t.test("the agent's transfer request while the peer's REFER is carried out: failed at once", async (t) => {
   const sent: CallMessage[] = [];
   const control = { transferListener: null, sendToWorker: (_call: SipCall, msg: CallMessage) => sent.push(msg) };
-  const transfers = new CallTransfers({ control: control as unknown as CallControl } as unknown as CallTransfersOptions);
-  const call = new SipCall({ callId: 'call_1', conversationId: 'conv_1', orgId: 'org_1', projectId: 'proj_1', origin: 'telephony-inbound', log: createLogger('silent') });
+  const transfers = new CallTransfers({
+    control: control as unknown as CallControl,
+  } as unknown as CallTransfersOptions);
+  const call = new SipCall({
+    callId: 'call_1',
+    conversationId: 'conv_1',
+    orgId: 'org_1',
+    projectId: 'proj_1',
+    origin: 'telephony-inbound',
+    log: createLogger('silent'),
+  });
   call.transferring = 'peer';
   const request = {
-    phoneNumber: TARGET_NUMBER, dtmf: null, keepListening: true, useAgentPhoneNumber: true, postTransferMessage: null,
-    onNoAnswer: 'return_to_assistant' as const, detectVoicemail: false,
+    phoneNumber: TARGET_NUMBER,
+    dtmf: null,
+    keepListening: true,
+    useAgentPhoneNumber: true,
+    postTransferMessage: null,
+    onNoAnswer: 'return_to_assistant' as const,
+    detectVoicemail: false,
   };
   transfers.event(call, { kind: 'request', transferId: 7, request, callerId: null, agentNumber: null });
-  t.same(sent, [{
-    type: 'call_transfer', callId: 'call_1',
-    command: { kind: 'result', transferId: 7, result: { outcome: 'failed', phone_number: TARGET_NUMBER, reason: 'the other party is transferring the call', attempts: 0 } },
-  }], 'the worker is told the transfer failed, and nothing else happens');
-  t.equal(call.transferring, 'peer', 'the peer\'s transfer is left in place');
+  t.same(
+    sent,
+    [
+      {
+        type: 'call_transfer',
+        callId: 'call_1',
+        command: {
+          kind: 'result',
+          transferId: 7,
+          result: {
+            outcome: 'failed',
+            phone_number: TARGET_NUMBER,
+            reason: 'the other party is transferring the call',
+            attempts: 0,
+          },
+        },
+      },
+    ],
+    'the worker is told the transfer failed, and nothing else happens',
+  );
+  t.equal(call.transferring, 'peer', "the peer's transfer is left in place");
 
   call.transferring = null;
   sent.length = 0;
@@ -64,11 +106,15 @@ t.test('the agent\'s transfer request while the peer\'s REFER is carried out: fa
   const bridging = new CallTransfers({
     control: control as unknown as CallControl,
     ports: { allocate: () => 40_000, release: (port: number) => released.push(port) },
-    outboundTrunk: { name: 'carrier', inbound: null, outbound: { uri: 'sip:127.0.0.1:5999', transport: null, auth: null, caller_id: null } },
+    outboundTrunk: {
+      name: 'carrier',
+      inbound: null,
+      outbound: { uri: 'sip:127.0.0.1:5999', transport: null, auth: null, caller_id: null },
+    },
   } as unknown as CallTransfersOptions);
   call.media = { codec: 'PCMU' } as CallMedia;
   bridging.event(call, { kind: 'request', transferId: 8, request, callerId: null, agentNumber: null });
-  t.equal(call.transferring, 'agent', 'the agent\'s transfer marks the call');
+  t.equal(call.transferring, 'agent', "the agent's transfer marks the call");
   t.match(sent, [{ command: { kind: 'open_leg', transferId: 8, rtpPort: 40_000 } }], 'it asks for the new leg');
   bridging.event(call, { kind: 'leg_ready', transferId: 8, ok: false, error: 'no ports' });
   await until(() => sent.length === 2, { what: 'the failed result' });
@@ -76,5 +122,5 @@ t.test('the agent\'s transfer request while the peer\'s REFER is carried out: fa
   t.equal(call.transferring, 'agent', 'still marked until the worker let the leg go');
   bridging.event(call, { kind: 'leg_closed', transferId: 8 });
   t.equal(call.transferring, null, 'over: the call may be transferred again');
-  t.same(released, [40_000], 'the leg\'s ports freed');
+  t.same(released, [40_000], "the leg's ports freed");
 });

@@ -61,16 +61,22 @@ export async function startTransferNode(opts: TransferNodeOptions): Promise<Tran
   const db = await createTempDatabase('parley_test_transfer');
   const sipPort = await freeUdpPort();
   const trunks = {
-    trunks: [{
-      name: 'peers',
-      inbound: { sources: ['127.0.0.1'], allow_refer: opts.allowRefer },
-      outbound: { uri: `sip:127.0.0.1:${opts.targetPort}` },
-    }],
+    trunks: [
+      {
+        name: 'peers',
+        inbound: { sources: ['127.0.0.1'], allow_refer: opts.allowRefer },
+        outbound: { uri: `sip:127.0.0.1:${opts.targetPort}` },
+      },
+    ],
   };
   writeFileSync(join(dir, 'trunks.json'), JSON.stringify(trunks));
   const script = {
     responses: [
-      { say: opts.say ?? '', tool_calls: [{ name: TOOL_NAME, arguments: {} }], after_tool_output: { say: opts.after ?? 'The transfer did not go through.' } },
+      {
+        say: opts.say ?? '',
+        tool_calls: [{ name: TOOL_NAME, arguments: {} }],
+        after_tool_output: { say: opts.after ?? 'The transfer did not go through.' },
+      },
     ],
   };
   writeFileSync(join(dir, 'script.json'), JSON.stringify(script));
@@ -91,7 +97,10 @@ export async function startTransferNode(opts: TransferNodeOptions): Promise<Tran
   const api = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(`${node.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     return { status: r.status, body: (await r.json().catch(() => null)) as any };
@@ -103,13 +112,22 @@ export async function startTransferNode(opts: TransferNodeOptions): Promise<Tran
   };
   try {
     const tool = await api('POST', '/v1/tools', {
-      name: TOOL_NAME, description: 'Transfer the caller to the front desk', type: 'built_in_transfer_to_phone_number', execution_mode: 'sync',
-      phone_number: TARGET_NUMBER, ...opts.tool,
+      name: TOOL_NAME,
+      description: 'Transfer the caller to the front desk',
+      type: 'built_in_transfer_to_phone_number',
+      execution_mode: 'sync',
+      phone_number: TARGET_NUMBER,
+      ...opts.tool,
     });
     if (tool.status !== 201) throw new Error(`tool: ${tool.status} ${JSON.stringify(tool.body)}`);
     const agent = await api('PUT', '/v1/agents/upsert', {
-      name: 'front', phone_number: 'custom', custom_phone_numbers: [AGENT_NUMBER], tools: [TOOL_NAME],
-      generate_welcome_message: true, is_welcome_message_interruptible: false, audio_speed: 1,
+      name: 'front',
+      phone_number: 'custom',
+      custom_phone_numbers: [AGENT_NUMBER],
+      tools: [TOOL_NAME],
+      generate_welcome_message: true,
+      is_welcome_message_interruptible: false,
+      audio_speed: 1,
     });
     if (agent.status !== 200) throw new Error(`agent: ${agent.status} ${JSON.stringify(agent.body)}`);
   } catch (err) {
@@ -117,17 +135,24 @@ export async function startTransferNode(opts: TransferNodeOptions): Promise<Tran
     throw err;
   }
   return {
-    node, db, sipPort, api, close,
+    node,
+    db,
+    sipPort,
+    api,
+    close,
     async endedConversation() {
       let conv: any = null;
-      await until(async () => {
-        const list = await api('GET', '/v1/conversations');
-        const first = list.body?.conversations?.[0];
-        if (!first) return false;
-        const one = await api('GET', `/v1/conversations/${first.id}`);
-        conv = one.body?.conversation ?? one.body;
-        return conv?.ended_by != null;
-      }, { timeoutMs: 60_000, intervalMs: 250, what: () => `the conversation to end\n${node.output().slice(-4000)}` });
+      await until(
+        async () => {
+          const list = await api('GET', '/v1/conversations');
+          const first = list.body?.conversations?.[0];
+          if (!first) return false;
+          const one = await api('GET', `/v1/conversations/${first.id}`);
+          conv = one.body?.conversation ?? one.body;
+          return conv?.ended_by != null;
+        },
+        { timeoutMs: 60_000, intervalMs: 250, what: () => `the conversation to end\n${node.output().slice(-4000)}` },
+      );
       return conv;
     },
   };
@@ -144,9 +169,30 @@ export function transferCall(conv: any): any {
 /** A WAV of `seconds`: silence, then a tone of `hz` (0: silence throughout) from `toneFromSec`. */
 export function toneWav(dir: string, name: string, hz: number, seconds: number, toneFromSec = 0): string {
   const out = join(dir, name);
-  const args = hz === 0
-    ? ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', out, 'trim', '0', `${seconds}`]
-    : ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', out, 'synth', `${seconds - toneFromSec}`, 'sine', `${hz}`, 'vol', '0.3', 'pad', `${toneFromSec}`, '0'];
+  const args =
+    hz === 0
+      ? ['-n', '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', out, 'trim', '0', `${seconds}`]
+      : [
+          '-n',
+          '-r',
+          '8000',
+          '-c',
+          '1',
+          '-b',
+          '16',
+          '-e',
+          'signed-integer',
+          out,
+          'synth',
+          `${seconds - toneFromSec}`,
+          'sine',
+          `${hz}`,
+          'vol',
+          '0.3',
+          'pad',
+          `${toneFromSec}`,
+          '0',
+        ];
   const r = spawnSync('sox', args, { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`sox failed: ${r.stderr}`);
   return out;
@@ -173,11 +219,19 @@ export async function startBaresipPeer(user: string, audioIn: string, codecs = '
   const ctrlPort = await freeTcpPort();
   const rtp = randomRange(30000, 39000, 20);
   const fields = {
-    SIP_PORT: `${sipPort}`, CTRL_PORT: `${ctrlPort}`, RTP_PORTS: `${rtp.first}-${rtp.last}`, AUDIO_IN: audioIn, REC_DIR: rec, USER: user,
+    SIP_PORT: `${sipPort}`,
+    CTRL_PORT: `${ctrlPort}`,
+    RTP_PORTS: `${rtp.first}-${rtp.last}`,
+    AUDIO_IN: audioIn,
+    REC_DIR: rec,
+    USER: user,
     MODULE_PATH: BARESIP_MODULES_DIR,
   };
   writeFileSync(join(dir, 'config'), fillTemplate('baresip/config.template', fields));
-  writeFileSync(join(dir, 'accounts'), fillTemplate('baresip/accounts.template', fields).replace('audio_codecs=PCMU,PCMA', `audio_codecs=${codecs}`));
+  writeFileSync(
+    join(dir, 'accounts'),
+    fillTemplate('baresip/accounts.template', fields).replace('audio_codecs=PCMU,PCMA', `audio_codecs=${codecs}`),
+  );
   const peer = new Peer('baresip', spawn('baresip', ['-f', dir], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
   let ctl: BaresipCtl;
   try {
@@ -187,12 +241,18 @@ export async function startBaresipPeer(user: string, audioIn: string, codecs = '
     throw err;
   }
   return {
-    peer, ctl, sipPort,
-    heard: () => readdirSync(rec).filter((f) => f.endsWith('-dec.wav')).sort().map((f) => {
-      const wav = new wavefile.WaveFile();
-      wav.fromBuffer(readFileSync(join(rec, f)));
-      return Int16Array.from(wav.getSamples(false, Int16Array) as unknown as ArrayLike<number>);
-    }),
+    peer,
+    ctl,
+    sipPort,
+    heard: () =>
+      readdirSync(rec)
+        .filter((f) => f.endsWith('-dec.wav'))
+        .sort()
+        .map((f) => {
+          const wav = new wavefile.WaveFile();
+          wav.fromBuffer(readFileSync(join(rec, f)));
+          return Int16Array.from(wav.getSamples(false, Int16Array) as unknown as ArrayLike<number>);
+        }),
     stop: async () => {
       ctl.close();
       await peer.stop();

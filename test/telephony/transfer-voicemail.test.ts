@@ -10,7 +10,14 @@ import { mulawEncodeInto } from '../../src/media/native/g711.js';
 import { loadManifest, renderCase } from '../fixtures/voicemail/labelled-set.js';
 import { tempDir } from '../sip/peers/peers.js';
 import { sippCompleted, startSippCallee } from './sipp-scenario.js';
-import { AGENT_NUMBER, CALLER_NUMBER, startBaresipPeer, startTransferNode, toneWav, transferCall } from './transfer-node.js';
+import {
+  AGENT_NUMBER,
+  CALLER_NUMBER,
+  startBaresipPeer,
+  startTransferNode,
+  toneWav,
+  transferCall,
+} from './transfer-node.js';
 
 t.setTimeout(240_000);
 
@@ -29,21 +36,27 @@ function ulawOf(id: string): Uint8Array {
   return out;
 }
 
-const assistantSaid = (conv: any): string[] => (conv.items ?? []).filter((i: any) => i.role === 'assistant').map((i: any) => i.live_transcript);
+const assistantSaid = (conv: any): string[] =>
+  (conv.items ?? []).filter((i: any) => i.role === 'assistant').map((i: any) => i.live_transcript);
 
 t.test('a target answered by a machine (greeting, beep) is not bridged: hung up, back to the agent', async (t) => {
   const dir = tempDir('transfer-amd-machine');
-  const target = await startSippCallee({ scenario: 'uas_stream_wait_bye.xml', files: { 'audio.ul': ulawOf(MACHINE) }, timeoutMs: 90_000 });
+  const target = await startSippCallee({
+    scenario: 'uas_stream_wait_bye.xml',
+    files: { 'audio.ul': ulawOf(MACHINE) },
+    timeoutMs: 90_000,
+  });
   const a = await startBaresipPeer(CALLER_NUMBER, toneWav(dir, 'silence.wav', 0, 90));
   t.teardown(() => a.stop());
   const n = await startTransferNode({
-    allowRefer: true, targetPort: target.port,
+    allowRefer: true,
+    targetPort: target.port,
     tool: { keep_listening: true, detect_voicemail: true, on_transfer_no_answer: 'return_to_assistant' },
   });
   t.teardown(() => n.close());
 
   await a.ctl.command('dial', `sip:${AGENT_NUMBER}@127.0.0.1:${n.sipPort}`);
-  sippCompleted(t, await target.done, 'the machine got Parley\'s BYE');
+  sippCompleted(t, await target.done, "the machine got Parley's BYE");
   await n.node.waitFor(/"msg":"transfer settled"/);
   t.notMatch(n.node.output(), /"msg":"transfer bridged"/, 'the machine was never bridged');
   await new Promise((r) => setTimeout(r, 2000));
@@ -59,11 +72,16 @@ t.test('a target answered by a machine (greeting, beep) is not bridged: hung up,
 
 t.test('a target answered by a person ("Hello.") is bridged; the record says human', async (t) => {
   const dir = tempDir('transfer-amd-human');
-  const target = await startSippCallee({ scenario: 'uas_stream_wait_bye.xml', files: { 'audio.ul': ulawOf(HUMAN) }, timeoutMs: 90_000 });
+  const target = await startSippCallee({
+    scenario: 'uas_stream_wait_bye.xml',
+    files: { 'audio.ul': ulawOf(HUMAN) },
+    timeoutMs: 90_000,
+  });
   const a = await startBaresipPeer(CALLER_NUMBER, toneWav(dir, 'silence.wav', 0, 90));
   t.teardown(() => a.stop());
   const n = await startTransferNode({
-    allowRefer: true, targetPort: target.port,
+    allowRefer: true,
+    targetPort: target.port,
     tool: { keep_listening: true, detect_voicemail: true },
   });
   t.teardown(() => n.close());
@@ -72,10 +90,14 @@ t.test('a target answered by a person ("Hello.") is bridged; the record says hum
   await n.node.waitFor(/"msg":"transfer bridged"/);
   await new Promise((r) => setTimeout(r, 2000));
   await a.ctl.command('hangup');
-  sippCompleted(t, await target.done, 'the target, bridged, got Parley\'s BYE when the caller hung up');
+  sippCompleted(t, await target.done, "the target, bridged, got Parley's BYE when the caller hung up");
   const conv = await n.endedConversation();
   t.equal(conv.ended_by, 'user');
   const body = transferCall(conv)?.response_body;
-  t.match(body, { outcome: 'transferred', method: 'bridge', ended_by_party: 'caller', attempts: 1 }, JSON.stringify(body));
+  t.match(
+    body,
+    { outcome: 'transferred', method: 'bridge', ended_by_party: 'caller', attempts: 1 },
+    JSON.stringify(body),
+  );
   t.match(body?.answered_by, { result: 'human', beep_at_ms: null }, 'the record says a person answered');
 });

@@ -40,8 +40,10 @@ const CARRIER = {
 
 t.test('no trunks file: one implicit trunk trusting loopback only', async (t) => {
   const trunks = loadTrunks(loadSettings({}));
-  for (const local of ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1']) t.equal(trunks.matchInbound(local)?.name, IMPLICIT_TRUNK_NAME, local);
-  for (const remote of ['10.0.0.1', '192.0.2.1', '::2', '2001:db8::1', 'not-an-address']) t.equal(trunks.matchInbound(remote), null, remote);
+  for (const local of ['127.0.0.1', '127.9.9.9', '::1', '::ffff:127.0.0.1'])
+    t.equal(trunks.matchInbound(local)?.name, IMPLICIT_TRUNK_NAME, local);
+  for (const remote of ['10.0.0.1', '192.0.2.1', '::2', '2001:db8::1', 'not-an-address'])
+    t.equal(trunks.matchInbound(remote), null, remote);
   t.equal(trunks.outbound(), null, 'no outbound trunk');
   t.equal(trunks.matchInbound('127.0.0.1')?.inbound?.auth, null, 'no digest challenge');
 });
@@ -60,10 +62,7 @@ t.test('PARLEY_OUTBOUND_TRUNK alone: loopback inbound plus an outbound-only trun
 
 t.test('a trunks file: defaults filled in, sources of both families matched, first trunk wins', async (t) => {
   const file = trunksFile({
-    trunks: [
-      CARRIER,
-      { name: 'pbx', inbound: { sources: ['10.1.0.0/16', '203.0.113.9'] } },
-    ],
+    trunks: [CARRIER, { name: 'pbx', inbound: { sources: ['10.1.0.0/16', '203.0.113.9'] } }],
   });
   const trunks = loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: file }));
   t.equal(trunks.all().length, 2);
@@ -90,7 +89,13 @@ t.test('a trunks file: defaults filled in, sources of both families matched, fir
     caller_id: '+14155550100',
   });
   const pbx = trunks.matchInbound('10.1.0.1');
-  t.same(pbx?.inbound, { sources: ['10.1.0.0/16', '203.0.113.9'], auth: null, follow_redirects: false, allow_refer: false, trust_asserted_identity: true });
+  t.same(pbx?.inbound, {
+    sources: ['10.1.0.0/16', '203.0.113.9'],
+    auth: null,
+    follow_redirects: false,
+    allow_refer: false,
+    trust_asserted_identity: true,
+  });
   t.equal(pbx?.outbound, null);
 });
 
@@ -104,28 +109,70 @@ t.test('outbound URIs: host names and host:port become sip: URIs', async (t) => 
     ['[2001:db8::1]:5070', 'sip:[2001:db8::1]:5070'],
   ];
   for (const [given, uri] of cases) {
-    const file = trunksFile({ trunks: [{ name: 'out', outbound: { uri: given, transport: given.includes('tcp') ? 'tcp' : null } }] });
+    const file = trunksFile({
+      trunks: [{ name: 'out', outbound: { uri: given, transport: given.includes('tcp') ? 'tcp' : null } }],
+    });
     t.equal(loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: file })).outbound()?.outbound?.uri, uri, given);
   }
 });
 
 t.test('a bad file stops start-up naming PARLEY_TRUNKS_FILE and the field', async (t) => {
   const bad: Array<[unknown, RegExp]> = [
-    [{ trunks: [{ name: 'carrier', inbound: { sources: ['203.0.113.0/33'] } }] }, /trunks\[0\] \(carrier\)\.inbound\.sources\[0\]: '203\.0\.113\.0\/33' prefix length must be 0-32/],
-    [{ trunks: [{ name: 'carrier', inbound: { sources: ['carrier.example'] } }] }, /sources\[0\]: 'carrier\.example' must be an IP address or CIDR range/],
+    [
+      { trunks: [{ name: 'carrier', inbound: { sources: ['203.0.113.0/33'] } }] },
+      /trunks\[0\] \(carrier\)\.inbound\.sources\[0\]: '203\.0\.113\.0\/33' prefix length must be 0-32/,
+    ],
+    [
+      { trunks: [{ name: 'carrier', inbound: { sources: ['carrier.example'] } }] },
+      /sources\[0\]: 'carrier\.example' must be an IP address or CIDR range/,
+    ],
     [{ trunks: [{ name: 'carrier', inbound: { sources: [] } }] }, /inbound\.sources: must list at least one/],
     [{ trunks: [{ name: 'carrier' }] }, /trunks\[0\] \(carrier\): needs an inbound or an outbound section/],
     [{ trunks: [{ name: 'a b', inbound: { sources: ['10.0.0.1'] } }] }, /trunks\[0\] \(a b\)\.name/],
-    [{ trunks: [{ name: 'x', inbound: { sources: ['10.0.0.1'] } }, { name: 'x', inbound: { sources: ['10.0.0.2'] } }] }, /trunks\[1\] \(x\)\.name: duplicate trunk name 'x'/],
-    [{ trunks: [{ name: 'x', inbound: { sources: ['10.0.0.1'], auth: { username: 'u' } } }] }, /inbound\.auth\.password/],
-    [{ trunks: [{ name: 'x', inbound: { sources: ['10.0.0.1'], followRedirects: true } }] }, /inbound: Unrecognized key.*followRedirects/],
-    [{ trunks: [{ name: 'x', outbound: { uri: 'sips:carrier.example' } }] }, /outbound\.uri: 'sips:carrier\.example' must be a sip: URI or a host name/],
+    [
+      {
+        trunks: [
+          { name: 'x', inbound: { sources: ['10.0.0.1'] } },
+          { name: 'x', inbound: { sources: ['10.0.0.2'] } },
+        ],
+      },
+      /trunks\[1\] \(x\)\.name: duplicate trunk name 'x'/,
+    ],
+    [
+      { trunks: [{ name: 'x', inbound: { sources: ['10.0.0.1'], auth: { username: 'u' } } }] },
+      /inbound\.auth\.password/,
+    ],
+    [
+      { trunks: [{ name: 'x', inbound: { sources: ['10.0.0.1'], followRedirects: true } }] },
+      /inbound: Unrecognized key.*followRedirects/,
+    ],
+    [
+      { trunks: [{ name: 'x', outbound: { uri: 'sips:carrier.example' } }] },
+      /outbound\.uri: 'sips:carrier\.example' must be a sip: URI or a host name/,
+    ],
     [{ trunks: [{ name: 'x', outbound: { uri: 'tel:+14155550100' } }] }, /outbound\.uri/],
-    [{ trunks: [{ name: 'x', outbound: { uri: 'sip:carrier.example;transport=sctp' } }] }, /transport must be udp or tcp/],
-    [{ trunks: [{ name: 'x', outbound: { uri: 'sip:carrier.example;transport=udp', transport: 'tcp' } }] }, /outbound\.transport: 'tcp' contradicts the URI's transport=udp/],
+    [
+      { trunks: [{ name: 'x', outbound: { uri: 'sip:carrier.example;transport=sctp' } }] },
+      /transport must be udp or tcp/,
+    ],
+    [
+      { trunks: [{ name: 'x', outbound: { uri: 'sip:carrier.example;transport=udp', transport: 'tcp' } }] },
+      /outbound\.transport: 'tcp' contradicts the URI's transport=udp/,
+    ],
     [{ trunks: [{ name: 'x', outbound: { uri: 'sip:+1415@carrier.example' } }] }, /no user part/],
-    [{ trunks: [{ name: 'x', outbound: { uri: 'carrier.example', caller_id: '4155550100' } }] }, /outbound\.caller_id: must be an E\.164/],
-    [{ trunks: [{ name: 'a', outbound: { uri: 'a.example' } }, { name: 'b', outbound: { uri: 'b.example' } }] }, /trunks\[1\] \(b\)\.outbound: only one trunk may carry outbound calls \('a' already does\)/],
+    [
+      { trunks: [{ name: 'x', outbound: { uri: 'carrier.example', caller_id: '4155550100' } }] },
+      /outbound\.caller_id: must be an E\.164/,
+    ],
+    [
+      {
+        trunks: [
+          { name: 'a', outbound: { uri: 'a.example' } },
+          { name: 'b', outbound: { uri: 'b.example' } },
+        ],
+      },
+      /trunks\[1\] \(b\)\.outbound: only one trunk may carry outbound calls \('a' already does\)/,
+    ],
     [{ trunk: [] }, /\(file\): Unrecognized key/],
     ['{ not json', /cannot read .*trunks-\d+\.json/],
   ];
@@ -140,18 +187,30 @@ t.test('a bad file stops start-up naming PARLEY_TRUNKS_FILE and the field', asyn
   t.match(missing[0].message, /cannot read .*absent\.json/);
 });
 
-t.test('PARLEY_OUTBOUND_TRUNK and a file: added when the file has no outbound trunk, refused when it has one', async (t) => {
-  const inboundOnly = trunksFile({ trunks: [{ name: 'pbx', inbound: { sources: ['10.1.0.0/16'] } }] });
-  const both = loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: inboundOnly, PARLEY_OUTBOUND_TRUNK: 'sip:carrier.example' }));
-  t.equal(both.outbound()?.outbound?.uri, 'sip:carrier.example');
-  t.equal(both.matchInbound('10.1.2.3')?.name, 'pbx');
-  const withOutbound = trunksFile({ trunks: [CARRIER] });
-  const clash = problemsOf(() => loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: withOutbound, PARLEY_OUTBOUND_TRUNK: 'sip:other.example' })));
-  t.equal(clash[0].setting, 'PARLEY_OUTBOUND_TRUNK');
-  t.match(clash[0].message, /'carrier' .* already carries outbound calls/);
-  const named = trunksFile({ trunks: [{ name: 'outbound', inbound: { sources: ['10.0.0.1'] } }] });
-  t.equal(problemsOf(() => loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: named, PARLEY_OUTBOUND_TRUNK: 'sip:x.example' })))[0].setting, 'PARLEY_OUTBOUND_TRUNK');
-});
+t.test(
+  'PARLEY_OUTBOUND_TRUNK and a file: added when the file has no outbound trunk, refused when it has one',
+  async (t) => {
+    const inboundOnly = trunksFile({ trunks: [{ name: 'pbx', inbound: { sources: ['10.1.0.0/16'] } }] });
+    const both = loadTrunks(
+      loadSettings({ PARLEY_TRUNKS_FILE: inboundOnly, PARLEY_OUTBOUND_TRUNK: 'sip:carrier.example' }),
+    );
+    t.equal(both.outbound()?.outbound?.uri, 'sip:carrier.example');
+    t.equal(both.matchInbound('10.1.2.3')?.name, 'pbx');
+    const withOutbound = trunksFile({ trunks: [CARRIER] });
+    const clash = problemsOf(() =>
+      loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: withOutbound, PARLEY_OUTBOUND_TRUNK: 'sip:other.example' })),
+    );
+    t.equal(clash[0].setting, 'PARLEY_OUTBOUND_TRUNK');
+    t.match(clash[0].message, /'carrier' .* already carries outbound calls/);
+    const named = trunksFile({ trunks: [{ name: 'outbound', inbound: { sources: ['10.0.0.1'] } }] });
+    t.equal(
+      problemsOf(() =>
+        loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: named, PARLEY_OUTBOUND_TRUNK: 'sip:x.example' })),
+      )[0].setting,
+      'PARLEY_OUTBOUND_TRUNK',
+    );
+  },
+);
 
 t.test('an empty trunk list accepts no inbound call at all', async (t) => {
   const trunks = loadTrunks(loadSettings({ PARLEY_TRUNKS_FILE: trunksFile({ trunks: [] }) }));

@@ -29,7 +29,10 @@ export class WorkerDouble implements MediaWorkers {
   readonly #alive: Set<number>;
   readonly #waiters: (() => void)[] = [];
 
-  constructor(private readonly sql: Sql, workers = 1) {
+  constructor(
+    private readonly sql: Sql,
+    workers = 1,
+  ) {
     this.#alive = new Set(Array.from({ length: workers }, (_, i) => i));
   }
 
@@ -137,12 +140,16 @@ export class WorkerDouble implements MediaWorkers {
   }
 
   /** Resolves with the first message main sent that `match` accepts (waiting for it; bounded). */
-  async until<T extends CallMessage['type']>(type: T, match: (m: Extract<CallMessage, { type: T }>) => boolean = () => true): Promise<Extract<CallMessage, { type: T }>> {
+  async until<T extends CallMessage['type']>(
+    type: T,
+    match: (m: Extract<CallMessage, { type: T }>) => boolean = () => true,
+  ): Promise<Extract<CallMessage, { type: T }>> {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       const hit = this.of(type).find(match);
       if (hit) return hit;
-      if (Date.now() > deadline) throw new Error(`no ${type} within ${WAIT_MS} ms; sent: ${JSON.stringify(this.sent.map((s) => s.msg.type))}`);
+      if (Date.now() > deadline)
+        throw new Error(`no ${type} within ${WAIT_MS} ms; sent: ${JSON.stringify(this.sent.map((s) => s.msg.type))}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 200);
         this.#waiters.push(() => {

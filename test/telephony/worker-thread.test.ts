@@ -12,7 +12,19 @@ import type { MainMessage, WorkerMessage, WorkerNotice } from '../../src/workers
 import type { WorkerData } from '../../src/workers/worker.js';
 import { MemoryStore } from '../conversation/harness.js';
 import { loadPrompt } from '../media/speech.js';
-import { agent, envelope, g711Decode, g711Frames, LOOPBACK, media, PeerStream, PT_PCMU, TestPeer, waitFor, type CallAssigned } from './harness.js';
+import {
+  agent,
+  envelope,
+  g711Decode,
+  g711Frames,
+  LOOPBACK,
+  media,
+  PeerStream,
+  PT_PCMU,
+  TestPeer,
+  waitFor,
+  type CallAssigned,
+} from './harness.js';
 
 t.setTimeout(120_000);
 
@@ -84,9 +96,18 @@ class FakeMain {
 
 t.test('a call through a media worker thread: echo, load, call_ended after the record, shutdown', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-worker-call-'));
-  const settings = loadSettings({ PARLEY_DATA_DIR: dataDir, PARLEY_WS_PORT: '0', PARLEY_LOG_LEVEL: 'silent', PARLEY_ENGINE_DEFAULT: 'echo' });
+  const settings = loadSettings({
+    PARLEY_DATA_DIR: dataDir,
+    PARLEY_WS_PORT: '0',
+    PARLEY_LOG_LEVEL: 'silent',
+    PARLEY_ENGINE_DEFAULT: 'echo',
+  });
   const data: WorkerData = { workerId: 0, settings, port: 0 };
-  const worker = new Worker(BOOTSTRAP, { eval: true, workerData: data, execArgv: process.execArgv.filter((a) => a === '--enable-source-maps') });
+  const worker = new Worker(BOOTSTRAP, {
+    eval: true,
+    workerData: data,
+    execArgv: process.execArgv.filter((a) => a === '--enable-source-maps'),
+  });
   const main = new FakeMain(worker);
   const peer = await TestPeer.open();
   t.teardown(() => {
@@ -109,16 +130,19 @@ t.test('a call through a media worker thread: echo, load, call_ended after the r
     listenOnly: false,
   });
   const rtpPort = await main.assign(call('one'));
-  t.match(main.notices('load').at(-1), { conversations: 1 }, 'the assigned call counts in the worker\'s load');
+  t.match(main.notices('load').at(-1), { conversations: 1 }, "the assigned call counts in the worker's load");
   main.post({ type: 'call_start', callId: 'one' });
-  await waitFor(() => main.notices('conversation_opened').length === 1 && peer.rtpIn.length > 5, 'the call\'s stream');
+  await waitFor(() => main.notices('conversation_opened').length === 1 && peer.rtpIn.length > 5, "the call's stream");
   t.match(main.notices('conversation_opened')[0], { conversationId: 'conv_one', orgId: 'org_test' });
 
   const prompt = loadPrompt('call-forwarding');
   const stream = new PeerStream(peer, rtpPort, PT_PCMU);
   await stream.play([...g711Frames(prompt, 'PCMU'), ...g711Frames(new Int16Array(75 * 160), 'PCMU')]);
   const loudIn = envelope(prompt).filter((e) => e > 500).length;
-  await waitFor(() => peer.packets().filter((p) => envelope(g711Decode(p.payload, 'PCMU'))[0] > 500).length >= loudIn * 0.9, 'the echo');
+  await waitFor(
+    () => peer.packets().filter((p) => envelope(g711Decode(p.payload, 'PCMU'))[0] > 500).length >= loudIn * 0.9,
+    'the echo',
+  );
 
   main.post({ type: 'call_hangup', callId: 'one', reason: 'bye' });
   await waitFor(() => main.notices('call_ended').length === 1, 'call_ended');
@@ -127,8 +151,15 @@ t.test('a call through a media worker thread: echo, load, call_ended after the r
   t.ok(finishAt >= 0 && finishAt < endedAt, 'the record was finished before call_ended');
   t.match(main.notices('call_ended')[0], { callId: 'one', conversationId: 'conv_one', endedBy: 'user', started: true });
   const rec = main.store.records.get('conv_one')!;
-  t.match(rec.conversation, { origin: 'telephony-outbound', settings: { system_prompt: 'Outbound.' } }, 'the outbound overrides applied');
-  t.ok(rec.finish?.rtp && rec.finish.rtp.inbound.packets_received === stream.sent, 'the RTP statistics crossed to main');
+  t.match(
+    rec.conversation,
+    { origin: 'telephony-outbound', settings: { system_prompt: 'Outbound.' } },
+    'the outbound overrides applied',
+  );
+  t.ok(
+    rec.finish?.rtp && rec.finish.rtp.inbound.packets_received === stream.sent,
+    'the RTP statistics crossed to main',
+  );
   t.match(main.notices('load').at(-1), { conversations: 0 });
 
   // Shutdown with a call live: it ends (error), its record is saved, call_ended is posted, the worker exits.

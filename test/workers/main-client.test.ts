@@ -18,12 +18,17 @@ t.test('replies settle the request with the same id', async (t) => {
   const [ra, rb] = posted as WorkerRequest[];
   t.not(ra.id, rb.id, 'distinct ids');
   t.match(ra, { type: 'resolve_project', orgId: 'org_1', project: 'main' }, 'the payload goes as posted');
-  client.handleReply({ type: 'reply', id: rb.id, ok: false, error: { message: 'no', status: 403, code: 'ip_not_allowed' } });
+  client.handleReply({
+    type: 'reply',
+    id: rb.id,
+    ok: false,
+    error: { message: 'no', status: 403, code: 'ip_not_allowed' },
+  });
   client.handleReply({ type: 'reply', id: ra.id, ok: true, value: { id: 'proj_1', name: 'main' } });
   t.same(await a, { id: 'proj_1', name: 'main' }, 'value of its own reply');
   const err = await b.catch((e: unknown) => e);
   t.ok(err instanceof MainRequestError, 'an error reply rejects with MainRequestError');
-  t.match(err, { status: 403, code: 'ip_not_allowed', requestType: 'admit' }, 'carrying main\'s status and code');
+  t.match(err, { status: 403, code: 'ip_not_allowed', requestType: 'admit' }, "carrying main's status and code");
   t.equal(client.inFlight, 0, 'nothing left waiting');
 });
 
@@ -42,7 +47,10 @@ t.test('a request main does not answer times out; its late reply is ignored', as
 
 t.test('failAll rejects every waiting request', async (t) => {
   const { client } = setup();
-  const ps = [client.request('resolve_tools', { orgId: 'o', projectId: 'p', names: [] }), client.request('append_items', { conversationId: 'c', items: [] })];
+  const ps = [
+    client.request('resolve_tools', { orgId: 'o', projectId: 'p', names: [] }),
+    client.request('append_items', { conversationId: 'c', items: [] }),
+  ];
   client.failAll('main went away');
   for (const p of ps) t.match(await p.catch((e: unknown) => e), { code: 'main_gone' }, 'rejected');
 });

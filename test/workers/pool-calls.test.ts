@@ -19,10 +19,26 @@ t.test('least loaded worker, and an assigned call counts at once', async (t) => 
     tools: [],
   };
   server.pool.sendCall(first!, {
-    type: 'call_assigned', callId: 'call_pool_test', conversationId: 'conv_pool_test', rtpPort: 47_998, remote: null,
-    media: { codec: 'PCMU', payloadType: 0, clockRate: 8000, channels: 1, telephoneEventPayloadType: 101, ptimeMs: 20, direction: 'sendrecv' },
-    agent, origin: 'telephony-inbound', callInfo: { from_phone_number: 'anonymous', to_phone_number: '+14155550100' },
-    configurationEndpoint: null, overrides: null, listenOnly: false,
+    type: 'call_assigned',
+    callId: 'call_pool_test',
+    conversationId: 'conv_pool_test',
+    rtpPort: 47_998,
+    remote: null,
+    media: {
+      codec: 'PCMU',
+      payloadType: 0,
+      clockRate: 8000,
+      channels: 1,
+      telephoneEventPayloadType: 101,
+      ptimeMs: 20,
+      direction: 'sendrecv',
+    },
+    agent,
+    origin: 'telephony-inbound',
+    callInfo: { from_phone_number: 'anonymous', to_phone_number: '+14155550100' },
+    configurationEndpoint: null,
+    overrides: null,
+    listenOnly: false,
   });
   t.equal(server.pool.leastLoaded(), first === 0 ? 1 : 0, 'the next call goes to the other worker');
   server.pool.sendCall(first!, { type: 'call_hangup', callId: 'call_pool_test', reason: 'failed' });

@@ -33,7 +33,11 @@ t.test('two workers on one port', async (t) => {
   const clients = await Promise.all(Array.from({ length: CONVERSATIONS }, () => server.openSts()));
   for (const c of clients) c.send({ type: 'config', input_format: 'pcm_16000', output_format: 'pcm_16000' });
   await Promise.all(clients.map((c) => c.untilEvent('ready_to_start_conversation')));
-  t.same(clients.flatMap((c) => c.events('error')), [], 'no errors');
+  t.same(
+    clients.flatMap((c) => c.events('error')),
+    [],
+    'no errors',
+  );
   const ids = clients.map((c) => String(c.events('conversation_created')[0]?.conversation_id));
   const owners = new Set(ids.map((id) => server.pool.ownerOf(id)));
   t.same([...owners].sort(), [0, 1], 'conversations landed on both workers (the kernel spreads connections)');
@@ -49,7 +53,10 @@ t.test('two workers on one port', async (t) => {
       const before = server.pool.relayed.observer;
       const o = await TestClient.open(server.liveUrl(id), server.auth);
       await o.until(() => o.events('live_audio').some((e) => e.side === 'user') || o.ws.readyState === o.ws.CLOSED);
-      t.ok(o.events('live_audio').some((e) => e.side === 'user'), `observer ${i} hears the user`);
+      t.ok(
+        o.events('live_audio').some((e) => e.side === 'user'),
+        `observer ${i} hears the user`,
+      );
       observers.push({ o, relayed: server.pool.relayed.observer > before });
     }
     const relayed = observers.filter((x) => x.relayed);
@@ -65,9 +72,12 @@ t.test('two workers on one port', async (t) => {
       const audio = o.events('live_audio').filter((e) => e.side === 'assistant');
       t.ok(audio.length > 0, `a ${how} observer hears assistant audio (${audio.length} frames)`);
       const frame = Buffer.from(String(audio[0]?.audio), 'base64');
-      t.ok(frame.length > 0 && frame.length % 2 === 0 && Number(audio[0]?.sample_rate) > 0, 'as 16-bit PCM with its sample rate');
+      t.ok(
+        frame.length > 0 && frame.length % 2 === 0 && Number(audio[0]?.sample_rate) > 0,
+        'as 16-bit PCM with its sample rate',
+      );
     }
-    t.ok(clients[0].events('audio_chunk').length > 0, 'the conversation\'s own client heard it too');
+    t.ok(clients[0].events('audio_chunk').length > 0, "the conversation's own client heard it too");
     for (const { o } of observers) o.close();
   });
 
@@ -82,7 +92,11 @@ t.test('two workers on one port', async (t) => {
       const before = server.pool.relayed.reconnect;
       const again = await server.openSts(`?reconnect_conv_id=${id}`);
       await again.untilEvent('conversation_created');
-      t.equal(again.events('conversation_created')[0]?.conversation_id, id, 'the reconnected socket is told its conversation');
+      t.equal(
+        again.events('conversation_created')[0]?.conversation_id,
+        id,
+        'the reconnected socket is told its conversation',
+      );
       if (server.pool.relayed.reconnect > before) relayedSocket = again;
       else again.ws.terminate();
     }
@@ -124,7 +138,10 @@ t.test('two workers on one port', async (t) => {
     const rows = await server.sql<{ id: string; state: string; ended_by: string }[]>`
       select id, state, ended_by from conversations where id in ${server.sql(live)}`;
     t.equal(rows.length, live.length, 'every live conversation has its record');
-    t.ok(rows.every((r) => r.state === 'ended' && r.ended_by !== null), 'each one ended and saved');
+    t.ok(
+      rows.every((r) => r.state === 'ended' && r.ended_by !== null),
+      'each one ended and saved',
+    );
     await Promise.all(clients.slice(3).map((c) => c.closed));
     t.pass('their sockets were closed');
   });

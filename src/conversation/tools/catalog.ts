@@ -4,7 +4,12 @@
 // engine (JSON-Schema parameters).
 import type { EngineTool } from '../../engines/engine.js';
 import type { BUILT_IN_TOOL_IDS } from '../../domain/agent-write.js';
-import { DEFAULT_ENDPOINT_TIMEOUT_MS, DEFAULT_TOOL_CALL_OUTPUT_TIMEOUT_MS, type ToolDefinition, type ToolType } from '../../schemas/tools.js';
+import {
+  DEFAULT_ENDPOINT_TIMEOUT_MS,
+  DEFAULT_TOOL_CALL_OUTPUT_TIMEOUT_MS,
+  type ToolDefinition,
+  type ToolType,
+} from '../../schemas/tools.js';
 import type { InlineWebSocketTool } from '../../schemas/sts.js';
 import { transferParameters } from './phone-transfer.js';
 import { toolRules } from './speech-rules.js';
@@ -40,16 +45,23 @@ export type BuiltInToolId = (typeof BUILT_IN_TOOL_IDS)[number];
 
 /** Each built-in an agent may name by its id: its type and the description the model reads. */
 const BUILT_INS = {
-  keypad_input: { type: 'built_in_keypad_input', description: 'Press keys on the phone keypad (DTMF), e.g. to navigate a phone menu.' },
+  keypad_input: {
+    type: 'built_in_keypad_input',
+    description: 'Press keys on the phone keypad (DTMF), e.g. to navigate a phone menu.',
+  },
   natural_conversation_ending: {
     type: 'built_in_natural_conversation_ending',
-    description: 'End the conversation when it has naturally come to its end (the user said goodbye or nothing is left to do).',
+    description:
+      'End the conversation when it has naturally come to its end (the user said goodbye or nothing is left to do).',
   },
   choose_not_to_respond: {
     type: 'built_in_choose_not_to_respond',
     description: 'Say nothing this turn: the user is not talking to you, is not finished, or asked you to wait.',
   },
-  web_search: { type: WEB_SEARCH_TYPE, description: 'Search the web for current or factual information you do not know.' },
+  web_search: {
+    type: WEB_SEARCH_TYPE,
+    description: 'Search the web for current or factual information you do not know.',
+  },
 } as const satisfies Record<BuiltInToolId, { type: LiveToolType; description: string }>;
 
 const SPEECH_MODES: readonly unknown[] = ['required', 'optional', 'suppressed'];
@@ -63,16 +75,22 @@ export function isBuiltInId(name: string): name is BuiltInToolId {
  * speech_before_tool_call for keypad_input, natural_conversation_ending and web_search, respond_after_sec for
  * choose_not_to_respond. A key it does not take, or a value out of its range, is left out and reported.
  */
-export function builtInTool(id: BuiltInToolId, config: Readonly<Record<string, unknown>> | undefined, problems: string[]): LiveTool {
+export function builtInTool(
+  id: BuiltInToolId,
+  config: Readonly<Record<string, unknown>> | undefined,
+  problems: string[],
+): LiveTool {
   const { type, description } = BUILT_INS[id];
   const definition = { name: id, description, type, execution_mode: 'sync' } as LiveDefinition;
   for (const [key, value] of Object.entries(config ?? {})) {
     const at = `built_in_tool_configs.${id}.${key}`;
     if (key === 'speech_before_tool_call' && id !== 'choose_not_to_respond') {
-      if (SPEECH_MODES.includes(value)) definition.speech_before_tool_call = value as NonNullable<LiveDefinition['speech_before_tool_call']>;
+      if (SPEECH_MODES.includes(value))
+        definition.speech_before_tool_call = value as NonNullable<LiveDefinition['speech_before_tool_call']>;
       else problems.push(`${at} must be required, optional or suppressed; the default (optional) applies`);
     } else if (key === 'respond_after_sec' && id === 'choose_not_to_respond') {
-      if (value === null || (typeof value === 'number' && value > 0)) (definition as ToolDefinition).respond_after_sec = value;
+      if (value === null || (typeof value === 'number' && value > 0))
+        (definition as ToolDefinition).respond_after_sec = value;
       else problems.push(`${at} must be a positive number of seconds or null; the default (null: stay silent) applies`);
     } else {
       problems.push(`${at} is not a setting of ${id}; ignored`);
@@ -193,7 +211,11 @@ function jsonSchema(def: LiveDefinition): EngineTool['parameters'] {
 }
 
 export function engineTool(tool: LiveTool): EngineTool {
-  const out: EngineTool = { name: tool.name, description: tool.definition.description, parameters: jsonSchema(tool.definition) };
+  const out: EngineTool = {
+    name: tool.name,
+    description: tool.definition.description,
+    parameters: jsonSchema(tool.definition),
+  };
   if (toolRules(tool.definition).speechBefore === 'suppressed') out.speechSuppressed = true;
   return out;
 }

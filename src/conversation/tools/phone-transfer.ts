@@ -45,7 +45,13 @@ export type PhoneTransferResult =
       /** detect_voicemail: who answered the (last) dial of the target. */
       answered_by?: AnsweredBy;
     }
-  | { outcome: 'no_answer' | 'failed'; phone_number: string; reason: string; attempts: number; answered_by?: AnsweredBy };
+  | {
+      outcome: 'no_answer' | 'failed';
+      phone_number: string;
+      reason: string;
+      attempts: number;
+      answered_by?: AnsweredBy;
+    };
 
 /** Events of a transfer in progress the conversation acts on. */
 export interface PhoneTransferHooks {
@@ -54,7 +60,9 @@ export interface PhoneTransferHooks {
 }
 
 /** The transfer fields of a phone-transfer definition with the API's defaults. */
-export function transferSettings(def: ToolDefinition): Omit<PhoneTransferRequest, 'phoneNumber' | 'dtmf'> & { dynamicDtmf: boolean; fixedDtmf: string | null } {
+export function transferSettings(
+  def: ToolDefinition,
+): Omit<PhoneTransferRequest, 'phoneNumber' | 'dtmf'> & { dynamicDtmf: boolean; fixedDtmf: string | null } {
   const useAgentPhoneNumber = def.use_agent_phone_number ?? true;
   const keepListening = def.keep_listening ?? useAgentPhoneNumber;
   return {
@@ -74,7 +82,10 @@ const argumentText = (v: unknown): string => (typeof v === 'string' ? v : typeof
 const DTMF = /^[0-9A-Da-d*#wW,]*$/;
 
 /** The request of one tool call (the model's arguments where the tool leaves them open), or why it is invalid. */
-export function transferRequest(def: ToolDefinition, args: Readonly<Record<string, unknown>>): PhoneTransferRequest | { error: string } {
+export function transferRequest(
+  def: ToolDefinition,
+  args: Readonly<Record<string, unknown>>,
+): PhoneTransferRequest | { error: string } {
   const s = transferSettings(def);
   const phoneNumber = def.phone_number ?? argumentText(args.phone_number).trim();
   if (!E164.test(phoneNumber)) return { error: `not an E.164 phone number: ${phoneNumber}` };
@@ -85,7 +96,8 @@ export function transferRequest(def: ToolDefinition, args: Readonly<Record<strin
     dtmf = chosen === '' ? null : chosen;
   }
   return {
-    phoneNumber, dtmf,
+    phoneNumber,
+    dtmf,
     keepListening: s.keepListening,
     useAgentPhoneNumber: s.useAgentPhoneNumber,
     postTransferMessage: s.postTransferMessage,
@@ -102,7 +114,11 @@ export function transferParameters(def: ToolDefinition): EngineTool['parameters'
     properties.phone_number = { type: 'string', description: 'The E.164 phone number to transfer the call to' };
     required.push('phone_number');
   }
-  if (def.dynamic_dtmf) properties.dtmf = { type: 'string', description: 'DTMF digits to send once the transfer connects (0-9, *, #; w to pause), or empty' };
+  if (def.dynamic_dtmf)
+    properties.dtmf = {
+      type: 'string',
+      description: 'DTMF digits to send once the transfer connects (0-9, *, #; w to pause), or empty',
+    };
   return { type: 'object', properties, required };
 }
 

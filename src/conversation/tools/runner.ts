@@ -10,7 +10,12 @@ import type { ConversationTimers } from '../host.js';
 import type { ServerEvent } from '../../schemas/sts.js';
 import type { ToolDefinition } from '../../schemas/tools.js';
 import { outputTimeoutMs, WEB_SEARCH_TYPE, type LiveTool } from './catalog.js';
-import { transferOutput, transferRequest, type PhoneTransferRequest, type PhoneTransferResult } from './phone-transfer.js';
+import {
+  transferOutput,
+  transferRequest,
+  type PhoneTransferRequest,
+  type PhoneTransferResult,
+} from './phone-transfer.js';
 import { toolRules } from './speech-rules.js';
 import { callWebhook, type ReservedParameters } from './webhook.js';
 
@@ -73,10 +78,17 @@ export class ToolRunner {
     if (!tool) {
       const message = `unknown tool ${call.name}`;
       session?.submitToolOutput(call.callId, JSON.stringify({ error: message }), true);
-      return { tool: { id: 'unknown', name: call.name }, request_body: call.arguments, response_body: null, timed_out: false, error_message: message };
+      return {
+        tool: { id: 'unknown', name: call.name },
+        request_body: call.arguments,
+        response_body: null,
+        timed_out: false,
+        error_message: message,
+      };
     }
     const def = tool.definition;
-    const isAsync = def.execution_mode === 'async' && (tool.type === 'custom_webhook' || tool.type === 'custom_websocket');
+    const isAsync =
+      def.execution_mode === 'async' && (tool.type === 'custom_webhook' || tool.type === 'custom_websocket');
     if (isAsync) submit(session, call.callId, JSON.stringify({ status: 'started' }), after());
     const { entry, output, noReply } = await this.execute(tool, call);
     const s = this.host.session();
@@ -84,7 +96,7 @@ export class ToolRunner {
     if (!isAsync) submit(s, call.callId, output, noReply ? { respond: false, speechOnly: false } : after());
     else {
       s.updateSession({ systemMessage: `Result of ${tool.name}: ${output}` });
-      if ((def).wait_for_response) this.host.replyWithResult(!toolRules(def).chaining);
+      if (def.wait_for_response) this.host.replyWithResult(!toolRules(def).chaining);
     }
     return entry;
   }
@@ -95,7 +107,13 @@ export class ToolRunner {
    */
   refuse(call: EngineToolCall, tool: LiveTool, reason: string): NewToolCall {
     this.host.session()?.submitToolOutput(call.callId, JSON.stringify({ error: `not executed: ${reason}` }), false);
-    return { tool: { id: tool.id, name: tool.name }, request_body: call.arguments, response_body: null, timed_out: false, error_message: `not executed: ${reason}` };
+    return {
+      tool: { id: tool.id, name: tool.name },
+      request_body: call.arguments,
+      response_body: null,
+      timed_out: false,
+      error_message: `not executed: ${reason}`,
+    };
   }
 
   /** A client's tool_call_output; false when no call of that id is waiting. */
@@ -117,12 +135,23 @@ export class ToolRunner {
 
   private async execute(tool: LiveTool, call: EngineToolCall): Promise<Outcome> {
     const def = tool.definition;
-    const base: NewToolCall = { tool: { id: tool.id, name: tool.name }, request_body: call.arguments, response_body: null, timed_out: false, error_message: null };
+    const base: NewToolCall = {
+      tool: { id: tool.id, name: tool.name },
+      request_body: call.arguments,
+      response_body: null,
+      timed_out: false,
+      error_message: null,
+    };
     switch (def.type) {
       case 'custom_context':
         return { entry: { ...base, response_body: { context: def.context ?? '' } }, output: def.context ?? '' };
       case 'custom_webhook':
-        return callWebhook({ id: tool.id, name: tool.name, definition: def }, call.arguments, this.host.reserved(), this.host);
+        return callWebhook(
+          { id: tool.id, name: tool.name, definition: def },
+          call.arguments,
+          this.host.reserved(),
+          this.host,
+        );
       case 'custom_websocket':
         return this.viaClient(tool, def, call, base);
       case WEB_SEARCH_TYPE:
@@ -132,7 +161,8 @@ export class ToolRunner {
         return { entry: { ...base, response_body: { ended: true } }, output: 'ending the conversation', noReply: true };
       case 'built_in_keypad_input': {
         const digits = argumentText(call.arguments.digits);
-        if (!/^[0-9A-Da-d*#]+$/.test(digits)) return { entry: { ...base, error_message: `not DTMF digits: ${digits}` }, output: 'invalid digits' };
+        if (!/^[0-9A-Da-d*#]+$/.test(digits))
+          return { entry: { ...base, error_message: `not DTMF digits: ${digits}` }, output: 'invalid digits' };
         this.host.send({ type: 'dtmf', digits });
         return { entry: { ...base, response_body: { digits } }, output: `pressed ${digits}` };
       }
@@ -143,20 +173,33 @@ export class ToolRunner {
       case 'built_in_transfer_to_agent': {
         const name = argumentText(call.arguments.agent_name);
         const allowed = def.agents_to_transfer_to;
-        if (allowed && !allowed.includes(name)) return { entry: { ...base, error_message: `agent ${name} is not a transfer target` }, output: 'transfer refused' };
+        if (allowed && !allowed.includes(name))
+          return {
+            entry: { ...base, error_message: `agent ${name} is not a transfer target` },
+            output: 'transfer refused',
+          };
         const problem = await this.host.transferToAgent(name);
         if (problem) return { entry: { ...base, error_message: problem }, output: `transfer failed: ${problem}` };
         return { entry: { ...base, response_body: { transferred_to: name } }, output: `transferred to ${name}` };
       }
       case 'built_in_transfer_to_phone_number': {
         const request = transferRequest(def, call.arguments);
-        if ('error' in request) return { entry: { ...base, error_message: request.error }, output: `transfer refused: ${request.error}` };
+        if ('error' in request)
+          return { entry: { ...base, error_message: request.error }, output: `transfer refused: ${request.error}` };
         const result = await this.host.transferToPhoneNumber(request);
-        if (result === null) return { entry: { ...base, error_message: 'phone transfers need a phone call' }, output: 'transfer not available in this conversation' };
+        if (result === null)
+          return {
+            entry: { ...base, error_message: 'phone transfers need a phone call' },
+            output: 'transfer not available in this conversation',
+          };
         const entry = { ...base, response_body: { ...result } };
         if (result.outcome === 'failed') entry.error_message = result.reason;
         // Transferred: the conversation is ending, nobody is left to answer.
-        return { entry, output: transferOutput(result), ...(result.outcome === 'transferred' ? { noReply: true as const } : {}) };
+        return {
+          entry,
+          output: transferOutput(result),
+          ...(result.outcome === 'transferred' ? { noReply: true as const } : {}),
+        };
       }
     }
   }
@@ -165,8 +208,16 @@ export class ToolRunner {
   private async search(call: EngineToolCall, base: NewToolCall): Promise<Outcome> {
     const query = argumentText(call.arguments.query).trim();
     const search = this.host.search;
-    if (!search) return { entry: { ...base, error_message: 'web search is not configured' }, output: JSON.stringify({ query, error: 'web search is not configured' }) };
-    if (query === '') return { entry: { ...base, error_message: 'no search query' }, output: JSON.stringify({ error: 'no search query' }) };
+    if (!search)
+      return {
+        entry: { ...base, error_message: 'web search is not configured' },
+        output: JSON.stringify({ query, error: 'web search is not configured' }),
+      };
+    if (query === '')
+      return {
+        entry: { ...base, error_message: 'no search query' },
+        output: JSON.stringify({ error: 'no search query' }),
+      };
     try {
       const results = await search(query, this.searches.signal);
       return { entry: { ...base, response_body: { query, results } }, output: JSON.stringify({ query, results }) };
@@ -183,7 +234,10 @@ export class ToolRunner {
     return new Promise<Outcome>((resolve) => {
       const handle = this.host.timers.set(() => {
         this.waiting.delete(call.callId);
-        resolve({ entry: { ...entry, timed_out: true, error_message: `no tool_call_output within ${timeoutMs} ms` }, output: JSON.stringify({ error: 'timed out' }) });
+        resolve({
+          entry: { ...entry, timed_out: true, error_message: `no tool_call_output within ${timeoutMs} ms` },
+          output: JSON.stringify({ error: 'timed out' }),
+        });
       }, timeoutMs);
       this.waiting.set(call.callId, {
         responseId: call.responseId,
@@ -191,11 +245,22 @@ export class ToolRunner {
         resolve: (output) => {
           this.host.timers.clear(handle);
           this.host.send({ type: 'tool_call_output_processed', tool_call_id: call.callId });
-          const body = output !== null && typeof output === 'object' && !Array.isArray(output) ? (output as Record<string, unknown>) : { output };
-          resolve({ entry: { ...entry, response_body: body }, output: typeof output === 'string' ? output : JSON.stringify(output) });
+          const body =
+            output !== null && typeof output === 'object' && !Array.isArray(output)
+              ? (output as Record<string, unknown>)
+              : { output };
+          resolve({
+            entry: { ...entry, response_body: body },
+            output: typeof output === 'string' ? output : JSON.stringify(output),
+          });
         },
       });
-      this.host.send({ type: 'tool_call', tool_call_id: call.callId, tool_name: tool.name, parameters: call.arguments });
+      this.host.send({
+        type: 'tool_call',
+        tool_call_id: call.callId,
+        tool_name: tool.name,
+        parameters: call.arguments,
+      });
     });
   }
 

@@ -41,7 +41,11 @@ export interface ToolRules {
 const REMOTE: readonly string[] = ['custom_webhook', 'custom_websocket'];
 const CUSTOM: readonly string[] = ['custom_context', ...REMOTE];
 /** speech_before_tool_call is taken by these built-ins (web_search through built_in_tool_configs). */
-const SPEECH_MODE_TYPES: readonly string[] = ['built_in_natural_conversation_ending', 'built_in_keypad_input', 'built_in_web_search'];
+const SPEECH_MODE_TYPES: readonly string[] = [
+  'built_in_natural_conversation_ending',
+  'built_in_keypad_input',
+  'built_in_web_search',
+];
 
 export function toolRules(def: RuleFields): ToolRules {
   const remote = REMOTE.includes(def.type);

@@ -109,7 +109,10 @@ export async function callWebhook(
       /* a non-JSON body is kept as text under `text` */
     }
     if (jsonProblem(parsed)) parsed = text;
-    entry.response_body = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { text: parsed };
+    entry.response_body =
+      parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)
+        ? (parsed as Record<string, unknown>)
+        : { text: parsed };
     if (!res.ok) entry.error_message = `HTTP ${res.status}`;
     return { entry, output: text };
   } catch (err) {

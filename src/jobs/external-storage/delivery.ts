@@ -5,7 +5,12 @@
 // the very content zero data retention forbids keeping. Only each artifact's outcome (where, how big, delivered or
 // why not) is recorded on the conversation. See docs/external-storage.md.
 import type { Logger } from '../../log.js';
-import { getStoragePolicy, type StorageArtifact, type StorageOutcome, type StoragePolicyRow } from '../../store/external-storage.js';
+import {
+  getStoragePolicy,
+  type StorageArtifact,
+  type StorageOutcome,
+  type StoragePolicyRow,
+} from '../../store/external-storage.js';
 import type { Sql } from '../../store/db.js';
 import { type S3Client, S3Error, type PolicySource, type StoragePolicy, type UploadTarget } from './s3-client.js';
 import { WavMultipartSink } from './wav-multipart-sink.js';
@@ -79,10 +84,17 @@ export class ExternalStorageDelivery {
     if (opts.sampleRate === null) return new ExternalStorageDelivery(opts, null, null, null);
     try {
       const target = await opts.client.target(artifactKey(opts.conversationId, 'recording'));
-      const sink = new WavMultipartSink(opts.client, target, { sampleRate: opts.sampleRate, partSize: opts.partSize, log: opts.log });
+      const sink = new WavMultipartSink(opts.client, target, {
+        sampleRate: opts.sampleRate,
+        partSize: opts.partSize,
+        log: opts.log,
+      });
       return new ExternalStorageDelivery(opts, sink, target, null);
     } catch (err) {
-      opts.log.error({ err, conversationId: opts.conversationId }, 'external storage: the recording cannot be streamed');
+      opts.log.error(
+        { err, conversationId: opts.conversationId },
+        'external storage: the recording cannot be streamed',
+      );
       return new ExternalStorageDelivery(opts, null, null, err as Error);
     }
   }
@@ -107,7 +119,11 @@ export class ExternalStorageDelivery {
     }
     outcomes.push(await this.deliverRecord(record));
     for (const o of outcomes) {
-      if (o.status === 'failed') this.opts.log.error({ conversationId: o.conversation_id, artifact: o.artifact, key: o.object_key, error: o.error }, 'external storage: an artifact was not delivered');
+      if (o.status === 'failed')
+        this.opts.log.error(
+          { conversationId: o.conversation_id, artifact: o.artifact, key: o.object_key, error: o.error },
+          'external storage: an artifact was not delivered',
+        );
       await recordOutcome(o);
     }
     return outcomes;

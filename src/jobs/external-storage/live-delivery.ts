@@ -45,9 +45,18 @@ export function liveExternalStorage(o: LiveExternalStorageOptions): ExternalStor
       try {
         const p = await channel.policy(conversationId, { name: policyName });
         if (p) policyId = p.id;
-        else unresolved = new S3Error(`no external storage policy named '${policyName}' in the conversation's project`, 'NoSuchPolicy', null);
+        else
+          unresolved = new S3Error(
+            `no external storage policy named '${policyName}' in the conversation's project`,
+            'NoSuchPolicy',
+            null,
+          );
       } catch (err) {
-        unresolved = new S3Error(`the external storage policy could not be read: ${(err as Error).message}`, 'PolicyUnavailable', null);
+        unresolved = new S3Error(
+          `the external storage policy could not be read: ${(err as Error).message}`,
+          'PolicyUnavailable',
+          null,
+        );
       }
       const client = new S3Client({
         ...o.client,
@@ -59,7 +68,14 @@ export function liveExternalStorage(o: LiveExternalStorageOptions): ExternalStor
           return p;
         },
       });
-      const delivery = await ExternalStorageDelivery.start({ conversationId, policyId, client, sampleRate, partSize: o.partSize, log: clog });
+      const delivery = await ExternalStorageDelivery.start({
+        conversationId,
+        policyId,
+        client,
+        sampleRate,
+        partSize: o.partSize,
+        log: clog,
+      });
       return {
         recording: delivery.recording,
         async finish(content: RecordContent): Promise<void> {
@@ -71,7 +87,11 @@ export function liveExternalStorage(o: LiveExternalStorageOptions): ExternalStor
           try {
             await delivery.finish({ build: record }, async (outcome) => {
               const { recorded } = await channel.outcome(outcome);
-              if (!recorded) clog.warn({ conversationId, artifact: outcome.artifact, status: outcome.status }, 'external storage: the outcome was not recorded (the conversation is gone)');
+              if (!recorded)
+                clog.warn(
+                  { conversationId, artifact: outcome.artifact, status: outcome.status },
+                  'external storage: the outcome was not recorded (the conversation is gone)',
+                );
             });
           } catch (err) {
             clog.error({ err, conversationId }, 'external storage: recording an outcome failed');

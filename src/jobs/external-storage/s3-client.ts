@@ -140,7 +140,13 @@ export class S3Client {
   /** The object key under the policy's `key_prefix` (prepended as is), and where it goes now. */
   async target(key: string): Promise<UploadTarget> {
     const p = await this.opts.policy();
-    return { policyId: p.id, endpointUrl: p.endpointUrl, bucket: p.bucket, addressingStyle: p.addressingStyle, key: `${p.keyPrefix ?? ''}${key}` };
+    return {
+      policyId: p.id,
+      endpointUrl: p.endpointUrl,
+      bucket: p.bucket,
+      addressingStyle: p.addressingStyle,
+      key: `${p.keyPrefix ?? ''}${key}`,
+    };
   }
 
   /** Uploads one object in a single request; returns its ETag. */
@@ -150,15 +156,31 @@ export class S3Client {
   }
 
   async createMultipartUpload(t: UploadTarget, contentType: string): Promise<string> {
-    const res = await this.send({ ...this.at(t), method: 'POST', query: { uploads: '' }, headers: { 'content-type': contentType } });
+    const res = await this.send({
+      ...this.at(t),
+      method: 'POST',
+      query: { uploads: '' },
+      headers: { 'content-type': contentType },
+    });
     const uploadId = xmlValue(res.text, 'UploadId');
-    if (!uploadId) throw new S3Error(`CreateMultipartUpload answered without an UploadId: ${res.text.slice(0, ERROR_BODY_EXCERPT)}`, 'InvalidResponse', res.status);
+    if (!uploadId)
+      throw new S3Error(
+        `CreateMultipartUpload answered without an UploadId: ${res.text.slice(0, ERROR_BODY_EXCERPT)}`,
+        'InvalidResponse',
+        res.status,
+      );
     return uploadId;
   }
 
   async uploadPart(t: UploadTarget, uploadId: string, partNumber: number, body: Uint8Array): Promise<UploadedPart> {
-    if (partNumber < 1 || partNumber > MAX_PARTS) throw new RangeError(`part number ${partNumber} is outside 1..${MAX_PARTS}`);
-    const res = await this.send({ ...this.at(t), method: 'PUT', query: { partNumber: String(partNumber), uploadId }, body });
+    if (partNumber < 1 || partNumber > MAX_PARTS)
+      throw new RangeError(`part number ${partNumber} is outside 1..${MAX_PARTS}`);
+    const res = await this.send({
+      ...this.at(t),
+      method: 'PUT',
+      query: { partNumber: String(partNumber), uploadId },
+      body,
+    });
     const etag = res.headers.get('etag');
     if (!etag) throw new S3Error(`UploadPart ${partNumber} answered without an ETag`, 'InvalidResponse', res.status);
     return { partNumber, etag };
@@ -168,13 +190,28 @@ export class S3Client {
     const sorted = [...parts].sort((a, b) => a.partNumber - b.partNumber);
     const body =
       '<CompleteMultipartUpload>' +
-      sorted.map((p) => `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>${xmlEscape(p.etag)}</ETag></Part>`).join('') +
+      sorted
+        .map((p) => `<Part><PartNumber>${p.partNumber}</PartNumber><ETag>${xmlEscape(p.etag)}</ETag></Part>`)
+        .join('') +
       '</CompleteMultipartUpload>';
-    const res = await this.send({ ...this.at(t), method: 'POST', query: { uploadId }, headers: { 'content-type': 'application/xml' }, body });
+    const res = await this.send({
+      ...this.at(t),
+      method: 'POST',
+      query: { uploadId },
+      headers: { 'content-type': 'application/xml' },
+      body,
+    });
     // S3 may answer 200 and still fail the completion, with an Error document in the body (S3 API Reference,
     // CompleteMultipartUpload).
-    if (xmlValue(res.text, 'Error') !== null || (xmlValue(res.text, 'Code') !== null && xmlValue(res.text, 'ETag') === null)) {
-      throw new S3Error(`CompleteMultipartUpload failed: ${xmlValue(res.text, 'Code')}: ${xmlValue(res.text, 'Message') ?? ''}`, xmlValue(res.text, 'Code') ?? 'InternalError', res.status);
+    if (
+      xmlValue(res.text, 'Error') !== null ||
+      (xmlValue(res.text, 'Code') !== null && xmlValue(res.text, 'ETag') === null)
+    ) {
+      throw new S3Error(
+        `CompleteMultipartUpload failed: ${xmlValue(res.text, 'Code')}: ${xmlValue(res.text, 'Message') ?? ''}`,
+        xmlValue(res.text, 'Code') ?? 'InternalError',
+        res.status,
+      );
     }
     return xmlValue(res.text, 'ETag') ?? '';
   }
@@ -219,13 +256,24 @@ export class S3Client {
     let res: Response;
     let text: string;
     try {
-      res = await this.opts.fetch(signed.url.toString(), { method: r.method, headers: signed.headers, body: r.body, signal, redirect: 'manual' });
+      res = await this.opts.fetch(signed.url.toString(), {
+        method: r.method,
+        headers: signed.headers,
+        body: r.body,
+        signal,
+        redirect: 'manual',
+      });
       text = await res.text();
     } catch (err) {
       if (this.opts.signal?.aborted) throw err;
-      if (timeout.aborted) return new S3Error(`${r.method} ${url.host}: no answer within ${this.timeoutMs} ms`, 'Timeout', null);
+      if (timeout.aborted)
+        return new S3Error(`${r.method} ${url.host}: no answer within ${this.timeoutMs} ms`, 'Timeout', null);
       const cause = (err as { cause?: { message?: string } }).cause?.message;
-      return new S3Error(`${r.method} ${url.host}: ${(err as Error).message}${cause ? `: ${cause}` : ''}`, 'NetworkError', null);
+      return new S3Error(
+        `${r.method} ${url.host}: ${(err as Error).message}${cause ? `: ${cause}` : ''}`,
+        'NetworkError',
+        null,
+      );
     }
     if (res.status >= 200 && res.status < 300) return { status: res.status, headers: res.headers, text };
     const code = xmlValue(text, 'Code') ?? `HTTP${res.status}`;

@@ -164,7 +164,13 @@ export class WavMultipartSink {
   /** Queues a part for upload after those before it; the last one (`last`) is never refused. */
   private send(buf: Buffer, len: number, last = false): void {
     if (!last && this.queued > this.maxQueuedParts) {
-      this.fail(new S3Error(`the upload of ${this.target.key} cannot keep up with the call: ${this.queued} parts waiting`, 'SlowUpload', null));
+      this.fail(
+        new S3Error(
+          `the upload of ${this.target.key} cannot keep up with the call: ${this.queued} parts waiting`,
+          'SlowUpload',
+          null,
+        ),
+      );
       return;
     }
     this.queued++;
@@ -220,7 +226,10 @@ export class WavMultipartSink {
     try {
       await this.client.abortMultipartUpload(this.target, id);
     } catch (err) {
-      this.opts.log?.error({ err, key: this.target.key }, 'external storage: aborting the multipart upload failed; its parts stay until the bucket expires them');
+      this.opts.log?.error(
+        { err, key: this.target.key },
+        'external storage: aborting the multipart upload failed; its parts stay until the bucket expires them',
+      );
     }
   }
 
@@ -252,7 +261,13 @@ export class WavMultipartSink {
       const id = await this.ensureUpload();
       this.parts.push(await this.client.uploadPart(this.target, id, 1, first.subarray(0, this.firstLen)));
       const etag = await this.client.completeMultipartUpload(this.target, id, this.parts);
-      return this.done({ key: this.target.key, bytes: WAV_HEADER_BYTES + this.dataBytes, parts: this.parts.length, durationMs, etag });
+      return this.done({
+        key: this.target.key,
+        bytes: WAV_HEADER_BYTES + this.dataBytes,
+        parts: this.parts.length,
+        durationMs,
+        etag,
+      });
     } catch (err) {
       this.error ??= err as Error;
       this.state = 'failed';

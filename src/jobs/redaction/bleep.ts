@@ -59,9 +59,12 @@ export function parseWavHeader(buf: Uint8Array, fileBytes = Infinity): WavLayout
       const channels = v.getUint16(at + 10, true);
       const sampleRate = v.getUint32(at + 12, true);
       const bits = v.getUint16(at + 22, true);
-      const pcm = format === WAVE_FORMAT_PCM || (format === WAVE_FORMAT_EXTENSIBLE && size >= 40 && v.getUint16(at + 32, true) === WAVE_FORMAT_PCM);
+      const pcm =
+        format === WAVE_FORMAT_PCM ||
+        (format === WAVE_FORMAT_EXTENSIBLE && size >= 40 && v.getUint16(at + 32, true) === WAVE_FORMAT_PCM);
       if (!pcm || bits !== 16) throw new BleepError(`only 16-bit PCM WAV is bleeped (format ${format}, ${bits} bits)`);
-      if (channels < 1 || channels > 2) throw new BleepError(`only mono or stereo WAV is bleeped (${channels} channels)`);
+      if (channels < 1 || channels > 2)
+        throw new BleepError(`only mono or stereo WAV is bleeped (${channels} channels)`);
       fmt = { channels, sampleRate };
     }
     at += 8 + size + (size % 2); // RIFF chunks are padded to an even size
@@ -73,7 +76,11 @@ export function parseWavHeader(buf: Uint8Array, fileBytes = Infinity): WavLayout
 type Ranges = [number, number][];
 
 /** Each channel's frame ranges: a side's spans on its channel (a mono file has everything on its one channel). */
-export function channelRanges(spans: AudioSpan[], layout: Pick<WavLayout, 'sampleRate' | 'channels'>, totalFrames: number): Ranges[] {
+export function channelRanges(
+  spans: AudioSpan[],
+  layout: Pick<WavLayout, 'sampleRate' | 'channels'>,
+  totalFrames: number,
+): Ranges[] {
   const perChannel: Ranges[] = Array.from({ length: layout.channels }, () => []);
   for (const s of spans) {
     const start = Math.max(0, Math.floor((s.startMs * layout.sampleRate) / 1000));
@@ -142,7 +149,8 @@ export async function bleepWavInPlace(path: string, spans: AudioSpan[]): Promise
     const ranges = channelRanges(spans, layout, totalFrames);
     const block = Buffer.alloc(BLOCK_FRAMES * frameBytes);
     const touched = new Set<number>();
-    for (const r of ranges) for (const [s, e] of r) for (let b = Math.floor(s / BLOCK_FRAMES); b * BLOCK_FRAMES < e; b++) touched.add(b);
+    for (const r of ranges)
+      for (const [s, e] of r) for (let b = Math.floor(s / BLOCK_FRAMES); b * BLOCK_FRAMES < e; b++) touched.add(b);
     let framesBleeped = 0;
     for (const b of [...touched].sort((x, y) => x - y)) {
       const first = b * BLOCK_FRAMES;
@@ -184,11 +192,13 @@ export class WavBleepTransform extends Transform {
         this.header = Buffer.concat([this.header, chunk]);
         const layout = parseWavHeader(this.header);
         if (!layout) {
-          if (this.header.length > MAX_HEADER_BYTES) throw new BleepError(`no data chunk in the first ${MAX_HEADER_BYTES} bytes`);
+          if (this.header.length > MAX_HEADER_BYTES)
+            throw new BleepError(`no data chunk in the first ${MAX_HEADER_BYTES} bytes`);
           return done();
         }
         // The size in the header may be unknown (0): then the samples run to the end of the stream.
-        const known = layout.dataBytes !== Infinity && layout.dataBytes > 0 ? layout.dataBytes : Number.MAX_SAFE_INTEGER;
+        const known =
+          layout.dataBytes !== Infinity && layout.dataBytes > 0 ? layout.dataBytes : Number.MAX_SAFE_INTEGER;
         this.layout = { ...layout, dataBytes: known };
         this.ranges = channelRanges(this.spans, layout, Math.floor(known / (layout.channels * 2)));
         const rest = this.header.subarray(layout.dataOffset);
@@ -208,13 +218,20 @@ export class WavBleepTransform extends Transform {
     const frameBytes = layout.channels * 2;
     // Bytes after the data chunk (trailing chunks) pass unchanged.
     const inData = Math.max(0, Math.min(chunk.length, layout.dataBytes - this.position - this.carry.length));
-    let data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk.subarray(0, inData)]) : chunk.subarray(0, inData);
+    let data =
+      this.carry.length > 0 ? Buffer.concat([this.carry, chunk.subarray(0, inData)]) : chunk.subarray(0, inData);
     const whole = data.length - (data.length % frameBytes);
     this.carry = Buffer.from(data.subarray(whole));
     data = data.subarray(0, whole);
     if (data.length > 0) {
       const copy = Buffer.from(data);
-      this.framesBleeped += toneInto(copy, this.position / frameBytes, data.length / frameBytes, this.ranges, layout.sampleRate);
+      this.framesBleeped += toneInto(
+        copy,
+        this.position / frameBytes,
+        data.length / frameBytes,
+        this.ranges,
+        layout.sampleRate,
+      );
       this.position += data.length;
       this.push(copy);
     }
@@ -224,7 +241,10 @@ export class WavBleepTransform extends Transform {
   override _flush(done: TransformCallback): void {
     if (this.header) return done(new BleepError('the stream ended before the WAV data chunk'));
     if (this.carry.length > 0) this.push(this.carry);
-    this.result = { framesBleeped: this.framesBleeped, layout: { ...this.layout!, dataBytes: this.position + this.carry.length } };
+    this.result = {
+      framesBleeped: this.framesBleeped,
+      layout: { ...this.layout!, dataBytes: this.position + this.carry.length },
+    };
     done();
   }
 }

@@ -15,7 +15,13 @@ import { recordingPath } from '../../media/recording.js';
 import type { Sql } from '../../store/db.js';
 import { JOB_KINDS } from '../../store/jobs.js';
 import type { PostCallWord } from '../../store/post-call.js';
-import { loadRedactionSource, saveRedaction, type RedactionResult, type RedactionSaveOutcome, type RedactionSource } from '../../store/redaction.js';
+import {
+  loadRedactionSource,
+  saveRedaction,
+  type RedactionResult,
+  type RedactionSaveOutcome,
+  type RedactionSource,
+} from '../../store/redaction.js';
 import type { JobContext, JobHandler, JobOutcome } from '../handler.js';
 import { parseWavHeader, WavBleepTransform, type WavLayout } from './bleep.js';
 import { redactTurns, type TurnInput } from './redact.js';
@@ -102,7 +108,14 @@ function turns(src: RedactionSource, origin: number): TurnInput[] {
 }
 
 /** Writes the recording at `from` bleeped into `to` (a `.wav` or `.wav.gz`, as `toFormat` says); returns its size. */
-async function bleepInto(from: string, fromFormat: 'wav' | 'wav.gz', to: string, toFormat: 'wav' | 'wav.gz', spans: AudioSpan[], signal: AbortSignal): Promise<number> {
+async function bleepInto(
+  from: string,
+  fromFormat: 'wav' | 'wav.gz',
+  to: string,
+  toFormat: 'wav' | 'wav.gz',
+  spans: AudioSpan[],
+  signal: AbortSignal,
+): Promise<number> {
   const tmp = `${to}.tmp`;
   const stages: NodeJS.ReadWriteStream[] = [];
   if (fromFormat === 'wav.gz') stages.push(createGunzip());
@@ -166,12 +179,18 @@ export function redactionHandler(opts: RedactionHandlerOptions = {}): JobHandler
         recording,
       });
       if (outcome !== 'saved') {
-        if (newFile) await unlink(newFile).catch((err: unknown) => ctx.log.error({ err, path: newFile }, 'removing an unused bleeped recording failed'));
-        if (outcome === 'recording_moved') throw new Error(`the recording of ${id} changed while it was bleeped; redacting again`);
+        if (newFile)
+          await unlink(newFile).catch((err: unknown) =>
+            ctx.log.error({ err, path: newFile }, 'removing an unused bleeped recording failed'),
+          );
+        if (outcome === 'recording_moved')
+          throw new Error(`the recording of ${id} changed while it was bleeped; redacting again`);
         return { status: 'skipped', reason: 'the conversation is gone or retains nothing any more' };
       }
       if (oldFile && newFile && oldFile !== newFile) {
-        await unlink(oldFile).catch((err: unknown) => ctx.log.error({ err, path: oldFile }, 'removing the unbleeped recording failed: it stays on disk'));
+        await unlink(oldFile).catch((err: unknown) =>
+          ctx.log.error({ err, path: oldFile }, 'removing the unbleeped recording failed: it stays on disk'),
+        );
       }
       return {
         status: 'done',

@@ -24,7 +24,11 @@ const RESPONSE_SCHEMA = {
       type: 'array',
       items: {
         type: 'object',
-        properties: { line: { type: 'integer' }, text: { type: 'string' }, type: { type: 'string', enum: ['NAME', 'ADDRESS'] } },
+        properties: {
+          line: { type: 'integer' },
+          text: { type: 'string' },
+          type: { type: 'string', enum: ['NAME', 'ADDRESS'] },
+        },
         required: ['line', 'text', 'type'],
         additionalProperties: false,
       },
@@ -54,7 +58,9 @@ function escapeRegExp(s: string): string {
 function occurrences(text: string, needle: string): [number, number][] {
   const phrase = needle.trim();
   if (phrase.length < 2) return [];
-  const find = (flags: string) => [...text.matchAll(new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(phrase)}(?![\\p{L}\\p{N}])`, flags))];
+  const find = (flags: string) => [
+    ...text.matchAll(new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(phrase)}(?![\\p{L}\\p{N}])`, flags)),
+  ];
   let found = find('gu');
   if (found.length === 0) found = find('giu');
   return found.map((m) => [m.index, m.index + m[0].length]);
@@ -68,7 +74,11 @@ export interface ModelResult {
 }
 
 /** Asks the model for names and addresses in `texts` (one transcript line each); null texts are skipped. */
-export async function modelSpans(chat: ChatClient, texts: (string | null)[], signal?: AbortSignal): Promise<ModelResult> {
+export async function modelSpans(
+  chat: ChatClient,
+  texts: (string | null)[],
+  signal?: AbortSignal,
+): Promise<ModelResult> {
   const spans: Span[][] = texts.map(() => []);
   let notFound = 0;
   const batches: number[][] = [];
@@ -94,22 +104,31 @@ export async function modelSpans(chat: ChatClient, texts: (string | null)[], sig
         { role: 'user', content: lines },
       ],
       temperature: 0,
-      responseFormat: { type: 'json_schema', json_schema: { name: 'personal_data', schema: RESPONSE_SCHEMA, strict: true } },
+      responseFormat: {
+        type: 'json_schema',
+        json_schema: { name: 'personal_data', schema: RESPONSE_SCHEMA, strict: true },
+      },
       signal,
     });
     let parsed: z.infer<typeof answerSchema>;
     try {
       parsed = answerSchema.parse(JSON.parse(completion.content));
     } catch (err) {
-      throw new ModelAnswerError(`the chat model did not answer with the entities: ${(err as Error).message.slice(0, 200)}`);
+      throw new ModelAnswerError(
+        `the chat model did not answer with the entities: ${(err as Error).message.slice(0, 200)}`,
+      );
     }
     for (const e of parsed.entities) {
       // The line the model named, else any line of the batch that has the words.
       const named = batch[e.line - 1];
-      const where = named !== undefined && occurrences(texts[named]!, e.text).length > 0 ? [named] : batch.filter((i) => occurrences(texts[i]!, e.text).length > 0);
+      const where =
+        named !== undefined && occurrences(texts[named]!, e.text).length > 0
+          ? [named]
+          : batch.filter((i) => occurrences(texts[i]!, e.text).length > 0);
       if (where.length === 0) notFound++;
       for (const i of where) {
-        for (const [start, end] of occurrences(texts[i]!, e.text)) spans[i].push({ start, end, tag: e.type, source: 'model' });
+        for (const [start, end] of occurrences(texts[i]!, e.text))
+          spans[i].push({ start, end, tag: e.type, source: 'model' });
       }
     }
   }

@@ -4,14 +4,39 @@
 // is spoken ("five five five, one two three"); its digits are what the detectors judge.
 
 const UNITS: Record<string, string> = {
-  zero: '0', oh: '0', one: '1', two: '2', three: '3', four: '4', five: '5', six: '6', seven: '7', eight: '8', nine: '9',
+  zero: '0',
+  oh: '0',
+  one: '1',
+  two: '2',
+  three: '3',
+  four: '4',
+  five: '5',
+  six: '6',
+  seven: '7',
+  eight: '8',
+  nine: '9',
 };
 const TEENS: Record<string, string> = {
-  ten: '10', eleven: '11', twelve: '12', thirteen: '13', fourteen: '14', fifteen: '15', sixteen: '16', seventeen: '17',
-  eighteen: '18', nineteen: '19',
+  ten: '10',
+  eleven: '11',
+  twelve: '12',
+  thirteen: '13',
+  fourteen: '14',
+  fifteen: '15',
+  sixteen: '16',
+  seventeen: '17',
+  eighteen: '18',
+  nineteen: '19',
 };
 const TENS: Record<string, string> = {
-  twenty: '2', thirty: '3', forty: '4', fifty: '5', sixty: '6', seventy: '7', eighty: '8', ninety: '9',
+  twenty: '2',
+  thirty: '3',
+  forty: '4',
+  fifty: '5',
+  sixty: '6',
+  seventy: '7',
+  eighty: '8',
+  ninety: '9',
 };
 const REPEAT: Record<string, number> = { double: 2, triple: 3 };
 
@@ -46,7 +71,8 @@ const TOKEN = /[A-Za-z]+|\d+|\+/g;
 
 function tokens(text: string): Token[] {
   const out: Token[] = [];
-  for (const m of text.matchAll(TOKEN)) out.push({ start: m.index, end: m.index + m[0].length, word: m[0].toLowerCase() });
+  for (const m of text.matchAll(TOKEN))
+    out.push({ start: m.index, end: m.index + m[0].length, word: m[0].toLowerCase() });
   return out;
 }
 
@@ -66,16 +92,22 @@ function numberAt(toks: Token[], i: number, text: string): [NumberPart, number] 
   const adjacent = next !== undefined && /^[\s-]$/.test(text.slice(t.end, next.start));
   const part = (end: number, digits: string, spoken: boolean): NumberPart => ({ start: t.start, end, digits, spoken });
   // Digits glued to letters ("DE89", "5th", "A1") are part of a code or a word, not a number said.
-  if (/^\d+$/.test(t.word)) return /[A-Za-z]/.test(text[t.start - 1] ?? '') || /[A-Za-z]/.test(text[t.end] ?? '') ? null : [part(t.end, t.word, false), 1];
-  if (t.word === '+' || t.word === 'plus') return next && (/^\d+$/.test(next.word) || next.word in UNITS) ? [part(t.end, '+', t.word === 'plus'), 1] : null;
+  if (/^\d+$/.test(t.word))
+    return /[A-Za-z]/.test(text[t.start - 1] ?? '') || /[A-Za-z]/.test(text[t.end] ?? '')
+      ? null
+      : [part(t.end, t.word, false), 1];
+  if (t.word === '+' || t.word === 'plus')
+    return next && (/^\d+$/.test(next.word) || next.word in UNITS) ? [part(t.end, '+', t.word === 'plus'), 1] : null;
   if (t.word in UNITS) return [part(t.end, UNITS[t.word], true), 1];
   if (t.word in TEENS) return [part(t.end, TEENS[t.word], true), 1];
   if (t.word in TENS) {
     // "twenty three" is 23; "twenty" alone is 20.
-    if (adjacent && next.word in UNITS && next.word !== 'zero' && next.word !== 'oh') return [part(next.end, TENS[t.word] + UNITS[next.word], true), 2];
+    if (adjacent && next.word in UNITS && next.word !== 'zero' && next.word !== 'oh')
+      return [part(next.end, TENS[t.word] + UNITS[next.word], true), 2];
     return [part(t.end, TENS[t.word] + '0', true), 1];
   }
-  if (t.word in REPEAT && adjacent && next.word in UNITS) return [part(next.end, UNITS[next.word].repeat(REPEAT[t.word]), true), 2];
+  if (t.word in REPEAT && adjacent && next.word in UNITS)
+    return [part(next.end, UNITS[next.word].repeat(REPEAT[t.word]), true), 2];
   return null;
 }
 

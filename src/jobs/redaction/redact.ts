@@ -23,9 +23,11 @@ export interface RedactedTurn {
 }
 
 /** Whether the chat model took part: `used`, or why not. */
-export type ModelUse = { status: 'used'; notFound: number } | { status: 'skipped'; reason: string } | { status: 'failed'; reason: string };
+export type ModelUse =
+  { status: 'used'; notFound: number } | { status: 'skipped'; reason: string } | { status: 'failed'; reason: string };
 
-export const NO_MODEL_REASON = 'model-assisted redaction skipped: no chat model configured (PARLEY_LLM_BASE_URL, PARLEY_LLM_MODEL)';
+export const NO_MODEL_REASON =
+  'model-assisted redaction skipped: no chat model configured (PARLEY_LLM_BASE_URL, PARLEY_LLM_MODEL)';
 
 /** The redacted text and its spans (offline rules only): what the benchmark measures. */
 export function redactText(text: string, opts: RuleOptions = {}): { redacted: string; spans: Span[] } {
@@ -45,7 +47,11 @@ export async function redactTurns(
   let model: ModelUse = { status: 'skipped', reason: NO_MODEL_REASON };
   if (opts.chat) {
     try {
-      const r = await modelSpans(opts.chat, turns.map((t) => t.text), opts.signal);
+      const r = await modelSpans(
+        opts.chat,
+        turns.map((t) => t.text),
+        opts.signal,
+      );
       r.spans.forEach((s, i) => found[i].push(...s));
       model = { status: 'used', notFound: r.notFound };
     } catch (err) {
@@ -61,7 +67,12 @@ export async function redactTurns(
       return {
         redacted: applySpans(t.text, spans),
         spans,
-        audio: audioSpans(t.text, spans, { side: t.role, startMs: t.startMs, durationMs: t.durationMs, words: t.words }),
+        audio: audioSpans(t.text, spans, {
+          side: t.role,
+          startMs: t.startMs,
+          durationMs: t.durationMs,
+          words: t.words,
+        }),
       };
     }),
   };

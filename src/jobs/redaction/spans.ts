@@ -41,7 +41,9 @@ const PRIORITY: Record<RedactionTag, number> = {
 
 /** Non-overlapping spans in text order: of two overlapping spans the longer stays (the more specific on a tie). */
 export function resolveOverlaps(spans: Span[]): Span[] {
-  const ranked = [...spans].sort((a, b) => b.end - b.start - (a.end - a.start) || PRIORITY[a.tag] - PRIORITY[b.tag] || a.start - b.start);
+  const ranked = [...spans].sort(
+    (a, b) => b.end - b.start - (a.end - a.start) || PRIORITY[a.tag] - PRIORITY[b.tag] || a.start - b.start,
+  );
   const kept: Span[] = [];
   for (const s of ranked) {
     if (s.end <= s.start) continue;

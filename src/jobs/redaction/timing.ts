@@ -53,7 +53,11 @@ export function audioSpans(
   spans: { start: number; end: number }[],
   turn: { side: RecordingSide; startMs: number; durationMs: number; words?: WordTiming[] | null },
 ): AudioSpan[] {
-  const whole = (): AudioSpan => ({ side: turn.side, startMs: Math.max(0, turn.startMs - TURN_PAD_MS), endMs: turn.startMs + turn.durationMs + TURN_PAD_MS });
+  const whole = (): AudioSpan => ({
+    side: turn.side,
+    startMs: Math.max(0, turn.startMs - TURN_PAD_MS),
+    endMs: turn.startMs + turn.durationMs + TURN_PAD_MS,
+  });
   if (spans.length === 0) return [];
   if (!turn.words || turn.words.length === 0) return [whole()];
   const ranges = alignWords(text, turn.words);

@@ -20,9 +20,7 @@ const EVENT = 'conversation.analyzed';
 
 /** One job's outcome as the event reports it. */
 export type AnalysisOutcome =
-  | { status: 'done' }
-  | { status: 'skipped'; reason: string }
-  | { status: 'failed'; error: string };
+  { status: 'done' } | { status: 'skipped'; reason: string } | { status: 'failed'; error: string };
 
 function outcomeOf(j: ConversationJobRow): AnalysisOutcome {
   if (j.status === 'skipped') return { status: 'skipped', reason: j.reason ?? '' };
@@ -45,7 +43,8 @@ async function raiseAnalyzed(payload: ConversationJobPayload, ctx: JobContext): 
   const jobs = (await jobsOfConversations(ctx.sql, [id])).filter((j) => kinds.includes(j.kind));
   const unsettled = jobs.filter((j) => j.status === 'pending' || j.status === 'running');
   // Enqueued after them and claimed only once they settled: one pending again means it is being run again.
-  if (unsettled.length > 0) throw new Error(`the analysis is not settled: ${unsettled.map((j) => j.kind).join(', ')} still to run`);
+  if (unsettled.length > 0)
+    throw new Error(`the analysis is not settled: ${unsettled.map((j) => j.kind).join(', ')} still to run`);
   if ((await countListeningEndpoints(ctx.sql, conv.projectId, EVENT)) === 0) {
     return { status: 'skipped', reason: `no webhook endpoint of the project listens to ${EVENT}` };
   }

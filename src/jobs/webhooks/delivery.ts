@@ -65,7 +65,8 @@ export function webhookDeliveryHandler(opts: WebhookDeliveryOptions = {}): JobHa
       const d = await getPendingDelivery(ctx.sql, payload.delivery_id);
       if (!d) return { status: 'skipped', reason: 'the delivery or its webhook endpoint was deleted' };
       if (d.status === 'succeeded') return { status: 'done', detail: { already_delivered: true } };
-      if (d.status === 'failed') return { status: 'skipped', reason: `the delivery gave up after ${d.attempts} attempts` };
+      if (d.status === 'failed')
+        return { status: 'skipped', reason: `the delivery gave up after ${d.attempts} attempts` };
       const at = ctx.now();
       const headers = {
         'content-type': 'application/json',
@@ -91,10 +92,18 @@ export function webhookDeliveryHandler(opts: WebhookDeliveryOptions = {}): JobHa
         // The node is stopping: not an attempt of the endpoint's; the job is claimed again later.
         if (ctx.signal.aborted) throw err;
         const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause;
-        error = (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : `${(err as Error).message}${cause?.message ? `: ${cause.message}` : ''}`;
+        error =
+          (err as Error).name === 'TimeoutError'
+            ? `no answer within ${timeoutMs} ms`
+            : `${(err as Error).message}${cause?.message ? `: ${cause.message}` : ''}`;
       }
       const outcome = error === null ? 'succeeded' : final ? 'failed' : 'pending';
-      const attempts = await recordDeliveryAttempt(ctx.sql, d.id, { status: outcome, responseStatusCode: status, error, at });
+      const attempts = await recordDeliveryAttempt(ctx.sql, d.id, {
+        status: outcome,
+        responseStatusCode: status,
+        error,
+        at,
+      });
       if (error === null) return { status: 'done', detail: { status_code: status, attempts } };
       ctx.log.warn({ deliveryId: d.id, endpointId: d.endpoint_id, attempts, final, error }, 'webhook delivery failed');
       throw new WebhookDeliveryError(`webhook delivery ${d.id} to ${new URL(d.url).host} failed: ${error}`, status);

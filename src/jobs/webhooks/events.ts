@@ -10,7 +10,8 @@ import { WEBHOOK_DELIVERY_KIND, type WebhookDeliveryPayload } from './delivery.j
 export type EnqueueJob = (db: Db, kind: string, payload: unknown) => Promise<unknown>;
 
 /** The queue's enqueue (a row of `jobs`, src/store/jobs.ts), in the caller's transaction: what producers bind. */
-export const enqueueQueuedJob: EnqueueJob = (db, kind, payload) => enqueueJob(db, { kind, payload: payload as Record<string, unknown> });
+export const enqueueQueuedJob: EnqueueJob = (db, kind, payload) =>
+  enqueueJob(db, { kind, payload: payload as Record<string, unknown> });
 
 /** What enqueueWebhookEvent did: the event's id (the `webhook-id` every endpoint gets) and one delivery per endpoint. */
 export interface EnqueuedEvent {

@@ -30,7 +30,12 @@ export function mulawEncodeInto(pcm: Int16Array, out: Uint8Array): number {
  * Decodes mu-law bytes payload[offset, offset + length) (default: all) to PCM16 in out (out.length >= length);
  * returns the samples written.
  */
-export function mulawDecodeInto(payload: Uint8Array, out: Int16Array, offset = 0, length = payload.length - offset): number {
+export function mulawDecodeInto(
+  payload: Uint8Array,
+  out: Int16Array,
+  offset = 0,
+  length = payload.length - offset,
+): number {
   return addon.mulawDecode(payload, out, offset, length);
 }
 
@@ -40,7 +45,12 @@ export function alawEncodeInto(pcm: Int16Array, out: Uint8Array): number {
 }
 
 /** Decodes A-law bytes payload[offset, offset + length) (default: all) to PCM16 in out; returns the samples written. */
-export function alawDecodeInto(payload: Uint8Array, out: Int16Array, offset = 0, length = payload.length - offset): number {
+export function alawDecodeInto(
+  payload: Uint8Array,
+  out: Int16Array,
+  offset = 0,
+  length = payload.length - offset,
+): number {
   return addon.alawDecode(payload, out, offset, length);
 }
 

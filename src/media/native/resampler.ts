@@ -122,7 +122,12 @@ export class ResampleEncodeGroup {
   readonly written: Int32Array;
 
   constructor(codec: G711Codec, resamplers: readonly Resampler[], inputs: Int16Array[], outs: Uint8Array[]) {
-    this.handle = addon.createResampleEncodeGroup(codec, resamplers.map((r) => r.handle), inputs, outs);
+    this.handle = addon.createResampleEncodeGroup(
+      codec,
+      resamplers.map((r) => r.handle),
+      inputs,
+      outs,
+    );
     this.written = new Int32Array(resamplers.length);
   }
 

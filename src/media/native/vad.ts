@@ -9,7 +9,13 @@ interface VadFunctions extends HandleFunctions {
   vadInfo(handle: HandleRef, out: Float64Array): void;
   vadReadPrebuffer(handle: HandleRef, out: Int16Array): number;
   vadPrebufferCapacity(handle: HandleRef): number;
-  vadSetOptions(handle: HandleRef, threshold: number, prebufferMs: number, minSpeechMs: number, minSilenceMs: number): void;
+  vadSetOptions(
+    handle: HandleRef,
+    threshold: number,
+    prebufferMs: number,
+    minSpeechMs: number,
+    minSilenceMs: number,
+  ): void;
   vadReset(handle: HandleRef): void;
 }
 

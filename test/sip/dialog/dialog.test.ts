@@ -4,14 +4,30 @@ import { parseNameAddr, parseCSeq } from '../../../sip/message/address.js';
 import { serializeUri } from '../../../sip/message/uri.js';
 import type { SipRequest, SipResponse, Uri } from '../../../sip/message/types.js';
 import { Headers } from '../../../sip/message/headers.js';
-import { acceptRemoteCSeq, buildInDialogRequest, createUacDialog, createUasDialog, requestTarget } from '../../../sip/dialog/dialog-state.js';
+import {
+  acceptRemoteCSeq,
+  buildInDialogRequest,
+  createUacDialog,
+  createUasDialog,
+  requestTarget,
+} from '../../../sip/dialog/dialog-state.js';
 import { Dialog, type DialogSender, type Respond } from '../../../sip/dialog/dialog.js';
 import { ManualClock } from '../../../sip/dialog/timers.js';
 import { parseSipfrag } from '../../../sip/dialog/refer.js';
 import { uasSessionTimer } from '../../../sip/dialog/session-timer.js';
 import type { LocalMedia } from '../../../sip/sdp/offer-answer.js';
 
-const OFFER = ['v=0', 'o=peer 1 1 IN IP4 10.0.0.1', 's=-', 'c=IN IP4 10.0.0.1', 't=0 0', 'm=audio 4000 RTP/AVP 0 101', 'a=rtpmap:101 telephone-event/8000', 'a=fmtp:101 0-15'].join('\r\n') + '\r\n';
+const OFFER =
+  [
+    'v=0',
+    'o=peer 1 1 IN IP4 10.0.0.1',
+    's=-',
+    'c=IN IP4 10.0.0.1',
+    't=0 0',
+    'm=audio 4000 RTP/AVP 0 101',
+    'a=rtpmap:101 telephone-event/8000',
+    'a=fmtp:101 0-15',
+  ].join('\r\n') + '\r\n';
 
 function invite(extra: string[] = [], cseq = 7): SipRequest {
   const text = [
@@ -52,7 +68,18 @@ function inDialog(method: string, cseq: number, extra: string[] = [], body = '')
 }
 
 function response(status: number, cseq: string, extra: string[] = [], body = ''): SipResponse {
-  const text = [`SIP/2.0 ${status} X`, 'Via: SIP/2.0/UDP 127.0.0.1;branch=z9hG4bKx', 'From: <sip:me@127.0.0.1>;tag=mine', 'To: <sip:you@10.0.0.2>;tag=yours', 'Call-ID: c2', `CSeq: ${cseq}`, ...extra, `Content-Length: ${Buffer.byteLength(body)}`, '', body].join('\r\n');
+  const text = [
+    `SIP/2.0 ${status} X`,
+    'Via: SIP/2.0/UDP 127.0.0.1;branch=z9hG4bKx',
+    'From: <sip:me@127.0.0.1>;tag=mine',
+    'To: <sip:you@10.0.0.2>;tag=yours',
+    'Call-ID: c2',
+    `CSeq: ${cseq}`,
+    ...extra,
+    `Content-Length: ${Buffer.byteLength(body)}`,
+    '',
+    body,
+  ].join('\r\n');
   return parseMessage(text) as SipResponse;
 }
 
@@ -82,15 +109,26 @@ function uasDialog(clock = new ManualClock(), sender = new RecordingSender()) {
   return { dialog, sender, clock, data };
 }
 
-function collect(): { respond: Respond; got: Array<{ status: number; headers: Array<[string, string]>; body?: Buffer }> } {
+function collect(): {
+  respond: Respond;
+  got: Array<{ status: number; headers: Array<[string, string]>; body?: Buffer }>;
+} {
   const got: Array<{ status: number; headers: Array<[string, string]>; body?: Buffer }> = [];
-  return { got, respond: (status, _reason, opts) => { got.push({ status, headers: opts?.headers ?? [], body: opts?.body }); } };
+  return {
+    got,
+    respond: (status, _reason, opts) => {
+      got.push({ status, headers: opts?.headers ?? [], body: opts?.body });
+    },
+  };
 }
 
 t.test('UAS dialog: id, route set in Record-Route order, remote target, remote CSeq', async (t) => {
   const d = createUasDialog(invite(), 'local1', contact);
   t.same(d.id, { callId: 'call-1@10.0.0.1', localTag: 'local1', remoteTag: 'from1' });
-  t.same(d.routeSet.map((r) => serializeUri(r.uri)), ['sip:p1.example.com;lr', 'sip:p2.example.com;lr']);
+  t.same(
+    d.routeSet.map((r) => serializeUri(r.uri)),
+    ['sip:p1.example.com;lr', 'sip:p2.example.com;lr'],
+  );
   t.equal(serializeUri(d.remoteTarget), 'sip:caller@10.0.0.1:5060');
   t.equal(d.remoteSeq, 7);
   const bye = buildInDialogRequest(d, 'BYE');
@@ -107,9 +145,16 @@ t.test('UAS dialog: id, route set in Record-Route order, remote target, remote C
 
 t.test('UAC dialog: route set reversed, strict routing puts the first route in the Request-URI', async (t) => {
   const inv = invite([], 1);
-  const res = response(200, '1 INVITE', ['Record-Route: <sip:p2.example.com>', 'Record-Route: <sip:p1.example.com>', 'Contact: <sip:callee@10.0.0.2:5070>']);
+  const res = response(200, '1 INVITE', [
+    'Record-Route: <sip:p2.example.com>',
+    'Record-Route: <sip:p1.example.com>',
+    'Contact: <sip:callee@10.0.0.2:5070>',
+  ]);
   const d = createUacDialog(inv, res, contact);
-  t.same(d.routeSet.map((r) => serializeUri(r.uri)), ['sip:p1.example.com', 'sip:p2.example.com']);
+  t.same(
+    d.routeSet.map((r) => serializeUri(r.uri)),
+    ['sip:p1.example.com', 'sip:p2.example.com'],
+  );
   t.equal(d.localSeq, 1);
   t.equal(d.id.localTag, 'from1');
   t.equal(d.id.remoteTag, 'yours');
@@ -136,7 +181,10 @@ t.test('2xx retransmitted at T1, 2T1 ... capped at T2 until the ACK', async (t) 
   dialog.awaitAck(response(200, '7 INVITE'));
   const times: number[] = [];
   const orig = sender.retransmitResponse.bind(sender);
-  sender.retransmitResponse = () => { times.push(clock.now()); orig(); };
+  sender.retransmitResponse = () => {
+    times.push(clock.now());
+    orig();
+  };
   clock.advance(16_000);
   t.same(times, [500, 1500, 3500, 7500, 11500, 15500], 'intervals 500, 1000, 2000, 4000, 4000, 4000');
   dialog.handleAck(inDialog('ACK', 7));
@@ -205,7 +253,13 @@ t.test('the BYE after an ACK timeout fails: ended(ack_timeout), the failure repo
     const unheard: string[] = [];
     const data = createUasDialog(invite(), 'local1', contact);
     const dialog = new Dialog({
-      data, sender: new FailingSender(), clock, localMedia, localSdp: '', remoteSdp: OFFER, media: null,
+      data,
+      sender: new FailingSender(),
+      clock,
+      localMedia,
+      localSdp: '',
+      remoteSdp: OFFER,
+      media: null,
       unheardError: (err) => unheard.push(err.message),
     });
     dialog.awaitAck(response(200, '7 INVITE'));
@@ -221,7 +275,10 @@ t.test('BYE received ends the dialog once; requests after it get 481', async (t)
   const c = collect();
   dialog.handleRequest(inDialog('BYE', 8), c.respond);
   dialog.handleRequest(inDialog('INFO', 9), c.respond);
-  t.same(c.got.map((g) => g.status), [200, 481]);
+  t.same(
+    c.got.map((g) => g.status),
+    [200, 481],
+  );
   t.same(ended, ['bye_received']);
 });
 
@@ -231,13 +288,19 @@ t.test('re-INVITE with hold, then resume: answered, target refreshed, modified e
   dialog.on('modified', (e) => events.push({ dir: e.media?.direction, hold: e.media?.remoteHold }));
   const hold = OFFER.replace('a=fmtp:101 0-15\r\n', 'a=fmtp:101 0-15\r\na=sendonly\r\n');
   const c = collect();
-  dialog.handleRequest(inDialog('INVITE', 8, ['Contact: <sip:caller@10.0.0.9:5060>', 'Content-Type: application/sdp'], hold), c.respond);
+  dialog.handleRequest(
+    inDialog('INVITE', 8, ['Contact: <sip:caller@10.0.0.9:5060>', 'Content-Type: application/sdp'], hold),
+    c.respond,
+  );
   t.equal(c.got[0].status, 200);
   t.match(c.got[0].body?.toString() ?? '', /a=recvonly/);
   t.equal(serializeUri(data.remoteTarget), 'sip:caller@10.0.0.9:5060', 'remote target refreshed');
   dialog.handleRequest(inDialog('INVITE', 9, ['Content-Type: application/sdp'], OFFER), c.respond);
   t.match(c.got[1].body?.toString() ?? '', /a=sendrecv/);
-  t.same(events, [{ dir: 'recvonly', hold: true }, { dir: 'sendrecv', hold: false }]);
+  t.same(events, [
+    { dir: 'recvonly', hold: true },
+    { dir: 'sendrecv', hold: false },
+  ]);
   const g711 = OFFER.replace('RTP/AVP 0 101', 'RTP/AVP 18');
   dialog.handleRequest(inDialog('INVITE', 10, ['Content-Type: application/sdp'], g711), c.respond);
   t.equal(c.got[2].status, 488, 'an offer we cannot meet gets 488 and keeps the call');
@@ -249,7 +312,12 @@ t.test('our re-INVITE to hold: sendonly offer, ACK sent, answer applied', async 
   sender.answer = (req) => {
     if (req.method !== 'INVITE') return response(200, req.headers.get('CSeq')!);
     const answer = OFFER.replace('a=fmtp:101 0-15\r\n', 'a=fmtp:101 0-15\r\na=recvonly\r\n');
-    return response(200, req.headers.get('CSeq')!, ['Contact: <sip:caller@10.0.0.1:5060>', 'Content-Type: application/sdp'], answer);
+    return response(
+      200,
+      req.headers.get('CSeq')!,
+      ['Contact: <sip:caller@10.0.0.1:5060>', 'Content-Type: application/sdp'],
+      answer,
+    );
   };
   const res = await dialog.reinvite({ direction: 'sendonly' });
   t.equal(res.status, 200);
@@ -264,19 +332,39 @@ t.test('INFO with application/dtmf-relay is parsed', async (t) => {
   const infos: Array<string | undefined> = [];
   dialog.on('info', (e) => infos.push(e.dtmf?.digit));
   const c = collect();
-  dialog.handleRequest(inDialog('INFO', 8, ['Content-Type: application/dtmf-relay'], 'Signal=5\r\nDuration=160\r\n'), c.respond);
-  dialog.handleRequest(inDialog('INFO', 9, ['Content-Type: application/dtmf-relay'], 'Signal=11\r\nDuration=100\r\n'), c.respond);
+  dialog.handleRequest(
+    inDialog('INFO', 8, ['Content-Type: application/dtmf-relay'], 'Signal=5\r\nDuration=160\r\n'),
+    c.respond,
+  );
+  dialog.handleRequest(
+    inDialog('INFO', 9, ['Content-Type: application/dtmf-relay'], 'Signal=11\r\nDuration=100\r\n'),
+    c.respond,
+  );
   t.same(infos, ['5', '#']);
-  t.same(c.got.map((g) => g.status), [200, 200]);
+  t.same(
+    c.got.map((g) => g.status),
+    [200, 200],
+  );
 });
 
 t.test('REFER received: 202, NOTIFY 100 Trying active, then final NOTIFY terminated', async (t) => {
   const { dialog, sender } = uasDialog();
   const refers: string[] = [];
   let notify: ((s: number, r: string) => Promise<void>) | null = null;
-  dialog.on('refer', (e) => { refers.push(serializeUri(e.referTo.uri)); notify = e.notify; t.equal(e.referredBy, '<sip:caller@10.0.0.1>'); });
+  dialog.on('refer', (e) => {
+    refers.push(serializeUri(e.referTo.uri));
+    notify = e.notify;
+    t.equal(e.referredBy, '<sip:caller@10.0.0.1>');
+  });
   const c = collect();
-  dialog.handleRequest(inDialog('REFER', 8, ['Refer-To: <sip:third@10.0.0.3>', 'Referred-By: <sip:caller@10.0.0.1>', 'Contact: <sip:caller@10.0.0.1>']), c.respond);
+  dialog.handleRequest(
+    inDialog('REFER', 8, [
+      'Refer-To: <sip:third@10.0.0.3>',
+      'Referred-By: <sip:caller@10.0.0.1>',
+      'Contact: <sip:caller@10.0.0.1>',
+    ]),
+    c.respond,
+  );
   t.equal(c.got[0].status, 202);
   t.same(refers, ['sip:third@10.0.0.3']);
   await new Promise((r) => setImmediate(r));
@@ -307,23 +395,63 @@ t.test('REFER sent and NOTIFY received: sipfrag progress as notify events', asyn
   const seen: Array<[number | undefined, string | undefined]> = [];
   dialog.on('notify', (e) => seen.push([e.sipfrag?.status, e.subscriptionState?.state]));
   const c = collect();
-  dialog.handleRequest(inDialog('NOTIFY', 8, ['Event: refer', 'Subscription-State: active;expires=60', 'Content-Type: message/sipfrag;version=2.0'], 'SIP/2.0 100 Trying\r\n'), c.respond);
-  dialog.handleRequest(inDialog('NOTIFY', 9, ['Event: refer', 'Subscription-State: terminated;reason=noresource', 'Content-Type: message/sipfrag'], 'SIP/2.0 200 OK\r\n'), c.respond);
-  t.same(seen, [[100, 'active'], [200, 'terminated']]);
+  dialog.handleRequest(
+    inDialog(
+      'NOTIFY',
+      8,
+      ['Event: refer', 'Subscription-State: active;expires=60', 'Content-Type: message/sipfrag;version=2.0'],
+      'SIP/2.0 100 Trying\r\n',
+    ),
+    c.respond,
+  );
+  dialog.handleRequest(
+    inDialog(
+      'NOTIFY',
+      9,
+      ['Event: refer', 'Subscription-State: terminated;reason=noresource', 'Content-Type: message/sipfrag'],
+      'SIP/2.0 200 OK\r\n',
+    ),
+    c.respond,
+  );
+  t.same(seen, [
+    [100, 'active'],
+    [200, 'terminated'],
+  ]);
 });
 
 t.test('session timers: 422 below Min-SE; UAC refreshes, we expire the session when it does not', async (t) => {
   t.same(uasSessionTimer(new Headers([['Session-Expires', '60']])), { kind: 'reject', minSeSec: 90 });
   t.same(uasSessionTimer(new Headers()), { kind: 'none' });
-  const accepted = uasSessionTimer(new Headers([['Session-Expires', '120'], ['Supported', 'timer']]));
-  t.same(accepted.kind === 'accept' && accepted.responseHeaders, [['Session-Expires', '120;refresher=uac'], ['Require', 'timer']]);
+  const accepted = uasSessionTimer(
+    new Headers([
+      ['Session-Expires', '120'],
+      ['Supported', 'timer'],
+    ]),
+  );
+  t.same(accepted.kind === 'accept' && accepted.responseHeaders, [
+    ['Session-Expires', '120;refresher=uac'],
+    ['Require', 'timer'],
+  ]);
   const noSupport = uasSessionTimer(new Headers([['Session-Expires', '120;refresher=uac']]));
-  t.same(noSupport.kind === 'accept' && noSupport.timer, { intervalSec: 120, refresher: 'uas' }, 'UAC without timer support: we refresh');
+  t.same(
+    noSupport.kind === 'accept' && noSupport.timer,
+    { intervalSec: 120, refresher: 'uas' },
+    'UAC without timer support: we refresh',
+  );
 
   const clock = new ManualClock();
   const sender = new RecordingSender();
   const data = createUasDialog(invite(), 'local1', contact);
-  const dialog = new Dialog({ data, sender, clock, localMedia, localSdp: '', remoteSdp: OFFER, media: null, sessionTimer: { intervalSec: 120, refresher: 'uac' } });
+  const dialog = new Dialog({
+    data,
+    sender,
+    clock,
+    localMedia,
+    localSdp: '',
+    remoteSdp: OFFER,
+    media: null,
+    sessionTimer: { intervalSec: 120, refresher: 'uac' },
+  });
   const ended: string[] = [];
   dialog.on('ended', (e) => ended.push(e.reason));
   clock.advance(60_000);
@@ -338,7 +466,16 @@ t.test('session timers: 422 below Min-SE; UAC refreshes, we expire the session w
 
   const clock2 = new ManualClock();
   const sender2 = new RecordingSender();
-  const refresher = new Dialog({ data: createUasDialog(invite(), 'local1', contact), sender: sender2, clock: clock2, localMedia, localSdp: OFFER, remoteSdp: OFFER, media: null, sessionTimer: { intervalSec: 120, refresher: 'uas' } });
+  const refresher = new Dialog({
+    data: createUasDialog(invite(), 'local1', contact),
+    sender: sender2,
+    clock: clock2,
+    localMedia,
+    localSdp: OFFER,
+    remoteSdp: OFFER,
+    media: null,
+    sessionTimer: { intervalSec: 120, refresher: 'uas' },
+  });
   clock2.advance(60_000);
   await new Promise((r) => setImmediate(r));
   t.equal(sender2.sent[0]?.req.method, 'INVITE', 'we refresh at half the interval');
@@ -349,7 +486,11 @@ t.test('session timers: 422 below Min-SE; UAC refreshes, we expire the session w
 t.test('dialog FSM: one INVITE at a time each way, ACK wait, BYE ends everything', async (t) => {
   const { dialogTransition } = await import('../../../sip/dialog/dialog.fsm.js');
   t.same(dialogTransition('confirmed', 'send_reinvite'), { next: 'reinvite_sent', verdict: 'ok' });
-  t.same(dialogTransition('reinvite_sent', 'receive_reinvite'), { next: 'reinvite_sent', verdict: 'reject_491' }, 'glare');
+  t.same(
+    dialogTransition('reinvite_sent', 'receive_reinvite'),
+    { next: 'reinvite_sent', verdict: 'reject_491' },
+    'glare',
+  );
   t.same(dialogTransition('reinvite_sent', 'send_reinvite'), { next: 'reinvite_sent', verdict: 'reject_491' });
   t.same(dialogTransition('reinvite_sent', 'reinvite_done'), { next: 'confirmed', verdict: 'ok' });
   t.same(dialogTransition('confirmed', 'sent_2xx'), { next: 'awaiting_ack', verdict: 'ok' });
@@ -365,8 +506,15 @@ t.test('dialog FSM: one INVITE at a time each way, ACK wait, BYE ends everything
 t.test('a re-INVITE arriving while ours is pending gets 491', async (t) => {
   const { dialog, sender } = uasDialog();
   let release!: (r: SipResponse) => void;
-  sender.answer = () => { throw new Error('unused'); };
-  sender.request = (req) => { sender.sent.push({ req, hop: '' }); return new Promise<SipResponse>((r) => { release = r; }); };
+  sender.answer = () => {
+    throw new Error('unused');
+  };
+  sender.request = (req) => {
+    sender.sent.push({ req, hop: '' });
+    return new Promise<SipResponse>((r) => {
+      release = r;
+    });
+  };
   const pending = dialog.reinvite({ direction: 'sendonly' });
   t.equal(dialog.fsm, 'reinvite_sent');
   const c = collect();
@@ -374,7 +522,14 @@ t.test('a re-INVITE arriving while ours is pending gets 491', async (t) => {
   t.equal(c.got[0].status, 491);
   const second = await dialog.reinvite({ direction: 'sendrecv' }).catch((e: { status?: number }) => e);
   t.equal((second as { status?: number }).status, 491, 'our second re-INVITE is refused too');
-  release(response(200, `${parseCSeq(sender.sent[0].req.headers.get('CSeq')!).seq} INVITE`, ['Content-Type: application/sdp'], OFFER.replace('0-15\r\n', '0-15\r\na=recvonly\r\n')));
+  release(
+    response(
+      200,
+      `${parseCSeq(sender.sent[0].req.headers.get('CSeq')!).seq} INVITE`,
+      ['Content-Type: application/sdp'],
+      OFFER.replace('0-15\r\n', '0-15\r\na=recvonly\r\n'),
+    ),
+  );
   await pending;
   t.equal(dialog.fsm, 'confirmed');
 });

@@ -6,7 +6,17 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { SipParseError } from '../../../sip/errors.js';
 import {
-  contactsOf, createResponse, cseqOf, fromOf, parseMessage, serializeMessage, StreamFramer, toOf, validateRequest, validateResponse, viasOf,
+  contactsOf,
+  createResponse,
+  cseqOf,
+  fromOf,
+  parseMessage,
+  serializeMessage,
+  StreamFramer,
+  toOf,
+  validateRequest,
+  validateResponse,
+  viasOf,
   type SipMessage,
 } from '../../../sip/message/index.js';
 import { ManualClock, TransactionLayer } from '../../../sip/transaction/index.js';
@@ -38,23 +48,89 @@ function mutate(src: Buffer, r: () => number): Buffer {
   for (let i = 0; i < ops; i++) {
     const at = Math.floor(r() * (b.length + 1));
     switch (Math.floor(r() * 6)) {
-      case 0: if (b.length > 0) b[Math.min(at, b.length - 1)] ^= 1 << Math.floor(r() * 8); break;
-      case 1: b = Buffer.concat([b.subarray(0, at), Buffer.from([INTERESTING[Math.floor(r() * INTERESTING.length)]]), b.subarray(at)]); break;
-      case 2: b = Buffer.concat([b.subarray(0, at), b.subarray(Math.min(b.length, at + 1 + Math.floor(r() * 8)))]); break;
-      case 3: b = b.subarray(0, at); break;
-      case 4: { const len = Math.floor(r() * 40); b = Buffer.concat([b.subarray(0, at), b.subarray(at, at + len), b.subarray(at)]); break; }
-      case 5: { const digits = String(Math.floor(r() * 1e12)); b = Buffer.concat([b.subarray(0, at), Buffer.from(digits), b.subarray(at)]); break; }
+      case 0:
+        if (b.length > 0) b[Math.min(at, b.length - 1)] ^= 1 << Math.floor(r() * 8);
+        break;
+      case 1:
+        b = Buffer.concat([
+          b.subarray(0, at),
+          Buffer.from([INTERESTING[Math.floor(r() * INTERESTING.length)]]),
+          b.subarray(at),
+        ]);
+        break;
+      case 2:
+        b = Buffer.concat([b.subarray(0, at), b.subarray(Math.min(b.length, at + 1 + Math.floor(r() * 8)))]);
+        break;
+      case 3:
+        b = b.subarray(0, at);
+        break;
+      case 4: {
+        const len = Math.floor(r() * 40);
+        b = Buffer.concat([b.subarray(0, at), b.subarray(at, at + len), b.subarray(at)]);
+        break;
+      }
+      case 5: {
+        const digits = String(Math.floor(r() * 1e12));
+        b = Buffer.concat([b.subarray(0, at), Buffer.from(digits), b.subarray(at)]);
+        break;
+      }
     }
   }
   return b;
 }
 
-const NAMES = ['Via', 'v', 'To', 't', 'From', 'f', 'Call-ID', 'i', 'CSeq', 'Contact', 'm', 'Max-Forwards', 'Content-Length', 'l', 'Route', 'Require', 'X-Odd'];
-const PIECES = ['SIP/2.0/UDP', 'host', '[2001:db8::1]', ':5060', ';branch=z9hG4bK', ';rport', '<sip:a@b>', '"q\\"x"', ',', ';tag=', ' ', '\t', 'sip:', 'tel:+1', '%41', '%', '?', '&', '=', '99999999999', '-1', '1 INVITE', 'INVITE'];
+const NAMES = [
+  'Via',
+  'v',
+  'To',
+  't',
+  'From',
+  'f',
+  'Call-ID',
+  'i',
+  'CSeq',
+  'Contact',
+  'm',
+  'Max-Forwards',
+  'Content-Length',
+  'l',
+  'Route',
+  'Require',
+  'X-Odd',
+];
+const PIECES = [
+  'SIP/2.0/UDP',
+  'host',
+  '[2001:db8::1]',
+  ':5060',
+  ';branch=z9hG4bK',
+  ';rport',
+  '<sip:a@b>',
+  '"q\\"x"',
+  ',',
+  ';tag=',
+  ' ',
+  '\t',
+  'sip:',
+  'tel:+1',
+  '%41',
+  '%',
+  '?',
+  '&',
+  '=',
+  '99999999999',
+  '-1',
+  '1 INVITE',
+  'INVITE',
+];
 
 function soup(r: () => number): Buffer {
   const pick = <T>(a: T[]) => a[Math.floor(r() * a.length)];
-  const lines = [r() < 0.5 ? `INVITE ${pick(['sip:a@b', 'sip:[::1]:5060', 'x:y', '<sip:a>'])} SIP/2.0` : `SIP/2.0 ${Math.floor(r() * 900)} ${pick(['OK', '', 'x y'])}`];
+  const lines = [
+    r() < 0.5
+      ? `INVITE ${pick(['sip:a@b', 'sip:[::1]:5060', 'x:y', '<sip:a>'])} SIP/2.0`
+      : `SIP/2.0 ${Math.floor(r() * 900)} ${pick(['OK', '', 'x y'])}`,
+  ];
   const n = Math.floor(r() * 12);
   for (let i = 0; i < n; i++) {
     let v = '';
@@ -78,8 +154,18 @@ function exercise(t: Test, input: Buffer, layer: TransactionLayer, stats: { pars
     return;
   }
   stats.parsed++;
-  for (const read of [() => viasOf(msg), () => fromOf(msg), () => toOf(msg), () => cseqOf(msg), () => contactsOf(msg)]) {
-    try { read(); } catch (err) { if (!(err instanceof SipParseError)) throw err; }
+  for (const read of [
+    () => viasOf(msg),
+    () => fromOf(msg),
+    () => toOf(msg),
+    () => cseqOf(msg),
+    () => contactsOf(msg),
+  ]) {
+    try {
+      read();
+    } catch (err) {
+      if (!(err instanceof SipParseError)) throw err;
+    }
   }
   if (msg.kind === 'request') validateRequest(msg);
   else validateResponse(msg);
@@ -93,11 +179,17 @@ function exercise(t: Test, input: Buffer, layer: TransactionLayer, stats: { pars
 t.test('random, mutated and souped messages never throw anything but SipParseError', async (t) => {
   const r = rng(SEED);
   const clock = new ManualClock();
-  const layer = new TransactionLayer(new RecordingTransport(clock), {
-    // the TU answers everything, so every transaction runs to its end on the clock
-    request: (req, tx) => { tx?.respond(createResponse(req, 486, { toTag: 'fz' })); },
-    strayResponse: () => undefined,
-  }, { clock });
+  const layer = new TransactionLayer(
+    new RecordingTransport(clock),
+    {
+      // the TU answers everything, so every transaction runs to its end on the clock
+      request: (req, tx) => {
+        tx?.respond(createResponse(req, 486, { toTag: 'fz' }));
+      },
+      strayResponse: () => undefined,
+    },
+    { clock },
+  );
   const stats = { parsed: 0, rejected: 0 };
   let cases = 0;
   for (let i = 0; i < RANDOM_CASES; i++, cases++) {
@@ -123,9 +215,17 @@ t.test('the stream framer survives mutated streams in random chunks', async (t) 
   let problems = 0;
   for (let round = 0; round < 200; round++) {
     const framer = new StreamFramer({
-      message: () => { messages++; },
-      invalid: (err) => { t.ok(err instanceof SipParseError); problems++; },
-      fatal: (err) => { t.ok(err instanceof SipParseError); problems++; },
+      message: () => {
+        messages++;
+      },
+      invalid: (err) => {
+        t.ok(err instanceof SipParseError);
+        problems++;
+      },
+      fatal: (err) => {
+        t.ok(err instanceof SipParseError);
+        problems++;
+      },
       ping: () => undefined,
       pong: () => undefined,
     });

@@ -1,8 +1,23 @@
 // Parser and serializer: RFC 3261 syntax features and round trips (serialize(parse(x)) parses equivalent).
 import t, { type Test } from 'tap';
 import {
-  parseMessage, serializeMessage, parseNameAddr, parseUri, serializeUri, parseVia, topVia, viasOf, fromOf, toOf,
-  cseqOf, callIdOf, contactsOf, createResponse, uriEquals, Headers, type SipMessage,
+  parseMessage,
+  serializeMessage,
+  parseNameAddr,
+  parseUri,
+  serializeUri,
+  parseVia,
+  topVia,
+  viasOf,
+  fromOf,
+  toOf,
+  cseqOf,
+  callIdOf,
+  contactsOf,
+  createResponse,
+  uriEquals,
+  Headers,
+  type SipMessage,
 } from '../../../sip/message/index.js';
 import { SipParseError } from '../../../sip/errors.js';
 
@@ -20,7 +35,11 @@ function equivalent(t: Test, a: SipMessage, b: SipMessage): void {
     t.equal(a.status, b.status);
     t.equal(a.reason, b.reason);
   }
-  const names = (m: SipMessage) => m.headers.entries().map(([n]) => n).filter((n) => n !== 'Content-Length');
+  const names = (m: SipMessage) =>
+    m.headers
+      .entries()
+      .map(([n]) => n)
+      .filter((n) => n !== 'Content-Length');
   t.same(names(a), names(b), 'same header names in order');
   for (const n of new Set(names(a))) t.same(a.headers.getAll(n), b.headers.getAll(n), `same ${n} values`);
   t.same(a.body, b.body, 'same body');
@@ -81,7 +100,9 @@ t.test('serializing what was parsed gives an equivalent message', async (t) => {
 });
 
 t.test('responses: reason phrases, empty reason, Content-Length framing', async (t) => {
-  const r = parseMessage(lines('SIP/2.0 180 Ringing  loud', 'Via: SIP/2.0/UDP h;branch=z9hG4bKx', 'Content-Length: 0', '', ''));
+  const r = parseMessage(
+    lines('SIP/2.0 180 Ringing  loud', 'Via: SIP/2.0/UDP h;branch=z9hG4bKx', 'Content-Length: 0', '', ''),
+  );
   t.equal(r.kind, 'response');
   if (r.kind === 'response') {
     t.equal(r.status, 180);
@@ -110,7 +131,10 @@ t.test('rejects malformed input with SipParseError carrying a status', async (t)
     parseMessage(lines('INVITE sip:a@b SIP/2.0', 'Via: SIP/2.0/UDP h;branch=z9hG4bK1', 'Content-Length: 50', '', 'x'));
     t.fail('should throw');
   } catch (err) {
-    t.ok(err instanceof SipParseError && err.status === 400 && err.partial?.headers.get('Via'), 'partial message kept for the 400');
+    t.ok(
+      err instanceof SipParseError && err.status === 400 && err.partial?.headers.get('Via'),
+      'partial message kept for the 400',
+    );
   }
 });
 
@@ -126,11 +150,20 @@ t.test('name-addr, addr-spec, URIs', async (t) => {
   const u = parseUri('sips:alice:secret@[2001:db8::1]:5061;transport=tcp;lr?subject=hi&priority=urgent');
   t.ok('host' in u && u.user === 'alice' && u.password === 'secret' && u.port === 5061 && u.params.get('lr') === null);
   t.equal(serializeUri(u), 'sips:alice:secret@[2001:db8::1]:5061;transport=tcp;lr?subject=hi&priority=urgent');
-  t.ok(uriEquals(parseUri('sip:%61lice@ATLANTA.com;transport=TCP'), parseUri('sip:alice@atlanta.com;transport=tcp')), 'RFC 3261 19.1.4 equivalence');
-  t.notOk(uriEquals(parseUri('sip:alice@atlanta.com'), parseUri('sip:alice@atlanta.com:5060')), 'explicit port differs');
+  t.ok(
+    uriEquals(parseUri('sip:%61lice@ATLANTA.com;transport=TCP'), parseUri('sip:alice@atlanta.com;transport=tcp')),
+    'RFC 3261 19.1.4 equivalence',
+  );
+  t.notOk(
+    uriEquals(parseUri('sip:alice@atlanta.com'), parseUri('sip:alice@atlanta.com:5060')),
+    'explicit port differs',
+  );
   t.equal(parseUri('tel:+1-201-555-0123').scheme, 'tel');
   const v = parseVia('SIP / 2.0 / UDP  192.0.2.2 : 5060 ; branch = z9hG4bK1 ; rport');
-  t.same([v.transport, v.host, v.port, v.params.get('branch'), v.params.get('rport')], ['UDP', '192.0.2.2', 5060, 'z9hG4bK1', null]);
+  t.same(
+    [v.transport, v.host, v.port, v.params.get('branch'), v.params.get('rport')],
+    ['UDP', '192.0.2.2', 5060, 'z9hG4bK1', null],
+  );
 });
 
 t.test('createResponse copies the RFC 3261 8.2.6.2 headers and adds a To tag', async (t) => {
@@ -147,11 +180,18 @@ t.test('createResponse copies the RFC 3261 8.2.6.2 headers and adds a To tag', a
 });
 
 t.test('Headers keeps order, prepends, replaces', async (t) => {
-  const h = new Headers([['Via', 'a'], ['To', 't'], ['v', 'b']]);
+  const h = new Headers([
+    ['Via', 'a'],
+    ['To', 't'],
+    ['v', 'b'],
+  ]);
   h.prepend('Via', 'top');
   t.same(h.getAll('Via'), ['top', 'a', 'b']);
   h.set('Via', 'only');
-  t.same(h.entries(), [['Via', 'only'], ['To', 't']]);
+  t.same(h.entries(), [
+    ['Via', 'only'],
+    ['To', 't'],
+  ]);
   t.equal(h.delete('via'), 1);
   t.equal(h.has('Via'), false);
 });

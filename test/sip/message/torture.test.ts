@@ -6,8 +6,18 @@ import { join } from 'node:path';
 import t from 'tap';
 import { SipParseError } from '../../../sip/errors.js';
 import {
-  contactsOf, cseqOf, fromOf, parseMessage, serializeMessage, toOf, unescapeUriPart, uriEquals, parseUri, viasOf,
-  type SipMessage, type SipUri,
+  contactsOf,
+  cseqOf,
+  fromOf,
+  parseMessage,
+  serializeMessage,
+  toOf,
+  unescapeUriPart,
+  uriEquals,
+  parseUri,
+  viasOf,
+  type SipMessage,
+  type SipUri,
 } from '../../../sip/message/index.js';
 import { StreamFramer } from '../../../sip/message/framer.js';
 import { ManualClock, TransactionLayer } from '../../../sip/transaction/index.js';
@@ -20,20 +30,55 @@ type Expect = 'accept' | 'drop' | number;
 
 /** RFC 4475 section per message and what a UAS (this stack's transaction layer) does with it. */
 const EXPECTED: Record<string, [string, Expect]> = {
-  wsinv: ['3.1.1.1', 'accept'], intmeth: ['3.1.1.2', 'accept'], esc01: ['3.1.1.3', 'accept'], escnull: ['3.1.1.4', 'accept'],
-  esc02: ['3.1.1.5', 'accept'], lwsdisp: ['3.1.1.6', 'accept'], longreq: ['3.1.1.7', 'accept'], dblreq: ['3.1.1.8', 'accept'],
-  semiuri: ['3.1.1.9', 'accept'], transports: ['3.1.1.10', 'accept'], mpart01: ['3.1.1.11', 'accept'],
-  unreason: ['3.1.1.12', 'accept'], noreason: ['3.1.1.13', 'accept'],
-  badinv01: ['3.1.2.1', 400], clerr: ['3.1.2.2', 400], ncl: ['3.1.2.3', 400], scalar02: ['3.1.2.4', 400],
-  scalarlg: ['3.1.2.5', 'drop'], quotbal: ['3.1.2.6', 400], ltgtruri: ['3.1.2.7', 400], lwsruri: ['3.1.2.8', 400],
-  lwsstart: ['3.1.2.9', 400], trws: ['3.1.2.10', 400], escruri: ['3.1.2.11', 400], baddate: ['3.1.2.12', 400],
-  regbadct: ['3.1.2.13', 400], badaspec: ['3.1.2.14', 400], baddn: ['3.1.2.15', 400], badvers: ['3.1.2.16', 505],
-  mismatch01: ['3.1.2.17', 400], mismatch02: ['3.1.2.18', 400], bigcode: ['3.1.2.19', 'drop'],
+  wsinv: ['3.1.1.1', 'accept'],
+  intmeth: ['3.1.1.2', 'accept'],
+  esc01: ['3.1.1.3', 'accept'],
+  escnull: ['3.1.1.4', 'accept'],
+  esc02: ['3.1.1.5', 'accept'],
+  lwsdisp: ['3.1.1.6', 'accept'],
+  longreq: ['3.1.1.7', 'accept'],
+  dblreq: ['3.1.1.8', 'accept'],
+  semiuri: ['3.1.1.9', 'accept'],
+  transports: ['3.1.1.10', 'accept'],
+  mpart01: ['3.1.1.11', 'accept'],
+  unreason: ['3.1.1.12', 'accept'],
+  noreason: ['3.1.1.13', 'accept'],
+  badinv01: ['3.1.2.1', 400],
+  clerr: ['3.1.2.2', 400],
+  ncl: ['3.1.2.3', 400],
+  scalar02: ['3.1.2.4', 400],
+  scalarlg: ['3.1.2.5', 'drop'],
+  quotbal: ['3.1.2.6', 400],
+  ltgtruri: ['3.1.2.7', 400],
+  lwsruri: ['3.1.2.8', 400],
+  lwsstart: ['3.1.2.9', 400],
+  trws: ['3.1.2.10', 400],
+  escruri: ['3.1.2.11', 400],
+  baddate: ['3.1.2.12', 400],
+  regbadct: ['3.1.2.13', 400],
+  badaspec: ['3.1.2.14', 400],
+  baddn: ['3.1.2.15', 400],
+  badvers: ['3.1.2.16', 505],
+  mismatch01: ['3.1.2.17', 400],
+  mismatch02: ['3.1.2.18', 400],
+  bigcode: ['3.1.2.19', 'drop'],
   badbranch: ['3.2.1', 'accept'],
-  insuf: ['3.3.1', 400], unkscm: ['3.3.2', 416], novelsc: ['3.3.3', 416], unksm2: ['3.3.4', 'accept'],
-  bext01: ['3.3.5', 420], invut: ['3.3.6', 415], regaut01: ['3.3.7', 'accept'], multi01: ['3.3.8', 400],
-  mcl01: ['3.3.9', 400], bcast: ['3.3.10', 'drop'], zeromf: ['3.3.11', 'accept'], cparam01: ['3.3.12', 'accept'],
-  cparam02: ['3.3.13', 'accept'], regescrt: ['3.3.14', 'accept'], sdp01: ['3.3.15', 'accept'], inv2543: ['3.4.1', 'accept'],
+  insuf: ['3.3.1', 400],
+  unkscm: ['3.3.2', 416],
+  novelsc: ['3.3.3', 416],
+  unksm2: ['3.3.4', 'accept'],
+  bext01: ['3.3.5', 420],
+  invut: ['3.3.6', 415],
+  regaut01: ['3.3.7', 'accept'],
+  multi01: ['3.3.8', 400],
+  mcl01: ['3.3.9', 400],
+  bcast: ['3.3.10', 'drop'],
+  zeromf: ['3.3.11', 'accept'],
+  cparam01: ['3.3.12', 'accept'],
+  cparam02: ['3.3.13', 'accept'],
+  regescrt: ['3.3.14', 'accept'],
+  sdp01: ['3.3.15', 'accept'],
+  inv2543: ['3.4.1', 'accept'],
 };
 
 t.test('all 49 messages of RFC 4475 are present as fixtures', async (t) => {
@@ -48,11 +93,15 @@ function deliver(raw: Buffer) {
   const transport = new RecordingTransport(clock);
   const handed: SipMessage[] = [];
   const dropped: string[] = [];
-  const layer = new TransactionLayer(transport, {
-    request: (req) => handed.push(req),
-    strayResponse: (res) => handed.push(res),
-    dropped: (why) => dropped.push(why),
-  }, { clock, validate: { acceptedContentTypes: ['application/sdp', 'multipart/mixed', 'text/plain'] } });
+  const layer = new TransactionLayer(
+    transport,
+    {
+      request: (req) => handed.push(req),
+      strayResponse: (res) => handed.push(res),
+      dropped: (why) => dropped.push(why),
+    },
+    { clock, validate: { acceptedContentTypes: ['application/sdp', 'multipart/mixed', 'text/plain'] } },
+  );
   try {
     layer.receive(parseMessage(raw), UDP_SOURCE);
   } catch (err) {
@@ -65,21 +114,24 @@ function deliver(raw: Buffer) {
 
 for (const [name, [section, expect]] of Object.entries(EXPECTED)) {
   const kind = expect === 'accept' ? 'valid' : 'invalid';
-  t.test(`RFC 4475 ${section} ${name}: ${expect === 'accept' ? 'accepted' : expect === 'drop' ? 'dropped' : `answered ${expect}`}`, async (t) => {
-    const raw = load(kind, name);
-    const r = deliver(raw);
-    if (expect === 'accept') {
-      t.equal(r.handed.length, 1, 'handed to the TU');
-      t.same(r.statuses, [], 'no error response');
-    } else if (expect === 'drop') {
-      t.equal(r.handed.length, 0, 'not handed up');
-      t.same(r.sent, [], 'nothing sent');
-      t.ok(r.dropped.length > 0, `dropped: ${r.dropped[0]}`);
-    } else {
-      t.equal(r.handed.length, 0, 'not handed to the TU');
-      t.same(r.statuses, [expect], `answered ${expect}`);
-    }
-  });
+  t.test(
+    `RFC 4475 ${section} ${name}: ${expect === 'accept' ? 'accepted' : expect === 'drop' ? 'dropped' : `answered ${expect}`}`,
+    async (t) => {
+      const raw = load(kind, name);
+      const r = deliver(raw);
+      if (expect === 'accept') {
+        t.equal(r.handed.length, 1, 'handed to the TU');
+        t.same(r.statuses, [], 'no error response');
+      } else if (expect === 'drop') {
+        t.equal(r.handed.length, 0, 'not handed up');
+        t.same(r.sent, [], 'nothing sent');
+        t.ok(r.dropped.length > 0, `dropped: ${r.dropped[0]}`);
+      } else {
+        t.equal(r.handed.length, 0, 'not handed to the TU');
+        t.same(r.statuses, [expect], `answered ${expect}`);
+      }
+    },
+  );
 }
 
 t.test('valid messages serialize to equivalent messages', async (t) => {
@@ -91,8 +143,10 @@ t.test('valid messages serialize to equivalent messages', async (t) => {
       t.equal(b.method, a.method, `${name} method`);
       t.ok(uriEquals(a.uri, b.uri), `${name} Request-URI`);
     }
-    if (a.kind === 'response' && b.kind === 'response') t.same([b.status, b.reason], [a.status, a.reason], `${name} status line`);
-    const names = (m: SipMessage) => [...new Set(m.headers.entries().map(([n]) => n))].filter((n) => n !== 'Content-Length');
+    if (a.kind === 'response' && b.kind === 'response')
+      t.same([b.status, b.reason], [a.status, a.reason], `${name} status line`);
+    const names = (m: SipMessage) =>
+      [...new Set(m.headers.entries().map(([n]) => n))].filter((n) => n !== 'Content-Length');
     t.same(names(b), names(a), `${name} header names`);
     for (const n of names(a)) t.same(b.headers.getAll(n), a.headers.getAll(n), `${name} ${n}`);
     t.same(b.body, a.body, `${name} body`);
@@ -100,37 +154,46 @@ t.test('valid messages serialize to equivalent messages', async (t) => {
   }
 });
 
-t.test('valid messages framed from a stream, in any two chunks, parse as from a datagram (RFC 3261 18.3)', async (t) => {
-  // inv2543 (3.4.1) has no Content-Length: over a stream that is a framing error, as the datagram-only RFC 2543 allowed.
-  for (const name of Object.keys(EXPECTED).filter((n) => EXPECTED[n]![1] === 'accept' && n !== 'inv2543')) {
-    const raw = load('valid', name);
-    const expected = serializeMessage(parseMessage(raw));
-    const problems: string[] = [];
-    for (let cut = 1; cut < raw.length; cut += 7) {
-      const framed: SipMessage[] = [];
-      const framer = new StreamFramer({
-        message: (m) => framed.push(m),
-        invalid: (err) => problems.push(`${cut}: invalid ${err.message}`),
-        fatal: (err) => problems.push(`${cut}: fatal ${err.message}`),
-        ping: () => undefined,
-        pong: () => undefined,
-      });
-      framer.push(raw.subarray(0, cut));
-      framer.push(raw.subarray(cut));
-      // dblreq (3.1.1.8) holds a second, complete message past the first's Content-Length: on a stream it is one.
-      if (framed.length !== (name === 'dblreq' ? 2 : 1)) problems.push(`${cut}: ${framed.length} messages`);
-      else if (!serializeMessage(framed[0]!).equals(expected)) problems.push(`${cut}: differs from the datagram parse`);
+t.test(
+  'valid messages framed from a stream, in any two chunks, parse as from a datagram (RFC 3261 18.3)',
+  async (t) => {
+    // inv2543 (3.4.1) has no Content-Length: over a stream that is a framing error, as the datagram-only RFC 2543 allowed.
+    for (const name of Object.keys(EXPECTED).filter((n) => EXPECTED[n]![1] === 'accept' && n !== 'inv2543')) {
+      const raw = load('valid', name);
+      const expected = serializeMessage(parseMessage(raw));
+      const problems: string[] = [];
+      for (let cut = 1; cut < raw.length; cut += 7) {
+        const framed: SipMessage[] = [];
+        const framer = new StreamFramer({
+          message: (m) => framed.push(m),
+          invalid: (err) => problems.push(`${cut}: invalid ${err.message}`),
+          fatal: (err) => problems.push(`${cut}: fatal ${err.message}`),
+          ping: () => undefined,
+          pong: () => undefined,
+        });
+        framer.push(raw.subarray(0, cut));
+        framer.push(raw.subarray(cut));
+        // dblreq (3.1.1.8) holds a second, complete message past the first's Content-Length: on a stream it is one.
+        if (framed.length !== (name === 'dblreq' ? 2 : 1)) problems.push(`${cut}: ${framed.length} messages`);
+        else if (!serializeMessage(framed[0]!).equals(expected))
+          problems.push(`${cut}: differs from the datagram parse`);
+      }
+      t.same(problems, [], name);
     }
-    t.same(problems, [], name);
-  }
-});
+  },
+);
 
 t.test('parsed details of the valid messages', async (t) => {
   const wsinv = parseMessage(load('valid', 'wsinv'));
   t.equal(viasOf(wsinv).length, 3, 'wsinv: one Via and a folded comma list of two');
-  t.same(viasOf(wsinv).map((v) => [v.transport, v.host, v.params.get('branch')]), [
-    ['UDP', '192.0.2.2', '390skdjuw'], ['TCP', 'spindle.example.com', 'z9hG4bK9ikj8'], ['UDP', '192.168.255.111', 'z9hG4bK30239'],
-  ]);
+  t.same(
+    viasOf(wsinv).map((v) => [v.transport, v.host, v.params.get('branch')]),
+    [
+      ['UDP', '192.0.2.2', '390skdjuw'],
+      ['TCP', 'spindle.example.com', 'z9hG4bK9ikj8'],
+      ['UDP', '192.168.255.111', 'z9hG4bK30239'],
+    ],
+  );
   t.equal(toOf(wsinv).params.get('tag'), '1918181833n');
   t.equal(fromOf(wsinv).displayName, 'J Rosenberg \\"', 'escapes in a quoted display name');
   t.same(cseqOf(wsinv), { seq: 9, method: 'INVITE' }, 'leading zeros, folded');
@@ -140,7 +203,14 @@ t.test('parsed details of the valid messages', async (t) => {
   t.equal(wsinv.headers.get('UnknownHeaderWithUnusualValue'), ';;,,;;,;', 'unknown header kept verbatim');
   const [contact] = contactsOf(wsinv);
   t.equal(contact.displayName, 'Quoted string ""');
-  t.same([...contact.params], [['newparam', 'newvalue'], ['secondparam', null], ['q', '0.33']]);
+  t.same(
+    [...contact.params],
+    [
+      ['newparam', 'newvalue'],
+      ['secondparam', null],
+      ['q', '0.33'],
+    ],
+  );
   t.equal(wsinv.body.length, 150);
 
   const intmeth = parseMessage(load('valid', 'intmeth'));
@@ -155,7 +225,7 @@ t.test('parsed details of the valid messages', async (t) => {
   t.equal(intmeth.headers.get('Call-ID'), 'intmeth.word%ZK-!.*_+\'@word`~)(><:\\/"][?}{');
 
   const esc01 = parseMessage(load('valid', 'esc01'));
-  t.equal(unescapeUriPart(((esc01 as { uri: SipUri }).uri).user!), 'sips:user@example.com');
+  t.equal(unescapeUriPart((esc01 as { uri: SipUri }).uri.user!), 'sips:user@example.com');
   t.ok(uriEquals(toOf(esc01).uri, parseUri('sip:user@example.com')), 'escaped user equals unescaped');
   const escUri = contactsOf(esc01)[0].uri as SipUri;
   t.equal(escUri.params.get('n%61me'), 'v%61lue%25%34%31', 'escapes kept as on the wire');
@@ -173,9 +243,12 @@ t.test('parsed details of the valid messages', async (t) => {
   const dblreq = parseMessage(load('valid', 'dblreq'));
   t.equal(dblreq.body.length, 0, 'octets past Content-Length ignored');
   const semiuri = parseMessage(load('valid', 'semiuri'));
-  t.equal(unescapeUriPart(((semiuri as { uri: SipUri }).uri).user!), 'user;par=u@example.net');
+  t.equal(unescapeUriPart((semiuri as { uri: SipUri }).uri.user!), 'user;par=u@example.net');
   t.equal(semiuri.headers.getAll('Accept').length, 6, 'folded comma list');
-  t.same(viasOf(parseMessage(load('valid', 'transports'))).map((v) => v.transport), ['UDP', 'SCTP', 'TLS', 'UNKNOWN', 'TCP']);
+  t.same(
+    viasOf(parseMessage(load('valid', 'transports'))).map((v) => v.transport),
+    ['UDP', 'SCTP', 'TLS', 'UNKNOWN', 'TCP'],
+  );
   const mpart = parseMessage(load('valid', 'mpart01'));
   t.equal(mpart.body.length, 553);
   t.ok(mpart.body.includes(Buffer.from([0x05, 0x00, 0x04, 0x81])), 'binary part with NUL octets intact');

@@ -1,14 +1,29 @@
 // validateRequest / validateResponse beyond the torture fixtures: 483 when forwarding, accepted schemes,
 // Require on ACK and CANCEL, 415, response scalar checks.
 import t from 'tap';
-import { parseMessage, validateRequest, validateResponse, type SipRequest, type SipResponse } from '../../../sip/message/index.js';
+import {
+  parseMessage,
+  validateRequest,
+  validateResponse,
+  type SipRequest,
+  type SipResponse,
+} from '../../../sip/message/index.js';
 
 function req(method: string, extra: string[] = [], uri = 'sip:bob@example.com', body = ''): SipRequest {
-  return parseMessage([
-    `${method} ${uri} SIP/2.0`, 'Via: SIP/2.0/UDP h.example.com;branch=z9hG4bKv1', 'To: <sip:bob@example.com>',
-    'From: <sip:alice@example.com>;tag=1', 'Call-ID: v1@h', `CSeq: 1 ${method}`, ...extra,
-    `Content-Length: ${body.length}`, '', body,
-  ].join('\r\n')) as SipRequest;
+  return parseMessage(
+    [
+      `${method} ${uri} SIP/2.0`,
+      'Via: SIP/2.0/UDP h.example.com;branch=z9hG4bKv1',
+      'To: <sip:bob@example.com>',
+      'From: <sip:alice@example.com>;tag=1',
+      'Call-ID: v1@h',
+      `CSeq: 1 ${method}`,
+      ...extra,
+      `Content-Length: ${body.length}`,
+      '',
+      body,
+    ].join('\r\n'),
+  ) as SipRequest;
 }
 
 t.test('Max-Forwards 0: 483 only for an element that forwards, and not for OPTIONS (RFC 3261 16.3)', async (t) => {
@@ -40,10 +55,21 @@ t.test('bodies of unaccepted types: 415 (RFC 3261 8.2.3)', async (t) => {
 });
 
 t.test('responses: mandatory headers, CSeq range, Retry-After and Warning syntax', async (t) => {
-  const res = (extra: string[]) => parseMessage([
-    'SIP/2.0 503 Service Unavailable', 'Via: SIP/2.0/UDP h;branch=z9hG4bKr', 'To: <sip:b@h>;tag=2', 'From: <sip:a@h>;tag=1',
-    'Call-ID: r1@h', 'CSeq: 1 INVITE', ...extra, 'Content-Length: 0', '', '',
-  ].join('\r\n')) as SipResponse;
+  const res = (extra: string[]) =>
+    parseMessage(
+      [
+        'SIP/2.0 503 Service Unavailable',
+        'Via: SIP/2.0/UDP h;branch=z9hG4bKr',
+        'To: <sip:b@h>;tag=2',
+        'From: <sip:a@h>;tag=1',
+        'Call-ID: r1@h',
+        'CSeq: 1 INVITE',
+        ...extra,
+        'Content-Length: 0',
+        '',
+        '',
+      ].join('\r\n'),
+    ) as SipResponse;
   t.equal(validateResponse(res([])), null);
   t.equal(validateResponse(res(['Retry-After: 120 (maintenance);duration=60'])), null);
   t.match(validateResponse(res(['Retry-After: 99999999999'])), /Retry-After/);

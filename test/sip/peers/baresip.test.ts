@@ -14,7 +14,10 @@ t.test('baresip and the test agent', async (t) => {
   const agent = await TestAgent.start({ port: AGENT_PORT, rtpPort: AGENT_RTP, listenRtp: true });
   t.teardown(() => agent.close());
   const b1 = await startBaresip({ sipPort: 15221, ctrlPort: 15400, rtpPorts: '30500-30599', user: 'b1' });
-  t.teardown(() => { b1.ctl.close(); return b1.peer.stop(); });
+  t.teardown(() => {
+    b1.ctl.close();
+    return b1.peer.stop();
+  });
 
   await t.test('baresip calls the agent and hangs up', async (t) => {
     const since = b1.ctl.events.length;
@@ -31,7 +34,11 @@ t.test('baresip and the test agent', async (t) => {
     const since = b1.ctl.events.length;
     const dialog = await agent.call('sip:b1@127.0.0.1:15221');
     await b1.ctl.waitEvent('CALL_ESTABLISHED', 10_000, since);
-    t.equal(dialog.media?.remotePort !== undefined && dialog.media.remotePort >= 30500 && dialog.media.remotePort <= 30599, true, 'baresip answered with its RTP port');
+    t.equal(
+      dialog.media?.remotePort !== undefined && dialog.media.remotePort >= 30500 && dialog.media.remotePort <= 30599,
+      true,
+      'baresip answered with its RTP port',
+    );
     await dialog.bye();
     await b1.ctl.waitEvent('CALL_CLOSED', 10_000, since);
     t.equal(dialog.state, 'terminated');
@@ -52,7 +59,15 @@ t.test('baresip and the test agent', async (t) => {
 
     const notified: number[] = [];
     agent.onRefer = (_target, notify) => {
-      notify(180, 'Ringing').then(() => { notified.push(180); return notify(200, 'OK'); }).then(() => notified.push(200), (err: Error) => t.fail(err.message));
+      notify(180, 'Ringing')
+        .then(() => {
+          notified.push(180);
+          return notify(200, 'OK');
+        })
+        .then(
+          () => notified.push(200),
+          (err: Error) => t.fail(err.message),
+        );
     };
     await b1.ctl.command('transfer', 'sip:someone@127.0.0.1:15299');
     await agent.waitFor(() => notified.length === 2, 5000, 'NOTIFYs accepted by baresip');
@@ -64,7 +79,10 @@ t.test('baresip and the test agent', async (t) => {
 
   await t.test('the agent REFERs baresip to a third baresip, which it calls', async (t) => {
     const b3 = await startBaresip({ sipPort: 15223, ctrlPort: 15402, rtpPorts: '30700-30799', user: 'b3' });
-    t.teardown(() => { b3.ctl.close(); return b3.peer.stop(); });
+    t.teardown(() => {
+      b3.ctl.close();
+      return b3.peer.stop();
+    });
     const since1 = b1.ctl.events.length;
     const dialog = await agent.call('sip:b1@127.0.0.1:15221');
     await b1.ctl.waitEvent('CALL_ESTABLISHED', 10_000, since1);

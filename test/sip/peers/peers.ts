@@ -41,7 +41,11 @@ export function listening(port: number, transport: 'udp' | 'tcp'): boolean {
   return rows.some((row) => {
     const [, local, , state] = row.trim().split(/\s+/);
     const [host, hexPort] = local.split(':');
-    return hexPort === want && (host === LOCALHOST_HEX || host === '00000000') && (transport === 'udp' || state === TCP_LISTEN);
+    return (
+      hexPort === want &&
+      (host === LOCALHOST_HEX || host === '00000000') &&
+      (transport === 'udp' || state === TCP_LISTEN)
+    );
   });
 }
 
@@ -52,7 +56,9 @@ export function readSippStats(statFile: string): Record<string, string> {
   const lines = readFileSync(statFile, 'utf8').trim().split('\n');
   const names = lines[0].split(';');
   const last = lines[lines.length - 1].split(';');
-  names.forEach((n, i) => { stats[n] = last[i]; });
+  names.forEach((n, i) => {
+    stats[n] = last[i];
+  });
   return stats;
 }
 
@@ -69,7 +75,11 @@ function sippTraceArgs(dir: string): { args: string[]; statFile: string; errFile
   const stamp = `${process.pid}-${Date.now()}`;
   const statFile = join(dir, `stat-${stamp}.csv`);
   const errFile = join(dir, `err-${stamp}.log`);
-  return { args: ['-nostdin', '-trace_stat', '-stf', statFile, '-fd', '1', '-trace_err', '-error_file', errFile], statFile, errFile };
+  return {
+    args: ['-nostdin', '-trace_stat', '-stf', statFile, '-fd', '1', '-trace_err', '-error_file', errFile],
+    statFile,
+    errFile,
+  };
 }
 
 /**
@@ -82,12 +92,21 @@ export async function runSipp(args: string[], opts: { cwd?: string; timeoutMs: n
   const child = spawn('sipp', [...args, ...trace.args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
   const code = await new Promise<number | null>((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); }, opts.timeoutMs);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+    }, opts.timeoutMs);
     child.on('error', reject);
-    child.on('exit', (c) => { clearTimeout(timer); resolve(c); });
+    child.on('exit', (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
   });
   const errors = existsSync(trace.errFile) ? readFileSync(trace.errFile, 'utf8') : '';
   return { code, stats: readSippStats(trace.statFile), stdout, stderr, errors };
@@ -98,7 +117,10 @@ export class Peer {
   readonly output: string[] = [];
   readonly exited: Promise<number | null>;
 
-  constructor(readonly name: string, readonly child: ChildProcess) {
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
     child.stdout?.on('data', (d: Buffer) => this.output.push(d.toString()));
     child.stderr?.on('data', (d: Buffer) => this.output.push(d.toString()));
     this.exited = new Promise((resolve) => child.on('exit', (c) => resolve(c)));
@@ -123,7 +145,9 @@ export class Peer {
   /** The exit code, or 'timeout' when it is still running after `ms` (the timer does not outlive the wait). */
   async exitedWithin(ms: number): Promise<number | null | 'timeout'> {
     let timer: NodeJS.Timeout | undefined;
-    const limit = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), ms); });
+    const limit = new Promise<'timeout'>((r) => {
+      timer = setTimeout(() => r('timeout'), ms);
+    });
     try {
       return await Promise.race([this.exited, limit]);
     } finally {
@@ -133,17 +157,27 @@ export class Peer {
 
   /** Wait until `ready` holds; fails at once, with the output so far, when the peer exits first. */
   async waitUntil(ready: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    await until(() => {
-      if (ready()) return true;
-      if (!this.running) throw new Error(`${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before ${what}:\n${this.log}`);
-      return false;
-    }, { timeoutMs, intervalMs: 50, what: () => `${this.name}: ${what}\n${this.log}` });
+    await until(
+      () => {
+        if (ready()) return true;
+        if (!this.running)
+          throw new Error(
+            `${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before ${what}:\n${this.log}`,
+          );
+        return false;
+      },
+      { timeoutMs, intervalMs: 50, what: () => `${this.name}: ${what}\n${this.log}` },
+    );
   }
 }
 
 /** SIPp in the background, its statistics and errors traced to its working folder. */
 export class SippPeer extends Peer {
-  constructor(child: ChildProcess, readonly statFile: string, readonly errFile: string) {
+  constructor(
+    child: ChildProcess,
+    readonly statFile: string,
+    readonly errFile: string,
+  ) {
     super('sipp', child);
   }
 
@@ -167,7 +201,11 @@ export async function startSipp(args: string[], cwd: string): Promise<SippPeer> 
   if (!Number.isInteger(port)) throw new Error('startSipp: give the listening port as -p PORT');
   const transport = flag('-t') === 't1' ? 'tcp' : 'udp';
   const trace = sippTraceArgs(cwd);
-  const sipp = new SippPeer(spawn('sipp', [...args, ...trace.args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] }), trace.statFile, trace.errFile);
+  const sipp = new SippPeer(
+    spawn('sipp', [...args, ...trace.args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] }),
+    trace.statFile,
+    trace.errFile,
+  );
   try {
     await sipp.waitUntil(() => listening(port, transport), START_TIMEOUT_MS, `listening on ${transport} port ${port}`);
   } catch (err) {
@@ -185,7 +223,22 @@ function runChecked(cmd: string, args: string[]): void {
 /** An 8 kHz mono 16-bit WAV of real speech padded with silence, for baresip's aufile source. */
 export function speechWav(dir: string, padSec = 20): string {
   const out = join(dir, 'speech.wav');
-  if (!existsSync(out)) runChecked('sox', [soundFile(SPEECH_PROMPT), '-r', '8000', '-c', '1', '-b', '16', '-e', 'signed-integer', out, 'pad', '0', `${padSec}`]);
+  if (!existsSync(out))
+    runChecked('sox', [
+      soundFile(SPEECH_PROMPT),
+      '-r',
+      '8000',
+      '-c',
+      '1',
+      '-b',
+      '16',
+      '-e',
+      'signed-integer',
+      out,
+      'pad',
+      '0',
+      `${padSec}`,
+    ]);
   return out;
 }
 
@@ -217,7 +270,12 @@ export async function startBaresip(opts: BaresipOptions): Promise<{ peer: Peer; 
   const rec = join(dir, 'rec');
   mkdirSync(rec);
   const fields = {
-    SIP_PORT: `${opts.sipPort}`, CTRL_PORT: `${opts.ctrlPort}`, RTP_PORTS: opts.rtpPorts, AUDIO_IN: opts.audioIn ?? speechWav(dir), REC_DIR: rec, USER: opts.user ?? 'ua',
+    SIP_PORT: `${opts.sipPort}`,
+    CTRL_PORT: `${opts.ctrlPort}`,
+    RTP_PORTS: opts.rtpPorts,
+    AUDIO_IN: opts.audioIn ?? speechWav(dir),
+    REC_DIR: rec,
+    USER: opts.user ?? 'ua',
     MODULE_PATH: BARESIP_MODULES_DIR,
   };
   writeFileSync(join(dir, 'config'), fillTemplate('baresip/config.template', fields));
@@ -263,16 +321,19 @@ export class BaresipCtl extends EventEmitter<{ event: [BaresipEvent]; response: 
   static async connect(port: number, timeoutMs: number, peer: Peer): Promise<BaresipCtl> {
     let socket: Socket | null = null;
     let lastError = '';
-    await until(async () => {
-      if (!peer.running) throw new Error(`baresip exited before its ctrl socket opened:\n${peer.log}`);
-      try {
-        socket = await connectOnce(port);
-        return true;
-      } catch (err) {
-        lastError = (err as Error).message;
-        return false;
-      }
-    }, { timeoutMs, intervalMs: 100, what: () => `baresip's ctrl port ${port} (${lastError})\n${peer.log}` });
+    await until(
+      async () => {
+        if (!peer.running) throw new Error(`baresip exited before its ctrl socket opened:\n${peer.log}`);
+        try {
+          socket = await connectOnce(port);
+          return true;
+        } catch (err) {
+          lastError = (err as Error).message;
+          return false;
+        }
+      },
+      { timeoutMs, intervalMs: 100, what: () => `baresip's ctrl port ${port} (${lastError})\n${peer.log}` },
+    );
     return new BaresipCtl(socket!);
   }
 
@@ -317,7 +378,9 @@ export class BaresipCtl extends EventEmitter<{ event: [BaresipEvent]; response: 
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.off('event', on);
-        reject(new Error(`baresip: no ${type} within ${timeoutMs} ms; events: ${this.events.map((e) => e.type).join(', ')}`));
+        reject(
+          new Error(`baresip: no ${type} within ${timeoutMs} ms; events: ${this.events.map((e) => e.type).join(', ')}`),
+        );
       }, timeoutMs);
       const on = (e: BaresipEvent) => {
         if (e.type !== type) return;
@@ -339,12 +402,29 @@ export class BaresipCtl extends EventEmitter<{ event: [BaresipEvent]; response: 
  * `config` names the fixture (kamailio.cfg: Call-ID hash, no probing; cluster.cfg: round robin, OPTIONS probing,
  * failover).
  */
-export async function startKamailio(listenPort: number, nodes: string[], config = 'kamailio/kamailio.cfg'): Promise<Peer> {
+export async function startKamailio(
+  listenPort: number,
+  nodes: string[],
+  config = 'kamailio/kamailio.cfg',
+): Promise<Peer> {
   const dir = tempDir('kamailio');
   mkdirSync(join(dir, 'run'));
   writeFileSync(join(dir, 'kamailio.cfg'), fillTemplate(config, { LISTEN_PORT: `${listenPort}`, DIR: dir }));
   writeFileSync(join(dir, 'dispatcher.list'), nodes.map((n) => `1 ${n}`).join('\n') + '\n');
-  const args = ['-DD', '-E', '-f', join(dir, 'kamailio.cfg'), '-P', join(dir, 'kam.pid'), '-Y', join(dir, 'run'), '-m', '64', '-M', '8'];
+  const args = [
+    '-DD',
+    '-E',
+    '-f',
+    join(dir, 'kamailio.cfg'),
+    '-P',
+    join(dir, 'kam.pid'),
+    '-Y',
+    join(dir, 'run'),
+    '-m',
+    '64',
+    '-M',
+    '8',
+  ];
   const peer = new Peer('kamailio', spawn('kamailio', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }));
   try {
     await peer.waitUntil(() => listening(listenPort, 'udp'), START_TIMEOUT_MS, `listening on udp port ${listenPort}`);

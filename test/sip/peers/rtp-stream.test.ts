@@ -18,7 +18,21 @@ t.test('SIPp streams speech and an RFC 4733 digit to the agent, then hangs up', 
   const agent = await TestAgent.start({ port: AGENT_PORT, rtpPort: AGENT_RTP, listenRtp: true });
   t.teardown(() => agent.close());
   const r = await runSipp(
-    ['-sf', `${FIXTURES_DIR}sipp/uac_rtpstream_dtmf.xml`, '-i', '127.0.0.1', '-p', `${SIPP_PORT}`, '-mp', `${SIPP_MEDIA}`, `127.0.0.1:${AGENT_PORT}`, '-m', '1', '-timeout', '30s'],
+    [
+      '-sf',
+      `${FIXTURES_DIR}sipp/uac_rtpstream_dtmf.xml`,
+      '-i',
+      '127.0.0.1',
+      '-p',
+      `${SIPP_PORT}`,
+      '-mp',
+      `${SIPP_MEDIA}`,
+      `127.0.0.1:${AGENT_PORT}`,
+      '-m',
+      '1',
+      '-timeout',
+      '30s',
+    ],
     { cwd: sippMediaDir(), timeoutMs: 40_000 },
   );
   if (r.code !== 0) console.error(r.stdout.slice(-1500), r.errors.slice(-1500));
@@ -26,6 +40,9 @@ t.test('SIPp streams speech and an RFC 4733 digit to the agent, then hangs up', 
   t.equal(Number(r.stats['SuccessfulCall(C)']), 1);
   await agent.waitFor(() => agent.record.ended === 1, 5000, 'the BYE');
   t.equal(agent.dialogs[0].media?.codec.name, 'PCMA', 'the agent answered the PCMA offer with PCMA');
-  t.ok(agent.record.audioPackets >= MIN_SPEECH_PACKETS, `the speech arrived (${agent.record.audioPackets} G.711 packets)`);
+  t.ok(
+    agent.record.audioPackets >= MIN_SPEECH_PACKETS,
+    `the speech arrived (${agent.record.audioPackets} G.711 packets)`,
+  );
   t.same(agent.record.dtmfRtp, ['5'], 'the digit of the capture, once');
 });

@@ -9,7 +9,11 @@ const CALLS = 10;
 
 t.setTimeout(120_000);
 
-function expectClean(t: { equal: (...args: any[]) => boolean }, r: Awaited<ReturnType<typeof runSipp>>, calls: number): void {
+function expectClean(
+  t: { equal: (...args: any[]) => boolean },
+  r: Awaited<ReturnType<typeof runSipp>>,
+  calls: number,
+): void {
   if (r.code !== 0) console.error(r.stdout.slice(-1500), r.errors.slice(-1500));
   t.equal(r.code, 0, 'sipp exit status 0');
   t.equal(Number(r.stats['SuccessfulCall(C)']), calls, `${calls} successful calls`);
@@ -22,21 +26,57 @@ function expectClean(t: { equal: (...args: any[]) => boolean }, r: Awaited<Retur
 t.test('SIPp uac calls the agent', async (t) => {
   const agent = await TestAgent.start({ port: AGENT_PORT });
   t.teardown(() => agent.close());
-  for (const [transport, flag, port, mediaPort] of [['UDP', 'u1', 15201, 30800], ['TCP', 't1', 15202, 30810]] as const) {
+  for (const [transport, flag, port, mediaPort] of [
+    ['UDP', 'u1', 15201, 30800],
+    ['TCP', 't1', 15202, 30810],
+  ] as const) {
     const before = agent.record.ended;
-    const r = await runSipp(['-sn', 'uac', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, `127.0.0.1:${AGENT_PORT}`, '-t', flag, '-r', '10', '-m', `${CALLS}`, '-d', '100', '-timeout', '30s'], { timeoutMs: 40_000 });
+    const r = await runSipp(
+      [
+        '-sn',
+        'uac',
+        '-i',
+        '127.0.0.1',
+        '-p',
+        `${port}`,
+        '-mp',
+        `${mediaPort}`,
+        `127.0.0.1:${AGENT_PORT}`,
+        '-t',
+        flag,
+        '-r',
+        '10',
+        '-m',
+        `${CALLS}`,
+        '-d',
+        '100',
+        '-timeout',
+        '30s',
+      ],
+      { timeoutMs: 40_000 },
+    );
     t.test(`over ${transport}`, async (t) => expectClean(t, r, CALLS));
     await agent.waitFor(() => agent.record.ended - before === CALLS, 5000, `${CALLS} BYEs over ${transport}`);
-    t.same(agent.record.endReasons.slice(before), Array(CALLS).fill('bye_received'), `SIPp hung up every call over ${transport}`);
+    t.same(
+      agent.record.endReasons.slice(before),
+      Array(CALLS).fill('bye_received'),
+      `SIPp hung up every call over ${transport}`,
+    );
   }
 });
 
 t.test('the agent calls SIPp uas', async (t) => {
   const agent = await TestAgent.start({ port: AGENT_PORT + 3 });
   t.teardown(() => agent.close());
-  for (const [transport, flag, port, uriParam, mediaPort] of [['UDP', 'u1', 15204, '', 30820], ['TCP', 't1', 15205, ';transport=tcp', 30830]] as const) {
+  for (const [transport, flag, port, uriParam, mediaPort] of [
+    ['UDP', 'u1', 15204, '', 30820],
+    ['TCP', 't1', 15205, ';transport=tcp', 30830],
+  ] as const) {
     const cwd = tempDir('sipp-uas');
-    const sipp = await startSipp(['-sn', 'uas', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-t', flag, '-m', `${CALLS}`], cwd);
+    const sipp = await startSipp(
+      ['-sn', 'uas', '-i', '127.0.0.1', '-p', `${port}`, '-mp', `${mediaPort}`, '-t', flag, '-m', `${CALLS}`],
+      cwd,
+    );
     t.teardown(() => sipp.stop());
     for (let i = 0; i < CALLS; i++) {
       const dialog = await agent.call(`sip:service@127.0.0.1:${port}${uriParam}`);

@@ -5,7 +5,13 @@
 
 import dgram from 'node:dgram';
 import { serializeUri } from '../../../sip/message/uri.js';
-import { createUserAgent, type Dialog, type UserAgent, type LocalMedia, type DigestServer } from '../../../sip/index.js';
+import {
+  createUserAgent,
+  type Dialog,
+  type UserAgent,
+  type LocalMedia,
+  type DigestServer,
+} from '../../../sip/index.js';
 import { until } from '../../helpers/wait.js';
 
 export interface AgentOptions {
@@ -35,7 +41,16 @@ const G711_PAYLOAD_TYPES = [0, 8];
 const TELEPHONE_EVENT_PAYLOAD_TYPE = 101;
 
 export class TestAgent {
-  readonly record: AgentRecord = { answered: 0, ended: 0, dtmfInfo: [], dtmfRtp: [], audioPackets: 0, refers: [], notifies: [], endReasons: [] };
+  readonly record: AgentRecord = {
+    answered: 0,
+    ended: 0,
+    dtmfInfo: [],
+    dtmfRtp: [],
+    audioPackets: 0,
+    refers: [],
+    notifies: [],
+    endReasons: [],
+  };
   readonly dialogs: Dialog[] = [];
   /** Called for each REFER: by default answered with NOTIFY 200 OK after 100 Trying. */
   onRefer: (target: string, notify: (status: number, reason: string) => Promise<void>) => void = (_t, notify) => {
@@ -44,16 +59,27 @@ export class TestAgent {
   #rtp: dgram.Socket | null = null;
   #lastEventTs = -1;
 
-  private constructor(readonly ua: UserAgent, readonly media: LocalMedia) {}
+  private constructor(
+    readonly ua: UserAgent,
+    readonly media: LocalMedia,
+  ) {}
 
   static async start(opts: AgentOptions): Promise<TestAgent> {
     const host = opts.host ?? '127.0.0.1';
     const ua = await createUserAgent({ host, port: opts.port, transports: ['udp', 'tcp'], auth: opts.auth });
-    const media: LocalMedia = { address: host, port: opts.rtpPort ?? 30400, codecs: ['PCMU', 'PCMA'], telephoneEvent: true };
+    const media: LocalMedia = {
+      address: host,
+      port: opts.rtpPort ?? 30400,
+      codecs: ['PCMU', 'PCMA'],
+      telephoneEvent: true,
+    };
     const agent = new TestAgent(ua, media);
     if (opts.listenRtp) await agent.#listenRtp(host, media.port);
     ua.on('invite', (req, res) => {
-      agent.ua.createUAS(req, { media }).then((d) => agent.#watch(d), () => undefined /* 488 already sent */);
+      agent.ua.createUAS(req, { media }).then(
+        (d) => agent.#watch(d),
+        () => undefined /* 488 already sent */,
+      );
       void res;
     });
     ua.on('error', () => undefined);
@@ -63,14 +89,21 @@ export class TestAgent {
   #watch(dialog: Dialog): Dialog {
     this.record.answered++;
     this.dialogs.push(dialog);
-    dialog.on('ended', (e) => { this.record.ended++; this.record.endReasons.push(e.reason); });
-    dialog.on('info', (e) => { if (e.dtmf) this.record.dtmfInfo.push(e.dtmf.digit); });
+    dialog.on('ended', (e) => {
+      this.record.ended++;
+      this.record.endReasons.push(e.reason);
+    });
+    dialog.on('info', (e) => {
+      if (e.dtmf) this.record.dtmfInfo.push(e.dtmf.digit);
+    });
     dialog.on('refer', (e) => {
       const target = serializeUri(e.referTo.uri);
       this.record.refers.push(target);
       this.onRefer(target, e.notify);
     });
-    dialog.on('notify', (e) => this.record.notifies.push({ status: e.sipfrag?.status, state: e.subscriptionState?.state }));
+    dialog.on('notify', (e) =>
+      this.record.notifies.push({ status: e.sipfrag?.status, state: e.subscriptionState?.state }),
+    );
     dialog.on('error', () => undefined);
     return dialog;
   }
@@ -86,7 +119,7 @@ export class TestAgent {
   async #listenRtp(host: string, port: number): Promise<void> {
     const sock = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
     sock.on('message', (pkt) => {
-      if (pkt.length < 16 || (pkt[0] >> 6) !== 2) return;
+      if (pkt.length < 16 || pkt[0] >> 6 !== 2) return;
       const pt = pkt[1] & 0x7f;
       if (G711_PAYLOAD_TYPES.includes(pt)) this.record.audioPackets++;
       if (pt !== TELEPHONE_EVENT_PAYLOAD_TYPE) return;
@@ -100,13 +133,20 @@ export class TestAgent {
         this.record.dtmfRtp.push(EVENT_DIGITS[event]);
       }
     });
-    await new Promise<void>((resolve, reject) => { sock.once('error', reject); sock.bind(port, host, () => resolve()); });
+    await new Promise<void>((resolve, reject) => {
+      sock.once('error', reject);
+      sock.bind(port, host, () => resolve());
+    });
     this.#rtp = sock;
   }
 
   /** Wait until `check` holds; on timeout the error shows what the agent recorded. */
   waitFor(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    return until(check, { timeoutMs, intervalMs: 20, what: () => `test agent: ${what}; record ${JSON.stringify(this.record)}` });
+    return until(check, {
+      timeoutMs,
+      intervalMs: 20,
+      what: () => `test agent: ${what}; record ${JSON.stringify(this.record)}`,
+    });
   }
 
   async close(): Promise<void> {
@@ -116,7 +156,7 @@ export class TestAgent {
 }
 
 // Standalone: answer calls until killed (SIGTERM), printing the number answered on exit.
-if (import.meta.url === `file://${process.argv[1]}` && process.argv.includes("--port")) {
+if (import.meta.url === `file://${process.argv[1]}` && process.argv.includes('--port')) {
   const arg = (name: string, fallback: string) => {
     const i = process.argv.indexOf(`--${name}`);
     return i >= 0 ? process.argv[i + 1] : fallback;

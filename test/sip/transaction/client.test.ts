@@ -3,7 +3,13 @@
 import t from 'tap';
 import { TransactionTimeoutError, TransportError } from '../../../sip/errors.js';
 import { cseqOf, toOf, viasOf, serializeUri, type SipResponse } from '../../../sip/message/index.js';
-import { ClientInviteTransaction, ClientNonInviteTransaction, ManualClock, clientInviteTransition, clientNonInviteTransition } from '../../../sip/transaction/index.js';
+import {
+  ClientInviteTransaction,
+  ClientNonInviteTransaction,
+  ManualClock,
+  clientInviteTransition,
+  clientNonInviteTransition,
+} from '../../../sip/transaction/index.js';
 import { context, RecordingTransport, request, response, settle, TCP, UDP } from './helpers.js';
 
 function setup() {
@@ -47,60 +53,73 @@ t.test('INVITE over TCP: no retransmissions, Timer B still applies', async (t) =
   t.ok(s.errors[0] instanceof TransactionTimeoutError);
 });
 
-t.test('INVITE: 1xx stops retransmissions, 2xx moves to Accepted, 2xx retransmissions reach the TU until Timer M', async (t) => {
-  const s = setup();
-  const req = request('INVITE');
-  const tx = new ClientInviteTransaction(s.ctx, 'k', req, UDP, s.handlers);
-  tx.start();
-  s.clock.advance(600); // one retransmission at 500
-  tx.receive(response(req, 180));
-  t.equal(tx.state, 'proceeding');
-  s.clock.advance(20_000);
-  t.same(s.transport.times('INVITE'), [0, 500], 'no retransmission in Proceeding');
-  t.equal(tx.state, 'proceeding', 'no Timer B in Proceeding');
-  tx.receive(response(req, 183));
-  tx.receive(response(req, 200));
-  t.equal(tx.state, 'accepted');
-  tx.receive(response(req, 200));
-  tx.receive(response(req, 200, 'other-fork'));
-  t.same(s.got.map((r) => r.status), [180, 183, 200, 200, 200], 'every 2xx passed up (RFC 6026)');
-  t.notOk(s.transport.lines().includes('ACK'), 'the transaction does not ACK a 2xx');
-  s.clock.advance(64 * 500 - 1);
-  t.equal(tx.state, 'accepted');
-  s.clock.advance(1);
-  t.equal(tx.state, 'terminated', 'Timer M = 64*T1');
-  tx.receive(response(req, 200));
-  t.equal(s.got.length, 5, 'nothing after termination');
-});
+t.test(
+  'INVITE: 1xx stops retransmissions, 2xx moves to Accepted, 2xx retransmissions reach the TU until Timer M',
+  async (t) => {
+    const s = setup();
+    const req = request('INVITE');
+    const tx = new ClientInviteTransaction(s.ctx, 'k', req, UDP, s.handlers);
+    tx.start();
+    s.clock.advance(600); // one retransmission at 500
+    tx.receive(response(req, 180));
+    t.equal(tx.state, 'proceeding');
+    s.clock.advance(20_000);
+    t.same(s.transport.times('INVITE'), [0, 500], 'no retransmission in Proceeding');
+    t.equal(tx.state, 'proceeding', 'no Timer B in Proceeding');
+    tx.receive(response(req, 183));
+    tx.receive(response(req, 200));
+    t.equal(tx.state, 'accepted');
+    tx.receive(response(req, 200));
+    tx.receive(response(req, 200, 'other-fork'));
+    t.same(
+      s.got.map((r) => r.status),
+      [180, 183, 200, 200, 200],
+      'every 2xx passed up (RFC 6026)',
+    );
+    t.notOk(s.transport.lines().includes('ACK'), 'the transaction does not ACK a 2xx');
+    s.clock.advance(64 * 500 - 1);
+    t.equal(tx.state, 'accepted');
+    s.clock.advance(1);
+    t.equal(tx.state, 'terminated', 'Timer M = 64*T1');
+    tx.receive(response(req, 200));
+    t.equal(s.got.length, 5, 'nothing after termination');
+  },
+);
 
-t.test('INVITE: a non-2xx final response is ACKed inside the transaction, retransmissions re-ACKed, Timer D', async (t) => {
-  const s = setup();
-  const req = request('INVITE', { cseq: 7 });
-  const tx = new ClientInviteTransaction(s.ctx, 'k', req, UDP, s.handlers);
-  tx.start();
-  const busy = response(req, 486, 'busy-tag');
-  tx.receive(busy);
-  t.equal(tx.state, 'completed');
-  t.same(s.got.map((r) => r.status), [486]);
-  const ack = s.transport.sent.find((x) => x.msg.kind === 'request' && x.msg.method === 'ACK')!.msg;
-  // RFC 3261 17.1.1.3
-  t.ok(ack.kind === 'request' && serializeUri(ack.uri) === 'sip:bob@example.com', 'same Request-URI');
-  t.same(cseqOf(ack), { seq: 7, method: 'ACK' });
-  t.equal(toOf(ack).params.get('tag'), 'busy-tag', 'To from the response');
-  const vias = viasOf(ack);
-  t.equal(vias.length, 1);
-  t.equal(vias[0].params.get('branch'), viasOf(req)[0].params.get('branch'), 'same branch as the INVITE');
-  t.equal(ack.headers.get('Route'), '<sip:proxy.example.com;lr>', 'Route copied');
-  tx.receive(busy);
-  tx.receive(busy);
-  t.equal(s.transport.lines().filter((l) => l === 'ACK').length, 3, 'each retransmission ACKed');
-  t.equal(s.got.length, 1, 'retransmissions not passed up');
-  s.clock.advance(31_999);
-  t.equal(tx.state, 'completed');
-  s.clock.advance(1);
-  t.equal(tx.state, 'terminated', 'Timer D = 32 s over UDP');
-  t.same(s.transport.times('INVITE'), [0], 'retransmissions stopped by the final response');
-});
+t.test(
+  'INVITE: a non-2xx final response is ACKed inside the transaction, retransmissions re-ACKed, Timer D',
+  async (t) => {
+    const s = setup();
+    const req = request('INVITE', { cseq: 7 });
+    const tx = new ClientInviteTransaction(s.ctx, 'k', req, UDP, s.handlers);
+    tx.start();
+    const busy = response(req, 486, 'busy-tag');
+    tx.receive(busy);
+    t.equal(tx.state, 'completed');
+    t.same(
+      s.got.map((r) => r.status),
+      [486],
+    );
+    const ack = s.transport.sent.find((x) => x.msg.kind === 'request' && x.msg.method === 'ACK')!.msg;
+    // RFC 3261 17.1.1.3
+    t.ok(ack.kind === 'request' && serializeUri(ack.uri) === 'sip:bob@example.com', 'same Request-URI');
+    t.same(cseqOf(ack), { seq: 7, method: 'ACK' });
+    t.equal(toOf(ack).params.get('tag'), 'busy-tag', 'To from the response');
+    const vias = viasOf(ack);
+    t.equal(vias.length, 1);
+    t.equal(vias[0].params.get('branch'), viasOf(req)[0].params.get('branch'), 'same branch as the INVITE');
+    t.equal(ack.headers.get('Route'), '<sip:proxy.example.com;lr>', 'Route copied');
+    tx.receive(busy);
+    tx.receive(busy);
+    t.equal(s.transport.lines().filter((l) => l === 'ACK').length, 3, 'each retransmission ACKed');
+    t.equal(s.got.length, 1, 'retransmissions not passed up');
+    s.clock.advance(31_999);
+    t.equal(tx.state, 'completed');
+    s.clock.advance(1);
+    t.equal(tx.state, 'terminated', 'Timer D = 32 s over UDP');
+    t.same(s.transport.times('INVITE'), [0], 'retransmissions stopped by the final response');
+  },
+);
 
 t.test('INVITE over TCP: Timer D is 0, the transaction ends with the final response', async (t) => {
   const s = setup();
@@ -148,7 +167,11 @@ t.test('non-INVITE: in Proceeding Timer E fires every T2; a final response compl
   tx.receive(response(req, 200));
   t.equal(tx.state, 'completed');
   tx.receive(response(req, 200));
-  t.same(s.got.map((r) => r.status), [100, 200], 'retransmitted final absorbed');
+  t.same(
+    s.got.map((r) => r.status),
+    [100, 200],
+    'retransmitted final absorbed',
+  );
   s.clock.advance(4999);
   t.equal(tx.state, 'completed');
   s.clock.advance(1);
@@ -182,7 +205,16 @@ t.test('non-INVITE: a transport error terminates', async (t) => {
 });
 
 t.test('transition tables: terminated absorbs everything, ignored inputs return null', async (t) => {
-  for (const i of ['timer_a', 'timer_b', 'timer_d', 'timer_m', 'response_1xx', 'response_2xx', 'response_300_699', 'transport_error'] as const) {
+  for (const i of [
+    'timer_a',
+    'timer_b',
+    'timer_d',
+    'timer_m',
+    'response_1xx',
+    'response_2xx',
+    'response_300_699',
+    'transport_error',
+  ] as const) {
     t.equal(clientInviteTransition('terminated', i), null);
   }
   t.equal(clientInviteTransition('completed', 'response_2xx'), null, '2xx after a non-2xx final is ignored');

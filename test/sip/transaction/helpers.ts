@@ -1,7 +1,14 @@
 // Test helpers for transactions: a transport that records what the transactions send (with the time on
 // the manual clock), and request/response builders.
 import { TransportError } from '../../../sip/errors.js';
-import { createResponse, parseMessage, serializeMessage, type SipMessage, type SipRequest, type SipResponse } from '../../../sip/message/index.js';
+import {
+  createResponse,
+  parseMessage,
+  serializeMessage,
+  type SipMessage,
+  type SipRequest,
+  type SipResponse,
+} from '../../../sip/message/index.js';
 import { ManualClock, type TransactionContext, type TransactionTransport } from '../../../sip/transaction/index.js';
 import type { PreparedRequest } from '../../../sip/transport/transport.js';
 import type { Source, Target } from '../../../sip/transport/types.js';
@@ -39,24 +46,41 @@ export class RecordingTransport implements TransactionTransport {
   }
 
   times(what: string): number[] {
-    return this.sent.filter((s) => (s.msg.kind === 'request' ? s.msg.method : String(s.msg.status)) === what).map((s) => s.at);
+    return this.sent
+      .filter((s) => (s.msg.kind === 'request' ? s.msg.method : String(s.msg.status)) === what)
+      .map((s) => s.at);
   }
 }
 
-export function context(clock: ManualClock, transport: TransactionTransport, terminated: string[] = []): TransactionContext {
+export function context(
+  clock: ManualClock,
+  transport: TransactionTransport,
+  terminated: string[] = [],
+): TransactionContext {
   return { transport, clock, timers: { T1: 500, T2: 4000, T4: 5000 }, terminated: (key) => terminated.push(key) };
 }
 
 let seq = 0;
 
-export function request(method: string, opts: { branch?: string; toTag?: string; cseq?: number; callId?: string; via?: string } = {}): SipRequest {
+export function request(
+  method: string,
+  opts: { branch?: string; toTag?: string; cseq?: number; callId?: string; via?: string } = {},
+): SipRequest {
   const branch = opts.branch ?? `z9hG4bK-test-${++seq}`;
   const via = opts.via ?? `SIP/2.0/UDP 192.0.2.1:5060;branch=${branch}`;
   const to = opts.toTag ? `<sip:bob@example.com>;tag=${opts.toTag}` : '<sip:bob@example.com>';
   const raw = [
-    `${method} sip:bob@example.com SIP/2.0`, `Via: ${via}`, 'Max-Forwards: 70', `To: ${to}`,
-    'From: <sip:alice@example.com>;tag=alice1', `Call-ID: ${opts.callId ?? 'call-1@example.com'}`,
-    `CSeq: ${opts.cseq ?? 1} ${method}`, 'Route: <sip:proxy.example.com;lr>', 'Content-Length: 0', '', '',
+    `${method} sip:bob@example.com SIP/2.0`,
+    `Via: ${via}`,
+    'Max-Forwards: 70',
+    `To: ${to}`,
+    'From: <sip:alice@example.com>;tag=alice1',
+    `Call-ID: ${opts.callId ?? 'call-1@example.com'}`,
+    `CSeq: ${opts.cseq ?? 1} ${method}`,
+    'Route: <sip:proxy.example.com;lr>',
+    'Content-Length: 0',
+    '',
+    '',
   ].join('\r\n');
   return parseMessage(raw) as SipRequest;
 }

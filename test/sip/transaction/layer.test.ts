@@ -1,8 +1,21 @@
 // The transaction layer: matching (RFC 3261 17.1.3, 17.2.3 and the RFC 2543 fallback), retransmission
 // absorption, CANCEL (9.1, 9.2), request validation, stray responses; then end to end over real UDP sockets.
 import t from 'tap';
-import { cseqOf, parseMessage, serializeMessage, toOf, viasOf, type SipRequest, type SipResponse } from '../../../sip/message/index.js';
-import { ManualClock, TransactionLayer, type ServerTransaction, ServerInviteTransaction } from '../../../sip/transaction/index.js';
+import {
+  cseqOf,
+  parseMessage,
+  serializeMessage,
+  toOf,
+  viasOf,
+  type SipRequest,
+  type SipResponse,
+} from '../../../sip/message/index.js';
+import {
+  ManualClock,
+  TransactionLayer,
+  type ServerTransaction,
+  ServerInviteTransaction,
+} from '../../../sip/transaction/index.js';
 import { SipTransport, type Source } from '../../../sip/transport/index.js';
 import { RecordingTransport, request, response, UDP, UDP_SOURCE } from './helpers.js';
 import { until } from '../../helpers/wait.js';
@@ -13,11 +26,15 @@ function setup(opts: ConstructorParameters<typeof TransactionLayer>[2] = {}) {
   const requests: Array<{ req: SipRequest; tx: ServerTransaction | undefined }> = [];
   const stray: SipResponse[] = [];
   const dropped: string[] = [];
-  const layer = new TransactionLayer(transport, {
-    request: (req, tx) => requests.push({ req, tx }),
-    strayResponse: (res) => stray.push(res),
-    dropped: (why) => dropped.push(why),
-  }, { clock, timers: { T1: 500 }, ...opts });
+  const layer = new TransactionLayer(
+    transport,
+    {
+      request: (req, tx) => requests.push({ req, tx }),
+      strayResponse: (res) => stray.push(res),
+      dropped: (why) => dropped.push(why),
+    },
+    { clock, timers: { T1: 500 }, ...opts },
+  );
   return { clock, transport, layer, requests, stray, dropped };
 }
 
@@ -157,7 +174,11 @@ t.test('invalid requests are answered before the TU sees them', async (t) => {
     s.layer.receive(r, UDP_SOURCE);
     t.equal(s.transport.lines().at(-1), String(status), `answered ${status}`);
   }
-  t.equal(s.transport.sent.at(-2)!.msg.headers.get('Unsupported'), 'nothingSupportsThis', '420 lists the unsupported tag');
+  t.equal(
+    s.transport.sent.at(-2)!.msg.headers.get('Unsupported'),
+    'nothingSupportsThis',
+    '420 lists the unsupported tag',
+  );
   t.equal(s.requests.length, 0, 'none reached the TU');
   const badAck = request('ACK', { branch: 'z9hG4bKbadack' });
   badAck.headers.set('CSeq', '1 INVITE');
@@ -168,39 +189,80 @@ t.test('invalid requests are answered before the TU sees them', async (t) => {
   t.match(s.dropped.at(-1), /400/, 'malformed Via answered statelessly (sending it may fail)');
 });
 
-t.test('end to end over real UDP sockets: retransmitted INVITE absorbed by the server layer, final response, ACK', async (t) => {
-  t.setTimeout(15_000);
-  const clockA = new ManualClock();
-  const clockB = new ManualClock();
-  let layerA: TransactionLayer;
-  let layerB: TransactionLayer;
-  const arrivals: string[] = [];
-  const arrived = (what: string) => { arrivals.push(what); };
-  const a = await SipTransport.listen({ message: (m, src: Source) => { arrived(`A<-${m.kind === 'request' ? m.method : m.status}`); layerA.receive(m, src); } });
-  const b = await SipTransport.listen({ message: (m, src: Source) => { arrived(`B<-${m.kind === 'request' ? m.method : m.status}`); layerB.receive(m, src); } });
-  t.teardown(async () => { await a.close(); await b.close(); });
-  const tus: Array<{ req: SipRequest; tx: ServerTransaction | undefined }> = [];
-  layerA = new TransactionLayer(a, { request: () => undefined }, { clock: clockA });
-  layerB = new TransactionLayer(b, { request: (req, tx) => { tus.push({ req, tx }); } }, { clock: clockB });
-  const got: number[] = [];
-  const invite = parseMessage([
-    `INVITE sip:bob@127.0.0.1:${b.port} SIP/2.0`, 'Max-Forwards: 70', `To: <sip:bob@127.0.0.1:${b.port}>`,
-    'From: <sip:alice@127.0.0.1>;tag=a', 'Call-ID: e2e-1', 'CSeq: 1 INVITE', 'Content-Length: 0', '', '',
-  ].join('\r\n')) as SipRequest;
-  const tx = layerA.sendRequest(invite, { transport: 'UDP', address: '127.0.0.1', port: b.port }, { response: (r) => got.push(r.status) });
-  await until(() => arrivals.includes('A<-100'), { what: () => `100 Trying at A (arrivals ${arrivals.join(', ')})` });
-  t.equal(tus.length, 1);
-  t.equal(tx.state, 'proceeding');
-  // a retransmission by hand (as if Timer A fired before the 100 arrived) is absorbed by B's transaction
-  await a.sendBytes(serializeMessage(invite), { transport: 'UDP', address: '127.0.0.1', port: b.port });
-  await until(() => arrivals.filter((x) => x === 'A<-100').length === 2, { what: () => `a second 100 at A (arrivals ${arrivals.join(', ')})` });
-  t.equal(tus.length, 1, 'B handed the INVITE up once');
-  tus[0].tx!.respond(response(tus[0].req, 603));
-  await until(() => arrivals.includes('B<-ACK'), { what: () => `the ACK at B (arrivals ${arrivals.join(', ')})` });
-  t.same(got, [100, 100, 603], 'provisional responses in Proceeding all go up (17.1.1.2)');
-  t.equal(tus[0].tx!.state, 'confirmed', 'the ACK built inside A\'s transaction matched B\'s');
-  clockA.advance(32_000);
-  clockB.advance(5_000);
-  t.equal(layerA.clientCount, 0);
-  t.equal(layerB.serverCount, 0);
-});
+t.test(
+  'end to end over real UDP sockets: retransmitted INVITE absorbed by the server layer, final response, ACK',
+  async (t) => {
+    t.setTimeout(15_000);
+    const clockA = new ManualClock();
+    const clockB = new ManualClock();
+    let layerA: TransactionLayer;
+    let layerB: TransactionLayer;
+    const arrivals: string[] = [];
+    const arrived = (what: string) => {
+      arrivals.push(what);
+    };
+    const a = await SipTransport.listen({
+      message: (m, src: Source) => {
+        arrived(`A<-${m.kind === 'request' ? m.method : m.status}`);
+        layerA.receive(m, src);
+      },
+    });
+    const b = await SipTransport.listen({
+      message: (m, src: Source) => {
+        arrived(`B<-${m.kind === 'request' ? m.method : m.status}`);
+        layerB.receive(m, src);
+      },
+    });
+    t.teardown(async () => {
+      await a.close();
+      await b.close();
+    });
+    const tus: Array<{ req: SipRequest; tx: ServerTransaction | undefined }> = [];
+    layerA = new TransactionLayer(a, { request: () => undefined }, { clock: clockA });
+    layerB = new TransactionLayer(
+      b,
+      {
+        request: (req, tx) => {
+          tus.push({ req, tx });
+        },
+      },
+      { clock: clockB },
+    );
+    const got: number[] = [];
+    const invite = parseMessage(
+      [
+        `INVITE sip:bob@127.0.0.1:${b.port} SIP/2.0`,
+        'Max-Forwards: 70',
+        `To: <sip:bob@127.0.0.1:${b.port}>`,
+        'From: <sip:alice@127.0.0.1>;tag=a',
+        'Call-ID: e2e-1',
+        'CSeq: 1 INVITE',
+        'Content-Length: 0',
+        '',
+        '',
+      ].join('\r\n'),
+    ) as SipRequest;
+    const tx = layerA.sendRequest(
+      invite,
+      { transport: 'UDP', address: '127.0.0.1', port: b.port },
+      { response: (r) => got.push(r.status) },
+    );
+    await until(() => arrivals.includes('A<-100'), { what: () => `100 Trying at A (arrivals ${arrivals.join(', ')})` });
+    t.equal(tus.length, 1);
+    t.equal(tx.state, 'proceeding');
+    // a retransmission by hand (as if Timer A fired before the 100 arrived) is absorbed by B's transaction
+    await a.sendBytes(serializeMessage(invite), { transport: 'UDP', address: '127.0.0.1', port: b.port });
+    await until(() => arrivals.filter((x) => x === 'A<-100').length === 2, {
+      what: () => `a second 100 at A (arrivals ${arrivals.join(', ')})`,
+    });
+    t.equal(tus.length, 1, 'B handed the INVITE up once');
+    tus[0].tx!.respond(response(tus[0].req, 603));
+    await until(() => arrivals.includes('B<-ACK'), { what: () => `the ACK at B (arrivals ${arrivals.join(', ')})` });
+    t.same(got, [100, 100, 603], 'provisional responses in Proceeding all go up (17.1.1.2)');
+    t.equal(tus[0].tx!.state, 'confirmed', "the ACK built inside A's transaction matched B's");
+    clockA.advance(32_000);
+    clockB.advance(5_000);
+    t.equal(layerA.clientCount, 0);
+    t.equal(layerB.serverCount, 0);
+  },
+);

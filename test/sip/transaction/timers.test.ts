@@ -1,12 +1,44 @@
 // Timer values derived from T1, T2, T4 (RFC 3261 Table 4, RFC 6026) and the manual clock they run on.
 import t from 'tap';
-import { backoff, DEFAULT_TIMERS, initialDuration, ManualClock, TimerSet, type TimerName } from '../../../sip/transaction/index.js';
+import {
+  backoff,
+  DEFAULT_TIMERS,
+  initialDuration,
+  ManualClock,
+  TimerSet,
+  type TimerName,
+} from '../../../sip/transaction/index.js';
 
 t.test('RFC 3261 Table 4 and RFC 6026 durations from the defaults T1=500, T2=4000, T4=5000', async (t) => {
-  const unreliable: Record<TimerName, number> = { A: 500, B: 32000, D: 32000, E: 500, F: 32000, G: 500, H: 32000, I: 5000, J: 32000, K: 5000, L: 32000, M: 32000 };
-  const reliable: Partial<Record<TimerName, number>> = { B: 32000, D: 0, F: 32000, H: 32000, I: 0, J: 0, K: 0, L: 32000, M: 32000 };
-  for (const [name, ms] of Object.entries(unreliable)) t.equal(initialDuration(name as TimerName, DEFAULT_TIMERS, false), ms, `Timer ${name} over UDP`);
-  for (const [name, ms] of Object.entries(reliable)) t.equal(initialDuration(name as TimerName, DEFAULT_TIMERS, true), ms, `Timer ${name} over TCP`);
+  const unreliable: Record<TimerName, number> = {
+    A: 500,
+    B: 32000,
+    D: 32000,
+    E: 500,
+    F: 32000,
+    G: 500,
+    H: 32000,
+    I: 5000,
+    J: 32000,
+    K: 5000,
+    L: 32000,
+    M: 32000,
+  };
+  const reliable: Partial<Record<TimerName, number>> = {
+    B: 32000,
+    D: 0,
+    F: 32000,
+    H: 32000,
+    I: 0,
+    J: 0,
+    K: 0,
+    L: 32000,
+    M: 32000,
+  };
+  for (const [name, ms] of Object.entries(unreliable))
+    t.equal(initialDuration(name as TimerName, DEFAULT_TIMERS, false), ms, `Timer ${name} over UDP`);
+  for (const [name, ms] of Object.entries(reliable))
+    t.equal(initialDuration(name as TimerName, DEFAULT_TIMERS, true), ms, `Timer ${name} over TCP`);
   const fast = { T1: 100, T2: 400, T4: 1000 };
   t.equal(initialDuration('B', fast, false), 6400, 'B follows T1');
   t.equal(initialDuration('D', fast, false), 32000, 'D stays at least 32 s');
