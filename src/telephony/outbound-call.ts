@@ -5,7 +5,7 @@
 // sip_call_failed, call_ended) and nothing recorded.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SipError, TransactionTimeoutError, TransportError, type Dialog, type UserAgent } from '../../sip/index.js';
-import { isSipUri, newCallId, parseUri, serializeUri } from '../../sip/message/index.js';
+import { newCallId } from '../../sip/message/index.js';
 import type { Sql } from '../store/db.js';
 import type { LeasePolicy } from '../store/leases.js';
 import { newId } from '../store/ids.js';
@@ -23,9 +23,10 @@ import {
 import type { AgentConfig } from '../schemas/agents.js';
 import { ANONYMOUS } from './call-parties.js';
 import type { CallAssignment, CallControl } from './call-control.js';
-import { failover, LocateError, targetUri, type Locator } from './locate.js';
+import { LocateError, type Locator } from './locate.js';
 import { callMediaOf, localMedia, offeredCallMedia, remoteMediaOf } from './media-policy.js';
 import { CallRefused } from './sip-errors.js';
+import { ANONYMOUS_FROM, dialThroughTrunk, hostPart, requestUriFor, type DialProgress } from './trunk-dial.js';
 import type { SipCall } from './sip-call.js';
 import type { Trunk } from './trunks.js';
 
@@ -40,8 +41,6 @@ const ANSWER_SETTLE_MS = 200;
 
 /** RFC 3261 21.4.9 / 21.4.18: the callee did not answer (408 Request Timeout, 480 Temporarily Unavailable). */
 const NO_ANSWER_STATUSES = new Set([408, 480]);
-/** RFC 3323 4.1.1.3: the From of a call that presents no number. */
-export const ANONYMOUS_FROM = '"Anonymous" <sip:anonymous@anonymous.invalid>';
 
 export interface OutboundCallsOptions {
   ua: UserAgent;
@@ -66,21 +65,6 @@ export interface OutboundCallsOptions {
 
 /** Why dialling stopped short of an answer: the ring timeout, the HTTP client going away, the node stopping. */
 type AbortCause = 'ring_timeout' | 'client_gone' | 'stopping';
-
-/** The outbound trunk's URI with the transport its `transport` field forces. */
-export function trunkUri(trunk: NonNullable<Trunk['outbound']>): string {
-  const uri = parseUri(trunk.uri);
-  if (!isSipUri(uri) || trunk.transport === null || uri.params.has('transport')) return trunk.uri;
-  uri.params.set('transport', trunk.transport);
-  return serializeUri(uri);
-}
-
-/** `sip:<number>@<the trunk's host[:port]>` (RFC 3261 19.1.1; a telephone number as the user part). */
-export function requestUriFor(number: string, trunk: NonNullable<Trunk['outbound']>): string {
-  const uri = parseUri(trunk.uri);
-  if (!isSipUri(uri)) throw new Error(`outbound trunk URI ${trunk.uri} is not a sip: URI`);
-  return `sip:${number}@${uri.host}${uri.port === undefined ? '' : `:${uri.port}`}`;
-}
 
 /** The 409 (or other domain error) a call that did not connect is answered with. */
 function failureOf(err: unknown, cause: AbortCause | null, ringing: boolean): DomainError {
@@ -257,7 +241,7 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     const { ua, locator, address } = this.#o;
     const dialling = new AbortController();
     let cause: AbortCause | null = null;
-    let ringing = false;
+    const progress: DialProgress = { ringing: false };
     const stop = (why: AbortCause) => () => {
       cause ??= why;
       dialling.abort();
@@ -270,58 +254,25 @@ export class TelephonyOutboundCalls implements OutboundCalls {
     if (signal.aborted) onClientGone();
     if (this.#o.stopping.aborted) onStopping();
     try {
-      const targets = await locator.locate(trunkUri(outbound));
-      const requestUri = requestUriFor(to, outbound);
-      const from =
-        media.callerId === null
-          ? ANONYMOUS_FROM
-          : `<sip:${media.callerId}@${address.includes(':') ? `[${address}]` : address}>`;
-      const attempt = failover(
-        targets,
-        (target) =>
-          ua.createUAC(requestUri, {
-            media: localMedia({ audioFormat: media.audioFormat, address, port: media.port }),
-            from,
-            proxy: targetUri(target),
-            // One Call-ID for every server tried (RFC 3261 8.1.3.4 keeps it across a retried request).
-            callId: media.sipCallId,
-            auth: outbound.auth
-              ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm }
-              : undefined,
-            signal: dialling.signal,
-            onProvisional: () => {
-              ringing = true;
-            },
-          }),
-        { signal: dialling.signal },
+      const dialog = await dialThroughTrunk(
+        {
+          ua,
+          locator,
+          outbound,
+          requestUri: requestUriFor(to, outbound),
+          from: media.callerId === null ? ANONYMOUS_FROM : `<sip:${media.callerId}@${hostPart(address)}>`,
+          media: localMedia({ audioFormat: media.audioFormat, address, port: media.port }),
+          callId: media.sipCallId,
+          signal: dialling.signal,
+          log: call.log,
+          what: 'a call',
+        },
+        progress,
       );
-      // RFC 3261 9.1: a CANCEL waits for a provisional response; with none, the INVITE would run on to Timer B.
-      // Give up at once then; an answer that still comes is hung up.
-      const unanswered = new Promise<never>((_, reject) => {
-        const giveUp = () => {
-          if (!ringing)
-            reject(new SipError(408, 'Request Timeout', 'no response to the INVITE before it was abandoned'));
-        };
-        if (dialling.signal.aborted) giveUp();
-        else dialling.signal.addEventListener('abort', giveUp, { once: true });
-      });
-      let dialog: Dialog;
-      try {
-        dialog = await Promise.race([attempt, unanswered]);
-      } catch (err) {
-        attempt.then(
-          (late) =>
-            late
-              .bye()
-              .catch((e: Error) => call.log.warn({ err: e }, 'BYE of a call answered after it was abandoned failed')),
-          () => undefined, // the INVITE's own failure after we gave up on it: nothing left to do
-        );
-        throw err;
-      }
       call.log.debug({ callId: dialog.callId }, 'outbound call answered by the callee');
       return { dialog };
     } catch (error) {
-      return { error, cause, ringing };
+      return { error, cause, ringing: progress.ringing };
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onClientGone);

@@ -31,7 +31,7 @@ import { toE164 } from './call-parties.js';
 import type { CallControl } from './call-control.js';
 import { failover, targetUri, type Locator } from './locate.js';
 import { callMediaOf, localMedia, remoteMediaOf } from './media-policy.js';
-import { ANONYMOUS_FROM, requestUriFor, trunkUri } from './outbound-call.js';
+import { ANONYMOUS_FROM, requestUriFor, trunkUri } from './trunk-dial.js';
 import type { SipCall } from './sip-call.js';
 import type { Trunk, Trunks } from './trunks.js';
 

@@ -25,9 +25,9 @@ import type { PhoneTransferRequest, PhoneTransferResult } from '../conversation/
 import type { Logger } from '../log.js';
 import type { CallMedia, TransferEvent } from '../workers/worker-protocol.js';
 import type { CallControl } from './call-control.js';
-import { failover, LocateError, targetUri, type Locator } from './locate.js';
+import { LocateError, type Locator } from './locate.js';
 import { callMediaOf, localMedia, remoteMediaOf } from './media-policy.js';
-import { ANONYMOUS_FROM, requestUriFor, trunkUri } from './outbound-call.js';
+import { ANONYMOUS_FROM, dialThroughTrunk, hostPart, requestUriFor } from './trunk-dial.js';
 import type { RtpPorts } from './rtp-ports.js';
 import type { SipCall } from './sip-call.js';
 import type { Trunk } from './trunks.js';
@@ -83,8 +83,6 @@ interface Transfer {
 }
 
 type Dialled = { dialog: Dialog } | { error: string; retry: boolean };
-
-const hostPart = (address: string): string => (address.includes(':') ? `[${address}]` : address);
 
 export class CallTransfers {
   readonly #o: CallTransfersOptions;
@@ -379,7 +377,6 @@ export class CallTransfers {
   ): Promise<Dialled> {
     const { ua, locator, address } = this.#o;
     const dialling = new AbortController();
-    let ringing = false;
     let timedOut = false;
     const stop = () => dialling.abort();
     const timer = setTimeout(() => {
@@ -389,53 +386,26 @@ export class CallTransfers {
     t.abort.signal.addEventListener('abort', stop, { once: true });
     this.#o.stopping.addEventListener('abort', stop, { once: true });
     try {
-      const targets = await locator.locate(trunkUri(outbound));
-      const from = t.callerId === null ? ANONYMOUS_FROM : `<sip:${t.callerId}@${hostPart(address)}>`;
       // The caller's codec first: the legs then relay without transcoding when the target takes it.
       const media = {
         ...localMedia({ audioFormat: 'mulaw_8000', address, port }),
         codecs: callerCodec === 'PCMA' ? ['PCMA' as const, 'PCMU' as const] : ['PCMU' as const, 'PCMA' as const],
       };
-      const attempt = failover(
-        targets,
-        (target) =>
-          ua.createUAC(requestUriFor(t.request.phoneNumber, outbound), {
-            media,
-            from,
-            proxy: targetUri(target),
-            auth: outbound.auth
-              ? { username: outbound.auth.username, password: outbound.auth.password, realm: outbound.auth.realm }
-              : undefined,
-            signal: dialling.signal,
-            onProvisional: () => {
-              ringing = true;
-            },
-          }),
-        { signal: dialling.signal },
+      const dialog = await dialThroughTrunk(
+        {
+          ua,
+          locator,
+          outbound,
+          requestUri: requestUriFor(t.request.phoneNumber, outbound),
+          from: t.callerId === null ? ANONYMOUS_FROM : `<sip:${t.callerId}@${hostPart(address)}>`,
+          media,
+          signal: dialling.signal,
+          log: t.call.log,
+          what: 'a transfer leg',
+        },
+        { ringing: false },
       );
-      // RFC 3261 9.1: a CANCEL waits for a provisional response; with none, give up at once (a late answer is hung up).
-      const unanswered = new Promise<never>((_, reject) => {
-        const giveUp = () => {
-          if (!ringing)
-            reject(new SipError(408, 'Request Timeout', 'no response to the INVITE before it was abandoned'));
-        };
-        if (dialling.signal.aborted) giveUp();
-        else dialling.signal.addEventListener('abort', giveUp, { once: true });
-      });
-      try {
-        return { dialog: await Promise.race([attempt, unanswered]) };
-      } catch (err) {
-        attempt.then(
-          (late) =>
-            late
-              .bye()
-              .catch((e: Error) =>
-                t.call.log.warn({ err: e }, 'BYE of a transfer leg answered after it was abandoned failed'),
-              ),
-          () => undefined, // the INVITE's own failure after we gave up on it
-        );
-        throw err;
-      }
+      return { dialog };
     } catch (err) {
       if (timedOut) return { error: `not answered within ${Math.round(this.#o.ringTimeoutMs / 1000)} s`, retry: true };
       if (err instanceof SipError)
