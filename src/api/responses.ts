@@ -47,15 +47,13 @@ export const responsesRoutes: RoutePlugin = async (app, ctx) => {
         const take = await takeResponsesToken(sql, request.auth.orgId, settings);
         if (!take.allowed) {
           reply.header('retry-after', String(take.retryAfterSec));
-          return reply
-            .status(429)
-            .send(
-              toErrorBody(
-                new ApiError(429, `rate limit exceeded: retry in ${take.retryAfterSec} s`, {
-                  code: 'rate_limit_exceeded',
-                }),
-              ),
-            );
+          return reply.status(429).send(
+            toErrorBody(
+              new ApiError(429, `rate limit exceeded: retry in ${take.retryAfterSec} s`, {
+                code: 'rate_limit_exceeded',
+              }),
+            ),
+          );
         }
       },
     },
