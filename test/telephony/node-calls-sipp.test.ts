@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { createRtpPacketView, decodeView } from '../../src/media/rtp.js';
 import { SIPP_CAPTURES_DIR } from '../helpers/debian-packages.js';
+import { until } from '../helpers/wait.js';
 import { loadPrompt } from '../media/speech.js';
 import { fillTemplate, tempDir } from '../sip/peers/peers.js';
 import { bestCorrelation, envelope, g711Decode, g711Frames } from './harness.js';
@@ -163,6 +164,21 @@ t.test('a node with real media workers, SIPp on both sides', async (t) => {
         (record.items as { role: string }[]).some((i) => i.role === 'assistant'),
         "the assistant's replies are on the record",
       );
+      // The post-call work runs for a phone call as for any conversation: without a speech-to-text model, the
+      // second-pass transcript is skipped and says why.
+      let transcriptJob: { status: string; reason?: string } | undefined;
+      await until(
+        async () => {
+          const jobs = (await node.endedConversation(id)).post_call?.jobs as
+            { kind: string; status: string; reason?: string }[] | undefined;
+          transcriptJob = jobs?.find((j) => j.kind === 'post_call_transcript');
+          return (
+            transcriptJob !== undefined && transcriptJob.status !== 'pending' && transcriptJob.status !== 'running'
+          );
+        },
+        { what: "the call's post-call transcript job settling", timeoutMs: 30_000 },
+      );
+      t.match(transcriptJob, { status: 'skipped', reason: /speech-to-text/ }, "the call's post-call transcript job");
     });
   }
 
