@@ -34,10 +34,10 @@ import type { Trunk } from './trunks.js';
 const RECORD_POLL_MS = 10;
 /**
  * A callee hanging up within this long of its answer never connected (409 call_ended, nothing recorded). Its BYE
- * leaves only once our ACK arrives, so it can be a few event-loop turns behind; answering-machine detection holds
- * the agent's first words for longer than this anyway.
+ * leaves only once our ACK arrives, so it can be a few event-loop turns behind. Kept short: answering-machine
+ * detection starts after it, so its times run from here, not from the 200.
  */
-const ANSWER_SETTLE_MS = 200;
+const ANSWER_SETTLE_MS = 40;
 
 /** RFC 3261 21.4.9 / 21.4.18: the callee did not answer (408 Request Timeout, 480 Temporarily Unavailable). */
 const NO_ANSWER_STATUSES = new Set([408, 480]);
