@@ -26,6 +26,8 @@ root.on('assert', (res) => {
 });
 root.on('complete', (results) => {
   if (!results.ok && failed === 0) failed++;
-  process.stdout.write(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
+  // The last line is exactly "N passed, M failed"; skipped tests are counted on the line before it.
+  if (skipped) process.stdout.write(`${skipped} skipped\n`);
+  process.stdout.write(`${passed} passed, ${failed} failed\n`);
 });
 process.stdin.pipe(root);
