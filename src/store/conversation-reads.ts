@@ -12,7 +12,7 @@ import type {
   TimeBound,
   ToolCallEntry,
 } from '../schemas/conversations.js';
-import type { ConversationState, RecordingRow } from './conversation-types.js';
+import type { ConversationState, RecordingRow, SettingsField } from './conversation-types.js';
 import { storageOutcomesOf } from './external-storage.js';
 import { jobsOfConversations } from './jobs.js';
 
@@ -90,49 +90,19 @@ type ToolCallRow = Omit<ToolCallEntry, 'tool' | 'endpoint_called_at'> & {
   endpoint_called_at: Date | null;
 };
 
-/** The record's fields stored under their own names in `conversations`. */
+/** The record's fields stored under their own names in `conversations` (two nullable settings are typed below). */
 type SameNamed =
+  | Exclude<SettingsField, 'websocket_timeout_sec' | 'languages'>
   | 'id'
   | 'external_id'
   | 'origin'
-  | 'model'
-  | 'generate_welcome_message'
-  | 'is_welcome_message_interruptible'
-  | 'listen_only'
-  | 'welcome_message'
-  | 'template_variables'
-  | 'input_format'
-  | 'output_format'
-  | 'background_noise_level'
-  | 'background_noise'
   | 'live_transcript'
   | 'post_call_transcript'
   | 'duration_ms'
   | 'ended_by'
-  | 'boosted_keywords'
-  | 'pronunciation_dictionary'
-  | 'min_words_to_interrupt'
-  | 'default_language'
-  | 'additional_languages'
-  | 'multilingual_mode'
-  | 'push_to_talk'
-  | 'no_input_poke_sec'
-  | 'no_input_end_conversation_sec'
-  | 'no_input_poke_text'
   | 'task_results'
-  | 'system_prompt'
-  | 'generate_no_input_poke_text'
-  | 'vad_prebuffer_duration_ms'
-  | 'vad_min_speech_duration_ms'
-  | 'vad_min_silence_duration_ms'
-  | 'vad_threshold'
   | 'is_redacted'
-  | 'redacted_transcript'
-  | 'metadata'
-  | 'enable_watermarking'
-  | 'data_retention_policy'
-  | 'enable_assistant_backchannel'
-  | 'assistant_backchannel_aggressiveness';
+  | 'redacted_transcript';
 
 type Analysis = Conversation['analysis'];
 

@@ -22,7 +22,7 @@ export {
   type StoredConversation,
 } from './conversation-reads.js';
 export type { ConversationState, NewRecording, RecordingRow } from './conversation-types.js';
-import type { ConversationState, NewRecording, RecordingRow } from './conversation-types.js';
+import type { ConversationState, NewRecording, RecordingRow, SettingsField } from './conversation-types.js';
 import { pipelinedTransaction, transaction, type Tx } from './transaction.js';
 import { postCallJobsEnqueued } from './jobs.js';
 
@@ -48,44 +48,7 @@ interface EndedRow {
 }
 
 /** The record's configuration fields, as the API names them (what the agent and overrides resolved to). */
-export type ConversationSettings = Partial<
-  Pick<
-    Conversation,
-    | 'model'
-    | 'generate_welcome_message'
-    | 'is_welcome_message_interruptible'
-    | 'listen_only'
-    | 'welcome_message'
-    | 'template_variables'
-    | 'input_format'
-    | 'output_format'
-    | 'background_noise_level'
-    | 'background_noise'
-    | 'boosted_keywords'
-    | 'pronunciation_dictionary'
-    | 'min_words_to_interrupt'
-    | 'default_language'
-    | 'additional_languages'
-    | 'multilingual_mode'
-    | 'push_to_talk'
-    | 'no_input_poke_sec'
-    | 'no_input_end_conversation_sec'
-    | 'no_input_poke_text'
-    | 'system_prompt'
-    | 'generate_no_input_poke_text'
-    | 'websocket_timeout_sec'
-    | 'vad_prebuffer_duration_ms'
-    | 'vad_min_speech_duration_ms'
-    | 'vad_min_silence_duration_ms'
-    | 'vad_threshold'
-    | 'metadata'
-    | 'enable_watermarking'
-    | 'data_retention_policy'
-    | 'enable_assistant_backchannel'
-    | 'assistant_backchannel_aggressiveness'
-    | 'languages'
-  >
-> & {
+export type ConversationSettings = Partial<Pick<Conversation, SettingsField>> & {
   voice_id?: string | null;
   audio_speed?: number;
   vendor_model?: string | null;
