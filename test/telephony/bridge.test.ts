@@ -3,7 +3,7 @@
 // reaches the caller as µ-law; the tool's digits go first as RFC 4733 events; the target's audio is readable as
 // 20 ms frames (the answering-machine detector's input), and that sequence ends when the leg closes.
 import dgram from 'node:dgram';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { alawDecodeInto, alawEncodeInto, mulawDecodeInto, mulawEncodeInto } from '../../src/media/native/g711.js';
 import { dtmfDigit } from '../../src/media/rfc4733.js';
 import { createRtpPacketView, decodeView, RtpSender, RTP_HEADER_BYTES } from '../../src/media/rtp.js';
@@ -16,7 +16,10 @@ import { toneShare } from './transfer-node.js';
 const tone = (hz: number, n: number, from: number) =>
   Int16Array.from({ length: n }, (_, i) => Math.round(8000 * Math.sin((2 * Math.PI * hz * (from + i)) / 8000)));
 
-t.test("bridged across µ-law and A-law, digits first, the target's frames readable", async (t) => {
+/** A PCMU leg on a free even port of its own UDP group, and a peer socket collecting what the leg sends it. */
+async function legAndPeer(
+  t: Test,
+): Promise<{ group: NativeUdpGroup; leg: TransferLeg | null; peer: dgram.Socket; received: Buffer[] }> {
   const group = new NativeUdpGroup(8);
   const peer = dgram.createSocket('udp4');
   await new Promise<void>((r) => peer.bind(0, LOOPBACK, r));
@@ -42,6 +45,11 @@ t.test("bridged across µ-law and A-law, digits first, the target's frames reada
     peer.close();
     group.close();
   });
+  return { group, leg, peer, received };
+}
+
+t.test("bridged across µ-law and A-law, digits first, the target's frames readable", async (t) => {
+  const { group, leg, peer, received } = await legAndPeer(t);
   t.ok(leg, 'the leg bound a port pair');
   leg!.bridge({ address: LOOPBACK, port: peer.address().port }, media('PCMA'), '5#', false);
   t.ok(leg!.sendsDigits);
@@ -114,31 +122,7 @@ t.test("bridged across µ-law and A-law, digits first, the target's frames reada
 });
 
 t.test('listening: the agent hears both parties mixed, and both hear the agent', async (t) => {
-  const group = new NativeUdpGroup(8);
-  const peer = dgram.createSocket('udp4');
-  await new Promise<void>((r) => peer.bind(0, LOOPBACK, r));
-  const received: Buffer[] = [];
-  peer.on('message', (m) => received.push(m));
-  let leg: TransferLeg | null = null;
-  for (let attempt = 0; attempt < 20 && leg === null; attempt++) {
-    try {
-      leg = TransferLeg.open(
-        group,
-        LOOPBACK,
-        20000 + 2 * Math.floor(Math.random() * 15000),
-        'PCMU',
-        () => performance.now(),
-        () => undefined,
-      );
-    } catch {
-      // taken: another port
-    }
-  }
-  t.teardown(() => {
-    leg?.close();
-    peer.close();
-    group.close();
-  });
+  const { group, leg, peer, received } = await legAndPeer(t);
   leg!.bridge({ address: LOOPBACK, port: peer.address().port }, media('PCMU'), null, true);
   const ids = new Uint32Array(4);
   const counts = new Uint32Array(4);
